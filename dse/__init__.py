@@ -1,0 +1,1 @@
+"""dse: design-space exploration of DLRM training systems."""

@@ -1,0 +1,87 @@
+"""Named calibration parameters of the step-time model.
+
+Efficiencies are the fraction of a datasheet peak that DLRM kernels reach; overheads are per kernel and
+per collective. They are *calibration parameters*: their defaults below are literature priors, and
+``dse calibrate`` fits them to published measurements and writes ``dse/data/calibration.toml``, which
+:func:`load_calibration` reads by default. Nothing in the model is tuned outside this file.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dse.records import from_mapping, read_toml
+
+EFF = {"min": 0.0, "min_exclusive": True, "max": 1.0}
+NONNEG = {"min": 0.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Calibration parameters; see each field for its prior's source."""
+
+    version: str = "prior"
+    dense_efficiency_simt: float = field(default=0.70, metadata=EFF)
+    """fp32 (non tensor-core) GEMM efficiency at large sizes. Prior: cuBLAS SGEMM reaches 70-90% of
+    fp32 peak on large square GEMMs (NVIDIA GEMM performance guide)."""
+    dense_efficiency_tensor: float = field(default=0.60, metadata=EFF)
+    """Tensor-core GEMM efficiency at large sizes (tf32/fp16/bf16/fp8). Prior: MLPerf DLRM MLP
+    layers reach about 50-70% of tensor peak (NVIDIA HugeCTR/DLRM blog posts, 2021-2022)."""
+    memory_efficiency: float = field(default=0.60, metadata=EFF)
+    """Fraction of HBM peak that embedding gathers and element-wise kernels reach. Prior: FBGEMM
+    table-batched embedding kernels reach 60-80% of HBM bandwidth (FBGEMM GPU docs)."""
+    host_efficiency: float = field(default=0.50, metadata=EFF)
+    """Fraction of host DDR and PCIe peak reached by host-resident embedding traffic (random 64 B
+    accesses). Prior: CPU random-gather bandwidth is about half of stream bandwidth [A]."""
+    fabric_efficiency: float = field(default=0.70, metadata=EFF)
+    """Fraction of scale-up bandwidth an all-to-all/allreduce reaches. Prior: NCCL all-to-all bus
+    bandwidth on DGX A100 about 70% of NVLink per-direction peak (nccl-tests reports)."""
+    network_efficiency: float = field(default=0.80, metadata=EFF)
+    """Fraction of NIC line rate reached by collectives across nodes. Prior: nccl-tests across IB HDR
+    reach about 80% of line rate [A]."""
+    kernel_overhead_s: float = field(default=5e-6, metadata=NONNEG)
+    """Launch and scheduling cost per kernel on the critical path. Prior: CUDA kernel launch latency
+    is about 3-10 us (NVIDIA CUDA best-practice guide)."""
+    collective_latency_s: float = field(default=15e-6, metadata=NONNEG)
+    """Fixed latency of one collective (launch, synchronisation). Prior: NCCL small-message latency
+    on one node is about 10-20 us (nccl-tests)."""
+    peer_latency_s: float = field(default=1e-6, metadata=NONNEG)
+    """Extra latency per peer of an all-to-all (one message per peer) [A]."""
+    step_overhead_s: float = field(default=1e-4, metadata=NONNEG)
+    """Fixed per-step cost outside kernels (data-loader hand-off, host synchronisation) [A]."""
+    software_factor: dict[str, float] = field(default_factory=dict)
+    """Throughput factor per software generation (measurement source label -> factor), fitted;
+    used only when a measurement names its software. Designs are scored with factor 1."""
+    fit: dict[str, float] = field(default_factory=dict)
+    """Fit statistics recorded by ``dse calibrate`` (errors, point count)."""
+
+    def with_values(self, **values: float) -> Calibration:
+        """A copy with some parameters changed (for fitting and sensitivity studies)."""
+        return replace(self, **values)
+
+
+FITTED_PARAMETERS: tuple[str, ...] = tuple(
+    f.name for f in fields(Calibration) if f.name not in ("version", "software_factor", "fit")
+)
+"""Names of the scalar calibration parameters."""
+
+
+def load_calibration(path: Path | None = None) -> Calibration:
+    """The calibration in ``path``, or the packaged one (priors when none has been fitted yet)."""
+    if path is not None:
+        return from_mapping(Calibration, read_toml(path), str(path))
+    return _packaged()
+
+
+@functools.cache
+def _packaged() -> Calibration:
+    ref = resources.files("dse") / "data" / "calibration.toml"
+    if not ref.is_file():
+        return Calibration()
+    with resources.as_file(ref) as p:
+        data: dict[str, Any] = read_toml(p)
+        return from_mapping(Calibration, data, "dse/data/calibration.toml")

@@ -1,0 +1,268 @@
+"""Hardware catalog: accelerators, CPUs, memory, PCIe, NICs, switches, chassis and facility figures.
+
+The numbers live in ``dse/data/catalog.toml``; every entry carries a ``source`` and lists which of its
+values are assumptions (``assumed``) or estimates (prices are estimates and say so). Units are in the
+field names: GB = 1e9 bytes, ``_gb_s`` = GB/s per direction, ``_gbit_s`` = Gb/s, ``_w`` = watts.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from dse.errors import DseInputError
+from dse.records import from_mapping, read_toml
+
+Precision = Literal["fp32", "tf32", "amp", "bf16", "fp16", "fp8"]
+"""Public precision names. ``amp`` is mixed precision: fp16/bf16 tensor-core math."""
+
+Topology = Literal["none", "ring", "hybrid_cube_mesh", "fully_connected", "switch"]
+"""Scale-up fabric among a node's accelerators (``none``: through PCIe and the host)."""
+
+POSITIVE = {"min": 0.0, "min_exclusive": True}
+NON_NEGATIVE = {"min": 0.0}
+
+
+@dataclass(frozen=True, slots=True)
+class PeakTflops:
+    """Dense peak tensor throughput per precision (TFLOP/s, no sparsity). Absent = unsupported."""
+
+    fp32: float | None = None
+    tf32: float | None = None
+    bf16: float | None = None
+    fp16: float | None = None
+    fp8: float | None = None
+
+    def for_precision(self, precision: Precision) -> float | None:
+        """Peak TFLOP/s the dense math of ``precision`` runs at (``amp`` uses fp16, else bf16)."""
+        if precision == "amp":
+            return self.fp16 or self.bf16
+        value: float | None = getattr(self, precision)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Accelerator:
+    """One accelerator type (GPU or OAM module)."""
+
+    name: str
+    peak_tflops: PeakTflops
+    hbm_gb: float = field(metadata=POSITIVE)
+    hbm_gb_s: float = field(metadata=POSITIVE)
+    scaleup_gb_s: float = field(metadata=NON_NEGATIVE)
+    """Scale-up link bandwidth per accelerator per direction (vendor bidirectional figure halved)."""
+    default_scaleup: Topology
+    pcie_gen: int = field(metadata={"min": 3, "max": 6})
+    tdp_w: float = field(metadata=POSITIVE)
+    price_usd: float = field(metadata=POSITIVE)
+    memory_type: str
+    source: str
+    price_source: str
+    idle_w: float | None = None
+    """Idle power; when absent the power model uses its idle fraction of TDP."""
+    compute_units: int = field(default=0, metadata={"min": 0})
+    """Streaming multiprocessors (NVIDIA), compute units (AMD) or equivalent 128x128-tile engines:
+    how many GEMM output tiles run at once (wave quantisation of small GEMMs); 0 = not modelled."""
+    scaleup_domain: int = 0
+    """Largest scale-up domain the part supports across nodes (NVL72: 72); 0 = within a node."""
+    form_factor: Literal["sxm", "oam", "pcie", "superchip"] = "sxm"
+    price_includes_system: bool = False
+    """True when ``price_usd`` is a share of a whole-rack price that already covers host CPUs, DDR,
+    scale-up switches and chassis (GB200 NVL72): those parts are then not priced again."""
+    assumed: tuple[str, ...] = ()
+    """Names of fields whose values are assumptions rather than published figures."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cpu:
+    """One CPU socket type."""
+
+    name: str
+    cores: int = field(metadata={"min": 1})
+    tdp_w: float = field(metadata=POSITIVE)
+    ddr: str
+    """Key into the ``ddr`` catalog (``ddr4-3200``, ``ddr5-4800``...)."""
+    ddr_channels: int = field(metadata={"min": 1})
+    pcie_gen: int = field(metadata={"min": 3, "max": 6})
+    pcie_lanes: int = field(metadata={"min": 1})
+    socket_link_gb_s: float = field(metadata=POSITIVE)
+    """Socket-to-socket bandwidth per direction (UPI / Infinity Fabric), for traffic crossing sockets."""
+    price_usd: float = field(metadata=POSITIVE)
+    source: str
+    price_source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Ddr:
+    """One DDR generation and speed."""
+
+    channel_gb_s: float = field(metadata=POSITIVE)
+    usd_per_gb: float = field(metadata=POSITIVE)
+    w_per_gb: float = field(metadata=POSITIVE)
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pcie:
+    """One PCIe generation: usable bandwidth of an x16 link per direction."""
+
+    x16_gb_s: float = field(metadata=POSITIVE)
+    latency_s: float = field(metadata=POSITIVE)
+    switch_usd: float = field(metadata=NON_NEGATIVE)
+    """Price of one PCIe switch chip of this generation (for boxes with shared switches)."""
+    switch_w: float = field(metadata=NON_NEGATIVE)
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Nic:
+    """One NIC speed grade (price and power of one port, optics excluded)."""
+
+    gbit_s: float = field(metadata=POSITIVE)
+    price_usd: float = field(metadata=POSITIVE)
+    tdp_w: float = field(metadata=POSITIVE)
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSwitch:
+    """Scale-out switch ports and optics, priced per port of a given speed."""
+
+    radix: int = field(metadata={"min": 2})
+    usd_per_port_per_400g: float = field(metadata=POSITIVE)
+    w_per_port_per_400g: float = field(metadata=POSITIVE)
+    optics_usd_per_end_per_400g: float = field(metadata=NON_NEGATIVE)
+    optics_w_per_end_per_400g: float = field(metadata=NON_NEGATIVE)
+    hop_latency_s: float = field(metadata=POSITIVE)
+    nic_latency_s: float = field(metadata=POSITIVE)
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleupSwitch:
+    """Scale-up switch silicon (NVSwitch-class), priced and powered per attached accelerator."""
+
+    usd_per_accelerator: float = field(metadata=NON_NEGATIVE)
+    w_per_accelerator: float = field(metadata=NON_NEGATIVE)
+    latency_s: float = field(metadata=POSITIVE)
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Chassis:
+    """Per-node baseboard, chassis, fans, power supplies, boot storage."""
+
+    usd_per_node: float = field(metadata=NON_NEGATIVE)
+    usd_per_accelerator: float = field(metadata=NON_NEGATIVE)
+    """Baseboard/riser cost that grows with the number of accelerator slots."""
+    base_w: float = field(metadata=NON_NEGATIVE)
+    """Fans, storage, BMC and board power per node."""
+    psu_efficiency: float = field(metadata={"min": 0.5, "max": 1.0})
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Facility:
+    """Data-centre and finance defaults for TCO."""
+
+    pue: float = field(metadata={"min": 1.0})
+    usd_per_kwh: float = field(metadata=NON_NEGATIVE)
+    server_amortisation_years: float = field(metadata=POSITIVE)
+    network_amortisation_years: float = field(metadata=POSITIVE)
+    hbm_usd_per_gb: float = field(metadata=NON_NEGATIVE)
+    """Price of HBM capacity beyond (or below) an accelerator's catalog figure, when it is a knob."""
+    hbm_usd_per_gb_s: float = field(metadata=NON_NEGATIVE)
+    """Price of HBM bandwidth beyond an accelerator's catalog figure, when it is a knob."""
+    hbm_w_per_gb: float = field(metadata=NON_NEGATIVE)
+    hbm_w_per_gb_s: float = field(metadata=NON_NEGATIVE)
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """The whole catalog; see ``dse/data/catalog.toml``."""
+
+    version: str
+    accelerator: dict[str, Accelerator]
+    cpu: dict[str, Cpu]
+    ddr: dict[str, Ddr]
+    pcie: dict[str, Pcie]
+    nic: dict[str, Nic]
+    network_switch: NetworkSwitch
+    scaleup_switch: ScaleupSwitch
+    chassis: Chassis
+    facility: Facility
+
+    def accelerator_named(self, key: str, source: str = "catalog", field_key: str = "") -> Accelerator:
+        """The accelerator ``key``, or an error listing the known keys."""
+        try:
+            return self.accelerator[key]
+        except KeyError:
+            known = ", ".join(sorted(self.accelerator))
+            raise DseInputError(source, field_key, f"unknown accelerator {key!r} (known: {known})") from None
+
+    def cpu_named(self, key: str, source: str = "catalog", field_key: str = "") -> Cpu:
+        """The CPU ``key``, or an error listing the known keys."""
+        try:
+            return self.cpu[key]
+        except KeyError:
+            known = ", ".join(sorted(self.cpu))
+            raise DseInputError(source, field_key, f"unknown cpu {key!r} (known: {known})") from None
+
+    def pcie_gen(self, gen: int) -> Pcie:
+        """PCIe generation ``gen`` (3-6)."""
+        return self.pcie[f"gen{gen}"]
+
+    def nic_for(self, gbit_s: float) -> tuple[float, float]:
+        """Price (USD) and power (W) of one NIC port of ``gbit_s``, interpolated between catalog grades.
+
+        Speeds between grades are interpolated linearly; beyond the ends the per-Gb/s figure of the
+        nearest grade is used, so price and power never fall as speed rises.
+        """
+        grades = sorted(self.nic.values(), key=lambda n: n.gbit_s)
+        if gbit_s <= grades[0].gbit_s:
+            g = grades[0]
+            return g.price_usd, g.tdp_w
+        for lo, hi in zip(grades, grades[1:], strict=False):
+            if gbit_s <= hi.gbit_s:
+                t = (gbit_s - lo.gbit_s) / (hi.gbit_s - lo.gbit_s)
+                return (
+                    lo.price_usd + t * (hi.price_usd - lo.price_usd),
+                    lo.tdp_w + t * (hi.tdp_w - lo.tdp_w),
+                )
+        g = grades[-1]
+        scale = gbit_s / g.gbit_s
+        return g.price_usd * scale, g.tdp_w * scale
+
+
+CATALOG_FILE = "catalog.toml"
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Load and validate the catalog (the packaged one by default).
+
+    >>> cat = load_catalog()
+    >>> cat.accelerator["a100-sxm4-80gb"].hbm_gb
+    80.0
+    """
+    if path is None:
+        return _packaged_catalog()
+    return from_mapping(Catalog, read_toml(path), str(path))
+
+
+@functools.cache
+def _packaged_catalog() -> Catalog:
+    ref = resources.files("dse") / "data" / CATALOG_FILE
+    with resources.as_file(ref) as p:
+        return from_mapping(Catalog, read_toml(p), f"dse/data/{CATALOG_FILE}")

@@ -1,0 +1,202 @@
+"""Capex, power and total cost of ownership of a system (DESIGN.md section 6).
+
+Capex sums every part's catalog price; power sums every part's draw at its utilisation and divides
+by the power-supply efficiency (wall power); TCO amortises capex and adds energy at a PUE and price.
+All figures are per cluster. Prices are estimates (see the catalog's ``price_source`` fields).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dse.catalog import Catalog, load_catalog
+from dse.system import System
+
+HOURS_PER_YEAR = 8766.0
+"""365.25 days."""
+CRITEO_EPOCH_SAMPLES = 4_195_197_692
+"""Training samples in one epoch of the Criteo 1TB click logs (DESIGN.md section 6)."""
+ACCELERATOR_IDLE_FRACTION = 0.15
+"""Idle draw as a share of TDP where the catalog gives none [A: an idle H100 SXM draws about
+70-100 W of 700 W; the measured 8x H100 node idled at 2.3-2.7 kW at the wall]."""
+CPU_BASE_UTILISATION = 0.3
+"""CPU load from the data pipeline and framework threads even when no table is host-resident [A]."""
+COMM_POWER_SHARE = 0.5
+"""Accelerator power while it only communicates, as a share of its busy power [A]."""
+PRICE_FLOOR_FRACTION = 0.5
+"""An accelerator with less HBM than its catalog part never costs below this share of its price [A]."""
+
+
+@dataclass(frozen=True, slots=True)
+class CostBreakdown:
+    """Capex by part (USD) and its total."""
+
+    parts_usd: dict[str, float]
+    capex_usd: float
+    network_capex_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class PowerBreakdown:
+    """Power by part (W, at the wall after PSU losses) and its total."""
+
+    parts_w: dict[str, float]
+    power_w: float
+    accelerator_utilisation: float
+
+
+def scaleout_tiers(system: System, catalog: Catalog) -> int:
+    """Switch tiers the scale-out network needs for all compute NIC ports (0 for one node)."""
+    if system.nodes <= 1 or system.spec.node.nics == 0:
+        return 0
+    ports = system.nodes * system.spec.node.nics
+    radix = catalog.network_switch.radix
+    if ports <= radix:
+        return 1
+    return 2 if ports <= radix * radix // 2 else 3
+
+
+def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
+    """Capex of the cluster by part."""
+    cat = catalog or load_catalog()
+    node = system.spec.node
+    acc = system.accelerator
+    n, a = system.nodes, system.accelerators_per_node
+    fac = cat.facility
+    extra_gb = system.hbm_bytes / 1e9 - acc.hbm_gb
+    extra_gb_s = system.hbm_bytes_s / 1e9 - acc.hbm_gb_s
+    unit = acc.price_usd + extra_gb * fac.hbm_usd_per_gb + extra_gb_s * fac.hbm_usd_per_gb_s
+    unit = max(unit, PRICE_FLOOR_FRACTION * acc.price_usd)
+    nic_usd, _ = cat.nic_for(node.nic_gbit_s)
+    fe_usd, _ = cat.nic_for(node.frontend_nic_gbit_s)
+    ddr = cat.ddr[system.cpu.ddr]
+    bundled = 0.0 if acc.price_includes_system else 1.0
+    parts = {
+        "accelerators": n * a * unit,
+        "cpus": bundled * n * node.cpu_sockets * system.cpu.price_usd,
+        "ddr": bundled * n * node.ddr_gb * ddr.usd_per_gb,
+        "nics": n * (node.nics * nic_usd + node.frontend_nics * fe_usd),
+        "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_usd,
+        "scaleup_switches": (bundled * n * a * cat.scaleup_switch.usd_per_accelerator
+                             if system.scaleup == "switch" else 0.0),
+        "chassis": bundled * n * (cat.chassis.usd_per_node + a * cat.chassis.usd_per_accelerator),
+    }
+    network = _network_capex(system, cat)
+    parts["network"] = network
+    return CostBreakdown(parts_usd=parts, capex_usd=sum(parts.values()), network_capex_usd=network)
+
+
+def _pcie_switches(system: System) -> int:
+    share = system.spec.node.pcie_switch_share
+    return math.ceil(system.accelerators_per_node / share) if share > 1 else 0
+
+
+def _network_ports_per_nic(system: System, cat: Catalog) -> tuple[float, float]:
+    """Switch ports and optical link ends per compute NIC in a folded-Clos network: one leaf port and
+    one NIC-leaf link, plus for each tier above the leaf an up and a down port and one more link,
+    thinned by the oversubscription ratio."""
+    tiers = scaleout_tiers(system, cat)
+    if tiers == 0:
+        return 0.0, 0.0
+    over = system.network.oversubscription
+    upper = (tiers - 1) / over
+    return 1.0 + 2.0 * upper, 2.0 * (1.0 + upper)
+
+
+def _network_capex(system: System, cat: Catalog) -> float:
+    ports, ends = _network_ports_per_nic(system, cat)
+    nic_count = system.nodes * system.spec.node.nics
+    speed = system.spec.node.nic_gbit_s / 400.0
+    sw = cat.network_switch
+    return nic_count * speed * (ports * sw.usd_per_port_per_400g + ends * sw.optics_usd_per_end_per_400g)
+
+
+def power(
+    system: System,
+    accelerator_utilisation: float,
+    host_utilisation: float,
+    catalog: Catalog | None = None,
+) -> PowerBreakdown:
+    """Wall power of the cluster while training.
+
+    Args:
+        accelerator_utilisation: share of the step the accelerators are busy (0-1).
+        host_utilisation: share of the step the CPUs serve host-resident tables (0-1).
+    """
+    cat = catalog or load_catalog()
+    node = system.spec.node
+    acc = system.accelerator
+    n, a = system.nodes, system.accelerators_per_node
+    fac = cat.facility
+    util = min(max(accelerator_utilisation, 0.0), 1.0)
+    idle = acc.idle_w if acc.idle_w is not None else ACCELERATOR_IDLE_FRACTION * acc.tdp_w
+    extra_gb = max(system.hbm_bytes / 1e9 - acc.hbm_gb, 0.0)
+    extra_gb_s = max(system.hbm_bytes_s / 1e9 - acc.hbm_gb_s, 0.0)
+    per_acc = idle + (acc.tdp_w - idle) * util
+    per_acc += extra_gb * fac.hbm_w_per_gb + extra_gb_s * fac.hbm_w_per_gb_s * util
+    cpu_util = min(1.0, CPU_BASE_UTILISATION + (1.0 - CPU_BASE_UTILISATION) * host_utilisation)
+    _, nic_w = cat.nic_for(node.nic_gbit_s)
+    _, fe_w = cat.nic_for(node.frontend_nic_gbit_s)
+    ports, ends = _network_ports_per_nic(system, cat)
+    sw = cat.network_switch
+    speed = node.nic_gbit_s / 400.0
+    parts = {
+        "accelerators": n * a * per_acc,
+        "cpus": n * node.cpu_sockets * system.cpu.tdp_w * cpu_util,
+        "ddr": n * node.ddr_gb * cat.ddr[system.cpu.ddr].w_per_gb,
+        "nics": n * (node.nics * nic_w + node.frontend_nics * fe_w),
+        "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_w,
+        "scaleup_switches": (n * a * cat.scaleup_switch.w_per_accelerator
+                             if system.scaleup == "switch" else 0.0),
+        "chassis": n * cat.chassis.base_w,
+    }
+    dc = sum(parts.values())
+    parts["psu_loss"] = dc * (1.0 / cat.chassis.psu_efficiency - 1.0)
+    nic_count = n * node.nics
+    parts["network"] = nic_count * speed * (ports * sw.w_per_port_per_400g
+                                            + ends * sw.optics_w_per_end_per_400g)
+    return PowerBreakdown(parts_w=parts, power_w=sum(parts.values()), accelerator_utilisation=util)
+
+
+@dataclass(frozen=True, slots=True)
+class Economics:
+    """Derived cost and energy metrics of a design at a given throughput."""
+
+    tco_usd_per_year: float
+    energy_usd_per_year: float
+    usd_per_million_samples: float
+    samples_per_s_per_kusd: float
+    samples_per_s_per_w: float
+    energy_per_sample_j: float
+    epoch_time_s: float
+    epoch_cost_usd: float
+
+
+def economics(
+    throughput: float, cost: CostBreakdown, pw: PowerBreakdown, catalog: Catalog | None = None
+) -> Economics:
+    """TCO (capex amortised + energy at PUE and price) and per-sample figures.
+
+    ``epoch_*`` are for one Criteo 1TB epoch (4,195,197,692 samples).
+    """
+    fac = (catalog or load_catalog()).facility
+    server = cost.capex_usd - cost.network_capex_usd
+    energy = pw.power_w * fac.pue * HOURS_PER_YEAR / 1000.0 * fac.usd_per_kwh
+    tco = (server / fac.server_amortisation_years
+           + cost.network_capex_usd / fac.network_amortisation_years + energy)
+    per_s = tco / (HOURS_PER_YEAR * 3600.0)
+    if throughput <= 0:
+        inf = math.inf
+        return Economics(tco, energy, inf, 0.0, 0.0, inf, inf, inf)
+    epoch_s = CRITEO_EPOCH_SAMPLES / throughput
+    return Economics(
+        tco_usd_per_year=tco,
+        energy_usd_per_year=energy,
+        usd_per_million_samples=per_s / throughput * 1e6,
+        samples_per_s_per_kusd=throughput / cost.capex_usd * 1e3,
+        samples_per_s_per_w=throughput / pw.power_w,
+        energy_per_sample_j=pw.power_w / throughput,
+        epoch_time_s=epoch_s,
+        epoch_cost_usd=per_s * epoch_s,
+    )

@@ -1,0 +1,110 @@
+"""Per-shard traffic estimators: the bytes an embedding shard moves per step in each tier.
+
+Placement uses them to balance devices and timing sums them per device, so each traffic equation is
+written once, here (DESIGN.md section 5, "Embedding lookup per device").
+
+Notation per shard and step: ``L`` rows looked up (forward), ``d`` dim, ``r`` row bytes, ``st`` optimizer
+state bytes per row, ``O`` pooled output rows produced, ``s_c`` bytes per communicated element.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+HBM_SECTOR_BYTES = 32
+"""GPU DRAM access granularity: 32-byte sectors (NVIDIA CUDA C++ Best Practices Guide, "Coalesced
+Access to Global Memory")."""
+HOST_LINE_BYTES = 64
+"""x86 cache line: the unit a CPU gathers from DDR (Intel/AMD optimisation manuals)."""
+PCIE_READ_BYTES = 64
+"""Granularity of a GPU's zero-copy/UVM read of host memory over PCIe: one 64 B request per row
+segment [A: matches the host cache line; PCIe TLP payloads are 64-256 B]."""
+INDEX_BYTES = 8
+
+
+def granular(nbytes: float, unit: int) -> float:
+    """Bytes actually moved when ``nbytes`` are read in units of ``unit`` bytes (at least one unit)."""
+    if nbytes <= 0:
+        return 0.0
+    return math.ceil(nbytes / unit) * unit
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """Bytes moved per step by one shard, forward and backward+optimizer, per resource.
+
+    ``hbm``: accelerator memory; ``pcie``: the accelerator's host link; ``ddr``: host memory.
+    """
+
+    hbm_fwd: float = 0.0
+    hbm_bwd: float = 0.0
+    pcie_fwd: float = 0.0
+    pcie_bwd: float = 0.0
+    ddr_fwd: float = 0.0
+    ddr_bwd: float = 0.0
+
+
+def hbm_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: float) -> Traffic:
+    """A shard resident in HBM: gathers rows (forward), then reads the pooled gradient and
+    reads/writes each looked-up row and its optimizer state (backward + fused optimizer update).
+
+    ``out_bytes`` = pooled output rows x dim x s_c (written forward, read back as the gradient).
+    """
+    row = granular(row_bytes, HBM_SECTOR_BYTES)
+    state = granular(state_bytes, HBM_SECTOR_BYTES)
+    fwd = lookups * (row + INDEX_BYTES) + out_bytes
+    bwd = out_bytes + lookups * (2.0 * (row + state) + INDEX_BYTES)
+    return Traffic(hbm_fwd=fwd, hbm_bwd=bwd)
+
+
+def host_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: float) -> Traffic:
+    """A shard resident in host DDR, pooled by the CPU (Zion's large-memory design): the CPU gathers
+    rows in 64 B lines and ships pooled vectors over PCIe; backward ships gradients back and the CPU
+    updates rows and state in place."""
+    row = granular(row_bytes, HOST_LINE_BYTES)
+    state = granular(state_bytes, HOST_LINE_BYTES)
+    return Traffic(
+        ddr_fwd=lookups * (row + INDEX_BYTES),
+        ddr_bwd=lookups * 2.0 * (row + state),
+        pcie_fwd=out_bytes,
+        pcie_bwd=out_bytes,
+    )
+
+
+def cached_traffic(
+    lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, hit_rate: float
+) -> Traffic:
+    """A host-resident shard behind an HBM cache: hits are served from HBM, misses are gathered by
+    the accelerator over PCIe from DDR (UVM) and written back on update."""
+    hit = hbm_traffic(lookups * hit_rate, row_bytes, state_bytes, out_bytes)
+    miss = lookups * (1.0 - hit_rate)
+    p_row = granular(row_bytes, PCIE_READ_BYTES)
+    p_state = granular(state_bytes, PCIE_READ_BYTES)
+    d_row = granular(row_bytes, HOST_LINE_BYTES)
+    d_state = granular(state_bytes, HOST_LINE_BYTES)
+    return Traffic(
+        hbm_fwd=hit.hbm_fwd + miss * INDEX_BYTES,
+        hbm_bwd=hit.hbm_bwd,
+        pcie_fwd=miss * p_row,
+        pcie_bwd=miss * 2.0 * (p_row + p_state),
+        ddr_fwd=miss * d_row,
+        ddr_bwd=miss * 2.0 * (d_row + d_state),
+    )
+
+
+def zipf_hit_rate(cached_rows: float, rows: int, exponent: float) -> float:
+    """Share of lookups that fall on the ``cached_rows`` most popular of ``rows`` rows when
+    popularity follows a Zipf law with ``exponent`` (continuous approximation of the harmonic sums).
+
+    >>> round(zipf_hit_rate(1_000, 1_000_000, 1.0), 3)
+    0.5
+    """
+    if rows <= 0 or cached_rows <= 0:
+        return 0.0
+    k = min(float(rows), max(1.0, cached_rows))
+    n = float(rows)
+    if abs(exponent - 1.0) < 1e-9:
+        return math.log(k + 1.0) / math.log(n + 1.0)
+    a = 1.0 - exponent
+    return ((k + 1.0) ** a - 1.0) / ((n + 1.0) ** a - 1.0)

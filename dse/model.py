@@ -1,0 +1,165 @@
+"""Score one design: workload + system -> placement -> step time -> cost, power and metrics.
+
+>>> from dse import evaluate, load_system, load_workload
+>>> ev = evaluate(load_workload("mlperf-dlrm-v1"), load_system("dgx-a100"))
+>>> ev.feasible, ev.bottleneck in ev.breakdown_s
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dse.calibration import Calibration, load_calibration
+from dse.catalog import Catalog, load_catalog
+from dse.cost import (
+    COMM_POWER_SHARE,
+    CostBreakdown,
+    Economics,
+    PowerBreakdown,
+    capex,
+    economics,
+    power,
+)
+from dse.placement import Plan, plan_placement
+from dse.system import GB, System
+from dse.timing import StepTime, step_time
+from dse.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Everything the model says about one design."""
+
+    workload: Workload
+    system: System
+    plan: Plan
+    timing: StepTime
+    cost: CostBreakdown
+    power: PowerBreakdown
+    economics: Economics
+    feasible: bool
+    reasons: tuple[str, ...]
+    calibration_version: str
+
+    @property
+    def throughput_samples_per_s(self) -> float:
+        """Training samples per second (global batch / step time)."""
+        return self.workload.global_batch / self.timing.step_s
+
+    @property
+    def step_time_s(self) -> float:
+        """Seconds per training step."""
+        return self.timing.step_s
+
+    @property
+    def bottleneck(self) -> str:
+        """The stage with the largest share of the critical path."""
+        return self.timing.bottleneck
+
+    @property
+    def breakdown_s(self) -> dict[str, float]:
+        """Critical-path seconds per stage (sums to the step time)."""
+        return self.timing.breakdown_s
+
+    def metrics(self) -> dict[str, float | int | str | bool]:
+        """Flat scalar metrics: what objectives, constraints and trial attributes read."""
+        plan = self.plan
+        eco = self.economics
+        return {
+            "throughput_samples_per_s": self.throughput_samples_per_s,
+            "step_time_s": self.step_time_s,
+            "feasible": self.feasible,
+            "bottleneck": self.bottleneck,
+            "capex_usd": self.cost.capex_usd,
+            "power_w": self.power.power_w,
+            "power_per_node_w": self.power.power_w / self.system.nodes,
+            "tco_usd_per_year": eco.tco_usd_per_year,
+            "usd_per_million_samples": eco.usd_per_million_samples,
+            "samples_per_s_per_kusd": eco.samples_per_s_per_kusd,
+            "samples_per_s_per_w": eco.samples_per_s_per_w,
+            "energy_per_sample_j": eco.energy_per_sample_j,
+            "epoch_time_s": eco.epoch_time_s,
+            "epoch_cost_usd": eco.epoch_cost_usd,
+            "memory_short_gb": plan.memory_short_bytes / GB,
+            "hbm_used_gb": max(plan.hbm_used_bytes) / GB,
+            "hbm_capacity_gb": plan.hbm_capacity_bytes / GB,
+            "ddr_used_gb": max(plan.ddr_used_bytes, default=0.0) / GB,
+            "ddr_capacity_gb": plan.ddr_capacity_bytes / GB,
+            "accelerators": self.system.accelerators_total,
+            "nodes": self.system.nodes,
+            "accelerator_utilisation": self.power.accelerator_utilisation,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready result (``dse evaluate --json``)."""
+        out: dict[str, Any] = dict(self.metrics())
+        out.update(
+            {
+                "infeasible_reasons": list(self.reasons),
+                "breakdown_s": dict(self.breakdown_s),
+                "stages_s": dict(self.timing.stages_s),
+                "critical_path": list(self.timing.critical_path),
+                "kernels_per_step": self.timing.kernels,
+                "capex_by_part_usd": dict(self.cost.parts_usd),
+                "power_by_part_w": dict(self.power.parts_w),
+                "placement": dict(self.plan.counts),
+                "notes": list(self.timing.notes),
+                "workload": self.workload.name,
+                "system": self.system.spec.name or self.system.accelerator.name,
+                "calibration_version": self.calibration_version,
+            }
+        )
+        return out
+
+
+def evaluate(
+    workload: Workload,
+    system: System,
+    calibration: Calibration | None = None,
+    catalog: Catalog | None = None,
+) -> Evaluation:
+    """Place, time, cost and power one design. Never raises for an infeasible design: it is
+    returned with ``feasible=False``, its reasons, and the metrics the model can still estimate."""
+    calib = calibration or load_calibration()
+    cat = catalog or load_catalog()
+    reasons: list[str] = []
+    g = system.accelerators_total
+    if system.precision_fallback[workload.precision] == "unsupported":
+        reasons.append(
+            f"{system.accelerator.name} has no published {workload.precision} peak in the catalog"
+        )
+    if workload.global_batch < g:
+        reasons.append(f"global batch {workload.global_batch} is smaller than {g} accelerators")
+    if g > system.scaleup_domain and system.nic_bytes_s <= 0:
+        reasons.append(f"{system.nodes} nodes need scale-out NICs but node.nics = 0")
+    plan = plan_placement(workload, system, calib)
+    if not plan.feasible:
+        reasons.append(plan.reason)
+    timing = step_time(workload, system, plan, calib)
+    if not math.isfinite(timing.step_s):
+        reasons.append("a stage has no bandwidth (step time is infinite)")
+    bd = timing.breakdown_s
+    step = timing.step_s
+    busy = bd["dense_compute"] + bd["embedding_memory"] + COMM_POWER_SHARE * (
+        bd["alltoall_fabric"] + bd["alltoall_network"] + bd["allreduce_exposed"]
+    )
+    acc_util = busy / step if step > 0 and math.isfinite(step) else 0.0
+    host_util = bd["host_pcie"] / step if step > 0 and math.isfinite(step) else 0.0
+    cost = capex(system, cat)
+    pw = power(system, acc_util, host_util, cat)
+    throughput = workload.global_batch / step if step > 0 else 0.0
+    return Evaluation(
+        workload=workload,
+        system=system,
+        plan=plan,
+        timing=timing,
+        cost=cost,
+        power=pw,
+        economics=economics(throughput, cost, pw, cat),
+        feasible=not reasons,
+        reasons=tuple(reasons),
+        calibration_version=calib.version,
+    )

@@ -1,0 +1,186 @@
+"""Strict conversion of TOML tables into frozen dataclasses.
+
+One small, typed loader serves every declarative file (workloads, systems, catalog, search spaces,
+objectives, studies): unknown keys, missing keys, wrong types and out-of-range numbers are all reported
+as :class:`~dse.errors.DseInputError` naming the file and dotted key.
+
+Supported field types: ``int``, ``float`` (ints accepted), ``str``, ``bool``, ``Literal[...]``,
+``tuple[T, ...]``, ``dict[str, T]``, nested dataclasses and ``T | None``. Numeric fields may declare
+bounds through field metadata: ``field(metadata={"min": 0, "min_exclusive": True})``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+from dse.errors import DseInputError
+
+T = TypeVar("T")
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file, turning syntax errors into a one-line :class:`DseInputError`."""
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise DseInputError(str(path), "", "file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DseInputError(str(path), "", f"malformed TOML: {exc}") from None
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def _check_bounds(value: float, meta: Mapping[str, Any], source: str, key: str) -> None:
+    lo = meta.get("min")
+    hi = meta.get("max")
+    if lo is not None:
+        if meta.get("min_exclusive") and not value > lo:
+            raise DseInputError(source, key, f"must be greater than {lo}, got {value}")
+        if value < lo:
+            raise DseInputError(source, key, f"must be at least {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise DseInputError(source, key, f"must be at most {hi}, got {value}")
+
+
+def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] | None = None) -> Any:
+    """Convert ``value`` to type ``tp`` or raise a :class:`DseInputError` naming ``source`` and ``key``."""
+    meta = meta or {}
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value == "none" and str not in args):
+            return None
+        return convert(args[0], value, source, key, meta)
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise DseInputError(source, key, f"expected {_type_name(tp)}, got {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise DseInputError(source, key, f"expected a list, got {value!r}")
+        (item_tp, _) = get_args(tp)
+        return tuple(convert(item_tp, v, source, f"{key}[{i}]", meta) for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise DseInputError(source, key, f"expected a table, got {value!r}")
+        (_, val_tp) = get_args(tp)
+        return {str(k): convert(val_tp, v, source, f"{key}.{k}", meta) for k, v in value.items()}
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return from_mapping(tp, value, source, key)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise DseInputError(source, key, f"expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer() and not meta.get("strict_int", True):
+                value = int(value)
+            else:
+                raise DseInputError(source, key, f"expected an integer, got {value!r}")
+        _check_bounds(value, meta, source, key)
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DseInputError(source, key, f"expected a number, got {value!r}")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise DseInputError(source, key, f"expected a finite number, got {value!r}")
+        _check_bounds(float(value), meta, source, key)
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise DseInputError(source, key, f"expected a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported field type {tp!r} for {key}")
+
+
+def from_mapping(cls: type[T], data: Any, source: str, prefix: str = "") -> T:
+    """Build dataclass ``cls`` from a mapping, strictly.
+
+    Unknown keys and missing required keys are errors; fields with defaults may be omitted.
+    """
+    if not isinstance(data, Mapping):
+        raise DseInputError(source, prefix, f"expected a table, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints = _hints(cls)
+    dotted = (prefix + ".") if prefix else ""
+    for k in data:
+        if k not in fields:
+            known = ", ".join(sorted(f for f in fields if fields[f].init))
+            raise DseInputError(source, f"{dotted}{k}", f"unknown key (known keys: {known})")
+    kwargs: dict[str, Any] = {}
+    for name, f in fields.items():
+        if not f.init:
+            continue
+        if name in data:
+            kwargs[name] = convert(hints[name], data[name], source, f"{dotted}{name}", f.metadata)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise DseInputError(source, f"{dotted}{name}", "required key is missing")
+    return cls(**kwargs)
+
+
+def to_mapping(obj: Any) -> Any:
+    """The inverse of :func:`from_mapping`: plain dicts, lists and scalars (for TOML/JSON output)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {
+            f.name: to_mapping(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if f.init and getattr(obj, f.name) is not None
+        }
+    if isinstance(obj, tuple | list):
+        return [to_mapping(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_mapping(v) for k, v in obj.items()}
+    return obj
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse one ``--set dotted.key=value`` override; the value is read as a TOML value or a bare string.
+
+    >>> parse_override("node.accelerators=4")
+    ('node.accelerators', 4)
+    >>> parse_override("node.scaleup=switch")
+    ('node.scaleup', 'switch')
+    """
+    if "=" not in text:
+        raise DseInputError("--set", text, "expected dotted.key=value")
+    key, raw = (s.strip() for s in text.split("=", 1))
+    if not key:
+        raise DseInputError("--set", text, "empty key")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def apply_override(data: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """Return a copy of nested ``data`` with ``dotted`` key set to ``value`` (tables created as needed)."""
+    out = dict(data)
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        out[head] = value
+        return out
+    inner = out.get(head, {})
+    if not isinstance(inner, Mapping):
+        raise DseInputError("--set", dotted, f"{head} is not a table")
+    out[head] = apply_override(dict(inner), rest, value)
+    return out

@@ -1,0 +1,276 @@
+"""System specification (node + cluster) and its resolution against the hardware catalog.
+
+A :class:`SystemSpec` is what a user writes (DESIGN.md section 7): ``nodes``, a ``[node]`` table, a
+``[network]`` table and an optional ``[pod]`` (a scale-up domain spanning several nodes). Values left
+out default from the accelerator's catalog entry. :func:`resolve_system` turns a spec into a
+:class:`System` of plain numbers in SI-like units (bytes/s, watts, USD) that the model reads.
+
+>>> s = load_system("dgx-a100")
+>>> s.accelerators_total, s.scaleup
+(8, 'switch')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from dse.catalog import Accelerator, Catalog, Cpu, Topology, load_catalog
+from dse.errors import DseInputError
+from dse.records import apply_override, from_mapping, read_toml, to_mapping
+
+NetworkTopology = Literal["fat_tree", "rail_optimized"]
+NicAttach = Literal["accelerator", "cpu"]
+
+POS = {"min": 0.0, "min_exclusive": True}
+GB = 1e9
+"""Decimal gigabyte: capacities and bandwidths in this package are GB = 1e9 bytes."""
+BITS_PER_BYTE = 8
+
+
+def gbit_s_to_bytes_s(gbit_s: float) -> float:
+    """Convert a link speed in Gb/s (decimal gigabits) to bytes/s: 400 Gb/s -> 50e9 B/s."""
+    return gbit_s * 1e9 / BITS_PER_BYTE
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One node; fields left ``None`` default from the accelerator's catalog entry."""
+
+    accelerator: str
+    accelerators: int = field(metadata={"min": 1})
+    cpu: str
+    cpu_sockets: int = field(metadata={"min": 1})
+    ddr_gb: float = field(metadata={"min": 0.0})
+    nics: int = field(metadata={"min": 0})
+    nic_gbit_s: float = field(metadata=POS)
+    hbm_gb: float | None = field(default=None, metadata=POS)
+    hbm_gb_s: float | None = field(default=None, metadata=POS)
+    pcie_gen: int | None = field(default=None, metadata={"min": 3, "max": 6})
+    pcie_switch_share: int = field(default=1, metadata={"min": 1})
+    """Accelerators sharing one upstream x16 PCIe link to the host (1 = each has its own)."""
+    scaleup: Topology | None = None
+    scaleup_gb_s: float | None = field(default=None, metadata=POS)
+    """Scale-up bandwidth per accelerator per direction (GB/s)."""
+    nic_attach: NicAttach = "accelerator"
+    """``accelerator``: NICs beside the accelerators on PCIe switches (GPUDirect, ZionEX/DGX);
+    ``cpu``: NICs on the CPU sockets, traffic staged through host memory (Zion)."""
+    frontend_nics: int = field(default=1, metadata={"min": 0})
+    frontend_nic_gbit_s: float = field(default=100.0, metadata=POS)
+    """Front-end (data ingestion) NICs feeding the input pipeline."""
+    ddr_channels_per_socket: int | None = field(default=None, metadata={"min": 1})
+    hbm_cache_gb: float | None = field(default=None, metadata={"min": 0.0})
+    """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
+    placement leaves free."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSpec:
+    """Scale-out network among nodes."""
+
+    topology: NetworkTopology = "fat_tree"
+    oversubscription: float = field(default=1.0, metadata={"min": 1.0})
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """A scale-up domain spanning ``nodes`` nodes (NVL72-style); 1 = the fabric stays in the node."""
+
+    nodes: int = field(default=1, metadata={"min": 1})
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSpec:
+    """A cluster of identical nodes (the system file)."""
+
+    nodes: int = field(metadata={"min": 1})
+    node: NodeSpec
+    network: NetworkSpec = NetworkSpec()
+    pod: PodSpec = PodSpec()
+    name: str = ""
+    description: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class System:
+    """A resolved system: every figure the model needs, as plain numbers.
+
+    Bandwidths are bytes/s per direction; capacities bytes; powers watts; prices USD.
+    """
+
+    spec: SystemSpec
+    accelerator: Accelerator
+    cpu: Cpu
+    nodes: int
+    accelerators_per_node: int
+    hbm_bytes: float
+    hbm_bytes_s: float
+    peak_flops: dict[str, float]
+    """Peak FLOP/s per precision name after fallbacks (e.g. tf32 on V100 runs at fp32 peak)."""
+    precision_fallback: dict[str, str]
+    scaleup: Topology
+    scaleup_bytes_s: float
+    scaleup_domain: int
+    """Accelerators reachable over the scale-up fabric (a node, or a pod of nodes)."""
+    pcie_bytes_s: float
+    """Host-link bandwidth per accelerator per direction after PCIe switch sharing."""
+    pcie_gen: int
+    ddr_bytes: float
+    ddr_bytes_s: float
+    """Host DDR bandwidth of the whole node."""
+    socket_link_bytes_s: float
+    nic_bytes_s: float
+    """Scale-out bandwidth of the whole node per direction (all compute NICs)."""
+    frontend_bytes_s: float
+    network: NetworkSpec
+
+    @property
+    def accelerators_total(self) -> int:
+        """Accelerators in the cluster (G)."""
+        return self.nodes * self.accelerators_per_node
+
+
+_FALLBACK: dict[str, tuple[str, ...]] = {
+    "fp32": ("fp32",),
+    "tf32": ("tf32", "fp32"),
+    "amp": ("fp16", "bf16", "fp32"),
+    "fp16": ("fp16", "bf16", "fp32"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "fp8": ("fp8", "fp16", "bf16", "fp32"),
+}
+"""What a framework runs each precision at when the part lacks it (no tf32 on V100: fp32 math)."""
+
+
+def _peak_flops(acc: Accelerator) -> tuple[dict[str, float], dict[str, str]]:
+    peaks: dict[str, float] = {}
+    used: dict[str, str] = {}
+    for precision, chain in _FALLBACK.items():
+        for candidate in chain:
+            value: float | None = getattr(acc.peak_tflops, candidate)
+            if value:
+                peaks[precision] = value * 1e12
+                used[precision] = candidate
+                break
+        else:
+            # No published peak for this precision (Gaudi2 fp32): the design is scored infeasible,
+            # with the lowest published peak standing in for the estimate.
+            peaks[precision] = min(v for v in (acc.peak_tflops.fp32, acc.peak_tflops.tf32,
+                                               acc.peak_tflops.bf16, acc.peak_tflops.fp16,
+                                               acc.peak_tflops.fp8) if v) * 1e12
+            used[precision] = "unsupported"
+    return peaks, used
+
+
+def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str = "system") -> System:
+    """Resolve ``spec`` against the catalog, validating combinations the schema cannot express."""
+    cat = catalog or load_catalog()
+    node = spec.node
+    acc = cat.accelerator_named(node.accelerator, source, "node.accelerator")
+    cpu = cat.cpu_named(node.cpu, source, "node.cpu")
+    scaleup: Topology = node.scaleup or acc.default_scaleup
+    scaleup_gb_s = node.scaleup_gb_s if node.scaleup_gb_s is not None else acc.scaleup_gb_s
+    if scaleup != "none" and scaleup_gb_s <= 0:
+        raise DseInputError(
+            source, "node.scaleup_gb_s", f"scale-up topology {scaleup!r} needs a positive bandwidth"
+        )
+    pcie_gen = node.pcie_gen or min(acc.pcie_gen, cpu.pcie_gen)
+    pcie = cat.pcie_gen(pcie_gen)
+    ddr = cat.ddr.get(cpu.ddr)
+    if ddr is None:
+        raise DseInputError(source, "node.cpu", f"cpu {node.cpu!r} names unknown ddr {cpu.ddr!r}")
+    channels = node.ddr_channels_per_socket or cpu.ddr_channels
+    domain_nodes = min(spec.pod.nodes, spec.nodes)
+    if spec.pod.nodes > 1 and scaleup != "switch":
+        raise DseInputError(source, "pod.nodes", "a multi-node scale-up pod needs scaleup = 'switch'")
+    peaks, used = _peak_flops(acc)
+    return System(
+        spec=spec,
+        accelerator=acc,
+        cpu=cpu,
+        nodes=spec.nodes,
+        accelerators_per_node=node.accelerators,
+        hbm_bytes=(node.hbm_gb or acc.hbm_gb) * GB,
+        hbm_bytes_s=(node.hbm_gb_s or acc.hbm_gb_s) * GB,
+        peak_flops=peaks,
+        precision_fallback=used,
+        scaleup=scaleup,
+        scaleup_bytes_s=scaleup_gb_s * GB if scaleup != "none" else 0.0,
+        scaleup_domain=node.accelerators * domain_nodes if scaleup != "none" else node.accelerators,
+        pcie_bytes_s=pcie.x16_gb_s * GB / node.pcie_switch_share,
+        pcie_gen=pcie_gen,
+        ddr_bytes=node.ddr_gb * GB,
+        ddr_bytes_s=node.cpu_sockets * channels * ddr.channel_gb_s * GB,
+        socket_link_bytes_s=cpu.socket_link_gb_s * GB,
+        nic_bytes_s=node.nics * gbit_s_to_bytes_s(node.nic_gbit_s),
+        frontend_bytes_s=node.frontend_nics * gbit_s_to_bytes_s(node.frontend_nic_gbit_s),
+        network=spec.network,
+    )
+
+
+def system_presets() -> tuple[str, ...]:
+    """Names of the packaged system presets."""
+    folder = resources.files("dse") / "data" / "systems"
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+def read_system_data(name_or_path: str) -> tuple[dict[str, Any], str]:
+    """The raw table of a system preset or file, and the source name used in errors."""
+    path = Path(name_or_path)
+    if name_or_path.endswith(".toml") or path.exists():
+        return read_toml(path), str(path)
+    if name_or_path not in system_presets():
+        known = ", ".join(system_presets())
+        raise DseInputError(name_or_path, "", f"unknown system preset (known: {known})")
+    ref = resources.files("dse") / "data" / "systems" / f"{name_or_path}.toml"
+    with resources.as_file(ref) as p:
+        return read_toml(p), f"system preset {name_or_path}"
+
+
+def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:
+    """Validate a system table (as read from TOML)."""
+    return from_mapping(SystemSpec, data, source)
+
+
+def load_system_spec(
+    name_or_path: str, overrides: tuple[tuple[str, Any], ...] = ()
+) -> SystemSpec:
+    """Load a system spec by preset name or TOML path with ``(dotted.key, value)`` overrides."""
+    if not overrides:
+        return _spec_cached(name_or_path)
+    data, source = read_system_data(name_or_path)
+    for key, value in overrides:
+        data = apply_override(data, key, value)
+    return system_spec_from_mapping(data, source)
+
+
+@functools.lru_cache(maxsize=64)
+def _spec_cached(name_or_path: str) -> SystemSpec:
+    data, source = read_system_data(name_or_path)
+    return system_spec_from_mapping(data, source)
+
+
+def load_system(
+    name_or_path: str,
+    overrides: tuple[tuple[str, Any], ...] = (),
+    catalog: Catalog | None = None,
+) -> System:
+    """Load and resolve a system by preset name or TOML path."""
+    spec = load_system_spec(name_or_path, overrides)
+    source = name_or_path if name_or_path.endswith(".toml") else f"system preset {name_or_path}"
+    return resolve_system(spec, catalog, source)
+
+
+def spec_to_mapping(spec: SystemSpec) -> dict[str, Any]:
+    """The spec as a plain table (for TOML/JSON output and study attributes)."""
+    out: dict[str, Any] = to_mapping(spec)
+    return out
+
+
+def replace_node(spec: SystemSpec, **changes: Any) -> SystemSpec:
+    """A copy of ``spec`` with node fields changed."""
+    return dataclasses.replace(spec, node=dataclasses.replace(spec.node, **changes))

@@ -1,0 +1,397 @@
+"""Step-time model: every stage of a training step, their overlaps, the critical path and the bound.
+
+Inputs are plain data (workload, resolved system, placement plan, calibration); the output is a
+:class:`StepTime`. The overlaps are written as an explicit tree of sequential and parallel parts
+(:func:`step_tree`), so "which stage hides behind which" is read off one function:
+
+    forward   = max( [embedding lookup (HBM || host)] -> [all-to-all (fabric || network)],
+                     bottom-MLP forward )
+    middle    = interaction + top-MLP forward, then top-MLP + interaction backward
+    backward  = max( [all-to-all (fabric || network)] -> [embedding backward+update (HBM || host)],
+                     bottom-MLP backward )
+    allreduce = the dense-gradient allreduce minus what hides behind the backward phase's compute
+    optimizer = dense optimizer update (memory bound)
+    overhead  = kernel launches counted from the model's structure + a fixed per-step cost
+    step      = max(sum of the above, input pipeline)   # input for step i+1 overlaps step i
+
+Notation (DESIGN.md section 5): G accelerators, a per node, b = B/G local batch, s_c bytes per
+communicated element.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dse.calibration import Calibration
+from dse.placement import ACTIVATION_BYTES, COMM_BYTES, Plan
+from dse.system import System
+from dse.workload import Workload
+
+STAGES: tuple[str, ...] = (
+    "dense_compute",
+    "embedding_memory",
+    "host_pcie",
+    "alltoall_fabric",
+    "alltoall_network",
+    "allreduce_exposed",
+    "input_exposed",
+    "overhead",
+)
+"""Stages of ``breakdown_s``; their critical-path shares add up to the step time."""
+
+GEMM_TILE = 128
+"""Output tile edge of a large-GEMM kernel (cuBLAS/CUTLASS 128x128 tiles; NVIDIA "Matrix
+Multiplication Background" guide, wave quantisation)."""
+DDP_BUCKET_BYTES = 25e6
+"""Gradient bucket size of PyTorch DistributedDataParallel (default bucket_cap_mb=25)."""
+KERNELS_PER_GEMM = 4
+"""One fused forward GEMM (bias + activation), two backward GEMMs (data and weight gradient) and
+one bias-gradient reduction."""
+KERNELS_PER_STEP_FIXED = 8
+"""Interaction forward and backward (2 + 2), loss forward and backward (2), optimizer (1) and the
+gradient-scaler check (1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    """The step time and how it arises."""
+
+    step_s: float
+    breakdown_s: dict[str, float]
+    """Critical-path seconds per stage (sums to ``step_s``)."""
+    stages_s: dict[str, float]
+    """Raw duration of every stage before overlaps."""
+    bottleneck: str
+    critical_path: tuple[str, ...]
+    kernels: int
+    notes: tuple[str, ...] = field(default=())
+
+
+# --- a tiny overlap algebra ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    stage: str
+    seconds: float
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    parts: tuple[Leaf | Seq | Par, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Par:
+    parts: tuple[Leaf | Seq | Par, ...]
+
+
+Node = Leaf | Seq | Par
+
+
+def critical(node: Node) -> tuple[float, dict[str, float], list[str]]:
+    """Duration of ``node``, the seconds each stage contributes on its critical path, and the path."""
+    if isinstance(node, Leaf):
+        return node.seconds, {node.stage: node.seconds}, [node.label or node.stage]
+    if isinstance(node, Seq):
+        total, attr, path = 0.0, {}, []
+        for part in node.parts:
+            t, a, p = critical(part)
+            total += t
+            for k, v in a.items():
+                attr[k] = attr.get(k, 0.0) + v
+            path.extend(p)
+        return total, attr, path
+    results = [critical(p) for p in node.parts]
+    best = max(results, key=lambda r: r[0])
+    return best
+
+
+def _labels(node: Node) -> Iterable[str]:
+    if isinstance(node, Leaf):
+        yield node.label or node.stage
+    else:
+        for part in node.parts:
+            yield from _labels(part)
+
+
+# --- stage equations ----------------------------------------------------------------------------
+
+
+def gemm_time(m: float, k: int, n: int, peak: float, eff: float, units: int,
+              mem_bytes_s: float, elem: int) -> float:
+    """Time of one (m x k) @ (k x n) GEMM: the slower of compute and memory rooflines.
+
+    Compute runs at ``peak x eff`` scaled by wave quantisation: the kernel computes
+    ceil(m/T) x ceil(n/T) output tiles on ``units`` compute units in whole waves, so small GEMMs
+    leave units idle. ``units = 0`` disables quantisation.
+    """
+    flops = 2.0 * m * k * n
+    util = 1.0
+    if units > 0:
+        tiles = math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE)
+        util = (m * n) / (math.ceil(tiles / units) * units * GEMM_TILE * GEMM_TILE)
+    t_compute = flops / (peak * eff * min(util, 1.0))
+    t_memory = (m * k + k * n + m * n) * elem / mem_bytes_s
+    return max(t_compute, t_memory)
+
+
+def dense_times(wl: Workload, sys: System, calib: Calibration, b: float) -> dict[str, float]:
+    """Forward/backward seconds of the bottom MLP, the top part (DCN + interaction + top MLP) and
+    the dense optimizer, per device."""
+    precision = wl.precision
+    peak = sys.peak_flops[precision]
+    simt = sys.precision_fallback[precision] == "fp32"
+    eff = calib.dense_efficiency_simt if simt else calib.dense_efficiency_tensor
+    units = sys.accelerator.compute_units
+    mem = sys.hbm_bytes_s * calib.memory_efficiency
+    elem = ACTIVATION_BYTES[precision]
+    n_bottom = len(wl.bottom_mlp)
+    out = {"bottom_fwd": 0.0, "bottom_bwd": 0.0, "top_fwd": 0.0, "top_bwd": 0.0}
+    for i, (k, n) in enumerate(wl.mlp_layers()):
+        part = "bottom" if i < n_bottom else "top"
+        out[f"{part}_fwd"] += gemm_time(b, k, n, peak, eff, units, mem, elem)
+        out[f"{part}_bwd"] += gemm_time(b, n, k, peak, eff, units, mem, elem)  # data gradient
+        out[f"{part}_bwd"] += gemm_time(k, b, n, peak, eff, units, mem, elem)  # weight gradient
+    if wl.interaction == "dot":
+        f = wl.interaction_features()
+        pairs = f * (f - 1) // 2
+        flops = b * wl.interaction_flops_per_sample()
+        nbytes = b * (f * wl.interaction_dim() + pairs) * elem
+        t = max(flops / (peak * eff), nbytes / mem)
+        out["top_fwd"] += t
+        out["top_bwd"] += 2.0 * t
+    # Dense optimizer: read weight, gradient and state, write weight and state (fp32).
+    state = wl.dense_optimizer_state_per_param()
+    out["optimizer"] = wl.dense_params() * 4.0 * (3 + 2 * state) / mem
+    return out
+
+
+def embedding_times(plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
+    """Per-step seconds of embedding traffic on the slowest device: HBM work (``emb_*``) and host
+    work (``host_*``: the device's PCIe link, or its node's DDR, whichever is slower)."""
+    g, a = plan.devices, sys.accelerators_per_node
+    hbm = [[0.0, 0.0] for _ in range(g)]
+    pcie = [[0.0, 0.0] for _ in range(g)]
+    ddr = [[0.0, 0.0] for _ in range(sys.nodes)]
+    replica = [0.0, 0.0]
+    for s in plan.shards:
+        t = s.traffic
+        if s.device < 0:
+            replica[0] += t.hbm_fwd
+            replica[1] += t.hbm_bwd
+            continue
+        hbm[s.device][0] += t.hbm_fwd
+        hbm[s.device][1] += t.hbm_bwd
+        if t.pcie_fwd or t.pcie_bwd:
+            pcie[s.device][0] += t.pcie_fwd
+            pcie[s.device][1] += t.pcie_bwd
+            node = s.device // a
+            ddr[node][0] += t.ddr_fwd
+            ddr[node][1] += t.ddr_bwd
+    mem = sys.hbm_bytes_s * calib.memory_efficiency
+    link = sys.pcie_bytes_s * calib.host_efficiency
+    host = sys.ddr_bytes_s * calib.host_efficiency
+    out: dict[str, float] = {}
+    for i, phase in enumerate(("fwd", "bwd")):
+        out[f"emb_{phase}"] = max(h[i] for h in hbm) / mem + replica[i] / mem
+        worst = 0.0
+        for d in range(g):
+            if pcie[d][i]:
+                worst = max(worst, pcie[d][i] / link, ddr[d // a][i] / host if host else math.inf)
+        out[f"host_{phase}"] = worst
+    return out
+
+
+def topology_factor(topology: str, n: int) -> float:
+    """Slow-down of an all-to-all among ``n`` devices on a scale-up topology, relative to a fabric
+    that reaches every device's injection bandwidth.
+
+    - ``switch``: 1 (non-blocking crossbar).
+    - ``fully_connected``: 1 while every peer has a direct link (n <= 8, seven links per part as in
+      OAM/MI300X); beyond that the extra peers are relayed over 2 hops.
+    - ``ring`` (bidirectional): the mean hop distance, sum(min(j, n - j)) / (n - 1): 16/7 = 2.29 at 8.
+    - ``hybrid_cube_mesh``: 1 up to 4 devices (a fully connected quad); 1.55 at 8 (DESIGN.md: 1.4-1.7
+      measured on DGX-1-class boards); growing with hypercube distance beyond.
+    - ``none``: 1 here; the PCIe/host bandwidth itself is applied by the caller.
+    """
+    if n <= 2 or topology in ("switch", "none"):
+        return 1.0
+    if topology == "fully_connected":
+        return 1.0 if n <= 8 else 2.0 - 7.0 / (n - 1)
+    if topology == "ring":
+        return sum(min(j, n - j) for j in range(1, n)) / (n - 1)
+    if n <= 4:
+        return 1.0
+    if n <= 8:
+        return 1.0 + 0.55 * (n - 4) / 4
+    return 1.55 * math.log2(n) / 3.0
+
+
+def network_hops(sys: System) -> int:
+    """Switch hops between two nodes: 1 through a single switch, 3 leaf-spine-leaf, 5 with a third
+    tier (radix from the catalog); a rail-optimised network keeps rail traffic on one switch tier."""
+    from dse.catalog import load_catalog
+
+    radix = load_catalog().network_switch.radix
+    ports = sys.nodes * max(sys.spec.node.nics, 1)
+    if sys.network.topology == "rail_optimized":
+        return 1 if sys.nodes <= radix else 3
+    if ports <= radix:
+        return 1
+    return 3 if ports <= radix * radix // 2 else 5
+
+
+def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
+    """Seconds of one all-to-all (forward; backward mirrors it) on the fabric and on the network.
+
+    The busiest device sends (G - 1) x b x D_dev x s_c bytes, where D_dev sums the dims of its shards;
+    the share going to peers in the same scale-up domain crosses the fabric, the rest the NICs.
+    """
+    g = plan.devices
+    if g <= 1:
+        return {"a2a_fabric": 0.0, "a2a_network": 0.0}
+    from dse.catalog import load_catalog
+
+    cat = load_catalog()
+    b = wl.global_batch / g
+    s_c = COMM_BYTES[wl.precision]
+    dims = [0.0] * g
+    for s in plan.shards:
+        if s.device >= 0:
+            dims[s.device] += s.dim
+    send = (g - 1) * b * max(dims) * s_c
+    a = sys.accelerators_per_node
+    domain = min(sys.scaleup_domain, g)
+    same = (domain - 1) / (g - 1)
+    latency = calib.collective_latency_s + calib.peer_latency_s * (g - 1)
+    fabric = 0.0
+    if same > 0:
+        if sys.scaleup == "none":
+            t_link = send * same / (sys.pcie_bytes_s * calib.fabric_efficiency)
+            sockets = sys.spec.node.cpu_sockets
+            cross_socket = a * send * same * (1.0 - 1.0 / sockets) / 2.0
+            t_socket = cross_socket / (sys.socket_link_bytes_s * calib.fabric_efficiency)
+            fabric = max(t_link, t_socket) + cat.pcie_gen(sys.pcie_gen).latency_s
+        else:
+            bw = sys.scaleup_bytes_s * calib.fabric_efficiency / topology_factor(sys.scaleup, domain)
+            fabric = send * same / bw + cat.scaleup_switch.latency_s
+        fabric += latency
+    network = 0.0
+    if same < 1.0:
+        cross = send * (1.0 - same)
+        per_node = cross * min(a, domain) if domain >= a else cross * a
+        nic = sys.nic_bytes_s * calib.network_efficiency / sys.network.oversubscription
+        t = per_node / nic if nic > 0 else math.inf
+        t = max(t, cross / (sys.pcie_bytes_s * calib.fabric_efficiency))
+        if sys.spec.node.nic_attach == "cpu":
+            t = max(t, 2.0 * per_node / (sys.ddr_bytes_s * calib.host_efficiency))
+        sw = cat.network_switch
+        network = t + latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
+    return {"a2a_fabric": fabric, "a2a_network": network}
+
+
+def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> tuple[float, int]:
+    """Seconds of the hierarchical ring allreduce of dense (and replicated-table) gradients, and the
+    number of buckets: reduce-scatter and all-gather on the fabric, allreduce across domains on the
+    NICs (each device carries 1/domain of the bytes over its share of the node's NICs)."""
+    g = plan.devices
+    nbytes = (wl.dense_params() + plan.replicated_grad_elements) * COMM_BYTES[wl.precision]
+    buckets = max(1, math.ceil(nbytes / DDP_BUCKET_BYTES))
+    if g <= 1:
+        return 0.0, 0
+    domain = min(sys.scaleup_domain, g)
+    t = 0.0
+    if domain > 1:
+        link = sys.scaleup_bytes_s if sys.scaleup != "none" else sys.pcie_bytes_s
+        t += 2.0 * (domain - 1) / domain * nbytes / (link * calib.fabric_efficiency)
+    groups = g // domain
+    if groups > 1:
+        per_device_nic = (sys.nic_bytes_s / sys.accelerators_per_node) * calib.network_efficiency
+        per_device_nic /= sys.network.oversubscription
+        t += 2.0 * (groups - 1) / groups * (nbytes / domain) / per_device_nic
+    t += buckets * calib.collective_latency_s
+    return t, buckets
+
+
+def input_time(wl: Workload, sys: System, calib: Calibration, b: float) -> float:
+    """Seconds to ship one step's input (dense features, indices, labels) to every device: the
+    node's front-end NICs (when the data comes over the network) and each device's PCIe link."""
+    per_device = b * wl.input_bytes_per_sample()
+    t = per_device / (sys.pcie_bytes_s * calib.host_efficiency)
+    if sys.frontend_bytes_s > 0:
+        node = per_device * sys.accelerators_per_node
+        t = max(t, node / (sys.frontend_bytes_s * calib.network_efficiency))
+    return t
+
+
+def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
+    """Kernels on the critical path of one step, counted from the model's structure: per GEMM, per
+    embedding tier and direction (one fused kernel per tier), per collective and per bucket."""
+    tiers = {s.tier for s in plan.shards}
+    collectives = 2 if plan.devices > 1 else 0
+    return (
+        KERNELS_PER_GEMM * len(wl.mlp_layers())
+        + KERNELS_PER_STEP_FIXED
+        + 2 * len(tiers)
+        + collectives
+        + buckets
+    )
+
+
+def step_tree(t: dict[str, float]) -> Seq:
+    """The overlap structure of one step (see the module docstring)."""
+    fwd_lookup = Par((Leaf("embedding_memory", t["emb_fwd"], "embedding forward (HBM)"),
+                      Leaf("host_pcie", t["host_fwd"], "embedding forward (host)")))
+    a2a_fwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all forward (fabric)"),
+                   Leaf("alltoall_network", t["a2a_network"], "all-to-all forward (network)")))
+    a2a_bwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all backward (fabric)"),
+                   Leaf("alltoall_network", t["a2a_network"], "all-to-all backward (network)")))
+    bwd_update = Par((Leaf("embedding_memory", t["emb_bwd"], "embedding backward+update (HBM)"),
+                      Leaf("host_pcie", t["host_bwd"], "embedding backward+update (host)")))
+    return Seq((
+        Par((Seq((fwd_lookup, a2a_fwd)), Leaf("dense_compute", t["bottom_fwd"], "bottom MLP forward"))),
+        Leaf("dense_compute", t["top_fwd"] + t["top_bwd"], "interaction + top MLP fwd/bwd"),
+        Par((Seq((a2a_bwd, bwd_update)), Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward"))),
+        Leaf("allreduce_exposed", t["allreduce_exposed"], "allreduce (exposed)"),
+        Leaf("dense_compute", t["optimizer"], "dense optimizer"),
+        Leaf("overhead", t["overhead"], "kernel launches + per-step overhead"),
+    ))
+
+
+def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> StepTime:
+    """Time one training step of ``wl`` on ``sys`` with placement ``plan``."""
+    b = wl.global_batch / plan.devices
+    t = dense_times(wl, sys, calib, b)
+    t.update(embedding_times(plan, sys, calib))
+    t.update(alltoall_times(wl, plan, sys, calib))
+    allreduce, buckets = allreduce_time(wl, plan, sys, calib)
+    t["allreduce"] = allreduce
+    # The allreduce hides behind the backward phase's compute, not behind the all-to-all, which
+    # uses the same links.
+    backward_compute = max(t["emb_bwd"], t["host_bwd"], t["bottom_bwd"])
+    t["allreduce_exposed"] = max(0.0, allreduce - backward_compute)
+    kernels = kernel_count(wl, plan, buckets)
+    t["overhead"] = kernels * calib.kernel_overhead_s + calib.step_overhead_s
+    t["input"] = input_time(wl, sys, calib, b)
+    tree = step_tree(t)
+    compute, attribution, path = critical(tree)
+    step = compute
+    input_exposed = max(0.0, t["input"] - compute)
+    if input_exposed > 0:
+        step = t["input"]
+        path.append("input pipeline (exposed)")
+    breakdown = {stage: attribution.get(stage, 0.0) for stage in STAGES}
+    breakdown["input_exposed"] = input_exposed
+    bottleneck = max(breakdown, key=lambda k: breakdown[k])
+    notes = tuple(
+        f"{p} runs at {sys.precision_fallback[p]} peak on {sys.accelerator.name}"
+        for p in (wl.precision,)
+        if sys.precision_fallback[p] not in (p, "fp16", "bf16") or (p == "fp8" and
+                                                                     sys.precision_fallback[p] != p)
+    )
+    return StepTime(step_s=step, breakdown_s=breakdown, stages_s=t, bottleneck=bottleneck,
+                    critical_path=tuple(path), kernels=kernels, notes=notes)

@@ -1,0 +1,386 @@
+"""DLRM workload specification and its derived figures.
+
+A :class:`Workload` is plain data: embedding tables, MLP widths, the feature interaction, the global
+batch, precisions and optimizers. Derived figures (parameters, bytes, FLOPs and lookups per sample) are
+methods, so every equation for the model's size lives here and nowhere else.
+
+Presets live in ``dse/data/workloads/*.toml``; a workload file lists its tables explicitly
+(``[tables] rows = [...], dim = 128, pooling = 1``) or describes a synthetic population
+(``[synthetic]``) that is generated deterministically from a seed.
+
+>>> w = load_workload("mlperf-dlrm-v1")
+>>> round(w.forward_flops_per_sample() / 1e6, 2)
+4.82
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import random
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from dse.catalog import Precision
+from dse.errors import DseInputError
+from dse.records import apply_override, from_mapping, read_toml
+
+Interaction = Literal["dot", "dcnv2"]
+EmbeddingDtype = Literal["fp32", "fp16", "int8"]
+Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
+
+EMBEDDING_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "int8": 1}
+INDEX_BYTES = 8
+"""Sparse indices are int64 (DESIGN.md section 5: dense features and indices, 8 bytes each)."""
+DENSE_FEATURE_BYTES = 8
+
+_STATE_PER_ELEMENT: dict[str, int] = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 0, "adam": 2}
+_STATE_PER_ROW: dict[str, int] = {"sgd": 0, "adagrad": 0, "rowwise_adagrad": 1, "adam": 0}
+OPTIMIZER_STATE_BYTES = 4
+"""Optimizer state is kept in fp32 (PyTorch, TorchRec FBGEMM and HugeCTR defaults)."""
+
+POS = {"min": 0, "min_exclusive": True}
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingTable:
+    """One embedding table: ``rows`` x ``dim`` elements, ``pooling`` lookups per sample (sum-pooled)."""
+
+    rows: int
+    dim: int
+    pooling: float
+    """Average lookups per sample (1 for one-hot features)."""
+
+    def params(self) -> int:
+        """Number of embedding parameters."""
+        return self.rows * self.dim
+
+
+@dataclass(frozen=True, slots=True)
+class TableSet:
+    """Explicit table list in a workload file; ``dim`` and ``pooling`` may be scalars (broadcast)."""
+
+    rows: tuple[int, ...]
+    dim: tuple[int, ...]
+    pooling: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticTables:
+    """A deterministic synthetic table population (production-scale models, marked synthetic).
+
+    Table sizes follow a log-normal spread with ``size_sigma`` and are scaled so that the embedding
+    parameters total ``total_params``; dims are drawn from ``dims``; pooling is drawn around
+    ``pooling_mean`` (geometric, at least 1).
+    """
+
+    seed: int
+    count: int = field(metadata={"min": 1})
+    total_params: float = field(metadata=POS)
+    dims: tuple[int, ...]
+    pooling_mean: float = field(metadata={"min": 1.0})
+    size_sigma: float = field(default=1.5, metadata={"min": 0.0})
+
+    def generate(self) -> tuple[EmbeddingTable, ...]:
+        """The tables, identical for the same fields on every platform (``random.Random``)."""
+        rng = random.Random(self.seed)
+        dims = [rng.choice(self.dims) for _ in range(self.count)]
+        weights = [rng.lognormvariate(0.0, self.size_sigma) for _ in range(self.count)]
+        p = 1.0 / self.pooling_mean
+        pooling = [_geometric(rng, p) for _ in range(self.count)]
+        scale = self.total_params / sum(w * d for w, d in zip(weights, dims, strict=True))
+        return tuple(
+            EmbeddingTable(rows=max(1, round(w * scale)), dim=d, pooling=float(k))
+            for w, d, k in zip(weights, dims, pooling, strict=True)
+        )
+
+
+def _geometric(rng: random.Random, p: float) -> int:
+    """A geometric draw on {1, 2, ...} with success probability ``p`` (mean 1/p)."""
+    if p >= 1.0:
+        return 1
+    u = 1.0 - rng.random()
+    return 1 + int(math.log(u) / math.log(1.0 - p))
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A DLRM training workload (DESIGN.md section 3)."""
+
+    name: str
+    tables: tuple[EmbeddingTable, ...]
+    dense_features: int
+    bottom_mlp: tuple[int, ...]
+    top_mlp: tuple[int, ...]
+    interaction: Interaction
+    global_batch: int
+    precision: Precision
+    embedding_dtype: EmbeddingDtype
+    embedding_optimizer: Optimizer
+    dense_optimizer: Optimizer
+    dcn_layers: int = 0
+    dcn_rank: int = 0
+    access_zipf: float = 1.05
+    """Zipf exponent of row popularity, for the HBM-cache hit rate (Criteo features are heavily
+    skewed; exponents near 1 are typical for click logs, an assumption to revisit with data)."""
+    description: str = ""
+    source: str = ""
+    synthetic: bool = False
+
+    # --- sizes -----------------------------------------------------------------------------------
+    def embedding_params(self) -> int:
+        """Embedding parameters (rows x dim summed over tables)."""
+        return sum(t.params() for t in self.tables)
+
+    def row_bytes(self, dim: int) -> int:
+        """Bytes of one embedding row of ``dim`` elements."""
+        return dim * EMBEDDING_DTYPE_BYTES[self.embedding_dtype]
+
+    def embedding_bytes(self) -> int:
+        """Bytes of all embedding rows (without optimizer state)."""
+        return self.embedding_params() * EMBEDDING_DTYPE_BYTES[self.embedding_dtype]
+
+    def table_bytes(self, table: EmbeddingTable) -> int:
+        """Bytes one table occupies in memory: rows plus its optimizer state."""
+        return table.rows * self.row_state_bytes(table.dim)
+
+    def row_state_bytes(self, dim: int) -> int:
+        """Bytes per row including the embedding optimizer's state."""
+        opt = self.embedding_optimizer
+        state = (_STATE_PER_ELEMENT[opt] * dim + _STATE_PER_ROW[opt]) * OPTIMIZER_STATE_BYTES
+        return self.row_bytes(dim) + state
+
+    def embedding_footprint_bytes(self) -> int:
+        """Bytes of all tables with optimizer state."""
+        return sum(self.table_bytes(t) for t in self.tables)
+
+    def lookups_per_sample(self) -> float:
+        """Embedding rows read per sample (sum of pooling factors)."""
+        return sum(t.pooling for t in self.tables)
+
+    def embedding_output_dim(self) -> int:
+        """Sum of table dims: the pooled activations one sample produces."""
+        return sum(t.dim for t in self.tables)
+
+    # --- dense part --------------------------------------------------------------------------------
+    def interaction_dim(self) -> int:
+        """Feature width entering the interaction (bottom-MLP output width)."""
+        return self.bottom_mlp[-1] if self.bottom_mlp else self.dense_features
+
+    def interaction_features(self) -> int:
+        """Number of feature vectors interacting: one per table plus the dense vector."""
+        return len(self.tables) + 1
+
+    def top_mlp_input(self) -> int:
+        """Width entering the top MLP."""
+        if self.interaction == "dot":
+            f = self.interaction_features()
+            return self.interaction_dim() + f * (f - 1) // 2
+        return self.interaction_dim() + self.embedding_output_dim()
+
+    def mlp_layers(self) -> tuple[tuple[int, int], ...]:
+        """(in, out) of every dense GEMM per sample: bottom MLP, DCNv2 projections, top MLP."""
+        layers: list[tuple[int, int]] = []
+        width = self.dense_features
+        for out in self.bottom_mlp:
+            layers.append((width, out))
+            width = out
+        if self.interaction == "dcnv2":
+            x0 = self.top_mlp_input()
+            for _ in range(self.dcn_layers):
+                layers.append((x0, self.dcn_rank))
+                layers.append((self.dcn_rank, x0))
+        width = self.top_mlp_input()
+        for out in self.top_mlp:
+            layers.append((width, out))
+            width = out
+        return tuple(layers)
+
+    def interaction_flops_per_sample(self) -> float:
+        """Forward FLOPs of the dot interaction (2 x pairs x dim); DCNv2 is in :meth:`mlp_layers`."""
+        if self.interaction != "dot":
+            return 0.0
+        f = self.interaction_features()
+        return 2.0 * (f * (f - 1) // 2) * self.interaction_dim()
+
+    def forward_flops_per_sample(self) -> float:
+        """Dense forward FLOPs per sample: 2 x sum(in x out) over GEMMs plus the interaction."""
+        return 2.0 * sum(i * o for i, o in self.mlp_layers()) + self.interaction_flops_per_sample()
+
+    def training_flops_per_sample(self) -> float:
+        """Forward plus backward (backward is about 2x forward: data and weight gradients)."""
+        return 3.0 * self.forward_flops_per_sample()
+
+    def dense_params(self) -> int:
+        """Parameters of the data-parallel dense part (weights and biases)."""
+        return sum(i * o + o for i, o in self.mlp_layers())
+
+    def dense_optimizer_state_per_param(self) -> int:
+        """fp32 optimizer state values per dense parameter."""
+        return _STATE_PER_ELEMENT[self.dense_optimizer] + (
+            1 if self.dense_optimizer == "rowwise_adagrad" else 0
+        )
+
+    def input_bytes_per_sample(self) -> float:
+        """Bytes the host ships per sample: dense features, sparse indices and the label."""
+        return (
+            self.dense_features * DENSE_FEATURE_BYTES
+            + self.lookups_per_sample() * INDEX_BYTES
+            + DENSE_FEATURE_BYTES
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """Headline figures for reports and ``dse list``."""
+        return {
+            "name": self.name,
+            "tables": len(self.tables),
+            "embedding_params": self.embedding_params(),
+            "embedding_gb": self.embedding_bytes() / 1e9,
+            "footprint_gb": self.embedding_footprint_bytes() / 1e9,
+            "dense_params": self.dense_params(),
+            "forward_mflop_per_sample": self.forward_flops_per_sample() / 1e6,
+            "lookups_per_sample": self.lookups_per_sample(),
+            "global_batch": self.global_batch,
+            "precision": self.precision,
+            "interaction": self.interaction,
+            "synthetic": self.synthetic,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _WorkloadFile:
+    """The on-disk form of a workload (tables explicit or synthetic)."""
+
+    name: str
+    dense_features: int = field(metadata={"min": 1})
+    bottom_mlp: tuple[int, ...] = field(metadata={"min": 1})
+    top_mlp: tuple[int, ...] = field(metadata={"min": 1})
+    interaction: Interaction
+    global_batch: int = field(metadata={"min": 1})
+    precision: Precision
+    embedding_dtype: EmbeddingDtype
+    embedding_optimizer: Optimizer
+    dense_optimizer: Optimizer
+    tables: TableSet | None = None
+    synthetic: SyntheticTables | None = None
+    dcn_layers: int = field(default=0, metadata={"min": 0})
+    dcn_rank: int = field(default=0, metadata={"min": 0})
+    access_zipf: float = field(default=1.05, metadata={"min": 0.0})
+    description: str = ""
+    source: str = ""
+
+
+def _broadcast_tables(data: dict[str, Any], source: str) -> dict[str, Any]:
+    tables = data.get("tables")
+    if not isinstance(tables, dict):
+        return data
+    rows = tables.get("rows")
+    if not isinstance(rows, list):
+        raise DseInputError(source, "tables.rows", "expected a list of row counts")
+    out = dict(tables)
+    for key in ("dim", "pooling"):
+        value = out.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = [value] * len(rows)
+        elif isinstance(value, list) and len(value) != len(rows):
+            raise DseInputError(
+                source, f"tables.{key}", f"has {len(value)} entries but tables.rows has {len(rows)}"
+            )
+    return {**data, "tables": out}
+
+
+def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
+    """Validate a workload table (as read from TOML) and build the :class:`Workload`."""
+    spec = from_mapping(_WorkloadFile, _broadcast_tables(data, source), source)
+    if (spec.tables is None) == (spec.synthetic is None):
+        raise DseInputError(source, "tables", "give exactly one of [tables] or [synthetic]")
+    if spec.tables is not None:
+        for key, values in (("rows", spec.tables.rows), ("dim", spec.tables.dim)):
+            for i, v in enumerate(values):
+                if v < 1:
+                    raise DseInputError(source, f"tables.{key}[{i}]", f"must be at least 1, got {v}")
+        for i, p in enumerate(spec.tables.pooling):
+            if p <= 0:
+                raise DseInputError(source, f"tables.pooling[{i}]", f"must be positive, got {p}")
+        tables = tuple(
+            EmbeddingTable(rows=r, dim=d, pooling=float(p))
+            for r, d, p in zip(spec.tables.rows, spec.tables.dim, spec.tables.pooling, strict=True)
+        )
+    else:
+        assert spec.synthetic is not None
+        tables = spec.synthetic.generate()
+    if spec.interaction == "dcnv2" and (spec.dcn_layers < 1 or spec.dcn_rank < 1):
+        raise DseInputError(source, "dcn_layers", "dcnv2 needs dcn_layers >= 1 and dcn_rank >= 1")
+    # A dot interaction needs equal widths; tables of other dims are taken as projected to the
+    # bottom-MLP width (the projection's FLOPs are negligible next to the MLPs).
+    return Workload(
+        name=spec.name,
+        tables=tables,
+        dense_features=spec.dense_features,
+        bottom_mlp=spec.bottom_mlp,
+        top_mlp=spec.top_mlp,
+        interaction=spec.interaction,
+        global_batch=spec.global_batch,
+        precision=spec.precision,
+        embedding_dtype=spec.embedding_dtype,
+        embedding_optimizer=spec.embedding_optimizer,
+        dense_optimizer=spec.dense_optimizer,
+        dcn_layers=spec.dcn_layers,
+        dcn_rank=spec.dcn_rank,
+        access_zipf=spec.access_zipf,
+        description=spec.description,
+        source=spec.source,
+        synthetic=spec.synthetic is not None,
+    )
+
+
+def workload_presets() -> tuple[str, ...]:
+    """Names of the packaged workload presets."""
+    folder = resources.files("dse") / "data" / "workloads"
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+def read_workload_data(name_or_path: str) -> tuple[dict[str, Any], str]:
+    """The raw table of a workload preset or file, and the source name used in errors."""
+    path = Path(name_or_path)
+    if name_or_path.endswith(".toml") or path.exists():
+        return read_toml(path), str(path)
+    if name_or_path not in workload_presets():
+        known = ", ".join(workload_presets())
+        raise DseInputError(name_or_path, "", f"unknown workload preset (known: {known})")
+    ref = resources.files("dse") / "data" / "workloads" / f"{name_or_path}.toml"
+    with resources.as_file(ref) as p:
+        return read_toml(p), f"workload preset {name_or_path}"
+
+
+def load_workload(name_or_path: str, overrides: tuple[tuple[str, Any], ...] = ()) -> Workload:
+    """Load a workload by preset name or TOML path, with ``(dotted.key, value)`` overrides applied.
+
+    Overrides use the file's keys (``global_batch``, ``precision``, ``tables.dim``...).
+    """
+    if not overrides:
+        return _load_cached(name_or_path)
+    data, source = read_workload_data(name_or_path)
+    for key, value in overrides:
+        data = apply_override(data, key, value)
+    return workload_from_mapping(data, source)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(name_or_path: str) -> Workload:
+    data, source = read_workload_data(name_or_path)
+    return workload_from_mapping(data, source)
+
+
+def with_batch(workload: Workload, global_batch: int) -> Workload:
+    """A copy of ``workload`` with another global batch."""
+    return dataclasses.replace(workload, global_batch=global_batch)
+
+
+def scale_tables(workload: Workload, factor: float) -> Workload:
+    """A copy with every table's rows scaled by ``factor`` (the growth question: tables 4x larger)."""
+    tables = tuple(dataclasses.replace(t, rows=max(1, round(t.rows * factor))) for t in workload.tables)
+    return dataclasses.replace(workload, tables=tables, name=f"{workload.name}-x{factor:g}")
