@@ -104,6 +104,7 @@ class _Cand:
     out_rows: float
     footprint: float
     cost: float
+    device: int = -1
 
 
 def dense_bytes_per_device(workload: Workload) -> float:
@@ -166,16 +167,21 @@ def _split(
 
 
 def lpt_assign(
-    costs: Sequence[float], sizes: Sequence[float], capacities: Sequence[float]
+    costs: Sequence[float],
+    sizes: Sequence[float],
+    capacities: Sequence[float],
+    loads: Sequence[float] | None = None,
 ) -> list[int | None]:
     """Assign items (largest cost first) to the least-loaded bin that still has room.
 
-    Returns the bin of each item, ``None`` where no bin has room. Without capacity limits this is
-    Graham's LPT rule: the max load is within 4/3 - 1/(3m) of optimal for m bins.
+    Returns the bin of each item, ``None`` where no bin has room. ``loads`` are the bins' starting
+    loads (zero by default). Without capacity limits this is Graham's LPT rule: the max load is within
+    4/3 - 1/(3m) of optimal for m bins.
     """
     order = sorted(range(len(costs)), key=lambda i: -costs[i])
     free = list(capacities)
-    heap = [(0.0, b) for b in range(len(capacities))]
+    start = loads if loads is not None else [0.0] * len(capacities)
+    heap = [(start[b], b) for b in range(len(capacities))]
     heapq.heapify(heap)
     out: list[int | None] = [None] * len(costs)
     for i in order:
@@ -216,7 +222,9 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     replicated: list[_Cand] = []
     for ti, table in enumerate(workload.tables):
         fp = float(workload.table_bytes(table))
-        if g > 1 and table.rows < batch and fp <= REPLICATE_MAX_FRACTION * max(table_cap, 0.0):
+        # Replicate when the gradient allreduce (every device moves ~2 x rows x dim) is cheaper than
+        # the all-to-all (all devices together move ~2 x B x dim): rows <= B / G.
+        if g > 1 and table.rows <= b and fp <= REPLICATE_MAX_FRACTION * max(table_cap, 0.0):
             lk = b * table.pooling
             replicated.append(_Cand(ti, "replicated", table.rows, table.dim, lk, b, fp,
                                     hbm_cost(lk, table.dim, b, True)))
@@ -259,18 +267,15 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             budget -= c.footprint
         else:
             host_set.append(c)
-    assigned = lpt_assign([c.cost for c in hbm_set], [c.footprint for c in hbm_set], [device_cap] * g)
-    for c, dev in zip(hbm_set, assigned, strict=True):
-        if dev is None:
-            host_set.append(c)
     hbm_used = [dense + acts + replica_bytes] * g
     dev_load = [0.0] * g
+    free = [device_cap] * g
     shards: list[Shard] = []
-    for c, dev in zip(hbm_set, assigned, strict=True):
-        if dev is not None:
-            hbm_used[dev] += c.footprint
-            dev_load[dev] += c.cost
-            shards.append(_shard(c, dev, "hbm", workload, s_c))
+    leftover = _assign_hbm(hbm_set, free, dev_load, min(system.scaleup_domain, g))
+    host_set.extend(leftover)
+    for c, dev in _placed(hbm_set, leftover):
+        hbm_used[dev] += c.footprint
+        shards.append(_shard(c, dev, "hbm", workload, s_c))
 
     a = system.accelerators_per_node
     ddr_cap = system.ddr_bytes * (1.0 - HOST_RESERVE_FRACTION)
@@ -329,6 +334,53 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         replicated_grad_elements=float(sum(c.rows * c.dim for c in replicated)),
         counts=counts,
     )
+
+
+def _assign_hbm(
+    cands: list[_Cand], free: list[float], load: list[float], domain: int
+) -> list[_Cand]:
+    """Assign HBM shards to devices (updating ``free`` and ``load``); return those that fit nowhere.
+
+    Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
+    table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric.
+    """
+    groups: dict[int, list[_Cand]] = {}
+    rest: list[_Cand] = []
+    for c in cands:
+        if c.sharding == "row_wise":
+            groups.setdefault(c.table, []).append(c)
+        else:
+            rest.append(c)
+    unplaced: list[_Cand] = []
+    domains = [list(range(d, min(d + domain, len(free)))) for d in range(0, len(free), domain)]
+    for group in sorted(groups.values(), key=lambda grp: -sum(c.cost for c in grp)):
+        for devs in sorted(domains, key=lambda ds: sum(load[d] for d in ds)):
+            got = lpt_assign([c.cost for c in group], [c.footprint for c in group],
+                             [free[d] for d in devs], [load[d] for d in devs])
+            if all(x is not None for x in got):
+                for c, x in zip(group, got, strict=True):
+                    _commit(c, devs[x], free, load)  # type: ignore[index]
+                break
+        else:
+            rest.extend(group)
+    got = lpt_assign([c.cost for c in rest], [c.footprint for c in rest], free, load)
+    for c, x in zip(rest, got, strict=True):
+        if x is None:
+            unplaced.append(c)
+        else:
+            _commit(c, x, free, load)
+    return unplaced
+
+
+def _commit(c: _Cand, device: int, free: list[float], load: list[float]) -> None:
+    c.device = device
+    free[device] -= c.footprint
+    load[device] += c.cost
+
+
+def _placed(cands: list[_Cand], unplaced: list[_Cand]) -> list[tuple[_Cand, int]]:
+    skip = {id(c) for c in unplaced}
+    return [(c, c.device) for c in cands if id(c) not in skip]
 
 
 def _shard(c: _Cand, device: int, tier: Tier, wl: Workload, s_c: int) -> Shard:

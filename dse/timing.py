@@ -44,6 +44,9 @@ STAGES: tuple[str, ...] = (
 GEMM_TILE = 128
 """Output tile edge of a large-GEMM kernel (cuBLAS/CUTLASS 128x128 tiles; NVIDIA "Matrix
 Multiplication Background" guide, wave quantisation)."""
+SPLIT_K_MIN = 512
+"""Shortest reduction chunk of a split-K GEMM [A: CUTLASS split-K kernels use K slices of a few
+hundred elements or more]."""
 DDP_BUCKET_BYTES = 25e6
 """Gradient bucket size of PyTorch DistributedDataParallel (default bucket_cap_mb=25)."""
 KERNELS_PER_GEMM = 4
@@ -127,13 +130,18 @@ def gemm_time(m: float, k: int, n: int, peak: float, eff: float, units: int,
 
     Compute runs at ``peak x eff`` scaled by wave quantisation: the kernel computes
     ceil(m/T) x ceil(n/T) output tiles on ``units`` compute units in whole waves, so small GEMMs
-    leave units idle. ``units = 0`` disables quantisation.
+    leave units idle. When there are fewer tiles than units and k is long, the reduction is split
+    (split-K, as cuBLAS does for weight gradients) in chunks of at least ``SPLIT_K_MIN``.
+    ``units = 0`` disables quantisation.
     """
     flops = 2.0 * m * k * n
     util = 1.0
     if units > 0:
         tiles = math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE)
-        util = (m * n) / (math.ceil(tiles / units) * units * GEMM_TILE * GEMM_TILE)
+        splits = max(1, min(units // tiles, int(k // SPLIT_K_MIN)))
+        tasks = tiles * splits
+        fill = (m * n) / (tiles * GEMM_TILE * GEMM_TILE)
+        util = fill * tasks / (math.ceil(tasks / units) * units)
     t_compute = flops / (peak * eff * min(util, 1.0))
     t_memory = (m * k + k * n + m * n) * elem / mem_bytes_s
     return max(t_compute, t_memory)
@@ -248,8 +256,10 @@ def network_hops(sys: System) -> int:
 def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
     """Seconds of one all-to-all (forward; backward mirrors it) on the fabric and on the network.
 
-    The busiest device sends (G - 1) x b x D_dev x s_c bytes, where D_dev sums the dims of its shards;
-    the share going to peers in the same scale-up domain crosses the fabric, the rest the NICs.
+    Each device's sends (:func:`alltoall_elements`) to peers in its scale-up domain cross the fabric
+    (the busiest device bounds it); the rest leave through its node's NICs (the busiest device times
+    the devices per node bounds the node's egress), its own PCIe link and, for CPU-attached NICs,
+    host memory.
     """
     g = plan.devices
     if g <= 1:
@@ -259,31 +269,28 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
     cat = load_catalog()
     b = wl.global_batch / g
     s_c = COMM_BYTES[wl.precision]
-    dims = [0.0] * g
-    for s in plan.shards:
-        if s.device >= 0:
-            dims[s.device] += s.dim
-    send = (g - 1) * b * max(dims) * s_c
     a = sys.accelerators_per_node
     domain = min(sys.scaleup_domain, g)
-    same = (domain - 1) / (g - 1)
+    same_elems, cross_elems = alltoall_elements(plan, domain, b)
+    send_same = max(same_elems) * s_c
+    send_cross = max(cross_elems) * s_c
     latency = calib.collective_latency_s + calib.peer_latency_s * (g - 1)
     fabric = 0.0
-    if same > 0:
+    if send_same > 0:
         if sys.scaleup == "none":
-            t_link = send * same / (sys.pcie_bytes_s * calib.fabric_efficiency)
+            t_link = send_same / (sys.pcie_bytes_s * calib.fabric_efficiency)
             sockets = sys.spec.node.cpu_sockets
-            cross_socket = a * send * same * (1.0 - 1.0 / sockets) / 2.0
+            cross_socket = a * send_same * (1.0 - 1.0 / sockets) / 2.0
             t_socket = cross_socket / (sys.socket_link_bytes_s * calib.fabric_efficiency)
             fabric = max(t_link, t_socket) + cat.pcie_gen(sys.pcie_gen).latency_s
         else:
             bw = sys.scaleup_bytes_s * calib.fabric_efficiency / topology_factor(sys.scaleup, domain)
-            fabric = send * same / bw + cat.scaleup_switch.latency_s
+            fabric = send_same / bw + cat.scaleup_switch.latency_s
         fabric += latency
     network = 0.0
-    if same < 1.0:
-        cross = send * (1.0 - same)
-        per_node = cross * min(a, domain) if domain >= a else cross * a
+    if send_cross > 0:
+        cross = send_cross
+        per_node = cross * a
         nic = sys.nic_bytes_s * calib.network_efficiency / sys.network.oversubscription
         t = per_node / nic if nic > 0 else math.inf
         t = max(t, cross / (sys.pcie_bytes_s * calib.fabric_efficiency))
@@ -292,6 +299,41 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
         sw = cat.network_switch
         network = t + latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
     return {"a2a_fabric": fabric, "a2a_network": network}
+
+
+def alltoall_elements(plan: Plan, domain: int, b: float) -> tuple[list[float], list[float]]:
+    """Elements each device sends per all-to-all to peers inside and outside its scale-up domain.
+
+    A table-wise or column-wise shard sends its pooled output for every other device's local batch:
+    b x dim to each of G - 1 peers. The k row-wise shards of one table first reduce-scatter their
+    partial sums among themselves (B x dim / k to each co-shard), then each sends its 1/k of the
+    result to the G - 1 peers.
+    """
+    g = plan.devices
+    same = [0.0] * g
+    cross = [0.0] * g
+    groups: dict[int, list[int]] = {}
+    for s in plan.shards:
+        if s.device < 0:
+            continue
+        if s.sharding == "row_wise":
+            groups.setdefault(s.table, []).append(s.device)
+        else:
+            same[s.device] += (domain - 1) * b * s.dim
+            cross[s.device] += (g - domain) * b * s.dim
+    dims = {s.table: s.dim for s in plan.shards if s.sharding == "row_wise"}
+    for table, devices in groups.items():
+        k = len(devices)
+        dim = dims[table]
+        per_domain: dict[int, int] = {}
+        for d in devices:
+            per_domain[d // domain] = per_domain.get(d // domain, 0) + 1
+        chunk = g * b * dim / k
+        for d in devices:
+            co_same = per_domain[d // domain] - 1
+            same[d] += co_same * chunk + (domain - 1) * b * dim / k
+            cross[d] += (k - 1 - co_same) * chunk + (g - domain) * b * dim / k
+    return same, cross
 
 
 def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> tuple[float, int]:

@@ -1,0 +1,197 @@
+"""The ``dse`` command line: a thin shell over the library.
+
+Every command turns :class:`~dse.errors.DseInputError` into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dse.catalog import load_catalog
+from dse.errors import DseInputError
+from dse.model import Evaluation, evaluate
+from dse.records import parse_override
+from dse.system import load_system, system_presets
+from dse.workload import load_workload, workload_presets
+
+app = typer.Typer(
+    help="Design-space exploration of DLRM training systems.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str) -> None:
+    """Print one error line to stderr and exit with code 2."""
+    typer.echo(f"dse: error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+def split_overrides(
+    items: list[str],
+) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
+    """Split ``--set`` items into (workload, system) overrides; ``workload.`` keys go to the workload."""
+    wl: list[tuple[str, Any]] = []
+    sysov: list[tuple[str, Any]] = []
+    for item in items:
+        key, value = parse_override(item)
+        if key.startswith("workload."):
+            wl.append((key.removeprefix("workload."), value))
+        else:
+            sysov.append((key.removeprefix("system."), value))
+    return tuple(wl), tuple(sysov)
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    system: Annotated[str, typer.Option("--system", "-s", help="System preset name or TOML file.")],
+    workload: Annotated[str, typer.Option("--workload", "-w", help="Workload preset or TOML file.")],
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a field: node.accelerators=4, nodes=16, "
+                     "workload.global_batch=135168 (repeatable)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Score one design: step time by stage, bottleneck, memory, cost and power."""
+    try:
+        wl_over, sys_over = split_overrides(set_ or [])
+        wl = load_workload(workload, wl_over)
+        sysm = load_system(system, sys_over)
+        ev = evaluate(wl, sysm)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps(ev.to_dict(), indent=2, default=_json_default))
+    else:
+        print_evaluation(ev, Console())
+    if not ev.feasible:
+        raise typer.Exit(code=0)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float):
+        return None
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def print_evaluation(ev: Evaluation, console: Console) -> None:
+    """The readable breakdown of ``dse evaluate``."""
+    m = ev.metrics()
+    s = ev.system
+    console.print(
+        f"[bold]{ev.workload.name}[/] on [bold]{s.spec.name or s.accelerator.name}[/]: "
+        f"{s.nodes} node(s) x {s.accelerators_per_node} {s.accelerator.name} "
+        f"({s.scaleup}, {s.network.topology}); calibration {ev.calibration_version}"
+    )
+    status = "[green]feasible[/]" if ev.feasible else "[red]INFEASIBLE[/]: " + "; ".join(ev.reasons)
+    console.print(status)
+    console.print(
+        f"throughput [bold]{_si(ev.throughput_samples_per_s, 'samples/s')}[/], "
+        f"step {ev.step_time_s * 1e3:.3f} ms, bottleneck [bold]{ev.bottleneck}[/]"
+    )
+    stages = Table(title="step time by stage", show_lines=False)
+    for col in ("stage", "critical path ms", "share"):
+        stages.add_column(col, justify="right" if col != "stage" else "left")
+    for stage, sec in ev.breakdown_s.items():
+        share = sec / ev.step_time_s if ev.step_time_s else 0.0
+        stages.add_row(stage, f"{sec * 1e3:.3f}", f"{share:.0%}")
+    console.print(stages)
+    raw = Table(title="stage durations before overlap (ms)")
+    raw.add_column("stage")
+    raw.add_column("ms", justify="right")
+    for name, sec in ev.timing.stages_s.items():
+        raw.add_row(name, f"{sec * 1e3:.3f}")
+    console.print(raw)
+    console.print("critical path: " + " -> ".join(ev.timing.critical_path))
+    mem = Table(title="memory")
+    for col in ("tier", "used GB", "capacity GB"):
+        mem.add_column(col)
+    mem.add_row("HBM per accelerator (max)", f"{m['hbm_used_gb']:.1f}", f"{m['hbm_capacity_gb']:.1f}")
+    mem.add_row("host DDR per node (max)", f"{m['ddr_used_gb']:.1f}", f"{m['ddr_capacity_gb']:.1f}")
+    console.print(mem)
+    console.print("placement: " + ", ".join(f"{k} {v}" for k, v in sorted(ev.plan.counts.items())))
+    money = Table(title="capex and power by part")
+    for col in ("part", "capex USD", "power W"):
+        money.add_column(col, justify="right" if col != "part" else "left")
+    parts = sorted(set(ev.cost.parts_usd) | set(ev.power.parts_w))
+    for part in parts:
+        money.add_row(part, f"{ev.cost.parts_usd.get(part, 0.0):,.0f}",
+                      f"{ev.power.parts_w.get(part, 0.0):,.0f}")
+    money.add_row("[bold]total", f"[bold]{ev.cost.capex_usd:,.0f}", f"[bold]{ev.power.power_w:,.0f}")
+    console.print(money)
+    console.print(
+        f"TCO {m['tco_usd_per_year']:,.0f} USD/year, {m['usd_per_million_samples']:.4f} USD per "
+        f"million samples, {m['energy_per_sample_j'] * 1e3:.3f} mJ/sample, one Criteo epoch in "
+        f"{m['epoch_time_s'] / 60:.1f} min for {m['epoch_cost_usd']:,.2f} USD"
+    )
+    for note in ev.timing.notes:
+        console.print(f"note: {note}")
+
+
+@app.command("list")
+def list_cmd(
+    what: Annotated[str, typer.Argument(help="workloads, systems or accelerators")],
+) -> None:
+    """List what is available: workloads, systems or accelerators."""
+    console = Console()
+    try:
+        if what == "workloads":
+            table = Table("name", "tables", "params", "footprint GB", "MFLOP/sample", "batch",
+                          "precision", "synthetic")
+            for name in workload_presets():
+                w = load_workload(name).summary()
+                table.add_row(name, str(w["tables"]), _si(w["embedding_params"], ""),
+                              f"{w['footprint_gb']:.1f}", f"{w['forward_mflop_per_sample']:.1f}",
+                              str(w["global_batch"]), str(w["precision"]), str(w["synthetic"]))
+        elif what == "systems":
+            table = Table("name", "nodes", "accelerators", "scale-up", "network", "description")
+            for name in system_presets():
+                s = load_system(name)
+                table.add_row(name, str(s.nodes), f"{s.accelerators_per_node} x {s.accelerator.name}",
+                              s.scaleup, f"{s.spec.node.nics} x {s.spec.node.nic_gbit_s:g} Gb/s",
+                              s.spec.description)
+        elif what == "accelerators":
+            table = Table("key", "name", "HBM GB", "HBM GB/s", "bf16/fp16 TF", "scale-up GB/s",
+                          "TDP W", "price USD")
+            for key, a in sorted(load_catalog().accelerator.items()):
+                half = a.peak_tflops.bf16 or a.peak_tflops.fp16 or 0.0
+                table.add_row(key, a.name, f"{a.hbm_gb:g}", f"{a.hbm_gb_s:g}", f"{half:g}",
+                              f"{a.scaleup_gb_s:g}", f"{a.tdp_w:g}", f"{a.price_usd:,.0f}")
+        else:
+            fail(f"list: unknown kind {what!r} (known: workloads, systems, accelerators)")
+            return
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    console.print(table)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except DseInputError as exc:  # pragma: no cover - commands catch their own
+        typer.echo(f"dse: error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
