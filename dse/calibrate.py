@@ -1,0 +1,315 @@
+"""Fit the model's calibration parameters to published measurements and measure its accuracy.
+
+The fit is least squares on log throughput over the named parameters of
+:class:`~dse.calibration.Calibration` (listed in :data:`FIT_PARAMETERS`) plus one software factor per
+software family (the reference family is fixed at 1). Bounds keep every parameter physical: an
+efficiency is mapped through a logistic function onto (0, 1), an overhead through ``exp`` onto
+(0, inf). The optimiser is Levenberg-Marquardt with forward-difference Jacobians (numpy only).
+
+While fitting, each measurement's placement is held at the plan made with the current calibration
+(placement depends on calibration only through its balancing estimates); the fit re-plans and
+refits until the plans stop moving (``REPLANS`` rounds at most). Validation scores the final
+calibration with the full model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dse.calibration import Calibration
+from dse.measurements import REFERENCE_FAMILY, Measurement, measurement_design
+from dse.model import evaluate
+from dse.placement import Plan, plan_placement
+from dse.system import System
+from dse.timing import step_time
+from dse.workload import Workload
+
+FIT_PARAMETERS: tuple[str, ...] = (
+    "dense_efficiency_simt",
+    "dense_efficiency_tensor",
+    "memory_efficiency",
+    "fabric_efficiency",
+    "network_efficiency",
+    "kernel_overhead_s",
+    "step_overhead_s",
+)
+"""Scalar parameters the measurements constrain. ``host_efficiency`` (no measurement places tables
+in host memory), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
+overhead with these data) keep their priors."""
+EFFICIENCIES = frozenset(p for p in FIT_PARAMETERS if p.endswith("efficiency") or "_efficiency_" in p)
+REPLANS = 3
+MAX_ITERATIONS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A measurement with its design and current placement."""
+
+    measurement: Measurement
+    workload: Workload
+    system: System
+    plan: Plan
+
+
+def prepare(measurements: Sequence[Measurement], calib: Calibration) -> list[Prepared]:
+    """Resolve each measurement's design and place it with ``calib``."""
+    out = []
+    for m in measurements:
+        wl, sysm = measurement_design(m)
+        out.append(Prepared(m, wl, sysm, plan_placement(wl, sysm, calib)))
+    return out
+
+
+def predict(p: Prepared, calib: Calibration) -> float:
+    """Predicted samples/s of a prepared measurement (with its software family's factor)."""
+    step = step_time(p.workload, p.system, p.plan, calib).step_s
+    factor = calib.software_factor.get(p.measurement.family, 1.0)
+    return p.workload.global_batch / step * factor
+
+
+def predict_full(m: Measurement, calib: Calibration) -> float:
+    """Predicted samples/s with the full model (placement redone with ``calib``)."""
+    wl, sysm = measurement_design(m)
+    ev = evaluate(wl, sysm, calib)
+    return ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0)
+
+
+# --- parameter vector <-> calibration ----------------------------------------------------------
+
+
+def _families(measurements: Sequence[Measurement]) -> list[str]:
+    return sorted({m.family for m in measurements} - {REFERENCE_FAMILY})
+
+
+def _encode(calib: Calibration, families: Sequence[str]) -> np.ndarray:
+    z = []
+    for name in FIT_PARAMETERS:
+        v = float(getattr(calib, name))
+        if name in EFFICIENCIES:
+            v = min(max(v, 1e-4), 1 - 1e-6)
+            z.append(math.log(v / (1 - v)))
+        else:
+            z.append(math.log(max(v, 1e-12)))
+    z.extend(math.log(calib.software_factor.get(f, 1.0)) for f in families)
+    return np.array(z)
+
+
+def _decode(z: np.ndarray, base: Calibration, families: Sequence[str]) -> Calibration:
+    values: dict[str, Any] = {}
+    for i, name in enumerate(FIT_PARAMETERS):
+        values[name] = 1 / (1 + math.exp(-z[i])) if name in EFFICIENCIES else math.exp(z[i])
+    factors = {REFERENCE_FAMILY: 1.0}
+    n = len(FIT_PARAMETERS)
+    factors.update({f: math.exp(z[n + i]) for i, f in enumerate(families)})
+    return dataclasses.replace(base, software_factor=factors, **values)
+
+
+def levenberg_marquardt(
+    residuals: Callable[[np.ndarray], np.ndarray], z0: np.ndarray, max_iter: int = MAX_ITERATIONS
+) -> tuple[np.ndarray, int]:
+    """Minimise ``sum(residuals(z)**2)`` from ``z0``; returns the solution and the iterations used."""
+    z = z0.astype(float)
+    r = residuals(z)
+    cost = float(r @ r)
+    lam = 1e-3
+    for it in range(1, max_iter + 1):
+        jac = np.empty((r.size, z.size))
+        for j in range(z.size):
+            h = 1e-6 * max(1.0, abs(z[j]))
+            dz = z.copy()
+            dz[j] += h
+            jac[:, j] = (residuals(dz) - r) / h
+        grad = jac.T @ r
+        hess = jac.T @ jac
+        improved = False
+        while lam < 1e10:
+            damp = hess + lam * np.diag(np.diag(hess) + 1e-9)
+            step = np.linalg.solve(damp, -grad)
+            z_new = z + step
+            r_new = residuals(z_new)
+            c_new = float(r_new @ r_new)
+            if c_new < cost:
+                improved = True
+                done = cost - c_new < 1e-10 * max(cost, 1e-12)
+                z, r, cost = z_new, r_new, c_new
+                lam = max(lam / 3, 1e-12)
+                break
+            lam *= 4
+        if not improved or done:
+            return z, it
+    return z, max_iter
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A fitted calibration and the residuals of the points it was fitted on."""
+
+    calibration: Calibration
+    log_residuals: tuple[float, ...]
+    iterations: int
+    free_parameters: int
+
+
+def fit(
+    measurements: Sequence[Measurement],
+    start: Calibration | None = None,
+    max_iter: int = MAX_ITERATIONS,
+) -> Fit:
+    """Fit :data:`FIT_PARAMETERS` and the software factors to ``measurements`` (log least squares)."""
+    base = start or Calibration()
+    families = _families(measurements)
+    calib = base
+    iterations = 0
+    z = _encode(calib, families)
+    for _ in range(REPLANS):
+        prepared = prepare(measurements, calib)
+        measured = np.log([p.measurement.samples_per_s for p in prepared])
+
+        def residuals(zz: np.ndarray, prepared: list[Prepared] = prepared,
+                      measured: np.ndarray = measured) -> np.ndarray:
+            c = _decode(zz, base, families)
+            return np.log([predict(p, c) for p in prepared]) - measured
+
+        z_new, its = levenberg_marquardt(residuals, z, max_iter)
+        iterations += its
+        moved = float(np.max(np.abs(z_new - z))) if z.size else 0.0
+        z = z_new
+        calib = _decode(z, base, families)
+        if moved < 1e-3:
+            break
+    res = tuple(math.log(predict_full(m, calib)) - math.log(m.samples_per_s) for m in measurements)
+    return Fit(calib, res, iterations, len(FIT_PARAMETERS) + len(families))
+
+
+# --- accuracy ----------------------------------------------------------------------------------
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman rank correlation (average ranks for ties)."""
+
+    def ranks(x: Sequence[float]) -> np.ndarray:
+        arr = np.asarray(x, dtype=float)
+        order = arr.argsort()
+        r = np.empty(len(arr))
+        r[order] = np.arange(len(arr), dtype=float)
+        for v in np.unique(arr):
+            idx = arr == v
+            r[idx] = r[idx].mean()
+        return r
+
+    ra, rb = ranks(a), ranks(b)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    denom = math.sqrt(float(ra @ ra) * float(rb @ rb))
+    return float(ra @ rb) / denom if denom else 0.0
+
+
+def abs_pct_error(predicted: float, measured: float) -> float:
+    """|predicted - measured| / measured, in percent."""
+    return abs(predicted - measured) / measured * 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class PointReport:
+    """One measurement with its prediction."""
+
+    measurement: Measurement
+    predicted: float
+    abs_pct_error: float
+    loo_predicted: float | None
+    loo_abs_pct_error: float | None
+    bottleneck: str
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """Accuracy of a calibration on the measurements."""
+
+    calibration: Calibration
+    points: tuple[PointReport, ...]
+    median_abs_pct_error: float
+    mean_abs_pct_error: float
+    spearman: float
+    loo_median_abs_pct_error: float | None
+    loo_mean_abs_pct_error: float | None
+
+    @property
+    def worst(self) -> PointReport:
+        """The point with the largest error."""
+        return max(self.points, key=lambda p: p.abs_pct_error)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (``dse validate --json``)."""
+        return {
+            "calibration_version": self.calibration.version,
+            "median_abs_pct_error": self.median_abs_pct_error,
+            "mean_abs_pct_error": self.mean_abs_pct_error,
+            "spearman": self.spearman,
+            "loo_median_abs_pct_error": self.loo_median_abs_pct_error,
+            "loo_mean_abs_pct_error": self.loo_mean_abs_pct_error,
+            "worst": self.worst.measurement.id,
+            "points": [
+                {
+                    "id": p.measurement.id,
+                    "workload": p.measurement.workload,
+                    "accelerator": p.measurement.accelerator,
+                    "accelerators": p.measurement.accelerators,
+                    "scaleup": p.measurement.scaleup,
+                    "precision": p.measurement.precision,
+                    "family": p.measurement.family,
+                    "measured": p.measurement.samples_per_s,
+                    "predicted": p.predicted,
+                    "abs_pct_error": p.abs_pct_error,
+                    "loo_predicted": p.loo_predicted,
+                    "loo_abs_pct_error": p.loo_abs_pct_error,
+                    "bottleneck": p.bottleneck,
+                }
+                for p in self.points
+            ],
+        }
+
+
+def validate(
+    measurements: Sequence[Measurement],
+    calib: Calibration,
+    leave_one_out: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Validation:
+    """Predict every measurement with ``calib``; with ``leave_one_out``, also refit without each
+    point (starting from ``calib``) and predict it."""
+    preds, bottlenecks = [], []
+    for m in measurements:
+        wl, sysm = measurement_design(m)
+        ev = evaluate(wl, sysm, calib)
+        preds.append(ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0))
+        bottlenecks.append(ev.bottleneck)
+    loo: list[float | None] = [None] * len(measurements)
+    if leave_one_out:
+        for i, m in enumerate(measurements):
+            rest = [x for j, x in enumerate(measurements) if j != i]
+            refit = fit(rest, calib, max_iter=60)
+            loo[i] = predict_full(m, refit.calibration)
+            if progress:
+                progress(i + 1, len(measurements))
+    points = tuple(
+        PointReport(m, p, abs_pct_error(p, m.samples_per_s), lp,
+                    None if lp is None else abs_pct_error(lp, m.samples_per_s), bn)
+        for m, p, lp, bn in zip(measurements, preds, loo, bottlenecks, strict=True)
+    )
+    errors = [p.abs_pct_error for p in points]
+    loo_errors = [p.loo_abs_pct_error for p in points if p.loo_abs_pct_error is not None]
+    return Validation(
+        calibration=calib,
+        points=points,
+        median_abs_pct_error=float(np.median(errors)),
+        mean_abs_pct_error=float(np.mean(errors)),
+        spearman=spearman(preds, [m.samples_per_s for m in measurements]),
+        loo_median_abs_pct_error=float(np.median(loo_errors)) if loo_errors else None,
+        loo_mean_abs_pct_error=float(np.mean(loo_errors)) if loo_errors else None,
+    )
