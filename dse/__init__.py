@@ -1,1 +1,61 @@
-"""dse: design-space exploration of DLRM training systems."""
+"""dse: design-space exploration of DLRM training systems.
+
+The model is pure: a :class:`Workload` and a :class:`System` go in, an :class:`Evaluation` comes out.
+
+>>> import dse
+>>> ev = dse.evaluate(dse.load_workload("mlperf-dlrm-v1"), dse.load_system("dgx-a100"))
+>>> ev.feasible
+True
+"""
+
+from dse.calibration import Calibration, load_calibration
+from dse.catalog import Accelerator, Catalog, load_catalog
+from dse.errors import DseInputError
+from dse.model import Evaluation, evaluate
+from dse.placement import Plan, Shard, plan_placement
+from dse.system import (
+    NetworkSpec,
+    NodeSpec,
+    PodSpec,
+    System,
+    SystemSpec,
+    load_system,
+    load_system_spec,
+    resolve_system,
+    system_presets,
+)
+from dse.timing import STAGES, StepTime, step_time
+from dse.workload import EmbeddingTable, Workload, load_workload, workload_presets
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "STAGES",
+    "Accelerator",
+    "Calibration",
+    "Catalog",
+    "DseInputError",
+    "EmbeddingTable",
+    "Evaluation",
+    "NetworkSpec",
+    "NodeSpec",
+    "Plan",
+    "PodSpec",
+    "Shard",
+    "StepTime",
+    "System",
+    "SystemSpec",
+    "Workload",
+    "__version__",
+    "evaluate",
+    "load_calibration",
+    "load_catalog",
+    "load_system",
+    "load_system_spec",
+    "load_workload",
+    "plan_placement",
+    "resolve_system",
+    "step_time",
+    "system_presets",
+    "workload_presets",
+]

@@ -40,6 +40,9 @@ MAX_SHARD_FRACTION = 0.5
 MIN_COLUMN_DIM = 32
 """Smallest column-wise shard width (elements): narrower rows waste DRAM sectors (32 B) in fp32/fp16
 [A: TorchRec's planner uses similar minimum column-shard sizes]."""
+SPLIT_RATIO_TOLERANCE = 1e-9
+"""Relative tolerance on a shard's cost over the ideal per-device cost before rounding up the
+column-wise split count (float sums of equal costs are not exact)."""
 REPLICATE_MAX_FRACTION = 0.01
 """Replicated tables may use at most this share of a device's free HBM [A]."""
 COMM_BYTES = {"fp32": 4, "tf32": 4, "amp": 2, "bf16": 2, "fp16": 2, "fp8": 2}
@@ -247,8 +250,12 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         balanced: list[_Cand] = []
         for c in cands:
             max_k = min(g, c.dim // MIN_COLUMN_DIM)
-            if c.sharding == "table_wise" and c.cost > ideal and max_k >= 2:
-                k = min(max_k, math.ceil(c.cost / ideal))
+            # The ratio of equal costs comes out as 2.0000000000000004 after the float sum: without
+            # the tolerance it splits in 3 where 2 balance exactly (16 tables on 32 devices -> 48
+            # shards, and a step that got slower as bandwidth rose).
+            ratio = c.cost / ideal
+            if c.sharding == "table_wise" and ratio > 1.0 + SPLIT_RATIO_TOLERANCE and max_k >= 2:
+                k = min(max_k, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
                 balanced.extend(_split(c, k, "column_wise", workload.tables[c.table], workload))
             else:
                 balanced.append(c)

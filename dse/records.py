@@ -67,7 +67,11 @@ def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] 
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
-        if value is None or (isinstance(value, str) and value == "none" and str not in args):
+        # "none" means absent, unless a member type takes "none" as a value (scaleup = "none").
+        takes_none = str in args or any(
+            get_origin(a) is Literal and "none" in get_args(a) for a in args
+        )
+        if value is None or (isinstance(value, str) and value == "none" and not takes_none):
             return None
         return convert(args[0], value, source, key, meta)
     if origin is Literal:

@@ -354,7 +354,9 @@ def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
     if groups > 1:
         per_device_nic = (sys.nic_bytes_s / sys.accelerators_per_node) * calib.network_efficiency
         per_device_nic /= sys.network.oversubscription
-        t += 2.0 * (groups - 1) / groups * (nbytes / domain) / per_device_nic
+        # node.nics = 0: the nodes cannot exchange gradients (evaluate() reports it infeasible).
+        t += (2.0 * (groups - 1) / groups * (nbytes / domain) / per_device_nic
+              if per_device_nic > 0 else math.inf)
     t += buckets * calib.collective_latency_s
     return t, buckets
 

@@ -22,7 +22,8 @@ import random
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from dse.catalog import Precision
 from dse.errors import DseInputError
@@ -43,6 +44,25 @@ OPTIMIZER_STATE_BYTES = 4
 """Optimizer state is kept in fp32 (PyTorch, TorchRec FBGEMM and HugeCTR defaults)."""
 
 POS = {"min": 0, "min_exclusive": True}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _memo(method: F) -> F:
+    """Cache a method's result per instance and arguments (workloads are immutable, and the model
+    asks for the same derived figures thousands of times per second)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any) -> Any:
+        cache: dict[tuple[Any, ...], Any] = self.__dict__.setdefault("_memo", {})
+        key = (name, *args)
+        try:
+            return cache[key]
+        except KeyError:
+            value = cache[key] = method(self, *args)
+            return value
+
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +126,7 @@ def _geometric(rng: random.Random, p: float) -> int:
     return 1 + int(math.log(u) / math.log(1.0 - p))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Workload:
     """A DLRM training workload (DESIGN.md section 3)."""
 
@@ -131,6 +151,7 @@ class Workload:
     synthetic: bool = False
 
     # --- sizes -----------------------------------------------------------------------------------
+    @_memo
     def embedding_params(self) -> int:
         """Embedding parameters (rows x dim summed over tables)."""
         return sum(t.params() for t in self.tables)
@@ -139,6 +160,7 @@ class Workload:
         """Bytes of one embedding row of ``dim`` elements."""
         return dim * EMBEDDING_DTYPE_BYTES[self.embedding_dtype]
 
+    @_memo
     def embedding_bytes(self) -> int:
         """Bytes of all embedding rows (without optimizer state)."""
         return self.embedding_params() * EMBEDDING_DTYPE_BYTES[self.embedding_dtype]
@@ -153,14 +175,17 @@ class Workload:
         state = (_STATE_PER_ELEMENT[opt] * dim + _STATE_PER_ROW[opt]) * OPTIMIZER_STATE_BYTES
         return self.row_bytes(dim) + state
 
+    @_memo
     def embedding_footprint_bytes(self) -> int:
         """Bytes of all tables with optimizer state."""
         return sum(self.table_bytes(t) for t in self.tables)
 
+    @_memo
     def lookups_per_sample(self) -> float:
         """Embedding rows read per sample (sum of pooling factors)."""
         return sum(t.pooling for t in self.tables)
 
+    @_memo
     def embedding_output_dim(self) -> int:
         """Sum of table dims: the pooled activations one sample produces."""
         return sum(t.dim for t in self.tables)
@@ -174,6 +199,7 @@ class Workload:
         """Number of feature vectors interacting: one per table plus the dense vector."""
         return len(self.tables) + 1
 
+    @_memo
     def top_mlp_input(self) -> int:
         """Width entering the top MLP."""
         if self.interaction == "dot":
@@ -181,6 +207,7 @@ class Workload:
             return self.interaction_dim() + f * (f - 1) // 2
         return self.interaction_dim() + self.embedding_output_dim()
 
+    @_memo
     def mlp_layers(self) -> tuple[tuple[int, int], ...]:
         """(in, out) of every dense GEMM per sample: bottom MLP, DCNv2 projections, top MLP."""
         layers: list[tuple[int, int]] = []
@@ -199,6 +226,7 @@ class Workload:
             width = out
         return tuple(layers)
 
+    @_memo
     def interaction_flops_per_sample(self) -> float:
         """Forward FLOPs of the dot interaction (2 x pairs x dim); DCNv2 is in :meth:`mlp_layers`."""
         if self.interaction != "dot":
@@ -206,6 +234,7 @@ class Workload:
         f = self.interaction_features()
         return 2.0 * (f * (f - 1) // 2) * self.interaction_dim()
 
+    @_memo
     def forward_flops_per_sample(self) -> float:
         """Dense forward FLOPs per sample: 2 x sum(in x out) over GEMMs plus the interaction."""
         return 2.0 * sum(i * o for i, o in self.mlp_layers()) + self.interaction_flops_per_sample()
@@ -214,6 +243,7 @@ class Workload:
         """Forward plus backward (backward is about 2x forward: data and weight gradients)."""
         return 3.0 * self.forward_flops_per_sample()
 
+    @_memo
     def dense_params(self) -> int:
         """Parameters of the data-parallel dense part (weights and biases)."""
         return sum(i * o + o for i, o in self.mlp_layers())
@@ -224,6 +254,7 @@ class Workload:
             1 if self.dense_optimizer == "rowwise_adagrad" else 0
         )
 
+    @_memo
     def input_bytes_per_sample(self) -> float:
         """Bytes the host ships per sample: dense features, sparse indices and the label."""
         return (

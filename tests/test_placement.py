@@ -1,0 +1,260 @@
+"""Placement: the greedy LPT partitioner against brute force; the invariants of plan_placement."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.calibration import load_calibration
+from dse.model import evaluate
+from dse.placement import Plan, lpt_assign, plan_placement
+from dse.system import System, load_system
+from dse.workload import Workload, load_workload
+
+# --- lpt_assign -----------------------------------------------------------------------------------
+
+
+def brute_force_makespan(costs: list[float], bins: int) -> float:
+    """Smallest possible max bin load over every assignment of items to bins."""
+    best = math.inf
+    for assign in itertools.product(range(bins), repeat=len(costs)):
+        loads = [0.0] * bins
+        for c, b in zip(costs, assign, strict=True):
+            loads[b] += c
+        best = min(best, max(loads))
+    return best
+
+
+costs_st = st.lists(st.floats(0.01, 100.0, allow_nan=False), min_size=1, max_size=7)
+
+
+@settings(max_examples=150, deadline=None)
+@given(costs=costs_st, bins=st.integers(2, 3))
+def test_lpt_within_graham_bound_of_brute_force(costs: list[float], bins: int) -> None:
+    got = lpt_assign(costs, [0.0] * len(costs), [math.inf] * bins)
+    assert all(b is not None for b in got)
+    loads = [0.0] * bins
+    for c, b in zip(costs, got, strict=True):
+        assert b is not None
+        loads[b] += c
+    opt = brute_force_makespan(costs, bins)
+    # Graham: LPT <= (4/3 - 1/(3m)) OPT; check the looser 4/3 the brief states and the tight one.
+    assert max(loads) <= (4.0 / 3.0) * opt * (1 + 1e-12)
+    assert max(loads) <= (4.0 / 3.0 - 1.0 / (3 * bins)) * opt * (1 + 1e-12)
+
+
+def test_lpt_classic_worst_case() -> None:
+    # Graham's tight example for m = 2: jobs 3, 3, 2, 2, 2. LPT: 3|3, then 2 -> bin0 (5), 2 -> bin1
+    # (5), 2 -> bin0 (7); optimum 3+3 | 2+2+2 = 6. Ratio 7/6 = 4/3 - 1/6.
+    costs = [3.0, 3.0, 2.0, 2.0, 2.0]
+    got = lpt_assign(costs, [0.0] * 5, [math.inf, math.inf])
+    loads = [0.0, 0.0]
+    for c, b in zip(costs, got, strict=True):
+        assert b is not None
+        loads[b] += c
+    assert max(loads) == 7.0
+    assert brute_force_makespan(costs, 2) == 6.0
+
+
+def test_lpt_starting_loads() -> None:
+    # Bin 0 starts at 10: the first two items go to bin 1 (5, then 5 + 4 = 9 < 10), the third to
+    # whichever is lower then (bin 1 at 9 < 10): bin 1 ends at 12.
+    got = lpt_assign([5.0, 4.0, 3.0], [0.0] * 3, [math.inf, math.inf], loads=[10.0, 0.0])
+    assert got == [1, 1, 1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(st.tuples(st.floats(0.01, 100.0), st.floats(0.0, 10.0)), min_size=1, max_size=7),
+    caps=st.lists(st.floats(0.0, 20.0), min_size=2, max_size=3),
+    start=st.lists(st.floats(0.0, 50.0), min_size=3, max_size=3),
+)
+def test_lpt_respects_capacity(
+    items: list[tuple[float, float]], caps: list[float], start: list[float]
+) -> None:
+    costs = [c for c, _ in items]
+    sizes = [s for _, s in items]
+    loads0 = start[: len(caps)]
+    got = lpt_assign(costs, sizes, caps, loads=loads0)
+    assert len(got) == len(items)
+    # Replay the greedy order (largest cost first, ties by index) and check every decision.
+    order = sorted(range(len(costs)), key=lambda i: -costs[i])
+    free = list(caps)
+    load = list(loads0)
+    for i in order:
+        b = got[i]
+        fits = [j for j in range(len(caps)) if sizes[i] <= free[j]]
+        if b is None:
+            assert not fits, f"item {i} left out though bins {fits} had room"
+            continue
+        assert sizes[i] <= free[b], "assignment exceeds the bin's remaining capacity"
+        # The least-loaded bin among those with room.
+        assert load[b] == min(load[j] for j in fits)
+        free[b] -= sizes[i]
+        load[b] += costs[i]
+    used = [0.0] * len(caps)
+    for s, b in zip(sizes, got, strict=True):
+        if b is not None:
+            used[b] += s
+    for j, cap in enumerate(caps):
+        assert used[j] <= cap * (1 + 1e-9) + 1e-12
+
+
+# --- plan_placement invariants --------------------------------------------------------------------
+
+CASES: tuple[tuple[str, str, tuple[tuple[str, object], ...]], ...] = (
+    ("mlperf-dlrm-v1", "dgx-a100", ()),
+    ("mlperf-dlrm-v1", "dgx-a100", (("node.hbm_gb", 2.0),)),
+    ("mlperf-dlrm-v1", "dgx-a100", (("node.hbm_gb", 1.0),)),
+    ("mlperf-dlrm-v1", "dgx-a100", (("node.hbm_gb", 1.0), ("node.hbm_cache_gb", 0.0))),
+    ("mlperf-dlrm-dcnv2", "dgx-a100-40gb", ()),
+    ("criteo-1tb-large", "a100-pcie-x4", ()),
+    ("criteo-1tb-small", "dgx-a100", (("nodes", 2),)),
+    ("dlrm-benchmark", "dgx-h100", (("nodes", 4),)),
+    ("synthetic-production-a", "dgx-a100", ()),  # infeasible: 3.2 TB of tables, 2.2 TB of memory
+    ("synthetic-production-a", "dgx-a100", (("nodes", 2),)),
+    ("synthetic-production-12t", "zionex", (("nodes", 16),)),
+    ("zion-2019", "zion", ()),
+)
+
+
+def _plan(
+    wl_name: str, sys_name: str, ov: tuple[tuple[str, object], ...]
+) -> tuple[Workload, System, Plan]:
+    wl = load_workload(wl_name)
+    sysm = load_system(sys_name, ov)
+    return wl, sysm, plan_placement(wl, sysm, load_calibration())
+
+
+@pytest.mark.parametrize(("wl_name", "sys_name", "ov"), CASES)
+def test_shards_cover_every_table_exactly(
+    wl_name: str, sys_name: str, ov: tuple[tuple[str, object], ...]
+) -> None:
+    wl, sysm, plan = _plan(wl_name, sys_name, ov)
+    by_table: dict[int, list] = {}
+    for s in plan.shards:
+        by_table.setdefault(s.table, []).append(s)
+    if plan.feasible:
+        assert set(by_table) == set(range(len(wl.tables)))
+    for ti, shards in by_table.items():
+        table = wl.tables[ti]
+        kinds = {s.sharding for s in shards}
+        assert len(kinds) == 1, f"table {ti} mixes shardings {kinds}"
+        kind = kinds.pop()
+        if kind in ("table_wise", "replicated"):
+            assert len(shards) == 1
+            assert (shards[0].rows, shards[0].dim) == (table.rows, table.dim)
+        elif kind == "row_wise":
+            assert all(s.dim == table.dim for s in shards)
+            covered = sum(s.rows for s in shards)
+            # An infeasible plan drops the shards that fit nowhere (they make up the shortfall).
+            assert covered == table.rows if plan.feasible else covered <= table.rows
+        else:
+            assert kind == "column_wise"
+            assert all(s.rows == table.rows for s in shards)
+            covered = sum(s.dim for s in shards)
+            assert covered == table.dim if plan.feasible else covered <= table.dim
+        for s in shards:
+            if kind == "replicated":
+                assert s.device == -1
+            else:
+                assert 0 <= s.device < plan.devices
+    assert plan.devices == sysm.accelerators_total
+
+
+@pytest.mark.parametrize(("wl_name", "sys_name", "ov"), CASES)
+def test_feasible_plans_fit_their_memory(
+    wl_name: str, sys_name: str, ov: tuple[tuple[str, object], ...]
+) -> None:
+    _, _, plan = _plan(wl_name, sys_name, ov)
+    if not plan.feasible:
+        assert plan.reason and plan.memory_short_bytes > 0
+        return
+    assert plan.memory_short_bytes == 0
+    for used in plan.hbm_used_bytes:
+        assert used <= plan.hbm_capacity_bytes * (1 + 1e-9)
+    for used in plan.ddr_used_bytes:
+        assert used <= plan.ddr_capacity_bytes * (1 + 1e-9)
+    # Tables in HBM on each device (plus dense and activations) fit; footprints are what the
+    # shards say.
+    hbm_tables = [0.0] * plan.devices
+    for s in plan.shards:
+        if s.tier == "hbm" and s.device >= 0:
+            hbm_tables[s.device] += s.footprint_bytes
+    for d in range(plan.devices):
+        assert hbm_tables[d] <= plan.hbm_used_bytes[d] * (1 + 1e-9)
+
+
+def test_replicated_tables_are_small_and_everywhere() -> None:
+    wl, _, plan = _plan("mlperf-dlrm-v1", "dgx-a100", ())
+    reps = [s for s in plan.shards if s.sharding == "replicated"]
+    assert reps, "mlperf-dlrm-v1 has tables of 3-2,208 rows that should be replicated on 8 GPUs"
+    b = wl.global_batch / 8  # 6,912
+    for s in reps:
+        assert s.device == -1 and s.rows <= b
+    assert plan.replicated_grad_elements == sum(s.rows * s.dim for s in reps)
+
+
+@pytest.mark.parametrize("nic_gbit_s", [100.0, 200.0, 400.0, 800.0])
+def test_equal_tables_split_evenly_whatever_the_bandwidth(nic_gbit_s: float) -> None:
+    # criteo-1tb-small on 4 x DGX A100: 16 one-hot dim-128 tables are not replicated, all with the
+    # same cost c; ideal per device = 16c / 32 = c/2, so each splits in exactly 2 column shards of
+    # 64 and every device gets one. (The float ratio c / (c/2) came out as 2.0000000000000004 at
+    # some bandwidths and split each table in 3: 48 shards on 32 devices, up to 85 dims each.)
+    wl = load_workload("criteo-1tb-small")
+    sysm = load_system("dgx-a100", (("nodes", 4), ("node.nic_gbit_s", nic_gbit_s)))
+    plan = plan_placement(wl, sysm, load_calibration())
+    placed = [s for s in plan.shards if s.device >= 0]
+    assert len(placed) == 32
+    assert sorted(s.device for s in placed) == list(range(32))
+    assert {s.dim for s in placed} == {64}
+
+
+# --- tiers: all-HBM against host DDR --------------------------------------------------------------
+
+
+def test_all_hbm_against_host_ddr_is_much_slower() -> None:
+    wl = load_workload("mlperf-dlrm-v1")
+    hbm = evaluate(wl, load_system("dgx-a100"))
+    assert hbm.feasible
+    assert {s.tier for s in hbm.plan.shards} == {"hbm"}
+    for ov in (
+        (("node.hbm_gb", 1.0),),  # host DDR behind a tiny HBM cache
+        (("node.hbm_gb", 1.0), ("node.hbm_cache_gb", 0.0)),  # host DDR, no cache
+    ):
+        ddr = evaluate(wl, load_system("dgx-a100", ov))
+        assert ddr.feasible, ddr.reasons  # 2 TB of host DDR holds the 96 GB of tables
+        host_tables = {s.table for s in ddr.plan.shards if s.tier in ("host", "cache")}
+        # The three 38-40M-row tables (C1, C10, C20 = index 0, 9, 19) cannot sit in 0.9 GB of HBM.
+        assert {0, 9, 19} <= host_tables
+        assert max(ddr.plan.ddr_used_bytes) > 0
+        assert hbm.step_time_s * 3 <= ddr.step_time_s
+
+
+def test_model_that_fits_nowhere_is_infeasible_not_an_error() -> None:
+    # synthetic-production-12t: 12e12 fp16 params = 24 TB (+ row-wise Adagrad state) on one DGX A100
+    # with 8 x 72 GB usable HBM and 64 GB of DDR: short by more than 23 TB.
+    wl = load_workload("synthetic-production-12t")
+    sysm = load_system("dgx-a100", (("node.ddr_gb", 64.0),))
+    ev = evaluate(wl, sysm)  # must not raise
+    assert not ev.feasible
+    text = " ".join(ev.reasons)
+    assert "HBM" in text and "DDR" in text
+    m = re.search(r"short by ([0-9.]+) GB", text)
+    assert m, text
+    short_gb = float(m.group(1))
+    assert short_gb > 23_000
+    assert ev.metrics()["memory_short_gb"] == pytest.approx(short_gb, rel=1e-3)
+    assert ev.plan.memory_short_bytes > 0
+
+
+def test_dense_model_too_big_for_hbm_is_infeasible() -> None:
+    # 0.1 GB of HBM (0.09 GB usable) cannot even hold the activations of 6,912 samples.
+    ev = evaluate(load_workload("mlperf-dlrm-v1"), load_system("dgx-a100", (("node.hbm_gb", 0.1),)))
+    assert not ev.feasible
+    assert any("HBM" in r and "GB" in r for r in ev.reasons)
