@@ -174,7 +174,8 @@ def fit(
         def residuals(zz: np.ndarray, prepared: list[Prepared] = prepared,
                       measured: np.ndarray = measured) -> np.ndarray:
             c = _decode(zz, base, families)
-            return np.log([predict(p, c) for p in prepared]) - measured
+            out: np.ndarray = np.log([predict(p, c) for p in prepared]) - measured
+            return out
 
         z_new, its = levenberg_marquardt(residuals, z, max_iter)
         iterations += its

@@ -61,7 +61,7 @@ class Calibration:
 
     def with_values(self, **values: float) -> Calibration:
         """A copy with some parameters changed (for fitting and sensitivity studies)."""
-        return replace(self, **values)
+        return replace(self, **values)  # type: ignore[arg-type]
 
 
 FITTED_PARAMETERS: tuple[str, ...] = tuple(

@@ -8,6 +8,7 @@ field names: GB = 1e9 bytes, ``_gb_s`` = GB/s per direction, ``_gbit_s`` = Gb/s,
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -234,7 +235,7 @@ class Catalog:
         if gbit_s <= grades[0].gbit_s:
             g = grades[0]
             return g.price_usd, g.tdp_w
-        for lo, hi in zip(grades, grades[1:], strict=False):
+        for lo, hi in itertools.pairwise(grades):
             if gbit_s <= hi.gbit_s:
                 t = (gbit_s - lo.gbit_s) / (hi.gbit_s - lo.gbit_s)
                 return (

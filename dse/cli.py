@@ -6,6 +6,7 @@ Every command turns :class:`~dse.errors.DseInputError` into one line on stderr a
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
@@ -72,17 +73,27 @@ def evaluate_cmd(
         fail(str(exc))
         return
     if as_json:
-        typer.echo(json.dumps(ev.to_dict(), indent=2, default=_json_default))
+        typer.echo(to_json(ev.to_dict()))
     else:
         print_evaluation(ev, Console())
     if not ev.feasible:
         raise typer.Exit(code=0)
 
 
-def _json_default(value: Any) -> Any:
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (JSON has no Infinity or NaN)."""
     if isinstance(value, float):
-        return None
-    raise TypeError(f"not JSON serialisable: {value!r}")
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def to_json(value: Any) -> str:
+    """Strict JSON (non-finite numbers become null)."""
+    return json.dumps(finite(value), indent=2, allow_nan=False)
 
 
 def _si(value: float, unit: str) -> str:
@@ -94,7 +105,7 @@ def _si(value: float, unit: str) -> str:
 
 def print_evaluation(ev: Evaluation, console: Console) -> None:
     """The readable breakdown of ``dse evaluate``."""
-    m = ev.metrics()
+    m = {k: v for k, v in ev.metrics().items() if isinstance(v, int | float)}
     s = ev.system
     console.print(
         f"[bold]{ev.workload.name}[/] on [bold]{s.spec.name or s.accelerator.name}[/]: "
@@ -151,7 +162,7 @@ def list_cmd(
     what: Annotated[str, typer.Argument(help="workloads, systems or accelerators")],
 ) -> None:
     """List what is available: workloads, systems or accelerators."""
-    console = Console()
+    console = Console(width=max(Console().width, 200))
     try:
         if what == "workloads":
             table = Table("name", "tables", "params", "footprint GB", "MFLOP/sample", "batch",

@@ -45,16 +45,20 @@ class Traffic:
     ddr_bwd: float = 0.0
 
 
-def hbm_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: float) -> Traffic:
+def hbm_traffic(
+    lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, update_rows: float = 0.0
+) -> Traffic:
     """A shard resident in HBM: gathers rows (forward), then reads the pooled gradient and
     reads/writes each looked-up row and its optimizer state (backward + fused optimizer update).
 
     ``out_bytes`` = pooled output rows x dim x s_c (written forward, read back as the gradient).
+    ``update_rows``: rows updated densely (a replica whose gradient arrives allreduced); the
+    backward then touches ``max(lookups, update_rows)`` rows.
     """
     row = granular(row_bytes, HBM_SECTOR_BYTES)
     state = granular(state_bytes, HBM_SECTOR_BYTES)
     fwd = lookups * (row + INDEX_BYTES) + out_bytes
-    bwd = out_bytes + lookups * (2.0 * (row + state) + INDEX_BYTES)
+    bwd = out_bytes + max(lookups, update_rows) * 2.0 * (row + state) + lookups * INDEX_BYTES
     return Traffic(hbm_fwd=fwd, hbm_bwd=bwd)
 
 
@@ -107,4 +111,5 @@ def zipf_hit_rate(cached_rows: float, rows: int, exponent: float) -> float:
     if abs(exponent - 1.0) < 1e-9:
         return math.log(k + 1.0) / math.log(n + 1.0)
     a = 1.0 - exponent
-    return ((k + 1.0) ** a - 1.0) / ((n + 1.0) ** a - 1.0)
+    hit: float = ((k + 1.0) ** a - 1.0) / ((n + 1.0) ** a - 1.0)
+    return hit

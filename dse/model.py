@@ -15,7 +15,6 @@ from typing import Any
 from dse.calibration import Calibration, load_calibration
 from dse.catalog import Catalog, load_catalog
 from dse.cost import (
-    COMM_POWER_SHARE,
     CostBreakdown,
     Economics,
     PowerBreakdown,
@@ -64,6 +63,14 @@ class Evaluation:
         """Critical-path seconds per stage (sums to the step time)."""
         return self.timing.breakdown_s
 
+    def compute_share(self) -> float:
+        """Share of the step on dense compute and embedding memory (the rest waits on links)."""
+        bd = self.breakdown_s
+        step = self.step_time_s
+        if not 0 < step < math.inf:
+            return 0.0
+        return (bd["dense_compute"] + bd["embedding_memory"]) / step
+
     def metrics(self) -> dict[str, float | int | str | bool]:
         """Flat scalar metrics: what objectives, constraints and trial attributes read."""
         plan = self.plan
@@ -90,7 +97,7 @@ class Evaluation:
             "ddr_capacity_gb": plan.ddr_capacity_bytes / GB,
             "accelerators": self.system.accelerators_total,
             "nodes": self.system.nodes,
-            "accelerator_utilisation": self.power.accelerator_utilisation,
+            "compute_share": self.compute_share(),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,16 +148,10 @@ def evaluate(
     timing = step_time(workload, system, plan, calib)
     if not math.isfinite(timing.step_s):
         reasons.append("a stage has no bandwidth (step time is infinite)")
-    bd = timing.breakdown_s
     step = timing.step_s
-    busy = bd["dense_compute"] + bd["embedding_memory"] + COMM_POWER_SHARE * (
-        bd["alltoall_fabric"] + bd["alltoall_network"] + bd["allreduce_exposed"]
-    )
-    acc_util = busy / step if step > 0 and math.isfinite(step) else 0.0
-    host_util = bd["host_pcie"] / step if step > 0 and math.isfinite(step) else 0.0
     cost = capex(system, cat)
-    pw = power(system, acc_util, host_util, cat)
-    throughput = workload.global_batch / step if step > 0 else 0.0
+    pw = power(system, cat)
+    throughput = workload.global_batch / step if 0 < step < math.inf else 0.0
     return Evaluation(
         workload=workload,
         system=system,

@@ -8,7 +8,10 @@ Rules (DESIGN.md section 5, "Placement"):
 - a small table whose gradient allreduce moves fewer bytes than its all-to-all is replicated;
 - a table larger than half a device's free HBM is split column-wise when its dim allows chunks of at
   least ``MIN_COLUMN_DIM``, otherwise row-wise;
-- a table whose time alone exceeds the ideal per-device time is split column-wise to balance;
+- a table whose cost alone exceeds the ideal per-device cost is split column-wise to balance;
+- with hot-embedding replication (HugeCTR's hybrid embedding, on by default), each table's most
+  popular rows are replicated when that saves more all-to-all bytes than their gradient allreduce
+  adds (:func:`hot_rows`);
 - shards are ranked by traffic per byte; the hottest fill HBM, the rest go to host DDR, where leftover
   HBM serves as a cache with a Zipf hit rate;
 - shards are assigned largest-cost first to the least-loaded device that has room (LPT).
@@ -23,12 +26,12 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from dse.calibration import Calibration
-from dse.estimators import Traffic, cached_traffic, host_traffic, hbm_traffic, zipf_hit_rate
+from dse.estimators import Traffic, cached_traffic, hbm_traffic, host_traffic, zipf_hit_rate
 from dse.system import GB, System
 from dse.workload import EmbeddingTable, Workload
 
 Tier = Literal["hbm", "host", "cache"]
-Sharding = Literal["table_wise", "row_wise", "column_wise", "replicated"]
+Sharding = Literal["table_wise", "row_wise", "column_wise", "replicated", "hot_rows"]
 
 HBM_RESERVE_FRACTION = 0.10
 """HBM kept free for the CUDA context, library workspaces and allocator fragmentation [A: PyTorch's
@@ -45,6 +48,8 @@ SPLIT_RATIO_TOLERANCE = 1e-9
 column-wise split count (float sums of equal costs are not exact)."""
 REPLICATE_MAX_FRACTION = 0.01
 """Replicated tables may use at most this share of a device's free HBM [A]."""
+HOT_MAX_FRACTION = 0.02
+"""Replicated hot rows of one table may use at most this share of a device's free HBM [A]."""
 COMM_BYTES = {"fp32": 4, "tf32": 4, "amp": 2, "bf16": 2, "fp16": 2, "fp8": 2}
 """Bytes per communicated activation or gradient element by precision (fp8 training still
 communicates 16-bit activations and gradients)."""
@@ -67,7 +72,7 @@ class Shard:
     """Pooled output rows this shard produces per step (global batch, or local for replicas)."""
     footprint_bytes: float
     device: int
-    """Owning device; -1 for a replicated table (a copy on every device)."""
+    """Owning device; -1 for a replicated table or hot rows (a copy on every device)."""
     tier: Tier
     traffic: Traffic
     hit_rate: float = 1.0
@@ -106,7 +111,10 @@ class _Cand:
     lookups: float
     out_rows: float
     footprint: float
-    cost: float
+    mem: float
+    """HBM bytes per step on the owning device."""
+    comm: float
+    """All-to-all bytes per step the owning device sends."""
     device: int = -1
 
 
@@ -127,45 +135,68 @@ def activation_bytes_per_device(workload: Workload, local_batch: float) -> float
     return local_batch * (gemm * s + 2.0 * workload.embedding_output_dim() * s_c)
 
 
-def comm_bytes_s_per_device(system: System, calib: Calibration) -> float:
-    """Rough all-to-all bandwidth one device sees, only for ranking shards while balancing."""
-    g = system.accelerators_total
-    if g <= 1:
-        return math.inf
-    domain = min(system.scaleup_domain, g)
-    same = (domain - 1) / (g - 1)
-    fabric = system.scaleup_bytes_s if system.scaleup != "none" else system.pcie_bytes_s
-    per_byte = same / (fabric * calib.fabric_efficiency)
-    if same < 1.0:
-        net = system.nic_bytes_s * calib.network_efficiency / system.network.oversubscription
-        per_byte += (1.0 - same) * system.accelerators_per_node / max(net, 1.0)
-    return 1.0 / per_byte
+class _Costs:
+    """Bandwidth-free shard loads for balancing: HBM bytes and all-to-all bytes, kept apart because
+    the step waits for the slowest device in each. Keeping bandwidths out of the plan makes the plan
+    the same for every link speed, so a faster link can only shorten the step (the timing is
+    monotone for a fixed plan)."""
+
+    def __init__(self, wl: Workload, g: int, b: float) -> None:
+        self.wl, self.g, self.b = wl, g, b
+        self.s_c = COMM_BYTES[wl.precision]
+
+    def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
+        rb = self.wl.row_bytes(dim)
+        return hbm_traffic(lookups, rb, self.wl.row_state_bytes(dim) - rb,
+                           out_rows * dim * self.s_c, update_rows)
+
+    def loads(self, lookups: float, dim: int, out_rows: float, batch: float) -> tuple[float, float]:
+        """(HBM bytes, all-to-all bytes) per step of a shard."""
+        t = self.traffic(lookups, dim, out_rows)
+        comm = 2.0 * (self.g - 1) * self.b * dim * self.s_c * (out_rows / batch)
+        return t.hbm_fwd + t.hbm_bwd, comm
 
 
-def _split(
-    cand: _Cand, k: int, sharding: Sharding, table: EmbeddingTable, wl: Workload
-) -> list[_Cand]:
+def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> tuple[int, float]:
+    """Rows of ``table`` to replicate on every device (hybrid embedding) and their hit rate.
+
+    Replicating the H most popular rows saves the all-to-all for every sample whose lookups all hit
+    them (share h^pooling, h the Zipf hit rate of H rows) and costs an allreduce of their H x dim
+    gradient. Both travel the same links, so H minimises b x s_c x (1 - h^pooling) + H x s_g: a
+    byte count, free of bandwidths. Candidates are 0 and powers of 4 from 1,024 rows.
+    """
+    s = COMM_BYTES[wl.precision]
+    best, best_hit, best_cost = 0, 0.0, b * s
+    h_rows = 1024
+    while h_rows <= min(max_rows, table.rows / 2):
+        hit = zipf_hit_rate(h_rows, table.rows, wl.access_zipf)
+        cost = b * s * (1.0 - hit ** table.pooling) + h_rows * s
+        if cost < best_cost:
+            best, best_hit, best_cost = h_rows, hit, cost
+        h_rows *= 4
+    return best, best_hit
+
+
+def _split(cand: _Cand, k: int, sharding: Sharding, wl: Workload, costs: _Costs,
+           batch: float) -> list[_Cand]:
     out: list[_Cand] = []
     if sharding == "column_wise":
         base, extra = divmod(cand.dim, k)
         for i in range(k):
             d = base + (1 if i < extra else 0)
-            share = d / cand.dim
-            out.append(
-                _Cand(cand.table, sharding, cand.rows, d, cand.lookups, cand.out_rows,
-                      cand.rows * wl.row_state_bytes(d), cand.cost * share)
-            )
+            out.append(_Cand(cand.table, sharding, cand.rows, d, cand.lookups, cand.out_rows,
+                             cand.rows * wl.row_state_bytes(d),
+                             *costs.loads(cand.lookups, d, cand.out_rows, batch)))
     else:
         base, extra = divmod(cand.rows, k)
         for i in range(k):
             r = base + (1 if i < extra else 0)
-            share = r / cand.rows
+            lk = cand.lookups * r / cand.rows
             # Row-wise: a shard sees the lookups that hash to its rows but emits partial sums for the
             # whole batch, which the all-to-all then reduce-scatters.
-            out.append(
-                _Cand(cand.table, sharding, r, cand.dim, cand.lookups * share, cand.out_rows,
-                      r * wl.row_state_bytes(cand.dim), cand.cost * (0.5 + 0.5 * share))
-            )
+            out.append(_Cand(cand.table, sharding, r, cand.dim, lk, cand.out_rows,
+                             r * wl.row_state_bytes(cand.dim),
+                             *costs.loads(lk, cand.dim, cand.out_rows, batch)))
     return out
 
 
@@ -203,7 +234,11 @@ def lpt_assign(
 
 
 def plan_placement(workload: Workload, system: System, calib: Calibration) -> Plan:
-    """Shard and place every table of ``workload`` on ``system`` (see the module rules)."""
+    """Shard and place every table of ``workload`` on ``system`` (see the module rules).
+
+    The plan depends on capacities, counts and the workload, never on bandwidths (see
+    :class:`_Costs`); ``calib`` weighs host-tier shards only.
+    """
     g = system.accelerators_total
     b = workload.global_batch / g
     batch = float(workload.global_batch)
@@ -212,14 +247,8 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     acts = activation_bytes_per_device(workload, b)
     hbm_cap = system.hbm_bytes * (1.0 - HBM_RESERVE_FRACTION)
     table_cap = hbm_cap - dense - acts
-    mem_bw = system.hbm_bytes_s * calib.memory_efficiency
-    comm_bw = comm_bytes_s_per_device(system, calib)
-
-    def hbm_cost(lookups: float, dim: int, out_rows: float, rows_local: bool) -> float:
-        t = hbm_traffic(lookups, workload.row_bytes(dim), workload.row_state_bytes(dim)
-                        - workload.row_bytes(dim), out_rows * dim * s_c)
-        comm = 0.0 if rows_local else 2.0 * (g - 1) * b * dim * s_c / comm_bw
-        return (t.hbm_fwd + t.hbm_bwd) / mem_bw + comm
+    costs = _Costs(workload, g, b)
+    hybrid = g > 1 and system.spec.software.hot_embedding_replication
 
     cands: list[_Cand] = []
     replicated: list[_Cand] = []
@@ -229,34 +258,43 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         # the all-to-all (all devices together move ~2 x B x dim): rows <= B / G.
         if g > 1 and table.rows <= b and fp <= REPLICATE_MAX_FRACTION * max(table_cap, 0.0):
             lk = b * table.pooling
-            replicated.append(_Cand(ti, "replicated", table.rows, table.dim, lk, b, fp,
-                                    hbm_cost(lk, table.dim, b, True)))
+            replicated.append(_Cand(ti, "replicated", table.rows, table.dim, lk, b, fp, 0.0, 0.0))
             continue
         lk = batch * table.pooling
-        cand = _Cand(ti, "table_wise", table.rows, table.dim, lk, batch, fp,
-                     hbm_cost(lk, table.dim, batch, False))
+        out_rows = batch
+        if hybrid:
+            row_bytes = workload.row_state_bytes(table.dim)
+            budget = HOT_MAX_FRACTION * max(table_cap, 0.0) / row_bytes
+            h_rows, hit = hot_rows(table, workload, b, budget)
+            if h_rows:
+                replicated.append(_Cand(ti, "hot_rows", h_rows, table.dim,
+                                        b * table.pooling * hit, b, h_rows * row_bytes, 0.0, 0.0))
+                lk *= 1.0 - hit
+                out_rows *= 1.0 - hit ** table.pooling
+        cand = _Cand(ti, "table_wise", table.rows, table.dim, lk, out_rows, fp,
+                     *costs.loads(lk, table.dim, out_rows, batch))
         limit = MAX_SHARD_FRACTION * table_cap
         if limit > 0 and fp > limit:
             k = math.ceil(fp / limit)
-            if k <= table.dim // MIN_COLUMN_DIM:
-                cands.extend(_split(cand, k, "column_wise", table, workload))
-            else:
-                cands.extend(_split(cand, k, "row_wise", table, workload))
+            kind: Sharding = "column_wise" if k <= table.dim // MIN_COLUMN_DIM else "row_wise"
+            cands.extend(_split(cand, k, kind, workload, costs, batch))
         else:
             cands.append(cand)
 
     if g > 1 and cands:
-        ideal = sum(c.cost for c in cands) / g
+        total_mem = sum(c.mem for c in cands) or 1.0
+        total_comm = sum(c.comm for c in cands) or 1.0
         balanced: list[_Cand] = []
         for c in cands:
             max_k = min(g, c.dim // MIN_COLUMN_DIM)
-            # The ratio of equal costs comes out as 2.0000000000000004 after the float sum: without
-            # the tolerance it splits in 3 where 2 balance exactly (16 tables on 32 devices -> 48
-            # shards, and a step that got slower as bandwidth rose).
-            ratio = c.cost / ideal
+            # A shard heavier than a device's fair share (1/G of all HBM or of all all-to-all
+            # bytes) is split. The ratio of equal loads comes out as 2.0000000000000004 after the
+            # float sum: without the tolerance it splits in 3 where 2 balance exactly (16 tables on
+            # 32 devices -> 48 shards, and a step that got slower as bandwidth rose).
+            ratio = g * max(c.mem / total_mem, c.comm / total_comm)
             if c.sharding == "table_wise" and ratio > 1.0 + SPLIT_RATIO_TOLERANCE and max_k >= 2:
                 k = min(max_k, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
-                balanced.extend(_split(c, k, "column_wise", workload.tables[c.table], workload))
+                balanced.extend(_split(c, k, "column_wise", workload, costs, batch))
             else:
                 balanced.append(c)
         cands = balanced
@@ -275,10 +313,12 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         else:
             host_set.append(c)
     hbm_used = [dense + acts + replica_bytes] * g
-    dev_load = [0.0] * g
+    load_mem = [0.0] * g
+    load_comm = [0.0] * g
     free = [device_cap] * g
     shards: list[Shard] = []
-    leftover = _assign_hbm(hbm_set, free, dev_load, min(system.scaleup_domain, g))
+    leftover = _assign_hbm(hbm_set, free, load_mem, load_comm, min(system.scaleup_domain, g))
+    dev_load = load_mem
     host_set.extend(leftover)
     for c, dev in _placed(hbm_set, leftover):
         hbm_used[dev] += c.footprint
@@ -289,18 +329,18 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     ddr_used = [0.0] * system.nodes
     short = 0.0
     if host_set:
-        host_bw = (system.ddr_bytes_s / a) * calib.host_efficiency
-        pcie_bw = system.pcie_bytes_s * calib.host_efficiency
-        costs = []
+        host_costs = []
         for c in host_set:
             t = host_traffic(c.lookups, workload.row_bytes(c.dim),
                              workload.row_state_bytes(c.dim) - workload.row_bytes(c.dim),
                              c.out_rows * c.dim * s_c)
-            costs.append((t.ddr_fwd + t.ddr_bwd) / host_bw + (t.pcie_fwd + t.pcie_bwd) / pcie_bw)
+            host_costs.append(t.ddr_fwd + t.ddr_bwd + t.pcie_fwd + t.pcie_bwd)
         # Host memory is per node: place on nodes, then on the node's least-loaded device.
-        node_of = lpt_assign(costs, [c.footprint for c in host_set], [ddr_cap] * system.nodes)
+        node_of = lpt_assign(host_costs, [c.footprint for c in host_set],
+                             [ddr_cap] * system.nodes)
         host_by_device: dict[int, list[_Cand]] = {}
-        for c, cost, node in sorted(zip(host_set, costs, node_of, strict=True), key=lambda x: -x[1]):
+        ranked = sorted(zip(host_set, host_costs, node_of, strict=True), key=lambda x: -x[1])
+        for c, cost, node in ranked:
             if node is None:
                 short += c.footprint
                 continue
@@ -343,10 +383,45 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     )
 
 
+def balanced_assign(
+    mem: Sequence[float],
+    comm: Sequence[float],
+    sizes: Sequence[float],
+    capacities: Sequence[float],
+    load_mem: list[float],
+    load_comm: list[float],
+) -> list[int | None]:
+    """LPT on two loads at once: items (largest normalised load first) go to the device whose larger
+    normalised load (HBM bytes / all HBM bytes, all-to-all bytes / all such bytes) is smallest and
+    that has room. Updates ``load_mem`` and ``load_comm``; returns each item's device or ``None``."""
+    m_total = (sum(mem) + sum(load_mem)) or 1.0
+    c_total = (sum(comm) + sum(load_comm)) or 1.0
+    order = sorted(range(len(mem)), key=lambda i: -max(mem[i] / m_total, comm[i] / c_total))
+    free = list(capacities)
+    heap = [(max(load_mem[d] / m_total, load_comm[d] / c_total), d) for d in range(len(free))]
+    heapq.heapify(heap)
+    out: list[int | None] = [None] * len(mem)
+    for i in order:
+        skipped: list[tuple[float, int]] = []
+        while heap:
+            key, d = heapq.heappop(heap)
+            if sizes[i] <= free[d]:
+                out[i] = d
+                free[d] -= sizes[i]
+                load_mem[d] += mem[i]
+                load_comm[d] += comm[i]
+                heapq.heappush(heap, (max(load_mem[d] / m_total, load_comm[d] / c_total), d))
+                break
+            skipped.append((key, d))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+    return out
+
+
 def _assign_hbm(
-    cands: list[_Cand], free: list[float], load: list[float], domain: int
+    cands: list[_Cand], free: list[float], load_mem: list[float], load_comm: list[float], domain: int
 ) -> list[_Cand]:
-    """Assign HBM shards to devices (updating ``free`` and ``load``); return those that fit nowhere.
+    """Assign HBM shards to devices (updating ``free`` and the loads); return those that fit nowhere.
 
     Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
     table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric.
@@ -358,31 +433,38 @@ def _assign_hbm(
             groups.setdefault(c.table, []).append(c)
         else:
             rest.append(c)
-    unplaced: list[_Cand] = []
     domains = [list(range(d, min(d + domain, len(free)))) for d in range(0, len(free), domain)]
-    for group in sorted(groups.values(), key=lambda grp: -sum(c.cost for c in grp)):
-        for devs in sorted(domains, key=lambda ds: sum(load[d] for d in ds)):
-            got = lpt_assign([c.cost for c in group], [c.footprint for c in group],
-                             [free[d] for d in devs], [load[d] for d in devs])
+    for group in sorted(groups.values(), key=lambda grp: -sum(c.mem + c.comm for c in grp)):
+        for devs in sorted(domains, key=lambda ds: sum(load_mem[d] + load_comm[d] for d in ds)):
+            sub_mem = [load_mem[d] for d in devs]
+            sub_comm = [load_comm[d] for d in devs]
+            got = balanced_assign([c.mem for c in group], [c.comm for c in group],
+                                  [c.footprint for c in group], [free[d] for d in devs],
+                                  sub_mem, sub_comm)
             if all(x is not None for x in got):
                 for c, x in zip(group, got, strict=True):
-                    _commit(c, devs[x], free, load)  # type: ignore[index]
+                    _commit(c, devs[x], free, load_mem, load_comm)  # type: ignore[index]
                 break
         else:
             rest.extend(group)
-    got = lpt_assign([c.cost for c in rest], [c.footprint for c in rest], free, load)
+    got = balanced_assign([c.mem for c in rest], [c.comm for c in rest],
+                          [c.footprint for c in rest], free, load_mem, load_comm)
+    unplaced: list[_Cand] = []
     for c, x in zip(rest, got, strict=True):
         if x is None:
             unplaced.append(c)
         else:
-            _commit(c, x, free, load)
+            c.device = x
+            free[x] -= c.footprint
     return unplaced
 
 
-def _commit(c: _Cand, device: int, free: list[float], load: list[float]) -> None:
+def _commit(c: _Cand, device: int, free: list[float], load_mem: list[float],
+            load_comm: list[float]) -> None:
     c.device = device
     free[device] -= c.footprint
-    load[device] += c.cost
+    load_mem[device] += c.mem
+    load_comm[device] += c.comm
 
 
 def _placed(cands: list[_Cand], unplaced: list[_Cand]) -> list[tuple[_Cand, int]]:
@@ -392,7 +474,10 @@ def _placed(cands: list[_Cand], unplaced: list[_Cand]) -> list[tuple[_Cand, int]
 
 def _shard(c: _Cand, device: int, tier: Tier, wl: Workload, s_c: int) -> Shard:
     rb = wl.row_bytes(c.dim)
-    traffic = hbm_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c)
+    # A replica's gradient arrives allreduced and dense: every one of its rows is updated.
+    update = float(c.rows) if c.sharding in ("replicated", "hot_rows") else 0.0
+    traffic = hbm_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c,
+                          update)
     return Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, device,
                  tier, traffic)
 

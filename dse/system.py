@@ -84,6 +84,15 @@ class PodSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SoftwareSpec:
+    """Software capabilities the model assumes (defaults: MLPerf-grade HugeCTR practice)."""
+
+    hot_embedding_replication: bool = True
+    """Replicate each table's most popular rows on every device (HugeCTR's hybrid embedding, NVIDIA
+    MLPerf Training v1.0 onward); off reproduces plain model-parallel embeddings."""
+
+
+@dataclass(frozen=True, slots=True)
 class SystemSpec:
     """A cluster of identical nodes (the system file)."""
 
@@ -91,6 +100,7 @@ class SystemSpec:
     node: NodeSpec
     network: NetworkSpec = NetworkSpec()
     pod: PodSpec = PodSpec()
+    software: SoftwareSpec = SoftwareSpec()
     name: str = ""
     description: str = ""
     source: str = ""

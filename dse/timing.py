@@ -100,7 +100,9 @@ def critical(node: Node) -> tuple[float, dict[str, float], list[str]]:
     if isinstance(node, Leaf):
         return node.seconds, {node.stage: node.seconds}, [node.label or node.stage]
     if isinstance(node, Seq):
-        total, attr, path = 0.0, {}, []
+        total = 0.0
+        attr: dict[str, float] = {}
+        path: list[str] = []
         for part in node.parts:
             t, a, p = critical(part)
             total += t
@@ -124,7 +126,7 @@ def _labels(node: Node) -> Iterable[str]:
 # --- stage equations ----------------------------------------------------------------------------
 
 
-def gemm_time(m: float, k: int, n: int, peak: float, eff: float, units: int,
+def gemm_time(m: float, k: float, n: float, peak: float, eff: float, units: int,
               mem_bytes_s: float, elem: int) -> float:
     """Time of one (m x k) @ (k x n) GEMM: the slower of compute and memory rooflines.
 
@@ -271,7 +273,7 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
     s_c = COMM_BYTES[wl.precision]
     a = sys.accelerators_per_node
     domain = min(sys.scaleup_domain, g)
-    same_elems, cross_elems = alltoall_elements(plan, domain, b)
+    same_elems, cross_elems = alltoall_elements(plan, domain, b, wl.global_batch)
     send_same = max(same_elems) * s_c
     send_cross = max(cross_elems) * s_c
     latency = calib.collective_latency_s + calib.peer_latency_s * (g - 1)
@@ -301,15 +303,19 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
     return {"a2a_fabric": fabric, "a2a_network": network}
 
 
-def alltoall_elements(plan: Plan, domain: int, b: float) -> tuple[list[float], list[float]]:
+def alltoall_elements(
+    plan: Plan, domain: int, b: float, batch: float | None = None
+) -> tuple[list[float], list[float]]:
     """Elements each device sends per all-to-all to peers inside and outside its scale-up domain.
 
     A table-wise or column-wise shard sends its pooled output for every other device's local batch:
     b x dim to each of G - 1 peers. The k row-wise shards of one table first reduce-scatter their
     partial sums among themselves (B x dim / k to each co-shard), then each sends its 1/k of the
-    result to the G - 1 peers.
+    result to the G - 1 peers. A shard whose hot rows are replicated sends only for the samples
+    that need it (``out_rows`` of the global ``batch``).
     """
     g = plan.devices
+    batch = batch if batch is not None else g * b
     same = [0.0] * g
     cross = [0.0] * g
     groups: dict[int, list[int]] = {}
@@ -319,9 +325,10 @@ def alltoall_elements(plan: Plan, domain: int, b: float) -> tuple[list[float], l
         if s.sharding == "row_wise":
             groups.setdefault(s.table, []).append(s.device)
         else:
-            same[s.device] += (domain - 1) * b * s.dim
-            cross[s.device] += (g - domain) * b * s.dim
-    dims = {s.table: s.dim for s in plan.shards if s.sharding == "row_wise"}
+            share = s.out_rows / batch
+            same[s.device] += (domain - 1) * b * s.dim * share
+            cross[s.device] += (g - domain) * b * s.dim * share
+    dims = {s.table: s.dim * s.out_rows / batch for s in plan.shards if s.sharding == "row_wise"}
     for table, devices in groups.items():
         k = len(devices)
         dim = dims[table]

@@ -19,10 +19,10 @@ import dataclasses
 import functools
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from dse.catalog import Precision

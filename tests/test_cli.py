@@ -125,10 +125,6 @@ def test_evaluate_infeasible_design_is_reported_not_an_error() -> None:
     assert data["infeasible_reasons"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "cli bug: json.dumps writes non-finite floats as the bare tokens Infinity/NaN (not JSON; jq "
-    "and JSON.parse reject them); _json_default is never called for floats, so an infeasible "
-    "design with an infinite step time prints invalid JSON. Fix: map non-finite floats to null"))
 def test_evaluate_json_is_strict_json_for_an_infinite_step() -> None:
     # 2 nodes without NICs: the step time is infinite.
     result = run("evaluate", "--system", "dgx-a100", "--workload", "mlperf-dlrm-v1",
@@ -269,10 +265,6 @@ def test_list_names_every_entry(kind: str, names: tuple[str, ...]) -> None:
         assert name in result.stdout, f"{name} missing from dse list {kind}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "cli bug: rich wraps the table to the terminal, and at 80 columns (also whenever stdout is a "
-    "pipe) the name column is ellipsised ('a100-pcie-…'), so a user cannot read the preset names; "
-    "the name column needs no_wrap/overflow='fold' or a minimum width"))
 def test_list_systems_names_survive_an_80_column_terminal() -> None:
     result = run("list", "systems", env={"COLUMNS": "80"})
     assert result.exit_code == 0

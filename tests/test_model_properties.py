@@ -180,7 +180,6 @@ def _end_to_end(d: Design, knob: str) -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=PLACEMENT_REASON)
 @PINNED
 @given(d=designs())
 @example(  # 0.01884 s -> 0.02129 s with 2x NVLink bandwidth
@@ -190,7 +189,6 @@ def test_more_scaleup_bandwidth_never_slower(d: Design) -> None:
     _end_to_end(d, "scaleup_gb_s")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=PLACEMENT_REASON)
 @PINNED
 @given(d=designs())
 @example(  # 5 x 8 H100, 7 x 800 -> 1600 Gb/s NICs: 5.42 ms -> 7.48 ms (+38%)
@@ -200,7 +198,6 @@ def test_faster_nics_never_slower(d: Design) -> None:
     _end_to_end(d, "nic_gbit_s")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=PLACEMENT_REASON)
 @PINNED
 @given(d=designs())
 @example(  # 42.3 ms -> 45.9 ms with 2x HBM bandwidth (the old plan would take 36.8 ms)
@@ -210,7 +207,6 @@ def test_more_hbm_bandwidth_never_slower(d: Design) -> None:
     _end_to_end(d, "hbm_gb_s")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=PLACEMENT_REASON)
 @PINNED
 @given(d=designs())
 @example(  # gen5 -> gen6: 3.7433437 ms -> 3.7433455 ms (host costs reweight the LPT order)
@@ -220,7 +216,6 @@ def test_newer_pcie_never_slower(d: Design) -> None:
     _end_to_end(d, "pcie_gen")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=PLACEMENT_REASON)
 @PINNED
 @given(d=designs())
 @example(  # oversubscription 2 -> 1: 5.17 ms -> 6.09 ms
@@ -276,17 +271,11 @@ def test_adding_a_part_never_lowers_capex(d: Design, what: str) -> None:
 def test_adding_a_part_never_lowers_power_at_equal_utilisation(
     d: Design, what: str, acc_util: float, host_util: float
 ) -> None:
-    old = power(d.system_(), acc_util, host_util)
-    new = power(d.system_(**added(d, what)), acc_util, host_util)
+    old = power(d.system_(), None, acc_util)
+    new = power(d.system_(**added(d, what)), None, acc_util)
     assert new.power_w >= old.power_w * (1 - REL), f"{what}: {d}\n {old.parts_w}\n {new.parts_w}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "modelling decision: power is utilisation-weighted. One more accelerator lets zion's tables "
-    "move from host DDR into HBM, so its 8 CPU sockets drop from serving embeddings to base load "
-    "(3,508 W -> 3,269 W); a faster network likewise shortens the step more than the busy time, "
-    "lowering accelerator utilisation; and an infeasible design with an infinite step is powered "
-    "at idle"))
 @PINNED
 @given(d=designs(), what=st.sampled_from(ADDITIONS))
 @example(d=Design("mlperf-dlrm-dcnv2", "zion",
@@ -328,25 +317,38 @@ def test_larger_batch_never_lowers_throughput_with_the_same_placement(
     )
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "modelling decisions: (1) a larger local batch needs more activation HBM, so tables spill to "
-    "host DDR or the HBM cache shrinks (a real effect); (2) the placement changes with the batch: "
-    "one more table is replicated (rows <= B/G) and the balancing split count ceil(cost/ideal) "
-    "jumps from 2 to 3 per table, giving 45 shards for 32 devices and 2x the dims on some devices "
-    "(criteo-1tb-small on 4 x DGX A100: 18.5 M -> 16.7 M samples/s at 2x batch)"))
-@PINNED
+@PROPS
 @given(d=designs(), factor=st.sampled_from((2, 4)))
 @example(d=Design("criteo-1tb-small", "dgx-a100",
                   knobs(8, 4, 80.0, 2039.0, 2048.0, 8, 200.0, "switch", 4, 1.0, 300.0)),
          factor=2)
 def test_larger_batch_never_lowers_throughput(d: Design, factor: int) -> None:
+    # "While it stays feasible" with every table in HBM: when the larger batch's activations push
+    # tables out to host DDR (or shrink the HBM cache), throughput can fall, and that is physics, not
+    # a model defect (see test_larger_batch_can_spill_tables_to_host below).
     wl = load_workload(d.workload)
     sysm = d.system_()
     old = evaluate(wl, sysm)
     new = evaluate(with_batch(wl, wl.global_batch * factor), sysm)
     if not (old.feasible and new.feasible):
         return
+    if {s.tier for s in old.plan.shards} | {s.tier for s in new.plan.shards} != {"hbm"}:
+        return
     assert new.throughput_samples_per_s >= old.throughput_samples_per_s * (1 - REL), (
         f"batch x{factor}: {d}\n old {old.throughput_samples_per_s} {old.breakdown_s}\n"
         f" new {new.throughput_samples_per_s} {new.breakdown_s}"
     )
+
+
+def test_larger_batch_can_spill_tables_to_host() -> None:
+    # One A100-class part with 10 GB of HBM holds part of criteo-1tb-small's 16.7 GB; doubling the
+    # batch grows the activations, which take HBM from the tables, so more lookups go to host DDR.
+    d = Design("criteo-1tb-small", "zionex", knobs(1, 1, 10.0, 777.5, 64.0, 0, 100.0, "none", 3,
+                                                     1.0))
+    wl = load_workload(d.workload)
+    old = evaluate(wl, d.system_())
+    new = evaluate(with_batch(wl, wl.global_batch * 2), d.system_())
+    assert old.feasible and new.feasible
+    assert new.plan.activation_bytes_per_device > old.plan.activation_bytes_per_device
+    host = [sum(s.footprint_bytes for s in ev.plan.shards if s.tier != "hbm") for ev in (old, new)]
+    assert host[1] > host[0]

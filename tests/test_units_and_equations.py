@@ -53,8 +53,12 @@ def make_plan(devices: int, shards: tuple[Shard, ...] = (), replicated: float = 
     )
 
 
-def shard(table: int, sharding: str, dim: int, device: int, rows: int = 1000) -> Shard:
-    return Shard(table, sharding, rows, dim, 0.0, 0.0, 0.0, device, "hbm", Traffic())  # type: ignore[arg-type]
+def shard(
+    table: int, sharding: str, dim: int, device: int, rows: int = 1000, out_rows: float = 4000.0
+) -> Shard:
+    # out_rows defaults to the whole global batch of the 4-device, b = 1000 cases (B = 4,000): no
+    # hot rows replicated, every sample's pooled vector crosses the all-to-all.
+    return Shard(table, sharding, rows, dim, 0.0, out_rows, 0.0, device, "hbm", Traffic())  # type: ignore[arg-type]
 
 
 # --- units ----------------------------------------------------------------------------------------
