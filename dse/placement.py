@@ -48,6 +48,9 @@ SPLIT_RATIO_TOLERANCE = 1e-9
 column-wise split count (float sums of equal costs are not exact)."""
 REPLICATE_MAX_FRACTION = 0.01
 """Replicated tables may use at most this share of a device's free HBM [A]."""
+HOT_ROWS_MIN = 1024
+"""Smallest hot-row set considered; candidates grow by 4x [A: HugeCTR sizes its frequent set in
+thousands of rows]."""
 HOT_MAX_FRACTION = 0.02
 """Replicated hot rows of one table may use at most this share of a device's free HBM [A]."""
 COMM_BYTES = {"fp32": 4, "tf32": 4, "amp": 2, "bf16": 2, "fp16": 2, "fp8": 2}
@@ -144,17 +147,32 @@ class _Costs:
     def __init__(self, wl: Workload, g: int, b: float) -> None:
         self.wl, self.g, self.b = wl, g, b
         self.s_c = COMM_BYTES[wl.precision]
+        self.comm_per_elem = 2.0 * (g - 1) * b * self.s_c
+        self._rows: dict[int, tuple[int, int]] = {}
+        self._traffic: dict[tuple[float, int, float, float], Traffic] = {}
+
+    def row(self, dim: int) -> tuple[int, int]:
+        """(row bytes, optimizer-state bytes per row) for ``dim``."""
+        got = self._rows.get(dim)
+        if got is None:
+            rb = self.wl.row_bytes(dim)
+            got = self._rows[dim] = (rb, self.wl.row_state_bytes(dim) - rb)
+        return got
 
     def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
-        rb = self.wl.row_bytes(dim)
-        return hbm_traffic(lookups, rb, self.wl.row_state_bytes(dim) - rb,
-                           out_rows * dim * self.s_c, update_rows)
+        """HBM traffic of a shard (memoised: column-wise pieces of a table are alike)."""
+        key = (lookups, dim, out_rows, update_rows)
+        got = self._traffic.get(key)
+        if got is None:
+            rb, st = self.row(dim)
+            got = self._traffic[key] = hbm_traffic(lookups, rb, st, out_rows * dim * self.s_c,
+                                                   update_rows)
+        return got
 
     def loads(self, lookups: float, dim: int, out_rows: float, batch: float) -> tuple[float, float]:
         """(HBM bytes, all-to-all bytes) per step of a shard."""
         t = self.traffic(lookups, dim, out_rows)
-        comm = 2.0 * (self.g - 1) * self.b * dim * self.s_c * (out_rows / batch)
-        return t.hbm_fwd + t.hbm_bwd, comm
+        return t.hbm_fwd + t.hbm_bwd, self.comm_per_elem * dim * out_rows / batch
 
 
 def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> tuple[int, float]:
@@ -163,16 +181,19 @@ def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> 
     Replicating the H most popular rows saves the all-to-all for every sample whose lookups all hit
     them (share h^pooling, h the Zipf hit rate of H rows) and costs an allreduce of their H x dim
     gradient. Both travel the same links, so H minimises b x s_c x (1 - h^pooling) + H x s_g: a
-    byte count, free of bandwidths. Candidates are 0 and powers of 4 from 1,024 rows.
+    byte count, free of bandwidths (s_c = s_g here). Candidates are 0 and 1,024 x 4^k rows; the
+    saving is concave in log H, so the search stops at the first candidate that does not improve.
     """
-    s = COMM_BYTES[wl.precision]
-    best, best_hit, best_cost = 0, 0.0, b * s
-    h_rows = 1024
-    while h_rows <= min(max_rows, table.rows / 2):
+    # In units of s (bytes per element): all-to-all b x (1 - h^pooling) against allreduce H.
+    best, best_hit, best_cost = 0, 0.0, b
+    h_rows = HOT_ROWS_MIN
+    limit = min(max_rows, table.rows / 2, b)  # H >= b can never beat sending the b pooled rows
+    while h_rows <= limit:
         hit = zipf_hit_rate(h_rows, table.rows, wl.access_zipf)
-        cost = b * s * (1.0 - hit ** table.pooling) + h_rows * s
-        if cost < best_cost:
-            best, best_hit, best_cost = h_rows, hit, cost
+        cost = b * (1.0 - hit ** table.pooling) + h_rows
+        if cost >= best_cost:
+            break  # the saving grows ever more slowly than H: past the minimum
+        best, best_hit, best_cost = h_rows, hit, cost
         h_rows *= 4
     return best, best_hit
 
@@ -185,7 +206,7 @@ def _split(cand: _Cand, k: int, sharding: Sharding, wl: Workload, costs: _Costs,
         for i in range(k):
             d = base + (1 if i < extra else 0)
             out.append(_Cand(cand.table, sharding, cand.rows, d, cand.lookups, cand.out_rows,
-                             cand.rows * wl.row_state_bytes(d),
+                             cand.rows * sum(costs.row(d)),
                              *costs.loads(cand.lookups, d, cand.out_rows, batch)))
     else:
         base, extra = divmod(cand.rows, k)
@@ -195,7 +216,7 @@ def _split(cand: _Cand, k: int, sharding: Sharding, wl: Workload, costs: _Costs,
             # Row-wise: a shard sees the lookups that hash to its rows but emits partial sums for the
             # whole batch, which the all-to-all then reduce-scatters.
             out.append(_Cand(cand.table, sharding, r, cand.dim, lk, cand.out_rows,
-                             r * wl.row_state_bytes(cand.dim),
+                             r * sum(costs.row(cand.dim)),
                              *costs.loads(lk, cand.dim, cand.out_rows, batch)))
     return out
 
@@ -252,20 +273,22 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
 
     cands: list[_Cand] = []
     replicated: list[_Cand] = []
+    rep_limit = REPLICATE_MAX_FRACTION * max(table_cap, 0.0)
+    hot_limit = HOT_MAX_FRACTION * max(table_cap, 0.0)
     for ti, table in enumerate(workload.tables):
-        fp = float(workload.table_bytes(table))
+        rb, st = costs.row(table.dim)
+        fp = float(table.rows * (rb + st))
         # Replicate when the gradient allreduce (every device moves ~2 x rows x dim) is cheaper than
         # the all-to-all (all devices together move ~2 x B x dim): rows <= B / G.
-        if g > 1 and table.rows <= b and fp <= REPLICATE_MAX_FRACTION * max(table_cap, 0.0):
+        if g > 1 and table.rows <= b and fp <= rep_limit:
             lk = b * table.pooling
             replicated.append(_Cand(ti, "replicated", table.rows, table.dim, lk, b, fp, 0.0, 0.0))
             continue
         lk = batch * table.pooling
         out_rows = batch
         if hybrid:
-            row_bytes = workload.row_state_bytes(table.dim)
-            budget = HOT_MAX_FRACTION * max(table_cap, 0.0) / row_bytes
-            h_rows, hit = hot_rows(table, workload, b, budget)
+            row_bytes = rb + st
+            h_rows, hit = hot_rows(table, workload, b, hot_limit / row_bytes)
             if h_rows:
                 replicated.append(_Cand(ti, "hot_rows", h_rows, table.dim,
                                         b * table.pooling * hit, b, h_rows * row_bytes, 0.0, 0.0))
@@ -282,17 +305,17 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             cands.append(cand)
 
     if g > 1 and cands:
-        total_mem = sum(c.mem for c in cands) or 1.0
-        total_comm = sum(c.comm for c in cands) or 1.0
+        share_mem = g / (sum(c.mem for c in cands) or 1.0)
+        share_comm = g / (sum(c.comm for c in cands) or 1.0)
         balanced: list[_Cand] = []
         for c in cands:
-            max_k = min(g, c.dim // MIN_COLUMN_DIM)
             # A shard heavier than a device's fair share (1/G of all HBM or of all all-to-all
             # bytes) is split. The ratio of equal loads comes out as 2.0000000000000004 after the
             # float sum: without the tolerance it splits in 3 where 2 balance exactly (16 tables on
             # 32 devices -> 48 shards, and a step that got slower as bandwidth rose).
-            ratio = g * max(c.mem / total_mem, c.comm / total_comm)
-            if c.sharding == "table_wise" and ratio > 1.0 + SPLIT_RATIO_TOLERANCE and max_k >= 2:
+            ratio = max(c.mem * share_mem, c.comm * share_comm)
+            max_k = min(g, c.dim // MIN_COLUMN_DIM)
+            if ratio > 1.0 + SPLIT_RATIO_TOLERANCE and c.sharding == "table_wise" and max_k >= 2:
                 k = min(max_k, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
                 balanced.extend(_split(c, k, "column_wise", workload, costs, batch))
             else:
@@ -322,7 +345,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     host_set.extend(leftover)
     for c, dev in _placed(hbm_set, leftover):
         hbm_used[dev] += c.footprint
-        shards.append(_shard(c, dev, "hbm", workload, s_c))
+        shards.append(_shard(c, dev, "hbm", costs))
 
     a = system.accelerators_per_node
     ddr_cap = system.ddr_bytes * (1.0 - HOST_RESERVE_FRACTION)
@@ -351,7 +374,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             host_by_device.setdefault(dev, []).append(c)
         shards.extend(_host_shards(host_by_device, hbm_used, hbm_cap, system, workload, s_c))
     for c in replicated:
-        shards.append(_shard(c, -1, "hbm", workload, s_c))
+        shards.append(_shard(c, -1, "hbm", costs))
 
     reason = ""
     if table_cap < 0:
@@ -394,25 +417,34 @@ def balanced_assign(
     """LPT on two loads at once: items (largest normalised load first) go to the device whose larger
     normalised load (HBM bytes / all HBM bytes, all-to-all bytes / all such bytes) is smallest and
     that has room. Updates ``load_mem`` and ``load_comm``; returns each item's device or ``None``."""
-    m_total = (sum(mem) + sum(load_mem)) or 1.0
-    c_total = (sum(comm) + sum(load_comm)) or 1.0
-    order = sorted(range(len(mem)), key=lambda i: -max(mem[i] / m_total, comm[i] / c_total))
+    inv_m = 1.0 / ((sum(mem) + sum(load_mem)) or 1.0)
+    inv_c = 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
+    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c in zip(mem, comm, strict=True)]
+    order = sorted(range(len(mem)), key=keys.__getitem__, reverse=True)
     free = list(capacities)
-    heap = [(max(load_mem[d] / m_total, load_comm[d] / c_total), d) for d in range(len(free))]
+    heap = [(max(load_mem[d] * inv_m, load_comm[d] * inv_c), d) for d in range(len(free))]
     heapq.heapify(heap)
     out: list[int | None] = [None] * len(mem)
     for i in order:
-        skipped: list[tuple[float, int]] = []
-        while heap:
-            key, d = heapq.heappop(heap)
-            if sizes[i] <= free[d]:
-                out[i] = d
-                free[d] -= sizes[i]
-                load_mem[d] += mem[i]
-                load_comm[d] += comm[i]
-                heapq.heappush(heap, (max(load_mem[d] / m_total, load_comm[d] / c_total), d))
-                break
-            skipped.append((key, d))
+        size = sizes[i]
+        key, d = heapq.heappop(heap)
+        if size <= free[d]:  # the usual case: the least-loaded device has room
+            skipped: list[tuple[float, int]] = []
+        else:
+            skipped = [(key, d)]
+            d = -1
+            while heap:
+                key, d = heapq.heappop(heap)
+                if size <= free[d]:
+                    break
+                skipped.append((key, d))
+                d = -1
+        if d >= 0:
+            out[i] = d
+            free[d] -= size
+            lm = load_mem[d] = load_mem[d] + mem[i]
+            lc = load_comm[d] = load_comm[d] + comm[i]
+            heapq.heappush(heap, (lm * inv_m if lm * inv_m > lc * inv_c else lc * inv_c, d))
         for entry in skipped:
             heapq.heappush(heap, entry)
     return out
@@ -472,12 +504,10 @@ def _placed(cands: list[_Cand], unplaced: list[_Cand]) -> list[tuple[_Cand, int]
     return [(c, c.device) for c in cands if id(c) not in skip]
 
 
-def _shard(c: _Cand, device: int, tier: Tier, wl: Workload, s_c: int) -> Shard:
-    rb = wl.row_bytes(c.dim)
+def _shard(c: _Cand, device: int, tier: Tier, costs: _Costs) -> Shard:
     # A replica's gradient arrives allreduced and dense: every one of its rows is updated.
     update = float(c.rows) if c.sharding in ("replicated", "hot_rows") else 0.0
-    traffic = hbm_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c,
-                          update)
+    traffic = costs.traffic(c.lookups, c.dim, c.out_rows, update)
     return Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, device,
                  tier, traffic)
 

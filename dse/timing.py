@@ -183,35 +183,40 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float) -> dict
 def embedding_times(plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
     """Per-step seconds of embedding traffic on the slowest device: HBM work (``emb_*``) and host
     work (``host_*``: the device's PCIe link, or its node's DDR, whichever is slower)."""
-    g, a = plan.devices, sys.accelerators_per_node
-    hbm = [[0.0, 0.0] for _ in range(g)]
-    pcie = [[0.0, 0.0] for _ in range(g)]
-    ddr = [[0.0, 0.0] for _ in range(sys.nodes)]
-    replica = [0.0, 0.0]
+    a = sys.accelerators_per_node
+    hbm_f: dict[int, float] = {}
+    hbm_b: dict[int, float] = {}
+    pcie: dict[int, list[float]] = {}
+    ddr: dict[int, list[float]] = {}
+    rep_f = rep_b = 0.0
     for s in plan.shards:
         t = s.traffic
-        if s.device < 0:
-            replica[0] += t.hbm_fwd
-            replica[1] += t.hbm_bwd
+        d = s.device
+        if d < 0:
+            rep_f += t.hbm_fwd
+            rep_b += t.hbm_bwd
             continue
-        hbm[s.device][0] += t.hbm_fwd
-        hbm[s.device][1] += t.hbm_bwd
+        hbm_f[d] = hbm_f.get(d, 0.0) + t.hbm_fwd
+        hbm_b[d] = hbm_b.get(d, 0.0) + t.hbm_bwd
         if t.pcie_fwd or t.pcie_bwd:
-            pcie[s.device][0] += t.pcie_fwd
-            pcie[s.device][1] += t.pcie_bwd
-            node = s.device // a
-            ddr[node][0] += t.ddr_fwd
-            ddr[node][1] += t.ddr_bwd
+            p = pcie.setdefault(d, [0.0, 0.0])
+            p[0] += t.pcie_fwd
+            p[1] += t.pcie_bwd
+            n = ddr.setdefault(d // a, [0.0, 0.0])
+            n[0] += t.ddr_fwd
+            n[1] += t.ddr_bwd
     mem = sys.hbm_bytes_s * calib.memory_efficiency
     link = sys.pcie_bytes_s * calib.host_efficiency
     host = sys.ddr_bytes_s * calib.host_efficiency
-    out: dict[str, float] = {}
+    out = {
+        "emb_fwd": (max(hbm_f.values(), default=0.0) + rep_f) / mem,
+        "emb_bwd": (max(hbm_b.values(), default=0.0) + rep_b) / mem,
+    }
     for i, phase in enumerate(("fwd", "bwd")):
-        out[f"emb_{phase}"] = max(h[i] for h in hbm) / mem + replica[i] / mem
         worst = 0.0
-        for d in range(g):
-            if pcie[d][i]:
-                worst = max(worst, pcie[d][i] / link, ddr[d // a][i] / host if host else math.inf)
+        for d, p in pcie.items():
+            node = ddr[d // a][i]
+            worst = max(worst, p[i] / link, node / host if host else math.inf)
         out[f"host_{phase}"] = worst
     return out
 
