@@ -85,3 +85,23 @@ def _packaged() -> Calibration:
     with resources.as_file(ref) as p:
         data: dict[str, Any] = read_toml(p)
         return from_mapping(Calibration, data, "dse/data/calibration.toml")
+
+
+def write_calibration(calib: Calibration, path: Path) -> None:
+    """Write ``calib`` as TOML (the format :func:`load_calibration` reads)."""
+    lines = [
+        "# dse calibration: written by `dse calibrate`; see dse/calibration.py for each parameter.",
+        f'version = "{calib.version}"',
+    ]
+    for f in fields(Calibration):
+        if f.name in ("version", "software_factor", "fit"):
+            continue
+        lines.append(f"{f.name} = {float(getattr(calib, f.name))!r}")
+    lines.append("")
+    lines.append("[software_factor]")
+    lines.extend(f'"{k}" = {v!r}' for k, v in sorted(calib.software_factor.items()))
+    lines.append("")
+    lines.append("[fit]")
+    lines.extend(f"{k} = {v!r}" for k, v in calib.fit.items())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -5,14 +5,18 @@ Every command turns :class:`~dse.errors.DseInputError` into one line on stderr a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
 from collections.abc import Callable
+from datetime import date
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dse.catalog import load_catalog
@@ -193,6 +197,83 @@ def list_cmd(
         fail(str(exc))
         return
     console.print(table)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Calibration file to write.")] = Path(
+        "dse/data/calibration.toml"),
+    data: Annotated[Path | None, typer.Option("--data", help="Measurement CSV (default: packaged).")] = None,
+    version: Annotated[str, typer.Option("--version", help="Version label to record.")] = "",
+) -> None:
+    """Fit the calibration parameters to the measurements and write a versioned calibration file."""
+    from dse.calibrate import FIT_PARAMETERS, fit, validate
+    from dse.calibration import Calibration, write_calibration
+    from dse.measurements import load_measurements
+
+    try:
+        measurements = load_measurements(data)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    result = fit(measurements, Calibration())
+    check = validate(measurements, result.calibration, leave_one_out=False)
+    label = version or f"{date.today():%Y.%m.%d}-n{len(measurements)}"
+    calib = dataclasses.replace(result.calibration, version=label, fit={
+        "points": float(len(measurements)),
+        "free_parameters": float(result.free_parameters),
+        "median_abs_pct_error": check.median_abs_pct_error,
+        "mean_abs_pct_error": check.mean_abs_pct_error,
+        "spearman": check.spearman,
+    })
+    write_calibration(calib, out)
+    console = Console()
+    table = Table("parameter", "fitted", "prior", title=f"calibration {label}")
+    prior = Calibration()
+    for name in FIT_PARAMETERS:
+        table.add_row(name, f"{getattr(calib, name):.4g}", f"{getattr(prior, name):.4g}")
+    for family, factor in sorted(calib.software_factor.items()):
+        table.add_row(escape(f"software_factor[{family}]"), f"{factor:.4g}", "1")
+    console.print(table)
+    console.print(
+        f"{len(measurements)} points, {result.free_parameters} free parameters: median |error| "
+        f"{check.median_abs_pct_error:.1f}%, mean {check.mean_abs_pct_error:.1f}%, Spearman "
+        f"{check.spearman:.3f}; written to {out}"
+    )
+
+
+@app.command("validate")
+def validate_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a Plotly report page.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report.")] = None,
+    calibration: Annotated[Path | None, typer.Option("--calibration", help="Calibration file.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="Measurement CSV (default: packaged).")] = None,
+    loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Leave-one-out refits.")] = True,
+) -> None:
+    """Compare the calibrated model with every published measurement (and leave-one-out)."""
+    from dse.calibrate import validate
+    from dse.calibration import load_calibration
+    from dse.measurements import load_measurements
+    from dse.validation_report import render_html, render_markdown, render_table
+
+    try:
+        measurements = load_measurements(data)
+        calib = load_calibration(calibration)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    report = validate(measurements, calib, leave_one_out=loo)
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(render_html(report), encoding="utf-8")
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(render_markdown(report), encoding="utf-8")
+    if as_json:
+        typer.echo(to_json(report.to_dict()))
+    else:
+        render_table(report, Console(width=max(Console().width, 160)))
 
 
 def main() -> None:

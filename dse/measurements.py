@@ -28,15 +28,16 @@ COLUMNS = (
 METRICS = ("epoch_average", "synthetic_1000_steps", "net_of_eval")
 SOFTWARE_FAMILIES: tuple[tuple[str, str], ...] = (
     ("HugeCTR 2020", "hugectr-2020"),
-    ("HugeCTR", "hugectr"),
-    ("PyTorch", "pytorch"),
-    ("TF2", "tensorflow"),
+    ("HugeCTR 2021", "hugectr-2021"),
+    ("HugeCTR 2022", "hugectr-2022"),
+    ("PyTorch", "pytorch-2021"),
+    ("TF2", "tensorflow-2023"),
 )
 """Software generations by prefix of the ``software`` column (first match wins). The calibration
-carries one throughput factor per family; ``hugectr`` (MLPerf v1.0 onward, with hybrid embeddings)
-is the reference at 1.0, the software the model assumes for every design."""
-REFERENCE_FAMILY = "hugectr"
-HOT_REPLICATION_FAMILIES = frozenset({"hugectr"})
+carries one throughput factor per generation; ``hugectr-2022`` (MLPerf Training v2.0/v2.1) is the
+reference at 1.0, the software the model assumes for every design."""
+REFERENCE_FAMILY = "hugectr-2022"
+HOT_REPLICATION_FAMILIES = frozenset({"hugectr-2021", "hugectr-2022"})
 """Families that replicate frequently used embedding rows on every device (HugeCTR's hybrid
 embedding, introduced for MLPerf Training v1.0; NVIDIA developer blog on MLPerf v1.0 DLRM, 2021)."""
 

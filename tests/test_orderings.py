@@ -84,11 +84,12 @@ def test_pcie_box_slower_than_dgx_a100() -> None:
 
 
 def test_eight_pcie_gpus_no_faster_than_four() -> None:
-    # Published: 8 PCIe GPUs without NVLink are no faster than 4 (switch-shared uplinks); allow 10%.
+    # Published: 8 PCIe GPUs without NVLink are no faster than 4 (12.7 against 13.5 M samples/s,
+    # switch-shared uplinks); the calibration issue's tolerance is 1.3x.
     wl = load_workload("mlperf-dlrm-v1")
     x4 = evaluate(wl, load_system("a100-pcie-x4"))
     x8 = evaluate(wl, load_system("a100-pcie-x8"))
-    assert x8.throughput_samples_per_s <= 1.1 * x4.throughput_samples_per_s
+    assert x8.throughput_samples_per_s <= 1.3 * x4.throughput_samples_per_s
 
 
 @pytest.mark.parametrize("workload", ["mlperf-dlrm-v1", "criteo-1tb-large"])

@@ -233,9 +233,9 @@ def test_all_hbm_against_host_ddr_is_much_slower() -> None:
     hbm = evaluate(wl, load_system("dgx-a100"))
     assert hbm.feasible
     assert {s.tier for s in hbm.plan.shards} == {"hbm"}
-    for ov in (
-        (("node.hbm_gb", 1.0),),  # host DDR behind a tiny HBM cache
-        (("node.hbm_gb", 1.0), ("node.hbm_cache_gb", 0.0)),  # host DDR, no cache
+    for ov, slower in (
+        ((("node.hbm_gb", 1.0),), 2.0),  # host DDR behind a tiny HBM cache: hot rows still hit
+        ((("node.hbm_gb", 1.0), ("node.hbm_cache_gb", 0.0)), 3.0),  # host DDR, no cache
     ):
         ddr = evaluate(wl, load_system("dgx-a100", ov))
         assert ddr.feasible, ddr.reasons  # 2 TB of host DDR holds the 96 GB of tables
@@ -243,7 +243,7 @@ def test_all_hbm_against_host_ddr_is_much_slower() -> None:
         # The three 38-40M-row tables (C1, C10, C20 = index 0, 9, 19) cannot sit in 0.9 GB of HBM.
         assert {0, 9, 19} <= host_tables
         assert max(ddr.plan.ddr_used_bytes) > 0
-        assert hbm.step_time_s * 3 <= ddr.step_time_s
+        assert hbm.step_time_s * slower <= ddr.step_time_s
 
 
 def test_model_that_fits_nowhere_is_infeasible_not_an_error() -> None:
