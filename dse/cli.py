@@ -163,9 +163,10 @@ def print_evaluation(ev: Evaluation, console: Console) -> None:
 
 @app.command("list")
 def list_cmd(
-    what: Annotated[str, typer.Argument(help="workloads, systems or accelerators")],
+    what: Annotated[str, typer.Argument(
+        help="workloads, systems, accelerators, spaces, objectives or studies")],
 ) -> None:
-    """List what is available: workloads, systems or accelerators."""
+    """List what is available: workloads, systems, accelerators, spaces, objectives or studies."""
     console = Console(width=max(Console().width, 200))
     try:
         if what == "workloads":
@@ -190,13 +191,42 @@ def list_cmd(
                 half = a.peak_tflops.bf16 or a.peak_tflops.fp16 or 0.0
                 table.add_row(key, a.name, f"{a.hbm_gb:g}", f"{a.hbm_gb_s:g}", f"{half:g}",
                               f"{a.scaleup_gb_s:g}", f"{a.tdp_w:g}", f"{a.price_usd:,.0f}")
+        elif what in ("spaces", "objectives", "studies"):
+            table = _list_study_files(what)
         else:
-            fail(f"list: unknown kind {what!r} (known: workloads, systems, accelerators)")
+            fail(f"list: unknown kind {what!r} (known: workloads, systems, accelerators, spaces, "
+                 "objectives, studies)")
             return
     except DseInputError as exc:
         fail(str(exc))
         return
     console.print(table)
+
+
+def _list_study_files(what: str) -> Table:
+    from dse.objectives import load_objectives, objective_names
+    from dse.space import load_space, space_names
+    from dse.study import load_study_spec, study_names
+
+    if what == "spaces":
+        table = Table("name", "base system", "parameters", "description")
+        for name in space_names():
+            sp = load_space(name)
+            table.add_row(name, sp.base_system, ", ".join(sp.parameters), sp.description)
+    elif what == "objectives":
+        table = Table("name", "objectives", "constraints", "description")
+        for name in objective_names():
+            o = load_objectives(name)
+            table.add_row(name, ", ".join(f"{x.direction} {x.metric}" for x in o.objectives),
+                          ", ".join(f"{c.metric} <= {c.max}" if c.max is not None else
+                                    f"{c.metric} >= {c.min}" for c in o.constraints), o.description)
+    else:
+        table = Table("name", "workload", "space", "objectives", "sampler", "budget", "seed")
+        for name in study_names():
+            st = load_study_spec(name)
+            table.add_row(name, st.workload, st.space, st.objectives, st.sampler, str(st.budget),
+                          str(st.seed))
+    return table
 
 
 @app.command("calibrate")
@@ -278,6 +308,8 @@ def validate_cmd(
 
 def main() -> None:
     """Console-script entry point."""
+    import dse.cli_study  # noqa: F401  (registers run, status, pareto, export)
+
     try:
         app()
     except DseInputError as exc:  # pragma: no cover - commands catch their own

@@ -39,7 +39,28 @@ reference at 1.0, the software the model assumes for every design."""
 REFERENCE_FAMILY = "hugectr-2022"
 HOT_REPLICATION_FAMILIES = frozenset({"hugectr-2021", "hugectr-2022"})
 """Families that replicate frequently used embedding rows on every device (HugeCTR's hybrid
-embedding, introduced for MLPerf Training v1.0; NVIDIA developer blog on MLPerf v1.0 DLRM, 2021)."""
+embedding, introduced for MLPerf Training v1.0; NVIDIA developer blog on MLPerf v1.0 DLRM, 2021).
+In the hybrid embedding every row of a tiny table is frequent, so these families also keep small
+tables data-parallel, and they balance devices by splitting tables."""
+_WHOLE_TABLES = (
+    ("software.hot_embedding_replication", False),
+    ("software.replicate_small_tables", False),
+    ("software.split_tables_to_balance", False),
+)
+SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
+    "hugectr-2020": _WHOLE_TABLES,
+    "hugectr-2021": (),
+    "hugectr-2022": (),
+    "pytorch-2021": (*_WHOLE_TABLES, ("software.bottom_mlp_on_one_device", True)),
+    "tensorflow-2023": _WHOLE_TABLES,
+}
+"""How each family lays out the model (``[software]`` overrides of the system; the defaults are
+the reference family's). ``hugectr-2020`` (MLPerf v0.7): one-hot localized-slot embedding, every
+table whole on one device, all-to-all for all of them. ``pytorch-2021``: DeepLearningExamples
+PyTorch DLRM README, "Embedding table placement and load balancing": the bottom MLP on GPU 0 with
+no tables, whole tables (at most ceil(tables / (GPUs - 1)) per GPU) on the others.
+``tensorflow-2023``: DeepLearningExamples TensorFlow2 DLRM_and_DCNv2 README (Merlin Distributed
+Embeddings): data-parallel MLPs, "each smaller table is placed entirely on a single device"."""
 
 
 def software_family(software: str) -> str | None:
@@ -193,4 +214,5 @@ def measurement_design(m: Measurement) -> tuple[Workload, System]:
     )
     if m.accelerators_per_node > 1:
         overrides += (("node.scaleup", m.scaleup),)
+    overrides += SOFTWARE_CAPABILITIES[m.family]
     return wl, load_system(preset, overrides)

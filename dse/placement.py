@@ -181,8 +181,13 @@ def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> 
     Replicating the H most popular rows saves the all-to-all for every sample whose lookups all hit
     them (share h^pooling, h the Zipf hit rate of H rows) and costs an allreduce of their H x dim
     gradient. Both travel the same links, so H minimises b x s_c x (1 - h^pooling) + H x s_g: a
-    byte count, free of bandwidths (s_c = s_g here). Candidates are 0 and 1,024 x 4^k rows; the
-    saving is concave in log H, so the search stops at the first candidate that does not improve.
+    byte count, free of bandwidths (s_c = s_g here). ``b`` is the batch behind one set of those
+    links: a device's local batch within one scale-up domain; across domains, the batch of one
+    domain, since a domain's all-to-all and its hierarchical allreduce both leave through the same
+    NICs (per node: B/N x (1 - h^pooling) against H; HugeCTR sizes its multi-node frequent set the
+    same way, by all-to-all against allreduce bytes; HugeCTR HybridEmbeddingParam docs).
+    Candidates are 0 and 1,024 x 4^k rows; the saving is concave in log H, so the search stops at
+    the first candidate that does not improve.
     """
     # In units of s (bytes per element): all-to-all b x (1 - h^pooling) against allreduce H.
     best, best_hit, best_cost = 0, 0.0, b
@@ -269,7 +274,13 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     hbm_cap = system.hbm_bytes * (1.0 - HBM_RESERVE_FRACTION)
     table_cap = hbm_cap - dense - acts
     costs = _Costs(workload, g, b)
-    hybrid = g > 1 and system.spec.software.hot_embedding_replication
+    software = system.spec.software
+    hybrid = g > 1 and software.hot_embedding_replication
+    # Hot rows are sized against the batch that shares one scale-up domain's links (see hot_rows).
+    domains = math.ceil(g / min(system.scaleup_domain, g))
+    hot_batch = batch / domains
+    # DeepLearningExamples' layout: device 0 runs the bottom MLP and holds no tables.
+    lead = g > 1 and software.bottom_mlp_on_one_device
 
     cands: list[_Cand] = []
     replicated: list[_Cand] = []
@@ -280,7 +291,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         fp = float(table.rows * (rb + st))
         # Replicate when the gradient allreduce (every device moves ~2 x rows x dim) is cheaper than
         # the all-to-all (all devices together move ~2 x B x dim): rows <= B / G.
-        if g > 1 and table.rows <= b and fp <= rep_limit:
+        if g > 1 and software.replicate_small_tables and table.rows <= b and fp <= rep_limit:
             lk = b * table.pooling
             replicated.append(_Cand(ti, "replicated", table.rows, table.dim, lk, b, fp, 0.0, 0.0))
             continue
@@ -288,7 +299,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         out_rows = batch
         if hybrid:
             row_bytes = rb + st
-            h_rows, hit = hot_rows(table, workload, b, hot_limit / row_bytes)
+            h_rows, hit = hot_rows(table, workload, hot_batch, hot_limit / row_bytes)
             if h_rows:
                 replicated.append(_Cand(ti, "hot_rows", h_rows, table.dim,
                                         b * table.pooling * hit, b, h_rows * row_bytes, 0.0, 0.0))
@@ -296,7 +307,8 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
                 out_rows *= 1.0 - hit ** table.pooling
         cand = _Cand(ti, "table_wise", table.rows, table.dim, lk, out_rows, fp,
                      *costs.loads(lk, table.dim, out_rows, batch))
-        limit = MAX_SHARD_FRACTION * table_cap
+        # Software that never splits to balance keeps whole tables while one fits a device.
+        limit = (MAX_SHARD_FRACTION if software.split_tables_to_balance else 1.0) * table_cap
         if limit > 0 and fp > limit:
             k = math.ceil(fp / limit)
             kind: Sharding = "column_wise" if k <= table.dim // MIN_COLUMN_DIM else "row_wise"
@@ -304,7 +316,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         else:
             cands.append(cand)
 
-    if g > 1 and cands:
+    if g > 1 and cands and software.split_tables_to_balance:
         share_mem = g / (sum(c.mem for c in cands) or 1.0)
         share_comm = g / (sum(c.comm for c in cands) or 1.0)
         balanced: list[_Cand] = []
@@ -326,7 +338,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     device_cap = max(table_cap - replica_bytes, 0.0)
     # Tier choice: the most traffic per byte goes to HBM.
     cands.sort(key=lambda c: -(c.lookups / max(c.footprint, 1.0)))
-    budget = device_cap * g
+    budget = device_cap * (g - 1 if lead else g)
     hbm_set: list[_Cand] = []
     host_set: list[_Cand] = []
     for c in cands:
@@ -339,6 +351,8 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     load_mem = [0.0] * g
     load_comm = [0.0] * g
     free = [device_cap] * g
+    if lead:
+        free[0] = 0.0
     shards: list[Shard] = []
     leftover = _assign_hbm(hbm_set, free, load_mem, load_comm, min(system.scaleup_domain, g))
     dev_load = load_mem

@@ -64,6 +64,8 @@ def _check_bounds(value: float, meta: Mapping[str, Any], source: str, key: str) 
 def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] | None = None) -> Any:
     """Convert ``value`` to type ``tp`` or raise a :class:`DseInputError` naming ``source`` and ``key``."""
     meta = meta or {}
+    if tp is Any:
+        return value
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]

@@ -90,6 +90,18 @@ class SoftwareSpec:
     hot_embedding_replication: bool = True
     """Replicate each table's most popular rows on every device (HugeCTR's hybrid embedding, NVIDIA
     MLPerf Training v1.0 onward); off reproduces plain model-parallel embeddings."""
+    replicate_small_tables: bool = True
+    """Keep tables with fewer rows than a device's local batch data-parallel, a copy on every device
+    (TorchRec's data-parallel sharding; in HugeCTR's hybrid embedding every row of such a table is
+    frequent). Off: every table is model-parallel (NVIDIA DeepLearningExamples DLRM)."""
+    split_tables_to_balance: bool = True
+    """Split a table column-wise when its load exceeds a device's fair share (TorchRec, HugeCTR).
+    Off: whole tables, split only when one does not fit a device (NVIDIA DeepLearningExamples: "each
+    smaller table is placed entirely on a single device")."""
+    bottom_mlp_on_one_device: bool = False
+    """Run the bottom MLP model-parallel on device 0 for the whole global batch, with no tables on
+    that device; its output joins the all-to-all and its gradients skip the allreduce (NVIDIA
+    DeepLearningExamples PyTorch DLRM, "Embedding table placement and load balancing")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from dse.calibration import Calibration
 from dse.placement import ACTIVATION_BYTES, COMM_BYTES, Plan
-from dse.system import System
+from dse.system import GB, System
 from dse.workload import Workload
 
 STAGES: tuple[str, ...] = (
@@ -149,9 +149,12 @@ def gemm_time(m: float, k: float, n: float, peak: float, eff: float, units: int,
     return max(t_compute, t_memory)
 
 
-def dense_times(wl: Workload, sys: System, calib: Calibration, b: float) -> dict[str, float]:
+def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
+                b_bottom: float | None = None) -> dict[str, float]:
     """Forward/backward seconds of the bottom MLP, the top part (DCN + interaction + top MLP) and
-    the dense optimizer, per device."""
+    the dense optimizer, per device. ``b_bottom``: the bottom MLP's batch when it differs from ``b``
+    (the whole global batch when it runs model-parallel on one device)."""
+    b_bottom = b if b_bottom is None else b_bottom
     precision = wl.precision
     peak = sys.peak_flops[precision]
     simt = sys.precision_fallback[precision] == "fp32"
@@ -163,9 +166,10 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float) -> dict
     out = {"bottom_fwd": 0.0, "bottom_bwd": 0.0, "top_fwd": 0.0, "top_bwd": 0.0}
     for i, (k, n) in enumerate(wl.mlp_layers()):
         part = "bottom" if i < n_bottom else "top"
-        out[f"{part}_fwd"] += gemm_time(b, k, n, peak, eff, units, mem, elem)
-        out[f"{part}_bwd"] += gemm_time(b, n, k, peak, eff, units, mem, elem)  # data gradient
-        out[f"{part}_bwd"] += gemm_time(k, b, n, peak, eff, units, mem, elem)  # weight gradient
+        m = b_bottom if i < n_bottom else b
+        out[f"{part}_fwd"] += gemm_time(m, k, n, peak, eff, units, mem, elem)
+        out[f"{part}_bwd"] += gemm_time(m, n, k, peak, eff, units, mem, elem)  # data gradient
+        out[f"{part}_bwd"] += gemm_time(k, m, n, peak, eff, units, mem, elem)  # weight gradient
     if wl.interaction == "dot":
         f = wl.interaction_features()
         pairs = f * (f - 1) // 2
@@ -278,7 +282,8 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
     s_c = COMM_BYTES[wl.precision]
     a = sys.accelerators_per_node
     domain = min(sys.scaleup_domain, g)
-    same_elems, cross_elems = alltoall_elements(plan, domain, b, wl.global_batch)
+    lead_dim = wl.interaction_dim() if sys.spec.software.bottom_mlp_on_one_device else 0
+    same_elems, cross_elems = alltoall_elements(plan, domain, b, wl.global_batch, lead_dim)
     send_same = max(same_elems) * s_c
     send_cross = max(cross_elems) * s_c
     latency = calib.collective_latency_s + calib.peer_latency_s * (g - 1)
@@ -300,7 +305,11 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
         per_node = cross * a
         nic = sys.nic_bytes_s * calib.network_efficiency / sys.network.oversubscription
         t = per_node / nic if nic > 0 else math.inf
-        t = max(t, cross / (sys.pcie_bytes_s * calib.fabric_efficiency))
+        # GPUDirect: a device reaches the NIC beside it on its own x16 link (DGX/ZionEX PCIe
+        # switches pair GPUs with NICs); a CPU-attached NIC is reached over the shared host uplink.
+        link = (cat.pcie_gen(sys.pcie_gen).x16_gb_s * GB
+                if sys.spec.node.nic_attach == "accelerator" else sys.pcie_bytes_s)
+        t = max(t, cross / (link * calib.fabric_efficiency))
         if sys.spec.node.nic_attach == "cpu":
             t = max(t, 2.0 * per_node / (sys.ddr_bytes_s * calib.host_efficiency))
         sw = cat.network_switch
@@ -309,7 +318,7 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
 
 
 def alltoall_elements(
-    plan: Plan, domain: int, b: float, batch: float | None = None
+    plan: Plan, domain: int, b: float, batch: float | None = None, lead_dim: int = 0
 ) -> tuple[list[float], list[float]]:
     """Elements each device sends per all-to-all to peers inside and outside its scale-up domain.
 
@@ -317,12 +326,15 @@ def alltoall_elements(
     b x dim to each of G - 1 peers. The k row-wise shards of one table first reduce-scatter their
     partial sums among themselves (B x dim / k to each co-shard), then each sends its 1/k of the
     result to the G - 1 peers. A shard whose hot rows are replicated sends only for the samples
-    that need it (``out_rows`` of the global ``batch``).
+    that need it (``out_rows`` of the global ``batch``). ``lead_dim``: width of the bottom-MLP
+    output device 0 sends like a table-wise shard when the bottom MLP runs model-parallel there.
     """
     g = plan.devices
     batch = batch if batch is not None else g * b
     same = [0.0] * g
     cross = [0.0] * g
+    same[0] += (domain - 1) * b * lead_dim
+    cross[0] += (g - domain) * b * lead_dim
     groups: dict[int, list[int]] = {}
     for s in plan.shards:
         if s.device < 0:
@@ -353,7 +365,11 @@ def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
     number of buckets: reduce-scatter and all-gather on the fabric, allreduce across domains on the
     NICs (each device carries 1/domain of the bytes over its share of the node's NICs)."""
     g = plan.devices
-    nbytes = (wl.dense_params() + plan.replicated_grad_elements) * COMM_BYTES[wl.precision]
+    params = float(wl.dense_params())
+    if sys.spec.software.bottom_mlp_on_one_device:
+        # A model-parallel bottom MLP lives on one device: its gradients are not exchanged.
+        params -= sum(i * o + o for i, o in wl.mlp_layers()[:len(wl.bottom_mlp)])
+    nbytes = (params + plan.replicated_grad_elements) * COMM_BYTES[wl.precision]
     buckets = max(1, math.ceil(nbytes / DDP_BUCKET_BYTES))
     if g <= 1:
         return 0.0, 0
@@ -398,8 +414,10 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     )
 
 
-def step_tree(t: dict[str, float]) -> Seq:
-    """The overlap structure of one step (see the module docstring)."""
+def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
+    """The overlap structure of one step (see the module docstring). ``lead``: the bottom MLP runs
+    model-parallel on device 0, so its output enters the all-to-all (forward) and its gradient
+    leaves it (backward) instead of overlapping it."""
     fwd_lookup = Par((Leaf("embedding_memory", t["emb_fwd"], "embedding forward (HBM)"),
                       Leaf("host_pcie", t["host_fwd"], "embedding forward (host)")))
     a2a_fwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all forward (fabric)"),
@@ -408,10 +426,18 @@ def step_tree(t: dict[str, float]) -> Seq:
                    Leaf("alltoall_network", t["a2a_network"], "all-to-all backward (network)")))
     bwd_update = Par((Leaf("embedding_memory", t["emb_bwd"], "embedding backward+update (HBM)"),
                       Leaf("host_pcie", t["host_bwd"], "embedding backward+update (host)")))
+    bottom_fwd = Leaf("dense_compute", t["bottom_fwd"], "bottom MLP forward")
+    bottom_bwd = Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward")
+    if lead:
+        forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
+        backward: Node = Seq((a2a_bwd, Par((bwd_update, bottom_bwd))))
+    else:
+        forward = Par((Seq((fwd_lookup, a2a_fwd)), bottom_fwd))
+        backward = Par((Seq((a2a_bwd, bwd_update)), bottom_bwd))
     return Seq((
-        Par((Seq((fwd_lookup, a2a_fwd)), Leaf("dense_compute", t["bottom_fwd"], "bottom MLP forward"))),
+        forward,
         Leaf("dense_compute", t["top_fwd"] + t["top_bwd"], "interaction + top MLP fwd/bwd"),
-        Par((Seq((a2a_bwd, bwd_update)), Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward"))),
+        backward,
         Leaf("allreduce_exposed", t["allreduce_exposed"], "allreduce (exposed)"),
         Leaf("dense_compute", t["optimizer"], "dense optimizer"),
         Leaf("overhead", t["overhead"], "kernel launches + per-step overhead"),
@@ -421,7 +447,8 @@ def step_tree(t: dict[str, float]) -> Seq:
 def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> StepTime:
     """Time one training step of ``wl`` on ``sys`` with placement ``plan``."""
     b = wl.global_batch / plan.devices
-    t = dense_times(wl, sys, calib, b)
+    lead = plan.devices > 1 and sys.spec.software.bottom_mlp_on_one_device
+    t = dense_times(wl, sys, calib, b, wl.global_batch if lead else b)
     t.update(embedding_times(plan, sys, calib))
     t.update(alltoall_times(wl, plan, sys, calib))
     allreduce, buckets = allreduce_time(wl, plan, sys, calib)
@@ -433,7 +460,7 @@ def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> Step
     kernels = kernel_count(wl, plan, buckets)
     t["overhead"] = kernels * calib.kernel_overhead_s + calib.step_overhead_s
     t["input"] = input_time(wl, sys, calib, b)
-    tree = step_tree(t)
+    tree = step_tree(t, lead)
     compute, attribution, path = critical(tree)
     step = compute
     input_exposed = max(0.0, t["input"] - compute)

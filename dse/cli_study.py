@@ -1,0 +1,187 @@
+"""Study commands of the ``dse`` CLI: run, status, pareto, export (registered on :data:`dse.cli.app`)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dse.cli import app, fail, to_json
+from dse.errors import DseInputError
+from dse.results import load_stored_study, status, trials_frame
+from dse.study import DEFAULT_STUDY, StudySpec, load_study_spec, open_storage, open_study, run_study
+from dse.study import Progress as StudyProgress
+
+StorageOpt = Annotated[str | None, typer.Option(
+    "--storage", help="Optuna storage URL or .journal path (default: studies/NAME.journal).")]
+
+
+def _spec(study: str) -> StudySpec:
+    try:
+        return load_study_spec(study)
+    except DseInputError as exc:
+        fail(str(exc))
+        raise  # unreachable: fail() exits
+
+
+def _worker(study: str, storage: str | None, trials: int | None) -> None:
+    """Entry point of a ``--jobs`` worker process."""
+    run_study(load_study_spec(study), storage, trials=trials)
+
+
+@app.command("run")
+def run_cmd(
+    study: Annotated[str, typer.Argument(help="Study name (studies/NAME.toml) or file.")] = DEFAULT_STUDY,
+    storage: StorageOpt = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes on this machine.")] = 1,
+    trials: Annotated[int | None, typer.Option("--trials", min=1,
+                                               help="Work at most this many more trials.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Resume although the study's workload, "
+                                        "space or objectives changed (the change is recorded).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+) -> None:
+    """Create or resume a study and work until its budget of completed trials is reached."""
+    spec = _spec(study)
+    url = storage if storage is not None else spec.storage
+    if jobs > 1 and url.startswith("sqlite"):
+        fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
+             "journal file or PostgreSQL")
+    try:
+        open_study(spec, open_storage(url, spec), force)  # checks and records before workers start
+    except DseInputError as exc:
+        fail(str(exc))
+    console = Console(stderr=True)
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_worker, args=(study, url, trials), daemon=True)
+               for _ in range(jobs - 1)]
+    for w in workers:
+        w.start()
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=console,
+                   disable=quiet or not console.is_terminal)
+    with bar:
+        task = bar.add_task(spec.name, total=spec.budget, detail="")
+
+        def show(p: StudyProgress) -> None:
+            share = p.feasible / p.complete if p.complete else 0.0
+            bar.update(task, completed=p.complete, detail=(
+                f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f}"))
+
+        try:
+            result = run_study(spec, url, force=False, trials=trials, on_trial=show)
+        except DseInputError as exc:
+            fail(str(exc))
+            return
+        finally:
+            for w in workers:
+                w.join()
+    failed = [w.exitcode for w in workers if w.exitcode]
+    summary = status(result)
+    typer.echo(f"{spec.name}: {summary['complete']} of {spec.budget} trials complete, "
+               f"{summary['feasible']} feasible, front of {summary['front_size']}, hypervolume "
+               f"{summary['hypervolume']:.3f}; stored in {url or 'studies/' + spec.name + '.journal'}")
+    if failed:
+        fail(f"{len(failed)} worker process(es) failed (exit codes {failed})")
+
+
+@app.command("status")
+def status_cmd(
+    study: Annotated[str, typer.Argument(help="Study name or file.")],
+    storage: StorageOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Progress, running and failed trials, and the best designs of a study."""
+    spec = _spec(study)
+    try:
+        info = status(load_stored_study(spec, storage))
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        typer.echo(to_json(info))
+        return
+    console = Console()
+    console.print(
+        f"[bold]{spec.name}[/]: {info['complete']} of {info['budget']} complete, {info['running']} "
+        f"running, {info['failed']} failed ({info['retried']} retried), {info['pruned']} pruned; "
+        f"{info['feasible']} feasible; front of {info['front_size']}, hypervolume "
+        f"{info['hypervolume']:.3f}; calibration {info['calibration_version']}"
+    )
+    _print_rows(console, info["front"], "best designs (front, first objective first)")
+
+
+def _print_rows(console: Console, rows: list[dict[str, Any]], title: str) -> None:
+    if not rows:
+        console.print("no feasible design yet")
+        return
+    keys = ["number", "baseline"] + [k for k in rows[0] if k.startswith("param:")] + [
+        "throughput_samples_per_s", "capex_usd", "power_w", "bottleneck"]
+    table = Table(*[k.removeprefix("param:") for k in keys], title=title)
+    for row in rows:
+        table.add_row(*[_cell(row.get(k)) for k in keys])
+    console.print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return "" if value is None else str(value)
+
+
+@app.command("pareto")
+def pareto_cmd(
+    study: Annotated[str, typer.Argument(help="Study name or file.")],
+    storage: StorageOpt = None,
+    csv: Annotated[Path | None, typer.Option("--csv", help="Write the front as CSV.")] = None,
+    parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the front as Parquet.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the front as JSON.")] = False,
+) -> None:
+    """The Pareto front of a study: a table, or CSV / JSON / Parquet."""
+    spec = _spec(study)
+    try:
+        frame = trials_frame(load_stored_study(spec, storage), only_front=True)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    if csv is not None:
+        frame.to_csv(csv)
+    if parquet is not None:
+        frame.to_parquet(parquet)
+    if as_json:
+        typer.echo(to_json(frame.reset_index().to_dict(orient="records")))
+    elif csv is None and parquet is None:
+        _print_rows(Console(width=max(Console().width, 160)),
+                    frame.reset_index().to_dict(orient="records"), f"{spec.name}: Pareto front")
+
+
+@app.command("export")
+def export_cmd(
+    study: Annotated[str, typer.Argument(help="Study name or file.")],
+    out: Annotated[Path, typer.Option("--out", help="Output file: .csv or .parquet.")],
+    storage: StorageOpt = None,
+) -> None:
+    """Every trial with its parameters and metrics, as CSV or Parquet."""
+    spec = _spec(study)
+    if out.suffix not in (".csv", ".parquet"):
+        fail(f"--out: {out}: expected a .csv or .parquet file")
+    try:
+        frame = trials_frame(load_stored_study(spec, storage))
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".csv":
+        frame.to_csv(out)
+    else:
+        frame.to_parquet(out)
+    typer.echo(f"{len(frame)} trials written to {out}", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

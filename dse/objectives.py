@@ -1,0 +1,176 @@
+"""Objective sets: what a study optimises and under which constraints (``objectives/*.toml``).
+
+```toml
+name = "throughput-vs-capex"
+[[objectives]]
+metric = "throughput_samples_per_s"
+direction = "maximize"
+[[objectives]]
+metric = "capex_usd"
+direction = "minimize"
+[[constraints]]
+metric = "power_per_node_w"
+max = 12000.0
+```
+
+Memory feasibility (and every other infeasibility the model reports) is always a constraint, whether
+the file names it or not: a design that does not fit is never on a front.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from dse.errors import DseInputError
+from dse.records import from_mapping, read_toml
+
+Direction = Literal["maximize", "minimize"]
+OBJECTIVES_DIR = Path(__file__).resolve().parent.parent / "objectives"
+
+METRICS: dict[str, str] = {
+    "throughput_samples_per_s": "training samples per second",
+    "step_time_s": "seconds per step",
+    "capex_usd": "capital cost of the cluster (USD)",
+    "power_w": "wall power of the cluster while training (W)",
+    "power_per_node_w": "wall power per node (W)",
+    "tco_usd_per_year": "capex amortised plus energy, per year (USD)",
+    "usd_per_million_samples": "TCO per million training samples (USD)",
+    "samples_per_s_per_kusd": "throughput per thousand dollars of capex",
+    "samples_per_s_per_w": "throughput per watt",
+    "energy_per_sample_j": "wall energy per sample (J)",
+    "epoch_time_s": "time for one Criteo 1TB epoch (s)",
+    "epoch_cost_usd": "TCO of one Criteo 1TB epoch (USD)",
+    "hbm_used_gb": "HBM used on the fullest accelerator (GB)",
+    "ddr_used_gb": "host DDR used on the fullest node (GB)",
+    "accelerators": "accelerators in the cluster",
+    "nodes": "nodes in the cluster",
+    "compute_share": "share of the step on compute and HBM traffic",
+    "memory_short_gb": "memory the design lacks to hold the model (GB)",
+}
+"""Metrics objectives and constraints may name (keys of ``Evaluation.metrics()``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    """One optimisation target."""
+
+    metric: str
+    direction: Direction
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """``metric <= max`` and/or ``metric >= min``."""
+
+    metric: str
+    max: float | None = None
+    min: float | None = None
+
+    def violation(self, value: float) -> float:
+        """Relative violation (> 0 infeasible, <= 0 feasible), scaled by the bound so constraints
+        of different units weigh alike in a sampler's penalty."""
+        out = -math.inf
+        if self.max is not None:
+            out = max(out, (value - self.max) / max(abs(self.max), 1e-12))
+        if self.min is not None:
+            out = max(out, (self.min - value) / max(abs(self.min), 1e-12))
+        return out if math.isfinite(out) else (1.0 if out > 0 else -1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectiveSet:
+    """Objectives and constraints of a study."""
+
+    name: str
+    objectives: tuple[Objective, ...]
+    constraints: tuple[Constraint, ...] = ()
+    description: str = ""
+
+    @property
+    def directions(self) -> list[Direction]:
+        """Optuna study directions."""
+        return [o.direction for o in self.objectives]
+
+    def values(self, metrics: dict[str, Any]) -> list[float]:
+        """Objective values of a design; a non-finite value becomes the worst finite one."""
+        out = []
+        for o in self.objectives:
+            v = float(metrics[o.metric])
+            if not math.isfinite(v):
+                v = -1e300 if o.direction == "maximize" else 1e300
+            out.append(v)
+        return out
+
+    def violations(self, metrics: dict[str, Any]) -> dict[str, float]:
+        """Constraint values for ``trial.set_constraint`` (<= 0 feasible), memory always included."""
+        out = {
+            "memory": float(metrics["memory_short_gb"]),
+            # Every other infeasibility (batch < accelerators, no NICs, unsupported precision).
+            "feasible": 0.0 if metrics["feasible"] or metrics["memory_short_gb"] > 0 else 1.0,
+        }
+        for c in self.constraints:
+            out[f"{c.metric}"] = c.violation(float(metrics[c.metric]))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain description (study attribute)."""
+        return {
+            "name": self.name,
+            "objectives": [{"metric": o.metric, "direction": o.direction} for o in self.objectives],
+            "constraints": [{"metric": c.metric, "max": c.max, "min": c.min} for c in self.constraints],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    name: str
+    objectives: tuple[Objective, ...]
+    constraints: tuple[Constraint, ...] = ()
+    description: str = ""
+
+
+def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
+    """Validate an objectives table: known metrics, at least one objective, bounds on constraints."""
+    raw = from_mapping(_File, data, source)
+    if not raw.objectives:
+        raise DseInputError(source, "objectives", "at least one objective is needed")
+    seen: set[str] = set()
+    for i, o in enumerate(raw.objectives):
+        if o.metric not in METRICS:
+            raise DseInputError(source, f"objectives[{i}].metric",
+                                f"unknown metric {o.metric!r} (known: {', '.join(METRICS)})")
+        if o.metric in seen:
+            raise DseInputError(source, f"objectives[{i}].metric", f"{o.metric!r} appears twice")
+        seen.add(o.metric)
+    for i, c in enumerate(raw.constraints):
+        if c.metric not in METRICS:
+            raise DseInputError(source, f"constraints[{i}].metric",
+                                f"unknown metric {c.metric!r} (known: {', '.join(METRICS)})")
+        if c.max is None and c.min is None:
+            raise DseInputError(source, f"constraints[{i}]", "give max, min or both")
+    return ObjectiveSet(raw.name, raw.objectives, raw.constraints, raw.description)
+
+
+def objective_names() -> tuple[str, ...]:
+    """Objective sets shipped in ``objectives/``."""
+    return tuple(sorted(p.stem for p in OBJECTIVES_DIR.glob("*.toml")))
+
+
+def load_objectives(name_or_path: str) -> ObjectiveSet:
+    """Load an objective set by name (``objectives/NAME.toml``) or path."""
+    return _load(name_or_path)
+
+
+@functools.lru_cache(maxsize=32)
+def _load(name_or_path: str) -> ObjectiveSet:
+    path = Path(name_or_path)
+    if not (name_or_path.endswith(".toml") or path.exists()):
+        if name_or_path not in objective_names():
+            raise DseInputError(name_or_path, "",
+                                f"unknown objective set (known: {', '.join(objective_names())})")
+        path = OBJECTIVES_DIR / f"{name_or_path}.toml"
+    return objectives_from_mapping(read_toml(path), str(path))

@@ -1,0 +1,105 @@
+"""Reading stored studies: status, the Pareto front and every trial as pandas tables."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import optuna
+import pandas as pd
+from optuna.trial import FrozenTrial, TrialState
+
+from dse.errors import DseInputError
+from dse.objectives import ObjectiveSet, load_objectives
+from dse.study import (
+    BASELINE_KEY,
+    RETRY_KEY,
+    StudySpec,
+    hypervolume,
+    open_storage,
+    pareto_trials,
+)
+
+
+def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> optuna.Study:
+    """The stored study of ``spec``, or a clear error when it has never been run there."""
+    storage = open_storage(storage_url, spec)
+    names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+    if spec.name not in names:
+        where = storage_url or spec.storage or "the default journal"
+        raise DseInputError(spec.name, "", f"no stored study in {where} (run `dse run {spec.name}`)")
+    return optuna.load_study(study_name=spec.name, storage=storage)
+
+
+def is_feasible(trial: FrozenTrial) -> bool:
+    """All constraint values <= 0."""
+    return all(v <= 0 for v in trial.constraints.values())
+
+
+def status(study: optuna.Study) -> dict[str, Any]:
+    """Progress, failures and the best designs of a study (``dse status --json``)."""
+    trials = study.get_trials(deepcopy=False)
+    counts = {state: 0 for state in TrialState}
+    for t in trials:
+        counts[t.state] += 1
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    feasible = [t for t in complete if is_feasible(t)]
+    front = pareto_trials(study, feasible)
+    attrs = study.user_attrs
+    objectives = json.loads(attrs.get("dse:objectives", "{}"))
+    return {
+        "study": study.study_name,
+        "budget": attrs.get("dse:budget"),
+        "complete": counts[TrialState.COMPLETE],
+        "running": counts[TrialState.RUNNING],
+        "failed": counts[TrialState.FAIL],
+        "pruned": counts[TrialState.PRUNED],
+        "waiting": counts[TrialState.WAITING],
+        "retried": sum(1 for t in trials if RETRY_KEY in t.user_attrs),
+        "feasible": len(feasible),
+        "front_size": len(front),
+        "hypervolume": hypervolume(study, feasible),
+        "objectives": objectives.get("objectives", []),
+        "dse_version": attrs.get("dse:version"),
+        "calibration_version": attrs.get("dse:calibration_version"),
+        "running_trials": [t.number for t in trials if t.state == TrialState.RUNNING],
+        "failed_trials": [t.number for t in trials if t.state == TrialState.FAIL],
+        "front": [_row(t) for t in front[:10]],
+    }
+
+
+def _row(t: FrozenTrial) -> dict[str, Any]:
+    out: dict[str, Any] = {"number": t.number, "baseline": t.user_attrs.get(BASELINE_KEY, "")}
+    out.update({f"param:{k}": v for k, v in (t.user_attrs.get("design") or {}).items()})
+    for key, value in t.user_attrs.items():
+        if key in ("design", "breakdown_s", "infeasible_reasons", BASELINE_KEY, RETRY_KEY):
+            continue
+        out[key] = value
+    for stage, seconds in (t.user_attrs.get("breakdown_s") or {}).items():
+        out[f"breakdown_s:{stage}"] = seconds
+    return out
+
+
+def trials_frame(study: optuna.Study, only_front: bool = False) -> pd.DataFrame:
+    """Every trial (or the front) with its state, design parameters (``param:`` columns),
+    metrics, step breakdown (``breakdown_s:`` columns) and constraint values."""
+    trials = pareto_trials(study) if only_front else study.get_trials(deepcopy=False)
+    rows = []
+    for t in trials:
+        done = t.state == TrialState.COMPLETE
+        row: dict[str, Any] = {"state": t.state.name, "feasible": is_feasible(t) if done else None}
+        row.update(_row(t))
+        row.update({f"constraint:{k}": v for k, v in t.constraints.items()})
+        row["retry_of"] = t.user_attrs.get(RETRY_KEY)
+        row["reasons"] = "; ".join(t.user_attrs.get("infeasible_reasons") or [])
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame = frame.set_index("number").sort_index()
+    return frame
+
+
+def objective_set_of(study: optuna.Study, fallback: str) -> ObjectiveSet:
+    """The objective set recorded in the study (its name), else ``fallback``."""
+    recorded = json.loads(study.user_attrs.get("dse:objectives", "{}"))
+    return load_objectives(recorded.get("name", fallback))

@@ -1,0 +1,303 @@
+"""Search spaces: which design knobs a study varies, over what ranges (``search_spaces/*.toml``).
+
+A space names a base system (preset or file) and parameters keyed by the dotted system key they set
+(``node.accelerators``, ``nodes``, ``network.oversubscription``...). Parameter types:
+
+- ``int`` (``low``, ``high``, optional ``step``, ``log``), ``float`` (``low``, ``high``, optional
+  ``log``), ``categorical`` (``choices``), ``ordinal`` (ordered ``choices``, searched by index so
+  samplers can exploit the order), and fixed values (``[fixed]``).
+- ``when = { "node.scaleup" = ["ring", "switch"] }``: the parameter exists only when another
+  parameter took one of those values; otherwise the base system's value stands.
+
+>>> space = load_space("zion-node")
+>>> "node.accelerators" in space.parameters
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from dse.errors import DseInputError
+from dse.records import from_mapping, read_toml
+from dse.system import SystemSpec, load_system_spec, system_presets
+from dse.workload import workload_presets
+
+ParamType = Literal["int", "float", "categorical", "ordinal"]
+Scalar = int | float | str | bool
+SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
+"""``search_spaces/`` of the checkout (spaces are project files, not package data)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ParamFile:
+    type: ParamType
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    log: bool = False
+    choices: tuple[Any, ...] | None = None
+    when: dict[str, tuple[Any, ...]] | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One searched knob."""
+
+    name: str
+    type: ParamType
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    log: bool = False
+    choices: tuple[Scalar, ...] = ()
+    when: dict[str, tuple[Scalar, ...]] = field(default_factory=dict)
+    description: str = ""
+
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` lies in this parameter's domain."""
+        if self.type in ("categorical", "ordinal"):
+            return value in self.choices
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        assert self.low is not None and self.high is not None
+        if self.type == "int" and not float(value).is_integer():
+            return False
+        return self.low <= value <= self.high
+
+    def grid(self) -> tuple[Scalar, ...]:
+        """Every value of a discrete parameter (ints with their step), for grid search."""
+        if self.type in ("categorical", "ordinal"):
+            return self.choices
+        if self.type == "int":
+            assert self.low is not None and self.high is not None
+            step = int(self.step or 1)
+            return tuple(range(int(self.low), int(self.high) + 1, step))
+        raise DseInputError("space", self.name, "a float parameter has no grid; give it choices")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSpace:
+    """A named set of parameters over a base system."""
+
+    name: str
+    base_system: str
+    parameters: dict[str, Parameter]
+    fixed: dict[str, Scalar]
+    description: str = ""
+    source: str = ""
+
+    def base_spec(self) -> SystemSpec:
+        """The base system spec with the fixed values applied."""
+        return load_system_spec(self.base_system, tuple(self.fixed.items()))
+
+    def overrides(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """System overrides for a trial's parameters (ordinals already decoded), fixed ones first."""
+        return tuple(self.fixed.items()) + tuple((k, params[k]) for k in self.parameters if k in params)
+
+    def active(self, name: str, chosen: Mapping[str, Any]) -> bool:
+        """Whether parameter ``name`` exists given the values chosen so far."""
+        p = self.parameters[name]
+        return all(chosen.get(k) in values for k, values in p.when.items())
+
+    def is_discrete(self) -> bool:
+        """True when every parameter has a finite grid (no float ranges)."""
+        return all(p.type != "float" for p in self.parameters.values())
+
+    def size(self) -> int:
+        """Number of designs of a discrete space (conditions ignored: an upper bound)."""
+        n = 1
+        for p in self.parameters.values():
+            n *= len(p.grid())
+        return n
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain description (recorded as a study attribute, compared on resume)."""
+        return {
+            "name": self.name,
+            "base_system": self.base_system,
+            "fixed": dict(self.fixed),
+            "parameters": {
+                k: {"type": p.type, "low": p.low, "high": p.high, "step": p.step, "log": p.log,
+                    "choices": list(p.choices), "when": {c: list(v) for c, v in p.when.items()}}
+                for k, p in self.parameters.items()
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _SpaceFile:
+    name: str
+    base_system: str
+    parameters: dict[str, _ParamFile]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    source: str = ""
+
+
+def _check_param(name: str, p: _ParamFile, source: str) -> Parameter:
+    key = f"parameters.{name}"
+    if p.type in ("int", "float"):
+        if p.low is None or p.high is None:
+            raise DseInputError(source, key, f"a {p.type} parameter needs low and high")
+        if p.low > p.high:
+            raise DseInputError(source, f"{key}.low", f"low {p.low} is greater than high {p.high}")
+        if p.log and p.low <= 0:
+            raise DseInputError(source, f"{key}.low", "a log-scale parameter needs low > 0")
+        if p.choices is not None:
+            raise DseInputError(source, f"{key}.choices", f"a {p.type} parameter takes low/high")
+        if p.type == "int" and not (float(p.low).is_integer() and float(p.high).is_integer()):
+            raise DseInputError(source, key, "an int parameter needs integer low and high")
+        if p.step is not None and p.step <= 0:
+            raise DseInputError(source, f"{key}.step", "must be positive")
+        return Parameter(name, p.type, float(p.low), float(p.high), p.step, p.log, (),
+                         dict(p.when or {}), p.description)
+    if not p.choices:
+        raise DseInputError(source, f"{key}.choices", f"a {p.type} parameter needs a non-empty choice list")
+    if len(set(map(repr, p.choices))) != len(p.choices):
+        raise DseInputError(source, f"{key}.choices", "choices must be distinct")
+    for c in p.choices:
+        if not isinstance(c, int | float | str | bool):
+            raise DseInputError(source, f"{key}.choices", f"choices must be scalars, got {c!r}")
+    if p.type == "ordinal" and any(isinstance(c, str) for c in p.choices) and not all(
+        isinstance(c, str) for c in p.choices
+    ):
+        raise DseInputError(source, f"{key}.choices", "ordinal choices must be all numbers or all strings")
+    if p.low is not None or p.high is not None:
+        raise DseInputError(source, key, f"a {p.type} parameter takes choices, not low/high")
+    return Parameter(name, p.type, None, None, None, False, tuple(p.choices), dict(p.when or {}),
+                     p.description)
+
+
+def space_from_mapping(data: dict[str, Any], source: str) -> SearchSpace:
+    """Validate a search-space table: types, ranges, conditions and that every key is a real
+    system key (checked by applying the space's extreme values to the base system)."""
+    raw = from_mapping(_SpaceFile, data, source)
+    params = {name: _check_param(name, p, source) for name, p in raw.parameters.items()}
+    for name, p in params.items():
+        for cond, values in p.when.items():
+            if cond not in params:
+                raise DseInputError(source, f"parameters.{name}.when",
+                                    f"condition on {cond!r}, which is not a parameter of this space")
+            for v in values:
+                if not params[cond].contains(v):
+                    raise DseInputError(source, f"parameters.{name}.when",
+                                        f"{v!r} is not a value of {cond!r}")
+    space = SearchSpace(raw.name, raw.base_system, params, dict(raw.fixed), raw.description, raw.source)
+    _check_keys(space, source)
+    return space
+
+
+def _check_keys(space: SearchSpace, source: str) -> None:
+    try:
+        load_system_spec(space.base_system, tuple(space.fixed.items()))
+    except DseInputError as exc:
+        raise DseInputError(source, f"fixed ({exc.key})", exc.message) from None
+    for name, p in space.parameters.items():
+        for value in _probe_values(p):
+            try:
+                load_system_spec(space.base_system, ((name, value),))
+            except DseInputError as exc:
+                raise DseInputError(source, f"parameters.{name}", exc.message) from None
+
+
+def _probe_values(p: Parameter) -> tuple[Any, ...]:
+    if p.type in ("categorical", "ordinal"):
+        return p.choices
+    assert p.low is not None and p.high is not None
+    if p.type == "int":
+        return (int(p.low), int(p.high))
+    return (p.low, p.high)
+
+
+def space_names() -> tuple[str, ...]:
+    """Search spaces shipped in ``search_spaces/``."""
+    return tuple(sorted(p.stem for p in SPACES_DIR.glob("*.toml")))
+
+
+def load_space(name_or_path: str) -> SearchSpace:
+    """Load a search space by name (``search_spaces/NAME.toml``) or path."""
+    return _load(name_or_path)
+
+
+@functools.lru_cache(maxsize=32)
+def _load(name_or_path: str) -> SearchSpace:
+    path = Path(name_or_path)
+    if not (name_or_path.endswith(".toml") or path.exists()):
+        if name_or_path not in space_names():
+            raise DseInputError(name_or_path, "", f"unknown search space (known: {', '.join(space_names())})")
+        path = SPACES_DIR / f"{name_or_path}.toml"
+    return space_from_mapping(read_toml(path), str(path))
+
+
+def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
+    """The system presets ``space`` can express exactly, with their parameter values (baselines).
+
+    A preset fits when its value of every active parameter lies in the parameter's domain and the
+    base system with those values is the preset itself (same parts, counts, links and network).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    base = space.base_spec()
+    for preset in system_presets():
+        spec = load_system_spec(preset)
+        chosen: dict[str, Any] = {}
+        ok = True
+        for name, p in space.parameters.items():
+            if not space.active(name, chosen):
+                continue
+            value = _value_of(spec, name)
+            if not p.contains(value):
+                ok = False
+                break
+            chosen[name] = value
+        if not ok:
+            continue
+        try:
+            rebuilt = load_system_spec(space.base_system, space.overrides(chosen))
+        except DseInputError:
+            continue
+        if _fingerprint(rebuilt) == _fingerprint(spec) and base is not None:
+            out[preset] = chosen
+    return out
+
+
+def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
+    """What makes two system specs the same machine (names and descriptions aside)."""
+    from dse.system import resolve_system
+
+    s = resolve_system(spec)
+    n = spec.node
+    return (s.accelerator.name, s.cpu.name, s.nodes, s.accelerators_per_node, s.hbm_bytes,
+            s.hbm_bytes_s, s.scaleup, s.scaleup_bytes_s, s.scaleup_domain, s.pcie_bytes_s,
+            s.ddr_bytes, s.ddr_bytes_s, n.cpu_sockets, n.nics, n.nic_gbit_s, n.nic_attach,
+            n.frontend_nics, n.frontend_nic_gbit_s, n.hbm_cache_gb, spec.network, spec.software)
+
+
+def _value_of(spec: SystemSpec, dotted: str) -> Any:
+    from dse.system import resolve_system
+
+    obj: Any = spec
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            break
+    if obj is None and dotted.startswith("node."):
+        # Not set in the preset: the value the catalog gives it.
+        resolved = resolve_system(spec)
+        defaults = {
+            "node.scaleup": resolved.scaleup,
+            "node.scaleup_gb_s": resolved.scaleup_bytes_s / 1e9,
+            "node.hbm_gb": resolved.hbm_bytes / 1e9,
+            "node.hbm_gb_s": resolved.hbm_bytes_s / 1e9,
+            "node.pcie_gen": resolved.pcie_gen,
+        }
+        return defaults.get(dotted)
+    return obj
+
+
+__all__ = ["Parameter", "SearchSpace", "load_space", "preset_params", "space_names", "workload_presets"]
