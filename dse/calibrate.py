@@ -32,7 +32,8 @@ from dse.workload import Workload
 
 FIT_PARAMETERS: tuple[str, ...] = (
     "dense_efficiency_simt",
-    "dense_efficiency_tensor",
+    "dense_efficiency_tf32",
+    "dense_efficiency_half",
     "memory_efficiency",
     "fabric_efficiency",
     "network_efficiency",

@@ -28,9 +28,12 @@ class Calibration:
     dense_efficiency_simt: float = field(default=0.70, metadata=EFF)
     """fp32 (non tensor-core) GEMM efficiency at large sizes. Prior: cuBLAS SGEMM reaches 70-90% of
     fp32 peak on large square GEMMs (NVIDIA GEMM performance guide)."""
-    dense_efficiency_tensor: float = field(default=0.60, metadata=EFF)
-    """Tensor-core GEMM efficiency at large sizes (tf32/fp16/bf16/fp8). Prior: MLPerf DLRM MLP
-    layers reach about 50-70% of tensor peak (NVIDIA HugeCTR/DLRM blog posts, 2021-2022)."""
+    dense_efficiency_tf32: float = field(default=0.60, metadata=EFF)
+    """TF32 tensor-core GEMM efficiency at large sizes. Prior: as for half precision; TF32 GEMMs
+    reach a similar share of their (half as high) peak (NVIDIA A100 whitepaper, cuBLAS TF32)."""
+    dense_efficiency_half: float = field(default=0.60, metadata=EFF)
+    """Half-precision (fp16/bf16/fp8) tensor-core GEMM efficiency at large sizes. Prior: MLPerf
+    DLRM MLP layers reach about 50-70% of tensor peak (NVIDIA HugeCTR/DLRM blog posts, 2021-2022)."""
     memory_efficiency: float = field(default=0.60, metadata=EFF)
     """Fraction of HBM peak that embedding gathers and element-wise kernels reach. Prior: FBGEMM
     table-batched embedding kernels reach 60-80% of HBM bandwidth (FBGEMM GPU docs)."""

@@ -317,5 +317,7 @@ def main() -> None:
         sys.exit(2)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # pragma: no cover - `python -m dse` is the module entry point
+    from dse.cli import main as entry
+
+    entry()

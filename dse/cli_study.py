@@ -14,6 +14,7 @@ from rich.table import Table
 
 from dse.cli import app, fail, to_json
 from dse.errors import DseInputError
+from dse.objectives import METRICS as METRIC_NAMES
 from dse.results import load_stored_study, status, trials_frame
 from dse.study import DEFAULT_STUDY, StudySpec, load_study_spec, open_storage, open_study, run_study
 from dse.study import Progress as StudyProgress
@@ -181,6 +182,77 @@ def export_cmd(
     else:
         frame.to_parquet(out)
     typer.echo(f"{len(frame)} trials written to {out}", err=True)
+
+
+@app.command("report")
+def report_cmd(
+    study: Annotated[str, typer.Argument(help="Study name or file.")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Folder for the page (default: studies/).")] = None,
+    storage: StorageOpt = None,
+) -> None:
+    """Write the study's interactive Pareto report: one self-contained HTML file."""
+    from dse.report import render_report
+    from dse.results import objective_set_of
+    from dse.study import STUDIES_DIR
+
+    spec = _spec(study)
+    try:
+        stored = load_stored_study(spec, storage)
+        page = render_report(stored, spec, objective_set_of(stored, spec.objectives), storage or "")
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    folder = out or STUDIES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{spec.name}.html"
+    path.write_text(page, encoding="utf-8")
+    typer.echo(f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+@app.command("plot")
+def plot_cmd(
+    study: Annotated[str, typer.Argument(help="Study name or file.")],
+    storage: StorageOpt = None,
+    x: Annotated[str | None, typer.Option("--x", help="Objective on x (default: the first).")] = None,
+    y: Annotated[str | None, typer.Option("--y", help="Objective on y (default: the second).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="HTML file (default: studies/NAME-front.html).")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Also export a PNG (kaleido + Chromium).")] = None,
+    svg: Annotated[Path | None, typer.Option(
+        "--svg", help="Also export an SVG (kaleido + Chromium).")] = None,
+) -> None:
+    """A quick single front of two objectives (HTML, and PNG/SVG through kaleido)."""
+    from dse.report import gather, pair_figure
+    from dse.results import objective_set_of
+    from dse.study import STUDIES_DIR
+
+    spec = _spec(study)
+    try:
+        stored = load_stored_study(spec, storage)
+        objectives = objective_set_of(stored, spec.objectives)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    names = [o.metric for o in objectives.objectives]
+    x = x or names[0]
+    y = y or (names[1] if len(names) > 1 else "capex_usd")
+    for flag, metric in (("--x", x), ("--y", y)):
+        if metric not in names and metric not in METRIC_NAMES:
+            fail(f"{flag}: unknown metric {metric!r}")
+    fig = pair_figure(gather(stored, spec, objectives), x, y)
+    path = out or STUDIES_DIR / f"{spec.name}-front.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.write_html(path, include_plotlyjs=True)
+    for target in (png, svg):
+        if target is None:
+            continue
+        try:
+            fig.write_image(target)
+        except Exception as exc:  # kaleido raises several types when no browser is found
+            fail(f"static export to {target} needs kaleido 1.x and a Chromium browser "
+                 f"(pip install kaleido; apt-get install chromium): {str(exc).splitlines()[0]}")
+    typer.echo(f"front written to {path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

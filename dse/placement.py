@@ -46,6 +46,11 @@ MIN_COLUMN_DIM = 32
 SPLIT_RATIO_TOLERANCE = 1e-9
 """Relative tolerance on a shard's cost over the ideal per-device cost before rounding up the
 column-wise split count (float sums of equal costs are not exact)."""
+ONE_HOT_PIECES_PER_SHARE = 4
+"""A one-hot table heavier than a device's fair share is cut row-wise into pieces of at most a
+quarter of that share, so the LPT assignment balances within about a quarter share (Graham's
+bound for items no larger than 1/4 of a bin) [A: stands in for HugeCTR's distributed one-hot
+embedding, which spreads every table's infrequent rows over all GPUs]."""
 REPLICATE_MAX_FRACTION = 0.01
 """Replicated tables may use at most this share of a device's free HBM [A]."""
 HOT_ROWS_MIN = 1024
@@ -79,6 +84,10 @@ class Shard:
     tier: Tier
     traffic: Traffic
     hit_rate: float = 1.0
+    partial_sums: bool = True
+    """Row-wise only: the shard emits partial sums for every sample of ``out_rows``, reduced with its
+    co-shards. False for a one-hot table, where each sample's single lookup lands on one shard and
+    the shard sends just its own rows (``out_rows`` is then its share)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +128,7 @@ class _Cand:
     comm: float
     """All-to-all bytes per step the owning device sends."""
     device: int = -1
+    partial: bool = True
 
 
 def dense_bytes_per_device(workload: Workload) -> float:
@@ -206,6 +216,7 @@ def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> 
 def _split(cand: _Cand, k: int, sharding: Sharding, wl: Workload, costs: _Costs,
            batch: float) -> list[_Cand]:
     out: list[_Cand] = []
+    one_hot = wl.tables[cand.table].pooling <= 1.0
     if sharding == "column_wise":
         base, extra = divmod(cand.dim, k)
         for i in range(k):
@@ -219,10 +230,13 @@ def _split(cand: _Cand, k: int, sharding: Sharding, wl: Workload, costs: _Costs,
             r = base + (1 if i < extra else 0)
             lk = cand.lookups * r / cand.rows
             # Row-wise: a shard sees the lookups that hash to its rows but emits partial sums for the
-            # whole batch, which the all-to-all then reduce-scatters.
-            out.append(_Cand(cand.table, sharding, r, cand.dim, lk, cand.out_rows,
+            # whole batch, which the all-to-all then reduce-scatters. One-hot: a sample's one lookup
+            # lands on one shard, which sends that row only (HugeCTR's distributed one-hot
+            # embedding), so the shard's output is its share of the table's.
+            o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
+            out.append(_Cand(cand.table, sharding, r, cand.dim, lk, o,
                              r * sum(costs.row(cand.dim)),
-                             *costs.loads(lk, cand.dim, cand.out_rows, batch)))
+                             *costs.loads(lk, cand.dim, o, batch), partial=not one_hot))
     return out
 
 
@@ -278,7 +292,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     hybrid = g > 1 and software.hot_embedding_replication
     # Hot rows are sized against the batch that shares one scale-up domain's links (see hot_rows).
     domains = math.ceil(g / min(system.scaleup_domain, g))
-    hot_batch = batch / domains
+    hot_batch = b if domains == 1 else batch / domains
     # DeepLearningExamples' layout: device 0 runs the bottom MLP and holds no tables.
     lead = g > 1 and software.bottom_mlp_on_one_device
 
@@ -326,10 +340,15 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             # float sum: without the tolerance it splits in 3 where 2 balance exactly (16 tables on
             # 32 devices -> 48 shards, and a step that got slower as bandwidth rose).
             ratio = max(c.mem * share_mem, c.comm * share_comm)
-            max_k = min(g, c.dim // MIN_COLUMN_DIM)
+            # A one-hot table splits row-wise into as many pieces as balance needs (no partial
+            # sums to reduce); others column-wise, down to MIN_COLUMN_DIM.
+            one_hot = workload.tables[c.table].pooling <= 1.0
+            max_k = g if one_hot else min(g, c.dim // MIN_COLUMN_DIM)
             if ratio > 1.0 + SPLIT_RATIO_TOLERANCE and c.sharding == "table_wise" and max_k >= 2:
-                k = min(max_k, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
-                balanced.extend(_split(c, k, "column_wise", workload, costs, batch))
+                pieces = ONE_HOT_PIECES_PER_SHARE if one_hot else 1
+                k = min(max_k, math.ceil((ratio - SPLIT_RATIO_TOLERANCE) * pieces))
+                balanced.extend(_split(c, k, "row_wise" if one_hot else "column_wise", workload,
+                                       costs, batch))
             else:
                 balanced.append(c)
         cands = balanced
@@ -475,7 +494,7 @@ def _assign_hbm(
     groups: dict[int, list[_Cand]] = {}
     rest: list[_Cand] = []
     for c in cands:
-        if c.sharding == "row_wise":
+        if c.sharding == "row_wise" and c.partial:
             groups.setdefault(c.table, []).append(c)
         else:
             rest.append(c)
@@ -523,7 +542,7 @@ def _shard(c: _Cand, device: int, tier: Tier, costs: _Costs) -> Shard:
     update = float(c.rows) if c.sharding in ("replicated", "hot_rows") else 0.0
     traffic = costs.traffic(c.lookups, c.dim, c.out_rows, update)
     return Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, device,
-                 tier, traffic)
+                 tier, traffic, partial_sums=c.partial)
 
 
 def _host_shards(
@@ -551,11 +570,11 @@ def _host_shards(
                 hit = zipf_hit_rate(rows_cached, c.rows, wl.access_zipf)
                 traffic = cached_traffic(c.lookups, rb, st, out_bytes, hit)
                 out.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows,
-                                 c.footprint, dev, "cache", traffic, hit))
+                                 c.footprint, dev, "cache", traffic, hit, c.partial))
             else:
                 traffic = host_traffic(c.lookups, rb, st, out_bytes)
                 out.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows,
-                                 c.footprint, dev, "host", traffic, 0.0))
+                                 c.footprint, dev, "host", traffic, 0.0, c.partial))
     return out
 
 

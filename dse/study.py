@@ -514,16 +514,17 @@ def reference_point(study: optuna.Study, trials: list[FrozenTrial]) -> np.ndarra
 
 
 def hypervolume(study: optuna.Study, trials: list[FrozenTrial],
-                ref: np.ndarray | None = None) -> float:
-    """Hypervolume of ``trials`` (minimisation form) with objectives scaled to [0, 1] by the
-    feasible range, against ``ref`` (default :func:`reference_point`)."""
+                ref: np.ndarray | None = None, lo: np.ndarray | None = None) -> float:
+    """Hypervolume of ``trials`` (minimisation form) with objectives scaled to [0, 1] between
+    ``lo`` (default: their best values) and ``ref`` (default :func:`reference_point`); fix both to
+    compare subsets of one study."""
     if not trials:
         return 0.0
     from optuna._hypervolume import compute_hypervolume
 
     loss = _losses(study, trials)
     ref = reference_point(study, trials) if ref is None else ref
-    lo = loss.min(axis=0)
+    lo = loss.min(axis=0) if lo is None else lo
     scale = np.where(ref - lo > 0, ref - lo, 1.0)
     points = (loss - lo) / scale
     inside = np.all(points < 1.0, axis=1)

@@ -52,6 +52,12 @@ DDP_BUCKET_BYTES = 25e6
 KERNELS_PER_GEMM = 4
 """One fused forward GEMM (bias + activation), two backward GEMMs (data and weight gradient) and
 one bias-gradient reduction."""
+ACTIVATION_PASSES_FORWARD = 2
+"""Memory passes over a layer's m x n output besides its GEMM, forward: the bias + activation
+kernel reads the GEMM output and writes the activation (frameworks without epilogue fusion)."""
+ACTIVATION_PASSES_BACKWARD = 4
+"""Backward: the activation gradient reads the incoming gradient and the saved activation and writes
+the gradient (3); the bias-gradient reduction reads the gradient again (1)."""
 KERNELS_PER_STEP_FIXED = 8
 """Interaction forward and backward (2 + 2), loss forward and backward (2), optimizer (1) and the
 gradient-scaler check (1)."""
@@ -157,8 +163,9 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
     b_bottom = b if b_bottom is None else b_bottom
     precision = wl.precision
     peak = sys.peak_flops[precision]
-    simt = sys.precision_fallback[precision] == "fp32"
-    eff = calib.dense_efficiency_simt if simt else calib.dense_efficiency_tensor
+    math_at = sys.precision_fallback[precision]
+    eff = (calib.dense_efficiency_simt if math_at == "fp32" else
+           calib.dense_efficiency_tf32 if math_at == "tf32" else calib.dense_efficiency_half)
     units = sys.accelerator.compute_units
     mem = sys.hbm_bytes_s * calib.memory_efficiency
     elem = ACTIVATION_BYTES[precision]
@@ -170,6 +177,10 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
         out[f"{part}_fwd"] += gemm_time(m, k, n, peak, eff, units, mem, elem)
         out[f"{part}_bwd"] += gemm_time(m, n, k, peak, eff, units, mem, elem)  # data gradient
         out[f"{part}_bwd"] += gemm_time(k, m, n, peak, eff, units, mem, elem)  # weight gradient
+        # Element-wise work around the GEMMs, memory bound (m x n activations per pass).
+        act = m * n * elem / mem
+        out[f"{part}_fwd"] += ACTIVATION_PASSES_FORWARD * act
+        out[f"{part}_bwd"] += ACTIVATION_PASSES_BACKWARD * act
     if wl.interaction == "dot":
         f = wl.interaction_features()
         pairs = f * (f - 1) // 2
@@ -325,8 +336,9 @@ def alltoall_elements(
     A table-wise or column-wise shard sends its pooled output for every other device's local batch:
     b x dim to each of G - 1 peers. The k row-wise shards of one table first reduce-scatter their
     partial sums among themselves (B x dim / k to each co-shard), then each sends its 1/k of the
-    result to the G - 1 peers. A shard whose hot rows are replicated sends only for the samples
-    that need it (``out_rows`` of the global ``batch``). ``lead_dim``: width of the bottom-MLP
+    result to the G - 1 peers. A row-wise shard of a one-hot table (no partial sums) sends like a
+    table-wise one, for its share of the samples. A shard whose hot rows are replicated sends only
+    for the samples that need it (``out_rows`` of the global ``batch``). ``lead_dim``: width of the bottom-MLP
     output device 0 sends like a table-wise shard when the bottom MLP runs model-parallel there.
     """
     g = plan.devices
@@ -339,13 +351,14 @@ def alltoall_elements(
     for s in plan.shards:
         if s.device < 0:
             continue
-        if s.sharding == "row_wise":
+        if s.sharding == "row_wise" and s.partial_sums:
             groups.setdefault(s.table, []).append(s.device)
         else:
             share = s.out_rows / batch
             same[s.device] += (domain - 1) * b * s.dim * share
             cross[s.device] += (g - domain) * b * s.dim * share
-    dims = {s.table: s.dim * s.out_rows / batch for s in plan.shards if s.sharding == "row_wise"}
+    dims = {s.table: s.dim * s.out_rows / batch for s in plan.shards
+            if s.sharding == "row_wise" and s.partial_sums}
     for table, devices in groups.items():
         k = len(devices)
         dim = dims[table]

@@ -1,0 +1,5 @@
+"""``python -m dse``: the same as the ``dse`` command."""
+
+from dse.cli import main
+
+main()

@@ -1,0 +1,357 @@
+"""The interactive Pareto report of a study: one self-contained HTML page (Plotly embedded once).
+
+Sections: a header (study, workload, space, objectives, trials, versions, the reproducing command);
+the front for every pair of objectives (and a 3-D view for three) with dominated designs faded,
+infeasible ones marked apart, front points joined and baselines labelled; the step time of every
+front design by stage; parallel coordinates of the front over the design parameters; hypervolume
+against trial number and parameter importances per objective; a sortable table of the front.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optuna
+import plotly.graph_objects as go
+from optuna.trial import FrozenTrial, TrialState
+from plotly.offline import get_plotlyjs
+
+from dse import __version__
+from dse.objectives import METRICS, ObjectiveSet
+from dse.study import (
+    BASELINE_KEY,
+    StudySpec,
+    _losses,
+    hypervolume,
+    non_dominated,
+    reference_point,
+)
+from dse.timing import STAGES
+
+FADED = "rgba(120,120,120,0.25)"
+STAGE_COLOURS = {
+    "dense_compute": "#1f77b4", "embedding_memory": "#ff7f0e", "host_pcie": "#8c564b",
+    "alltoall_fabric": "#2ca02c", "alltoall_network": "#d62728", "allreduce_exposed": "#9467bd",
+    "input_exposed": "#e377c2", "overhead": "#7f7f7f",
+}
+HYPERVOLUME_POINTS = 100
+"""Hypervolume is computed at this many trial counts (each costs a front and a volume)."""
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """What the page shows, gathered once from the study."""
+
+    spec: StudySpec
+    objectives: ObjectiveSet
+    trials: list[FrozenTrial]
+    feasible: list[FrozenTrial]
+    infeasible: list[FrozenTrial]
+    front: list[FrozenTrial]
+    params: list[str]
+
+
+def gather(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet) -> ReportData:
+    """Split the completed trials into feasible, infeasible and the front (first objective order)."""
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    feasible = [t for t in trials if all(v <= 0 for v in t.constraints.values())]
+    infeasible = [t for t in trials if not all(v <= 0 for v in t.constraints.values())]
+    front = [feasible[i] for i in non_dominated(_losses(study, feasible))] if feasible else []
+    params = list(json.loads(study.user_attrs.get("dse:space", "{}")).get("parameters", {}))
+    return ReportData(spec, objectives, trials, feasible, infeasible, front, params)
+
+
+def _design(t: FrozenTrial) -> dict[str, Any]:
+    design: dict[str, Any] = t.user_attrs.get("design") or {}
+    return design
+
+
+def _hover(t: FrozenTrial, data: ReportData) -> str:
+    lines = [f"<b>trial {t.number}</b>" + (f" ({t.user_attrs[BASELINE_KEY]})"
+                                           if t.user_attrs.get(BASELINE_KEY) else "")]
+    lines += [f"{k} = {_fmt(v)}" for k, v in _design(t).items()]
+    for m in ("throughput_samples_per_s", "capex_usd", "power_w", "bottleneck", "step_time_s"):
+        if m in t.user_attrs:
+            lines.append(f"{m} = {_fmt(t.user_attrs[m])}")
+    for o in data.objectives.objectives:
+        if o.metric not in ("throughput_samples_per_s", "capex_usd", "power_w"):
+            lines.append(f"{o.metric} = {_fmt(t.user_attrs.get(o.metric))}")
+    reasons = t.user_attrs.get("infeasible_reasons") or []
+    lines += [f"infeasible: {html.escape(r)}" for r in reasons]
+    return "<br>".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return html.escape(str(v))
+
+
+def _value(t: FrozenTrial, metric: str, data: ReportData) -> float:
+    names = [o.metric for o in data.objectives.objectives]
+    if metric in names and t.values is not None:
+        return float(t.values[names.index(metric)])
+    v = t.user_attrs.get(metric)
+    return float(v) if isinstance(v, int | float) else math.nan
+
+
+def pair_figure(data: ReportData, x: str, y: str) -> go.Figure:
+    """Front of objectives ``x`` against ``y``: dominated faded, infeasible apart, front joined,
+    baselines labelled."""
+    fig = go.Figure()
+    on_front = {t.number for t in data.front}
+    dominated = [t for t in data.feasible if t.number not in on_front]
+
+    def trace(trials: list[FrozenTrial], name: str, **kw: Any) -> go.Scatter:
+        return go.Scatter(
+            x=[_value(t, x, data) for t in trials], y=[_value(t, y, data) for t in trials],
+            name=name, text=[_hover(t, data) for t in trials],
+            customdata=[t.number for t in trials], hovertemplate="%{text}<extra></extra>", **kw)
+
+    fig.add_trace(trace(dominated, f"feasible, dominated ({len(dominated)})", mode="markers",
+                        marker={"color": FADED, "size": 6}))
+    fig.add_trace(trace(data.infeasible, f"infeasible ({len(data.infeasible)})", mode="markers",
+                        marker={"color": "rgba(214,39,40,0.45)", "symbol": "x", "size": 7}))
+    ordered = sorted(data.front, key=lambda t: _value(t, x, data))
+    fig.add_trace(trace(ordered, f"Pareto front ({len(ordered)})", mode="lines+markers",
+                        marker={"color": "#1f77b4", "size": 9}, line={"color": "#1f77b4"}))
+    base = [t for t in data.trials if t.user_attrs.get(BASELINE_KEY)]
+    fig.add_trace(trace(base, "baselines", mode="markers+text",
+                        textposition="top center", marker={"color": "#2ca02c", "size": 12,
+                                                           "symbol": "diamond"}))
+    fig.data[-1].update(text=[t.user_attrs[BASELINE_KEY] for t in base],
+                        hovertext=[_hover(t, data) for t in base], hovertemplate=None,
+                        hoverinfo="text")
+    fig.update_layout(title=f"{y} against {x}", xaxis_title=_label(x), yaxis_title=_label(y),
+                      height=520, legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def _label(metric: str) -> str:
+    return f"{metric} ({METRICS.get(metric, '')})"
+
+
+def front_3d(data: ReportData) -> go.Figure:
+    """The three objectives in 3-D (fronts of three objectives are surfaces)."""
+    x, y, z = (o.metric for o in data.objectives.objectives[:3])
+    fig = go.Figure()
+    on_front = {t.number for t in data.front}
+    for trials, name, colour in ((
+            [t for t in data.feasible if t.number not in on_front], "dominated", FADED),
+            (data.front, "Pareto front", "#1f77b4")):
+        fig.add_trace(go.Scatter3d(
+            x=[_value(t, x, data) for t in trials], y=[_value(t, y, data) for t in trials],
+            z=[_value(t, z, data) for t in trials], mode="markers", name=name,
+            marker={"size": 3 if name == "dominated" else 5, "color": colour},
+            text=[_hover(t, data) for t in trials], hovertemplate="%{text}<extra></extra>"))
+    fig.update_layout(title="three objectives", height=600,
+                      scene={"xaxis_title": x, "yaxis_title": y, "zaxis_title": z})
+    return fig
+
+
+def breakdown_figure(data: ReportData) -> go.Figure:
+    """Step time of every front design by stage (stacked), in front order, with the bounding stage
+    named; buttons switch between each stage's share of the step and milliseconds."""
+    first = data.objectives.objectives[0].metric
+    ordered = sorted(data.front, key=lambda t: _value(t, first, data))
+    labels = [f"#{t.number}" + (f" {t.user_attrs[BASELINE_KEY]}" if t.user_attrs.get(BASELINE_KEY)
+                                else "") for t in ordered]
+    ms = {stage: [1e3 * float((t.user_attrs.get("breakdown_s") or {}).get(stage) or 0.0)
+                  for t in ordered] for stage in STAGES}
+    totals = [sum(ms[stage][k] for stage in STAGES) or 1.0 for k in range(len(ordered))]
+    share = {stage: [100.0 * v / tot for v, tot in zip(ms[stage], totals, strict=True)]
+             for stage in STAGES}
+    bounds = [str(t.user_attrs.get("bottleneck", "")) for t in ordered]
+    fig = go.Figure()
+    for stage in STAGES:
+        fig.add_trace(go.Bar(
+            x=labels, y=share[stage], name=stage, marker_color=STAGE_COLOURS[stage],
+            customdata=list(zip(ms[stage], bounds, strict=True)),
+            hovertemplate=(f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
+                           "bounded by %{customdata[1]}<extra></extra>")))
+    fig.update_layout(
+        barmode="stack", height=520, yaxis_title="share of the step (%)",
+        title=f"step time of the front designs by stage, ordered by {first} (hover: the bound)",
+        updatemenus=[{"type": "buttons", "direction": "right", "x": 1.0, "y": 1.15, "buttons": [
+            {"label": "share of step", "method": "update",
+             "args": [{"y": [share[s] for s in STAGES]}, {"yaxis.title.text": "share of the step (%)"}]},
+            {"label": "milliseconds", "method": "update",
+             "args": [{"y": [ms[s] for s in STAGES]}, {"yaxis.title.text": "ms per step"}]},
+        ]}])
+    return fig
+
+
+def parcoords_figure(data: ReportData) -> go.Figure:
+    """Parallel coordinates of the front over the design parameters, coloured by objective 1."""
+    first = data.objectives.objectives[0].metric
+    dims = []
+    for p in data.params:
+        values = [_design(t).get(p) for t in data.front]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None):
+            dims.append({"label": p, "values": [math.nan if v is None else float(v) for v in values]})
+        else:
+            cats = sorted({str(v) for v in values})
+            dims.append({"label": p, "values": [cats.index(str(v)) for v in values],
+                         "tickvals": list(range(len(cats))), "ticktext": cats})
+    colour = [_value(t, first, data) for t in data.front]
+    fig = go.Figure(go.Parcoords(line={"color": colour, "colorscale": "Viridis", "showscale": True,
+                                       "colorbar": {"title": first}}, dimensions=dims))
+    fig.update_layout(title=f"the front over the design parameters (colour: {first})", height=500)
+    return fig
+
+
+def hypervolume_curve(study: optuna.Study, data: ReportData) -> tuple[list[int], list[float]]:
+    """Hypervolume of the feasible trials among the first n, at up to ``HYPERVOLUME_POINTS`` n,
+    against one reference point (the whole study's)."""
+    if not data.feasible:
+        return [], []
+    ref = reference_point(study, data.feasible)
+    loss = _losses(study, data.feasible)
+    lo = loss.min(axis=0)
+    numbers = np.array([t.number for t in data.feasible])
+    last = max(t.number for t in data.trials) + 1
+    xs = sorted({int(v) for v in np.linspace(1, last, min(HYPERVOLUME_POINTS, last))})
+    ys = []
+    for n in xs:
+        subset = [data.feasible[i] for i in np.flatnonzero(numbers < n)]
+        ys.append(hypervolume(study, subset, ref, lo) if subset else 0.0)
+    return xs, ys
+
+
+def importances(study: optuna.Study, data: ReportData) -> dict[str, dict[str, float]]:
+    """Parameter importances per objective with Optuna's PED-ANOVA evaluator (fast), over the
+    parameters every completed trial has (conditional ones are left out)."""
+    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+    common = set.intersection(*(set(t.params) for t in data.trials)) if data.trials else set()
+    out: dict[str, dict[str, float]] = {}
+    if len(data.trials) < 10 or not common:
+        return out
+    for i, o in enumerate(data.objectives.objectives):
+        # PED-ANOVA ranks parameters by how they reach *low* target values.
+        sign = -1.0 if o.direction == "maximize" else 1.0
+
+        def target(t: FrozenTrial, i: int = i, sign: float = sign) -> float:
+            return sign * float(t.values[i])
+
+        try:
+            out[o.metric] = dict(optuna.importance.get_param_importances(
+                study, evaluator=evaluator, params=sorted(common), target=target))
+        except (ValueError, RuntimeError):
+            continue
+    return out
+
+
+def progress_figure(study: optuna.Study, data: ReportData) -> go.Figure:
+    """Hypervolume against trial number, and the importances as grouped bars."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(
+        "hypervolume of the feasible front (objectives scaled to the study's range)",
+        "parameter importance per objective (PED-ANOVA)"))
+    xs, ys = hypervolume_curve(study, data)
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="hypervolume"), row=1, col=1)
+    for metric, imp in importances(study, data).items():
+        fig.add_trace(go.Bar(x=list(imp), y=list(imp.values()), name=metric), row=1, col=2)
+    fig.update_xaxes(title_text="trials", row=1, col=1)
+    fig.update_layout(height=480, barmode="group")
+    return fig
+
+
+def front_table(data: ReportData) -> str:
+    """The front as an HTML table, sortable by clicking a header (inline script, no network)."""
+    first = data.objectives.objectives[0].metric
+    ordered = sorted(data.front, key=lambda t: _value(t, first, data))
+    metrics = [o.metric for o in data.objectives.objectives] + [
+        m for m in ("throughput_samples_per_s", "capex_usd", "power_w", "step_time_s",
+                    "usd_per_million_samples", "bottleneck") if m not in
+        [o.metric for o in data.objectives.objectives]]
+    head = ["trial", "baseline", *data.params, *metrics]
+    rows = []
+    for t in ordered:
+        d = _design(t)
+        cells = [t.number, t.user_attrs.get(BASELINE_KEY, ""), *[d.get(p, "") for p in data.params],
+                 *[t.user_attrs.get(m, "") for m in metrics]]
+        rows.append("<tr>" + "".join(f"<td data-v='{html.escape(str(c))}'>{_fmt(c)}</td>"
+                                     for c in cells) + "</tr>")
+    header = "".join(f"<th onclick='sortTable(this)'>{html.escape(h)}</th>" for h in head)
+    return (f"<table id='front'><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table>")
+
+
+SORT_SCRIPT = """<script>
+function sortTable(th) {
+  const table = th.closest('table'), body = table.tBodies[0];
+  const i = Array.from(th.parentNode.children).indexOf(th);
+  const asc = th.dataset.dir !== 'asc'; th.dataset.dir = asc ? 'asc' : 'desc';
+  const key = r => { const v = r.children[i].dataset.v; const n = parseFloat(v);
+                     return isNaN(n) ? v : n; };
+  Array.from(body.rows).sort((a, b) => { const x = key(a), y = key(b);
+    return (x > y ? 1 : x < y ? -1 : 0) * (asc ? 1 : -1); }).forEach(r => body.appendChild(r));
+}
+</script>"""
+STYLE = """<style>
+body { font-family: sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; font-size: 12px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
+th { background: #eee; cursor: pointer; position: sticky; top: 0; }
+.header td { text-align: left; border: none; padding: 1px 8px; }
+</style>"""
+
+
+def header(study: optuna.Study, data: ReportData, storage: str) -> str:
+    """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
+    attrs = study.user_attrs
+    wl = json.loads(attrs.get("dse:workload", "{}"))
+    spec = data.spec
+    command = f"dse run {spec.name}" + (f" --storage {storage}" if storage else "")
+    rows = [
+        ("study", f"{spec.name}: {spec.description}"),
+        ("workload", f"{wl.get('name')}: {wl.get('tables')} tables, "
+                     f"{float(wl.get('embedding_params', 0)) / 1e9:.1f} B embedding parameters, "
+                     f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, batch "
+                     f"{wl.get('global_batch')}, {wl.get('precision')}"),
+        ("space", f"{spec.space}: " + ", ".join(data.params)),
+        ("objectives", ", ".join(f"{o.direction} {o.metric}" for o in data.objectives.objectives)
+         + "".join(f"; {c.metric} <= {c.max}" for c in data.objectives.constraints if c.max)),
+        ("trials", f"{len(data.trials)} complete, {len(data.feasible)} feasible, "
+                   f"{len(data.infeasible)} infeasible, front of {len(data.front)}; sampler "
+                   f"{spec.sampler}, seed {spec.seed}"),
+        ("versions", f"dse {attrs.get('dse:version')} (report by dse {__version__}), calibration "
+                     f"{attrs.get('dse:calibration_version')}"),
+        ("reproduce", f"<code>{html.escape(command)}</code>"),
+    ]
+    body = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
+    return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
+
+
+def render_report(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet,
+                  storage: str = "") -> str:
+    """The whole page as one HTML string (plotly.js embedded once, no network needed)."""
+    data = gather(study, spec, objectives)
+    figures: list[tuple[str, go.Figure]] = []
+    names = [o.metric for o in objectives.objectives]
+    for x, y in itertools.combinations(names, 2):
+        figures.append((f"front-{x}-{y}", pair_figure(data, x, y)))
+    if len(names) == 3:
+        figures.append(("front-3d", front_3d(data)))
+    if data.front:
+        figures.append(("breakdown", breakdown_figure(data)))
+        figures.append(("parcoords", parcoords_figure(data)))
+    figures.append(("progress", progress_figure(study, data)))
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>dse report {html.escape(spec.name)}</title>", STYLE,
+        f"<script>{get_plotlyjs()}</script>", SORT_SCRIPT, "</head><body>",
+        header(study, data, storage),
+    ]
+    for div_id, fig in figures:
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                                 config={"displaylogo": False}))
+    parts += ["<h2>the front</h2>", front_table(data), "</body></html>"]
+    return "\n".join(parts)
