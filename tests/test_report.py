@@ -31,7 +31,7 @@ def make_study(tmp_path: Path, objectives: str, budget: int) -> tuple[optuna.Stu
     spec = StudySpec(name=f"report-{objectives}", workload="mlperf-dlrm-v1", space="scale-out",
                      objectives=objectives, budget=budget, sampler="random", seed=7,
                      storage=str(tmp_path / f"{objectives}.journal"))
-    study = run_study(spec)
+    run_study(spec)
     return optuna.load_study(study_name=spec.name, storage=open_storage(None, spec)), spec
 
 
@@ -92,7 +92,7 @@ def test_report_in_chromium(tmp_path: Path, objectives: str, figures: set[str]) 
 
 
 def test_report_cli_and_static_export(tmp_path: Path) -> None:
-    study, spec = make_study(tmp_path, "throughput-vs-capex", 30)
+    _, spec = make_study(tmp_path, "throughput-vs-capex", 30)
     study_file = tmp_path / "s.toml"
     study_file.write_text(
         f'name = "{spec.name}"\nworkload = "mlperf-dlrm-v1"\nspace = "scale-out"\n'
