@@ -72,19 +72,39 @@ def _design(t: FrozenTrial) -> dict[str, Any]:
     return design
 
 
-def _hover(t: FrozenTrial, data: ReportData) -> str:
-    lines = [f"<b>trial {t.number}</b>" + (f" ({t.user_attrs[BASELINE_KEY]})"
-                                           if t.user_attrs.get(BASELINE_KEY) else "")]
-    lines += [f"{k} = {_fmt(v)}" for k, v in _design(t).items()]
-    for m in ("throughput_samples_per_s", "capex_usd", "power_w", "bottleneck", "step_time_s"):
-        if m in t.user_attrs:
-            lines.append(f"{m} = {_fmt(t.user_attrs[m])}")
-    for o in data.objectives.objectives:
-        if o.metric not in ("throughput_samples_per_s", "capex_usd", "power_w"):
-            lines.append(f"{o.metric} = {_fmt(t.user_attrs.get(o.metric))}")
-    reasons = t.user_attrs.get("infeasible_reasons") or []
-    lines += [f"infeasible: {html.escape(r)}" for r in reasons]
-    return "<br>".join(lines)
+HOVER_METRICS = ("throughput_samples_per_s", "capex_usd", "power_w", "step_time_s", "bottleneck")
+
+
+def _hover_metrics(data: ReportData) -> list[str]:
+    names = [o.metric for o in data.objectives.objectives]
+    return list(dict.fromkeys([*names, *HOVER_METRICS]))
+
+
+def _round(v: Any) -> Any:
+    """Four significant digits: the page stores every point's values, so precision is size."""
+    if isinstance(v, float) and math.isfinite(v) and v != 0.0:
+        return float(f"{v:.4g}")
+    return v if v is not None else ""
+
+
+def _custom(t: FrozenTrial, data: ReportData) -> list[Any]:
+    """One point's hover data: trial, baseline, every design parameter, the metrics, reasons."""
+    design = _design(t)
+    return [t.number, t.user_attrs.get(BASELINE_KEY, ""),
+            *[_round(design.get(p, "")) for p in data.params],
+            *[_round(t.user_attrs.get(m, "")) for m in _hover_metrics(data)],
+            "; ".join(t.user_attrs.get("infeasible_reasons") or [])]
+
+
+def _template(data: ReportData) -> str:
+    """The hover template reading :func:`_custom` (the same for every trace)."""
+    lines = ["<b>trial %{customdata[0]}</b> %{customdata[1]}"]
+    k = 2
+    for p in [*data.params, *_hover_metrics(data)]:
+        lines.append(f"{html.escape(p)} = %{{customdata[{k}]}}")
+        k += 1
+    lines.append(f"%{{customdata[{k}]}}")
+    return "<br>".join(lines) + "<extra></extra>"
 
 
 def _fmt(v: Any) -> str:
@@ -108,11 +128,13 @@ def pair_figure(data: ReportData, x: str, y: str) -> go.Figure:
     on_front = {t.number for t in data.front}
     dominated = [t for t in data.feasible if t.number not in on_front]
 
+    template = _template(data)
+
     def trace(trials: list[FrozenTrial], name: str, **kw: Any) -> go.Scatter:
         return go.Scatter(
-            x=[_value(t, x, data) for t in trials], y=[_value(t, y, data) for t in trials],
-            name=name, text=[_hover(t, data) for t in trials],
-            customdata=[t.number for t in trials], hovertemplate="%{text}<extra></extra>", **kw)
+            x=[_round(_value(t, x, data)) for t in trials],
+            y=[_round(_value(t, y, data)) for t in trials], name=name,
+            customdata=[_custom(t, data) for t in trials], hovertemplate=template, **kw)
 
     fig.add_trace(trace(dominated, f"feasible, dominated ({len(dominated)})", mode="markers",
                         marker={"color": FADED, "size": 6}))
@@ -125,9 +147,7 @@ def pair_figure(data: ReportData, x: str, y: str) -> go.Figure:
     fig.add_trace(trace(base, "baselines", mode="markers+text",
                         textposition="top center", marker={"color": "#2ca02c", "size": 12,
                                                            "symbol": "diamond"}))
-    fig.data[-1].update(text=[t.user_attrs[BASELINE_KEY] for t in base],
-                        hovertext=[_hover(t, data) for t in base], hovertemplate=None,
-                        hoverinfo="text")
+    fig.data[-1].update(text=[t.user_attrs[BASELINE_KEY] for t in base])
     fig.update_layout(title=f"{y} against {x}", xaxis_title=_label(x), yaxis_title=_label(y),
                       height=520, legend={"orientation": "h", "y": -0.2})
     return fig
@@ -146,10 +166,11 @@ def front_3d(data: ReportData) -> go.Figure:
             [t for t in data.feasible if t.number not in on_front], "dominated", FADED),
             (data.front, "Pareto front", "#1f77b4")):
         fig.add_trace(go.Scatter3d(
-            x=[_value(t, x, data) for t in trials], y=[_value(t, y, data) for t in trials],
-            z=[_value(t, z, data) for t in trials], mode="markers", name=name,
+            x=[_round(_value(t, x, data)) for t in trials],
+            y=[_round(_value(t, y, data)) for t in trials],
+            z=[_round(_value(t, z, data)) for t in trials], mode="markers", name=name,
             marker={"size": 3 if name == "dominated" else 5, "color": colour},
-            text=[_hover(t, data) for t in trials], hovertemplate="%{text}<extra></extra>"))
+            customdata=[_custom(t, data) for t in trials], hovertemplate=_template(data)))
     fig.update_layout(title="three objectives", height=600,
                       scene={"xaxis_title": x, "yaxis_title": y, "zaxis_title": z})
     return fig
