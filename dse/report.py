@@ -149,8 +149,18 @@ def pair_figure(data: ReportData, x: str, y: str) -> go.Figure:
                                                            "symbol": "diamond"}))
     fig.data[-1].update(text=[t.user_attrs[BASELINE_KEY] for t in base])
     fig.update_layout(title=f"{y} against {x}", xaxis_title=_label(x), yaxis_title=_label(y),
-                      height=520, legend={"orientation": "h", "y": -0.2})
+                      height=520, legend={"orientation": "h", "y": -0.2},
+                      xaxis_type=_axis_type(data, x), yaxis_type=_axis_type(data, y))
     return fig
+
+
+def _axis_type(data: ReportData, metric: str) -> str:
+    """Log scale when the feasible values are positive and span more than two decades."""
+    values = [_value(t, metric, data) for t in data.feasible]
+    values = [v for v in values if math.isfinite(v)]
+    if values and min(values) > 0 and max(values) / min(values) > 100:
+        return "log"
+    return "linear"
 
 
 def _label(metric: str) -> str:
