@@ -46,8 +46,11 @@ def run_cmd(
     force: Annotated[bool, typer.Option("--force", help="Resume although the study's workload, "
                                         "space or objectives changed (the change is recorded).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    report: Annotated[bool, typer.Option("--report/--no-report",
+                                         help="Write studies/NAME.html when done.")] = True,
 ) -> None:
-    """Create or resume a study and work until its budget of completed trials is reached."""
+    """Create or resume a study and work until its budget of completed trials is reached, then
+    write its report."""
     spec = _spec(study)
     url = storage if storage is not None else spec.storage
     if jobs > 1 and url.startswith("sqlite"):
@@ -89,6 +92,15 @@ def run_cmd(
                f"{summary['hypervolume']:.3f}; stored in {url or 'studies/' + spec.name + '.journal'}")
     if failed:
         fail(f"{len(failed)} worker process(es) failed (exit codes {failed})")
+    if report:
+        from dse.report import render_report
+        from dse.results import objective_set_of
+        from dse.study import STUDIES_DIR
+
+        page = render_report(result, spec, objective_set_of(result, spec.objectives), url)
+        path = STUDIES_DIR / f"{spec.name}.html"
+        path.write_text(page, encoding="utf-8")
+        typer.echo(f"report: {path}")
 
 
 @app.command("status")

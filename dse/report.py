@@ -13,6 +13,7 @@ import html
 import itertools
 import json
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,8 +272,11 @@ def importances(study: optuna.Study, data: ReportData) -> dict[str, dict[str, fl
             return sign * float(t.values[i])
 
         try:
-            out[o.metric] = dict(optuna.importance.get_param_importances(
-                study, evaluator=evaluator, params=sorted(common), target=target))
+            with warnings.catch_warnings():
+                # It warns that it ranks for low targets, which `sign` already arranges.
+                warnings.simplefilter("ignore", UserWarning)
+                out[o.metric] = dict(optuna.importance.get_param_importances(
+                    study, evaluator=evaluator, params=sorted(common), target=target))
         except (ValueError, RuntimeError):
             continue
     return out
