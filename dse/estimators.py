@@ -9,6 +9,7 @@ state bytes per row, ``O`` pooled output rows produced, ``s_c`` bytes per commun
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -97,6 +98,7 @@ def cached_traffic(
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def zipf_hit_rate(cached_rows: float, rows: int, exponent: float) -> float:
     """Share of lookups that fall on the ``cached_rows`` most popular of ``rows`` rows when
     popularity follows a Zipf law with ``exponent`` (continuous approximation of the harmonic sums).

@@ -19,6 +19,7 @@ Rules (DESIGN.md section 5, "Placement"):
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Sequence
@@ -46,11 +47,6 @@ MIN_COLUMN_DIM = 32
 SPLIT_RATIO_TOLERANCE = 1e-9
 """Relative tolerance on a shard's cost over the ideal per-device cost before rounding up the
 column-wise split count (float sums of equal costs are not exact)."""
-ONE_HOT_PIECES_PER_SHARE = 4
-"""A one-hot table heavier than a device's fair share is cut row-wise into pieces of at most a
-quarter of that share, so the LPT assignment balances within about a quarter share (Graham's
-bound for items no larger than 1/4 of a bin) [A: stands in for HugeCTR's distributed one-hot
-embedding, which spreads every table's infrequent rows over all GPUs]."""
 REPLICATE_MAX_FRACTION = 0.01
 """Replicated tables may use at most this share of a device's free HBM [A]."""
 HOT_ROWS_MIN = 1024
@@ -192,19 +188,26 @@ def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> 
     them (share h^pooling, h the Zipf hit rate of H rows) and costs an allreduce of their H x dim
     gradient. Both travel the same links, so H minimises b x s_c x (1 - h^pooling) + H x s_g: a
     byte count, free of bandwidths (s_c = s_g here). ``b`` is the batch behind one set of those
-    links: a device's local batch within one scale-up domain; across domains, the batch of one
-    domain, since a domain's all-to-all and its hierarchical allreduce both leave through the same
-    NICs (per node: B/N x (1 - h^pooling) against H; HugeCTR sizes its multi-node frequent set the
-    same way, by all-to-all against allreduce bytes; HugeCTR HybridEmbeddingParam docs).
+    links: a device's local batch within one scale-up domain (or on PCIe-only nodes, where the
+    allreduce's in-node part is as slow as the NICs); across domains joined by a scale-up fabric,
+    the batch of one domain, since a domain's all-to-all and the inter-domain step of its
+    hierarchical allreduce both leave through the domain's NICs (per node: B/N x (1 - h^pooling)
+    against H; HugeCTR sizes its multi-node frequent set the same way, all-to-all against
+    allreduce bytes, HugeCTR HybridEmbeddingParam documentation).
     Candidates are 0 and 1,024 x 4^k rows; the saving is concave in log H, so the search stops at
     the first candidate that does not improve.
     """
+    return _hot_rows(table, wl.access_zipf, b, max_rows)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _hot_rows(table: EmbeddingTable, zipf: float, b: float, max_rows: float) -> tuple[int, float]:
     # In units of s (bytes per element): all-to-all b x (1 - h^pooling) against allreduce H.
     best, best_hit, best_cost = 0, 0.0, b
     h_rows = HOT_ROWS_MIN
     limit = min(max_rows, table.rows / 2, b)  # H >= b can never beat sending the b pooled rows
     while h_rows <= limit:
-        hit = zipf_hit_rate(h_rows, table.rows, wl.access_zipf)
+        hit = zipf_hit_rate(h_rows, table.rows, zipf)
         cost = b * (1.0 - hit ** table.pooling) + h_rows
         if cost >= best_cost:
             break  # the saving grows ever more slowly than H: past the minimum
@@ -290,9 +293,10 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     costs = _Costs(workload, g, b)
     software = system.spec.software
     hybrid = g > 1 and software.hot_embedding_replication
-    # Hot rows are sized against the batch that shares one scale-up domain's links (see hot_rows).
+    # Hot rows are sized against the batch behind the scarcest links (see hot_rows): a device's
+    # own, or, across scale-up domains joined by a fabric, the NICs of a whole domain.
     domains = math.ceil(g / min(system.scaleup_domain, g))
-    hot_batch = b if domains == 1 else batch / domains
+    hot_batch = b if domains == 1 or system.scaleup == "none" else batch / domains
     # DeepLearningExamples' layout: device 0 runs the bottom MLP and holds no tables.
     lead = g > 1 and software.bottom_mlp_on_one_device
 
@@ -341,12 +345,12 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             # 32 devices -> 48 shards, and a step that got slower as bandwidth rose).
             ratio = max(c.mem * share_mem, c.comm * share_comm)
             # A one-hot table splits row-wise into as many pieces as balance needs (no partial
-            # sums to reduce); others column-wise, down to MIN_COLUMN_DIM.
+            # sums to reduce: HugeCTR spreads one-hot tables' rows over all GPUs); others
+            # column-wise, down to MIN_COLUMN_DIM.
             one_hot = workload.tables[c.table].pooling <= 1.0
             max_k = g if one_hot else min(g, c.dim // MIN_COLUMN_DIM)
             if ratio > 1.0 + SPLIT_RATIO_TOLERANCE and c.sharding == "table_wise" and max_k >= 2:
-                pieces = ONE_HOT_PIECES_PER_SHARE if one_hot else 1
-                k = min(max_k, math.ceil((ratio - SPLIT_RATIO_TOLERANCE) * pieces))
+                k = min(max_k, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
                 balanced.extend(_split(c, k, "row_wise" if one_hot else "column_wise", workload,
                                        costs, batch))
             else:

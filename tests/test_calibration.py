@@ -1,0 +1,301 @@
+"""The calibration fitter, the measurement loader, the calibration file and the ``dse calibrate`` /
+``dse validate`` commands (issue "Calibrate and validate the model against published DLRM training
+measurements").
+
+The fitter is checked on synthetic data: every real measured design is predicted with a known
+calibration, and the fit must recover it. Leave-one-out refits run on a small subset only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dse.calibrate import (
+    FIT_PARAMETERS,
+    fit,
+    levenberg_marquardt,
+    predict_full,
+    spearman,
+    validate,
+)
+from dse.calibration import Calibration, load_calibration, write_calibration
+from dse.cli import app
+from dse.errors import DseInputError
+from dse.measurements import (
+    COLUMNS,
+    REFERENCE_FAMILY,
+    SOFTWARE_CAPABILITIES,
+    SOFTWARE_FAMILIES,
+    load_measurements,
+    measurement_design,
+)
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "250"}
+
+TRUTH = Calibration(
+    version="synthetic",
+    dense_efficiency_simt=0.75,
+    dense_efficiency_tf32=0.55,
+    dense_efficiency_half=0.45,
+    memory_efficiency=0.7,
+    fabric_efficiency=0.6,
+    network_efficiency=0.8,
+    kernel_overhead_s=3e-6,
+    step_overhead_s=5e-5,
+    software_factor={REFERENCE_FAMILY: 1.0, "hugectr-2020": 0.7, "hugectr-2021": 0.9,
+                     "pytorch-2021": 0.8, "tensorflow-2023": 1.25},
+)
+"""A known calibration: efficiencies 0.45-0.8, overheads of microseconds, factors 0.7-1.25."""
+
+
+def synthetic(calib: Calibration) -> list:  # type: ignore[type-arg]
+    """The 33 real designs, their throughput replaced by what ``calib`` predicts."""
+    return [dataclasses.replace(m, samples_per_s=predict_full(m, calib)) for m in load_measurements()]
+
+
+# --- the fitter ------------------------------------------------------------------------------------
+
+
+def test_fit_recovers_known_parameters_from_synthetic_measurements() -> None:
+    result = fit(synthetic(TRUTH), Calibration())  # starts from the priors
+    got = result.calibration
+    for name in FIT_PARAMETERS:
+        assert getattr(got, name) == pytest.approx(getattr(TRUTH, name), rel=0.03), name
+    for family, factor in TRUTH.software_factor.items():
+        assert got.software_factor[family] == pytest.approx(factor, rel=0.03), family
+    assert max(abs(r) for r in result.log_residuals) < 1e-3
+    assert result.free_parameters == len(FIT_PARAMETERS) + len(TRUTH.software_factor) - 1
+
+
+def test_free_parameters_stay_well_below_the_points() -> None:
+    ms = load_measurements()
+    n_free = len(FIT_PARAMETERS) + len({m.family for m in ms}) - 1
+    assert n_free <= 14 < len(ms)
+
+
+def test_fit_keeps_efficiencies_physical() -> None:
+    # Data that want more than 100% of peak: every throughput 5x the truth. Efficiencies stay in
+    # (0, 1] and overheads >= 0 whatever the data ask.
+    data = [dataclasses.replace(m, samples_per_s=m.samples_per_s * 5.0) for m in synthetic(TRUTH)]
+    got = fit(data, Calibration(), max_iter=40).calibration
+    for name in FIT_PARAMETERS:
+        value = getattr(got, name)
+        if name.endswith("efficiency") or "_efficiency_" in name:
+            assert 0.0 < value <= 1.0, name
+        else:
+            assert value >= 0.0, name
+
+
+def test_levenberg_marquardt_solves_a_known_problem() -> None:
+    # y = a * exp(b x) sampled without noise at a = 2, b = -0.5; start far away.
+    x = np.linspace(0.0, 4.0, 20)
+    y = 2.0 * np.exp(-0.5 * x)
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        out: np.ndarray = z[0] * np.exp(z[1] * x) - y
+        return out
+
+    z, iterations = levenberg_marquardt(residuals, np.array([0.5, 0.5]))
+    assert z == pytest.approx([2.0, -0.5], rel=1e-6)
+    assert 1 <= iterations < 200
+
+
+def test_spearman_on_known_vectors() -> None:
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # Ranks (1, 2, 3, 4, 5) against (5, 6, 7, 8, 7): ties take average ranks (3.5, 3.5); by hand
+    # rho = cov / sd: x ranks 1..5, y ranks 1, 2, 3.5, 5, 3.5 (both of mean 3), so dx = -2 -1 0 1 2,
+    # dy = -2 -1 0.5 2 0.5: sum dx dy = 4 + 1 + 0 + 2 + 1 = 8, sum dx^2 = 10, sum dy^2 = 9.5.
+    assert spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) == pytest.approx(8 / math.sqrt(10 * 9.5))
+    assert spearman([1, 1, 1], [1, 2, 3]) == 0.0
+
+
+def test_leave_one_out_on_a_subset_refits_without_the_point() -> None:
+    # Three MLPerf points through the library API (LOO for all 33 runs in `dse validate`).
+    ms = [m for m in load_measurements() if m.id.startswith("mlperf-v2.0")][:3]
+    calib = load_calibration()
+    report = validate(ms, calib, leave_one_out=True)
+    assert len(report.points) == 3
+    for p in report.points:
+        assert p.loo_predicted is not None and p.loo_predicted > 0
+        assert p.loo_abs_pct_error is not None
+    assert report.loo_median_abs_pct_error is not None
+
+
+# --- the measurement loader ------------------------------------------------------------------------
+
+
+GOOD_ROW = ("x1,test source,mlperf-dlrm-v1,amp,55296,a100-sxm4-80gb,8,1,switch,40000000,"
+            "net_of_eval,HugeCTR 2022-04")
+
+
+def write_csv(tmp_path: Path, *rows: str, header: str = ",".join(COLUMNS)) -> Path:
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join((header, *rows)) + "\n", encoding="utf-8")
+    return path
+
+
+def test_loader_reads_a_good_file(tmp_path: Path) -> None:
+    (m,) = load_measurements(write_csv(tmp_path, GOOD_ROW))
+    assert m.id == "x1" and m.accelerators == 8 and m.family == "hugectr-2022"
+
+
+def test_packaged_measurements_load_and_name_their_sources() -> None:
+    ms = load_measurements()
+    assert len(ms) == 33
+    assert all(m.source for m in ms)
+    for m in ms:
+        measurement_design(m)  # every row maps to a workload and system preset
+
+
+@pytest.mark.parametrize(
+    ("column", "bad"),
+    [
+        ("workload", "no-such-workload"),
+        ("accelerator", "no-such-gpu"),
+        ("precision", "fp64"),
+        ("scaleup", "torus"),
+        ("metric", "peak"),
+        ("samples_per_s", "0"),
+        ("samples_per_s", "-5"),
+        ("global_batch", "many"),
+        ("nodes", "0"),
+        ("software", "MXNet 2019"),
+    ],
+)
+def test_loader_names_file_line_and_column(tmp_path: Path, column: str, bad: str) -> None:
+    fields = GOOD_ROW.split(",")
+    fields[COLUMNS.index(column)] = bad
+    path = write_csv(tmp_path, GOOD_ROW.replace("x1,", "x0,"), ",".join(fields))
+    with pytest.raises(DseInputError) as err:
+        load_measurements(path)
+    assert err.value.source == f"{path}:3"  # header is line 1, the good row line 2
+    assert err.value.key == column
+
+
+def test_loader_rejects_a_bad_header(tmp_path: Path) -> None:
+    header = ",".join(c if c != "nodes" else "node_count" for c in COLUMNS)
+    with pytest.raises(DseInputError) as err:
+        load_measurements(write_csv(tmp_path, GOOD_ROW, header=header))
+    assert err.value.key == "header"
+    assert "nodes" in err.value.message and "node_count" in err.value.message
+
+
+def test_loader_rejects_a_duplicate_id(tmp_path: Path) -> None:
+    with pytest.raises(DseInputError) as err:
+        load_measurements(write_csv(tmp_path, GOOD_ROW, GOOD_ROW))
+    assert err.value.source.endswith("m.csv:3") and err.value.key == "id"
+
+
+def test_loader_rejects_a_short_row_and_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DseInputError) as err:
+        load_measurements(write_csv(tmp_path, "x1,only,three"))
+    assert err.value.source.endswith("m.csv:2")
+    with pytest.raises(DseInputError):
+        load_measurements(tmp_path / "absent.csv")
+
+
+def test_every_family_has_its_capabilities() -> None:
+    assert set(SOFTWARE_CAPABILITIES) == {family for _, family in SOFTWARE_FAMILIES}
+    assert SOFTWARE_CAPABILITIES[REFERENCE_FAMILY] == ()  # the defaults are the reference's
+
+
+# --- the calibration file --------------------------------------------------------------------------
+
+
+def test_write_and_load_calibration_round_trip(tmp_path: Path) -> None:
+    calib = dataclasses.replace(TRUTH, fit={"points": 33.0, "median_abs_pct_error": 7.5})
+    path = tmp_path / "c" / "calibration.toml"
+    write_calibration(calib, path)
+    assert load_calibration(path) == calib
+
+
+def test_packaged_calibration_is_a_fitted_version() -> None:
+    calib = load_calibration()
+    assert calib.version != "prior"
+    assert calib.fit["points"] == 33.0
+    assert calib.software_factor[REFERENCE_FAMILY] == 1.0
+
+
+# --- the commands ----------------------------------------------------------------------------------
+
+
+def test_validate_json_has_the_required_keys() -> None:
+    result = runner.invoke(app, ["validate", "--json", "--no-loo"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    for key in ("median_abs_pct_error", "loo_median_abs_pct_error", "spearman", "points",
+                "mean_abs_pct_error", "worst", "calibration_version"):
+        assert key in report
+    assert len(report["points"]) == 33
+    assert report["loo_median_abs_pct_error"] is None  # --no-loo
+    point = report["points"][0]
+    for key in ("id", "measured", "predicted", "abs_pct_error", "bottleneck"):
+        assert key in point
+    assert report["median_abs_pct_error"] == pytest.approx(
+        float(np.median([p["abs_pct_error"] for p in report["points"]])))
+
+
+def test_validate_table_lists_every_point_and_the_summary() -> None:
+    result = runner.invoke(app, ["validate", "--no-loo"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    for m in load_measurements():
+        assert m.id in result.stdout
+    for words in ("median |error|", "mean |error|", "Spearman", "worst point", "leave-one-out"):
+        assert words in result.stdout
+
+
+def test_validate_html_is_a_self_contained_plotly_page(tmp_path: Path) -> None:
+    page = tmp_path / "v.html"
+    result = runner.invoke(app, ["validate", "--no-loo", "--html", str(page)], env=WIDE)
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<html") or "<!doctype html" in html.lower()
+    assert "plotly" in html.lower() and "<script src=\"http" not in html  # plotly.js inlined
+    for m in load_measurements():
+        assert m.id in html
+
+
+def test_validate_markdown_writes_the_doc(tmp_path: Path) -> None:
+    doc = tmp_path / "docs" / "validation.md"
+    result = runner.invoke(app, ["validate", "--no-loo", "--markdown", str(doc)], env=WIDE)
+    assert result.exit_code == 0, result.output
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("# Model validation")
+    for section in ("## Summary", "## Fitted parameters", "## Error by group", "## Analysis",
+                    "## Every point"):
+        assert section in text
+    assert all(m.id in text for m in load_measurements())
+
+
+def test_validate_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,source\nx,y\n", encoding="utf-8")
+    result = runner.invoke(app, ["validate", "--no-loo", "--data", str(bad)])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "header" in result.stderr
+    result = runner.invoke(app, ["validate", "--no-loo", "--calibration", str(tmp_path / "no.toml")])
+    assert result.exit_code == 2
+
+
+def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
+    out = tmp_path / "calibration.toml"
+    result = runner.invoke(app, ["calibrate", "--out", str(out), "--version", "test-1"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    calib = load_calibration(out)
+    assert calib.version == "test-1"
+    assert calib.fit["points"] == 33.0 and calib.fit["free_parameters"] <= 14
+    for name in FIT_PARAMETERS:
+        assert name in result.stdout
+    # The packaged file was fitted by this command from the same data: the same fit.
+    packaged = load_calibration()
+    for name in FIT_PARAMETERS:
+        assert getattr(calib, name) == pytest.approx(getattr(packaged, name), rel=1e-3, abs=1e-9)
