@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from dse.calibration import Calibration
-from dse.estimators import Traffic, cached_traffic, hbm_traffic, host_traffic, zipf_hit_rate
+from dse.estimators import INDEX_BYTES, Traffic, cached_traffic, hbm_traffic, host_traffic, zipf_hit_rate
 from dse.system import GB, System
 from dse.workload import EmbeddingTable, Workload
 
@@ -155,7 +155,7 @@ class _Costs:
         self.s_c = COMM_BYTES[wl.precision]
         self.comm_per_elem = 2.0 * (g - 1) * b * self.s_c
         self._rows: dict[int, tuple[int, int]] = {}
-        self._traffic: dict[tuple[float, int, float, float], Traffic] = {}
+        self._coef: dict[int, tuple[float, float, float]] = {}
 
     def row(self, dim: int) -> tuple[int, int]:
         """(row bytes, optimizer-state bytes per row) for ``dim``."""
@@ -165,20 +165,29 @@ class _Costs:
             got = self._rows[dim] = (rb, self.wl.row_state_bytes(dim) - rb)
         return got
 
-    def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
-        """HBM traffic of a shard (memoised: column-wise pieces of a table are alike)."""
-        key = (lookups, dim, out_rows, update_rows)
-        got = self._traffic.get(key)
+    def _coefficients(self, dim: int) -> tuple[float, float, float]:
+        """Per-lookup forward bytes, per-updated-row backward bytes and per-output-row bytes of
+        :func:`~dse.estimators.hbm_traffic` for ``dim`` (its traffic is linear in each count)."""
+        got = self._coef.get(dim)
         if got is None:
             rb, st = self.row(dim)
-            got = self._traffic[key] = hbm_traffic(lookups, rb, st, out_rows * dim * self.s_c,
-                                                   update_rows)
+            unit = hbm_traffic(1.0, rb, st, 0.0)
+            got = self._coef[dim] = (unit.hbm_fwd, unit.hbm_bwd - INDEX_BYTES,
+                                     float(dim * self.s_c))
         return got
+
+    def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
+        """HBM traffic of a shard: :func:`~dse.estimators.hbm_traffic`, from its coefficients."""
+        per_lookup, per_update, per_out = self._coefficients(dim)
+        out = out_rows * per_out
+        return Traffic(hbm_fwd=lookups * per_lookup + out,
+                       hbm_bwd=out + max(lookups, update_rows) * per_update + lookups * INDEX_BYTES)
 
     def loads(self, lookups: float, dim: int, out_rows: float, batch: float) -> tuple[float, float]:
         """(HBM bytes, all-to-all bytes) per step of a shard."""
-        t = self.traffic(lookups, dim, out_rows)
-        return t.hbm_fwd + t.hbm_bwd, self.comm_per_elem * dim * out_rows / batch
+        per_lookup, per_update, per_out = self._coefficients(dim)
+        mem = lookups * (per_lookup + per_update + INDEX_BYTES) + 2.0 * out_rows * per_out
+        return mem, self.comm_per_elem * dim * out_rows / batch
 
 
 def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> tuple[int, float]:
