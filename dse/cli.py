@@ -308,7 +308,9 @@ def validate_cmd(
 
 def main() -> None:
     """Console-script entry point."""
-    import dse.cli_study  # noqa: F401  (registers run, status, pareto, export)
+    # Registers run, status, pareto, export (ruff counts the two imports as one binding of ``dse``).
+    import dse.cli_study
+    import dse.cli_sweep  # noqa: F401  (registers sweep)
 
     try:
         app()

@@ -16,7 +16,15 @@ from dse.cli import app, fail, to_json
 from dse.errors import DseInputError
 from dse.objectives import METRICS as METRIC_NAMES
 from dse.results import load_stored_study, status, trials_frame
-from dse.study import DEFAULT_STUDY, StudySpec, load_study_spec, open_storage, open_study, run_study
+from dse.study import (
+    DEFAULT_STUDY,
+    StudySpec,
+    load_study_spec,
+    open_storage,
+    open_study,
+    run_study,
+    target_of,
+)
 from dse.study import Progress as StudyProgress
 
 StorageOpt = Annotated[str | None, typer.Option(
@@ -31,9 +39,9 @@ def _spec(study: str) -> StudySpec:
         raise  # unreachable: fail() exits
 
 
-def _worker(study: str, storage: str | None, trials: int | None) -> None:
+def _worker(study: str, storage: str | None, until: int) -> None:
     """Entry point of a ``--jobs`` worker process."""
-    run_study(load_study_spec(study), storage, trials=trials)
+    run_study(load_study_spec(study), storage, until=until)
 
 
 @app.command("run")
@@ -57,12 +65,15 @@ def run_cmd(
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
     try:
-        open_study(spec, open_storage(url, spec), force)  # checks and records before workers start
+        # Checks and records before workers start, and fixes the target once, so `--trials N`
+        # means N more for all workers together.
+        until = target_of(spec, open_study(spec, open_storage(url, spec), force), trials)
     except DseInputError as exc:
         fail(str(exc))
+        return
     console = Console(stderr=True)
     ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_worker, args=(study, url, trials), daemon=True)
+    workers = [ctx.Process(target=_worker, args=(study, url, until), daemon=True)
                for _ in range(jobs - 1)]
     for w in workers:
         w.start()
@@ -70,7 +81,7 @@ def run_cmd(
                    TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=console,
                    disable=quiet or not console.is_terminal)
     with bar:
-        task = bar.add_task(spec.name, total=spec.budget, detail="")
+        task = bar.add_task(spec.name, total=until, detail="")
 
         def show(p: StudyProgress) -> None:
             share = p.feasible / p.complete if p.complete else 0.0
@@ -78,7 +89,8 @@ def run_cmd(
                 f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f}"))
 
         try:
-            result = run_study(spec, url, force=False, trials=trials, on_trial=show)
+            result = run_study(spec, url, force=False, on_trial=None if bar.disable else show,
+                               until=until)
         except DseInputError as exc:
             fail(str(exc))
             return

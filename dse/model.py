@@ -22,9 +22,9 @@ from dse.cost import (
     economics,
     power,
 )
-from dse.placement import Plan, plan_placement
+from dse.placement import Plan, plan_key, plan_placement
 from dse.system import GB, System
-from dse.timing import StepTime, step_time
+from dse.timing import StepLoads, StepTime, loads_key, step_loads, step_time
 from dse.workload import Workload
 
 
@@ -122,14 +122,47 @@ class Evaluation:
         return out
 
 
+class Memo:
+    """Placements and step loads shared by the designs of one workload and calibration (a sweep).
+
+    A plan is keyed by :func:`dse.placement.plan_key` (capacities and counts: never bandwidths) and
+    the step's bandwidth-free loads additionally by :func:`dse.timing.loads_key`, so a design that
+    differs from an earlier one only in its links (PCIe generation, fabric, NICs, network) reuses
+    both and pays only for the link-dependent stages, cost and power. ``evaluate(..., memo=m)``
+    returns exactly what ``evaluate`` without it does.
+    """
+
+    def __init__(self, workload: Workload, calibration: Calibration) -> None:
+        self.workload = workload
+        self.calibration = calibration
+        self.plans: dict[tuple[object, ...], Plan] = {}
+        self.loads: dict[tuple[object, ...], StepLoads] = {}
+
+    def plan_and_loads(self, system: System) -> tuple[Plan, StepLoads]:
+        """The plan and step loads of ``system``, computed on first use of their keys."""
+        pk = plan_key(system)
+        plan = self.plans.get(pk)
+        if plan is None:
+            plan = self.plans[pk] = plan_placement(self.workload, system, self.calibration)
+        lk = (pk, loads_key(system))
+        loads = self.loads.get(lk)
+        if loads is None:
+            loads = self.loads[lk] = step_loads(self.workload, system, plan, self.calibration)
+        return plan, loads
+
+
 def evaluate(
     workload: Workload,
     system: System,
     calibration: Calibration | None = None,
     catalog: Catalog | None = None,
+    memo: Memo | None = None,
 ) -> Evaluation:
     """Place, time, cost and power one design. Never raises for an infeasible design: it is
-    returned with ``feasible=False``, its reasons, and the metrics the model can still estimate."""
+    returned with ``feasible=False``, its reasons, and the metrics the model can still estimate.
+
+    ``memo``: reuse placements and step loads across designs of the same workload and calibration
+    (:class:`Memo`); the result is the same."""
     calib = calibration or load_calibration()
     cat = catalog or load_catalog()
     reasons: list[str] = []
@@ -142,10 +175,14 @@ def evaluate(
         reasons.append(f"global batch {workload.global_batch} is smaller than {g} accelerators")
     if g > system.scaleup_domain and system.nic_bytes_s <= 0:
         reasons.append(f"{system.nodes} nodes need scale-out NICs but node.nics = 0")
-    plan = plan_placement(workload, system, calib)
+    if memo is not None and memo.workload is workload and memo.calibration is calib:
+        plan, loads = memo.plan_and_loads(system)
+    else:
+        plan = plan_placement(workload, system, calib)
+        loads = step_loads(workload, system, plan, calib)
     if not plan.feasible:
         reasons.append(plan.reason)
-    timing = step_time(workload, system, plan, calib)
+    timing = step_time(workload, system, plan, calib, loads)
     if not math.isfinite(timing.step_s):
         reasons.append("a stage has no bandwidth (step time is infinite)")
     step = timing.step_s

@@ -116,6 +116,17 @@ class ObjectiveSet:
             out[f"{c.metric}"] = c.violation(float(metrics[c.metric]))
         return out
 
+    def violated(self, metrics: dict[str, Any]) -> list[str]:
+        """Why a design breaks this set's own constraints (the model's reasons aside)."""
+        out = []
+        for c in self.constraints:
+            value = float(metrics[c.metric])
+            if c.violation(value) > 0:
+                bounds = " and ".join(f"{word} {bound:.6g}" for word, bound in (("min", c.min),
+                                      ("max", c.max)) if bound is not None)
+                out.append(f"{c.metric} = {value:.6g} outside {bounds}")
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """Plain description (study attribute)."""
         return {

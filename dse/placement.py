@@ -285,6 +285,15 @@ def lpt_assign(
     return out
 
 
+def plan_key(system: System) -> tuple[object, ...]:
+    """Everything :func:`plan_placement` reads from ``system``: designs with equal keys (for one
+    workload) get the same plan. Bandwidths are absent by design (see :class:`_Costs`), so a sweep
+    over link speeds places each workload once per key."""
+    return (system.nodes, system.accelerators_per_node, system.hbm_bytes, system.ddr_bytes,
+            system.scaleup_domain, system.scaleup == "none", system.spec.software,
+            system.spec.node.hbm_cache_gb)
+
+
 def plan_placement(workload: Workload, system: System, calib: Calibration) -> Plan:
     """Shard and place every table of ``workload`` on ``system`` (see the module rules).
 

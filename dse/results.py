@@ -15,19 +15,25 @@ from dse.study import (
     BASELINE_KEY,
     RETRY_KEY,
     StudySpec,
+    default_storage_path,
     hypervolume,
     open_storage,
     pareto_trials,
+    storage_file,
 )
 
 
 def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> optuna.Study:
     """The stored study of ``spec``, or a clear error when it has never been run there."""
+    where = storage_url or spec.storage or str(default_storage_path(spec))
+    missing = DseInputError(spec.name, "", f"no stored study in {where} (run the study first)")
+    path = storage_file(storage_url, spec)
+    if path is not None and not path.exists():
+        raise missing  # opening it would create an empty file
     storage = open_storage(storage_url, spec)
     names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
     if spec.name not in names:
-        where = storage_url or spec.storage or "the default journal"
-        raise DseInputError(spec.name, "", f"no stored study in {where} (run `dse run {spec.name}`)")
+        raise missing
     return optuna.load_study(study_name=spec.name, storage=storage)
 
 

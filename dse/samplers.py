@@ -44,16 +44,17 @@ class AutoSampler(BaseSampler):
         self._switch = switch
         self._population = population_size
         self._use: dict[int, BaseSampler] = {}
+        self._switched = False
+        """Completed trials never decrease: once past the switch, stop counting them."""
 
     def _sampler(self, trial: FrozenTrial) -> BaseSampler:
         return self._use.get(trial.number, self._tpe)
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
-        done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if len(done) < self._switch:
-            chosen: BaseSampler = self._tpe
-        else:
-            chosen = self._nsga
+        if not self._switched:
+            done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            self._switched = len(done) >= self._switch
+        chosen: BaseSampler = self._nsga if self._switched else self._tpe
         self._use[trial.number] = chosen
         chosen.before_trial(study, trial)
 
@@ -88,6 +89,18 @@ class HandoverNSGAIISampler(NSGAIISampler):
     generation breeds from the best of them (elite selection by Pareto rank, crowding and
     constraints) instead of starting from a random population."""
 
+    @classmethod
+    def _get_generation_key(cls) -> str:
+        # NSGA-II's own keys, so the study reads as NSGA-II's and `nsga2` can take it over.
+        return NSGAIISampler._get_generation_key()
+
+    @classmethod
+    def _get_parent_cache_key_prefix(cls) -> str:
+        return NSGAIISampler._get_parent_cache_key_prefix()
+
+    _handed_over = False
+    """Set once a completed trial carries a generation (NSGA-II has taken over for good)."""
+
     def get_population(self, study: Study, generation: int) -> list[FrozenTrial]:
         if generation == 0:
             key = self._get_generation_key()
@@ -102,10 +115,12 @@ class HandoverNSGAIISampler(NSGAIISampler):
         key = self._get_generation_key()
         if key in trial.system_attrs:
             return int(trial.system_attrs[key])
-        trials = study._get_trials(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
-        if trials and not any(key in t.system_attrs for t in trials):
-            study._storage.set_trial_system_attr(trial._trial_id, key, 1)
-            return 1
+        if not self._handed_over:
+            trials = study._get_trials(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
+            self._handed_over = any(key in t.system_attrs for t in reversed(trials))
+            if trials and not self._handed_over:
+                study._storage.set_trial_system_attr(trial._trial_id, key, 1)
+                return 1
         return super().get_trial_generation(study, trial)
 
 

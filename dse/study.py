@@ -15,6 +15,8 @@ before working, fails the RUNNING trials of dead processes and re-enqueues their
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import functools
 import json
 import math
@@ -29,8 +31,12 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.storages import BaseStorage, JournalStorage, RDBStorage
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.storages import BaseStorage, JournalStorage, RDBStorage, _CachedStorage
 from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal._file import BaseJournalFileLock
+from optuna.storages.journal._storage import JournalOperation
+from optuna.study._constrained_optimization import _CONSTRAINTS_KEY
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from dse import __version__
@@ -100,6 +106,13 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     path = study_path(name_or_path)
     source = str(path)
     spec = from_mapping(StudySpec, read_toml(path), source)
+    # A file named by a relative path is looked for beside the study file first.
+    def beside(v: str) -> str:
+        near = path.parent / v
+        return str(near) if v.endswith(".toml") and not Path(v).is_absolute() and near.exists() else v
+
+    spec = dataclasses.replace(spec, workload=beside(spec.workload), space=beside(spec.space),
+                               objectives=beside(spec.objectives))
     if spec.sampler not in SAMPLERS:
         raise DseInputError(source, "sampler", f"unknown sampler {spec.sampler!r} "
                             f"(known: {', '.join(SAMPLERS)})")
@@ -108,6 +121,10 @@ def load_study_spec(name_or_path: str) -> StudySpec:
             loader(spec)
         except DseInputError as exc:
             raise DseInputError(source, key, str(exc)) from None
+    if spec.sampler == "grid" and grid_of(_space_of(spec)) is None:
+        raise DseInputError(source, "sampler", f"grid search needs a discrete space without "
+                            f"conditional parameters; space {spec.space!r} has float or "
+                            "conditional parameters (give them choices, or use another sampler)")
     return spec
 
 
@@ -139,16 +156,94 @@ def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
     """
     url = spec.storage if url is None else url
     if not url:
-        path = default_storage_path(spec)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return JournalStorage(JournalFileBackend(str(path)))
+        return journal_storage(default_storage_path(spec))
     if url.startswith("journal:") or url.endswith(".journal"):
-        path = Path(url.removeprefix("journal:"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return JournalStorage(JournalFileBackend(str(path)))
+        return journal_storage(Path(url.removeprefix("journal:")))
     if "://" not in url:
         raise DseInputError("--storage", url, "expected an Optuna storage URL or a .journal path")
     return RDBStorage(url)
+
+
+class FlockLock(BaseJournalFileLock):
+    """The journal's write lock as an ``flock`` on ``FILE.write.lock``.
+
+    Optuna's default lock is a symlink that a SIGKILLed writer leaves behind: the next run then
+    waits out its 30-second grace period. The kernel drops an ``flock`` when its process dies.
+    (Processes that open the same journal with Optuna's default lock are not excluded by this
+    one; readers such as optuna-dashboard take no lock.)
+    """
+
+    def __init__(self, journal: str) -> None:
+        self.path = journal + ".write.lock"
+        self._fd: int | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "_fd": None}
+
+    def acquire(self) -> bool:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
+def journal_storage(path: Path) -> JournalStorage:
+    """Optuna's journal in ``path`` with an :class:`FlockLock`, its tail repaired first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FlockLock(str(path))
+    repair_journal_tail(path, lock)
+    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+
+
+def repair_journal_tail(path: Path, lock: BaseJournalFileLock) -> bool:
+    """Cut a partial last record (an append that power loss interrupted) off the journal.
+
+    Optuna's reader skips a last line without its newline, but the next append would be glued
+    to it and make the whole journal unreadable. Writes happen under the lock, so a partial line
+    seen under it never completed (its writer never saw its fsync return). True if cut.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    lock.acquire()
+    try:
+        with path.open("rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return False
+            keep = 0
+            chunk = 1 << 16
+            pos = size
+            while pos > 0:
+                start = max(0, pos - chunk)
+                f.seek(start)
+                found = f.read(pos - start).rfind(b"\n")
+                if found >= 0:
+                    keep = start + found + 1
+                    break
+                pos = start
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+        return True
+    finally:
+        lock.release()
+
+
+def storage_file(url: str | None, spec: StudySpec) -> Path | None:
+    """The file behind a journal or SQLite storage (``None`` for a database server)."""
+    url = spec.storage if url is None else url
+    if not url:
+        return default_storage_path(spec)
+    if url.startswith("journal:") or url.endswith(".journal"):
+        return Path(url.removeprefix("journal:"))
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url.removeprefix("sqlite:///"))
+    return None
 
 
 # --- designs -----------------------------------------------------------------------------------
@@ -229,8 +324,17 @@ class DesignObjective:
     worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
 
     def __call__(self, trial: Trial) -> list[float]:
+        try:
+            return self._score(trial)
+        except KeyboardInterrupt:
+            # Optuna fails the trial and stops: put its design back for the next run.
+            retry(trial.study, trial.study._storage.get_trial(trial._trial_id))
+            raise
+
+    def _score(self, trial: Trial) -> list[float]:
         trial.storage.set_trial_system_attr(trial._trial_id, WORKER_KEY, self.worker)
         if _over_budget(trial, self.budget):
+            _requeue_if_enqueued(trial)
             trial.study.stop()
             raise optuna.TrialPruned("the study's budget is reached")
         design = suggest_design(trial, self.space)
@@ -239,21 +343,23 @@ class DesignObjective:
             system = resolve_system(spec, self.catalog, f"space {self.space.name}")
         except DseInputError as exc:
             # A combination the schema cannot express is an infeasible design, not a crash.
-            trial.set_user_attr("design", design)
-            trial.set_user_attr("feasible", False)
-            trial.set_user_attr("infeasible_reasons", [str(exc)])
-            trial.set_constraint("feasible", 1.0)
-            trial.set_constraint("memory", 0.0)
+            write_trial_attrs(trial, {"design": design, "feasible": False, "model_feasible": False,
+                                      "infeasible_reasons": [str(exc)]},
+                              {"feasible": 1.0, "memory": 0.0})
             return [-1e300 if o.direction == "maximize" else 1e300 for o in self.objectives.objectives]
         ev = evaluate(self.workload, system, self.calibration, self.catalog)
         metrics = ev.metrics()
-        for key, value in metrics.items():
-            trial.set_user_attr(key, _jsonable(value))
-        trial.set_user_attr("breakdown_s", {k: _jsonable(v) for k, v in ev.breakdown_s.items()})
-        trial.set_user_attr("design", design)
-        trial.set_user_attr("infeasible_reasons", list(ev.reasons))
-        for key, value in self.objectives.violations(metrics).items():
-            trial.set_constraint(key, value)
+        constraints = self.objectives.violations(metrics)
+        attrs: dict[str, Any] = {key: _jsonable(value) for key, value in metrics.items()}
+        # `feasible` is the study's verdict (the model's and the objective set's constraints: what
+        # keeps a design off the front), so tools that ignore Optuna's constraints, such as
+        # optuna-dashboard, can show it; the model's own verdict is `model_feasible`.
+        attrs["model_feasible"] = bool(metrics["feasible"])
+        attrs["feasible"] = all(v <= 0 for v in constraints.values())
+        attrs["breakdown_s"] = {k: _jsonable(v) for k, v in ev.breakdown_s.items()}
+        attrs["design"] = design
+        attrs["infeasible_reasons"] = list(ev.reasons) + self.objectives.violated(metrics)
+        write_trial_attrs(trial, attrs, constraints)
         return self.objectives.values(metrics)
 
     def _system_table(self, design: Mapping[str, Any]) -> dict[str, Any]:
@@ -284,11 +390,85 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def write_trial_attrs(trial: Trial, user_attrs: Mapping[str, Any],
+                      constraints: Mapping[str, float]) -> None:
+    """Store a trial's user attributes and constraint values in one storage write.
+
+    Each attribute stays a separate key (the dashboard and ``trials_dataframe`` show them one by
+    one); only the writing is batched. Set one by one, the ~25 attributes of a trial cost ~25
+    locked, fsynced journal appends (or SQLite commits): most of a trial's time. The journal gets
+    them as one append of ordinary single-key records (what ``set_trial_user_attr`` writes); an
+    RDB storage as one transaction. Any other storage takes the public calls.
+    """
+    system_attrs: dict[str, Any] = {}
+    for key, value in constraints.items():
+        value = float(value)
+        if math.isnan(value):
+            raise ValueError(f"constraint {key!r} is NaN")
+        system_attrs[f"{_CONSTRAINTS_KEY}:{key}"] = value
+    storage = trial.storage
+    backend = storage._backend if isinstance(storage, _CachedStorage) else storage
+    tid = trial._trial_id
+    if isinstance(storage, JournalStorage) and _journal_batchable(storage):
+        worker_id = storage._replay_result.worker_id
+        logs = [{"op_code": JournalOperation.SET_TRIAL_USER_ATTR, "worker_id": worker_id,
+                 "trial_id": tid, "user_attr": {k: v}} for k, v in user_attrs.items()]
+        logs += [{"op_code": JournalOperation.SET_TRIAL_SYSTEM_ATTR, "worker_id": worker_id,
+                  "trial_id": tid, "system_attr": {k: v}} for k, v in system_attrs.items()]
+        with storage._thread_lock:
+            storage._backend.append_logs(logs)
+            storage._sync_with_backend()
+    elif isinstance(backend, RDBStorage) and _rdb_batchable(backend):
+        from optuna.storages._rdb import models
+        from optuna.storages._rdb.storage import _create_scoped_session
+
+        with _create_scoped_session(backend.scoped_session, True) as session:
+            for k, v in user_attrs.items():
+                backend._set_trial_attr_without_commit(session, models.TrialUserAttributeModel,
+                                                       tid, k, v)
+            for k, v in system_attrs.items():
+                backend._set_trial_attr_without_commit(session, models.TrialSystemAttributeModel,
+                                                       tid, k, v)
+    else:
+        for k, v in user_attrs.items():
+            storage.set_trial_user_attr(tid, k, v)
+        for k, v in system_attrs.items():
+            storage.set_trial_system_attr(tid, k, v)
+    # Keep the trial's own view in step, as Trial.set_user_attr and set_constraint do.
+    trial._cached_frozen_trial.user_attrs.update(user_attrs)
+    trial._cached_frozen_trial.system_attrs.update(system_attrs)
+
+
+def _journal_batchable(storage: JournalStorage) -> bool:
+    return all(hasattr(storage, a) for a in ("_backend", "_thread_lock", "_replay_result",
+                                              "_sync_with_backend"))
+
+
+def _rdb_batchable(storage: RDBStorage) -> bool:
+    return hasattr(storage, "_set_trial_attr_without_commit") and hasattr(storage, "scoped_session")
+
+
+def _requeue_if_enqueued(trial: Trial) -> None:
+    """Put back the parameters of an enqueued trial (a baseline or a retry) that is pruned at the
+    budget, so a later run with a larger budget still evaluates it."""
+    frozen = trial._cached_frozen_trial
+    fixed = frozen.system_attrs.get("fixed_params")
+    if fixed:
+        trial.study.enqueue_trial(dict(fixed), user_attrs=dict(frozen.user_attrs),
+                                  skip_if_exists=False)
+
+
 def _over_budget(trial: Trial, budget: int) -> bool:
     """True when ``budget`` trials numbered before this one are complete or still running (so
     several workers together stop at the total, not each at it)."""
     trials = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
-    ahead = sum(1 for t in trials if t.number < trial.number)
+    # Trials come in number order: only the last few (this one, and any other workers started
+    # since) are not ahead of it.
+    ahead = len(trials)
+    for t in reversed(trials):
+        if t.number < trial.number:
+            break
+        ahead -= 1
     return ahead >= budget
 
 
@@ -321,23 +501,41 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False) -> op
         study.set_user_attr("dse:calibration_version", load_calibration().version)
         study.set_user_attr("dse:study", json.dumps(_spec_dict(spec), sort_keys=True))
         study.set_user_attr("dse:budget", spec.budget)
-        enqueue_baselines(study, _space_of(spec))
+        if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
+            enqueue_baselines(study, _space_of(spec))
         return study
     changed = [k.removeprefix("dse:") for k, v in described.items() if attrs.get(k) != v]
-    if list(study.directions) != [optuna.study.StudyDirection.MAXIMIZE if d == "maximize"
-                                  else optuna.study.StudyDirection.MINIMIZE
-                                  for d in objectives.directions]:
-        changed.append("objective directions")
+    directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize"
+                  else optuna.study.StudyDirection.MINIMIZE for d in objectives.directions]
+    if list(study.directions) != directions:
+        # Optuna cannot change a study's directions: forced, every value would be read the wrong
+        # way round (or every trial would fail on a count mismatch).
+        raise DseInputError(spec.name, "objectives",
+                            f"directions {[d.name.lower() for d in directions]} differ from the "
+                            f"stored study's {[d.name.lower() for d in study.directions]}, which "
+                            "cannot change (not even with --force): start a new study (another "
+                            "name or storage)")
     if changed and not force:
         raise DseInputError(spec.name, ", ".join(changed),
                             "differs from what the stored study was created with; "
                             "rerun with --force to continue anyway (the change is recorded)")
+    log = list(attrs.get("dse:changes", []))
+    now = datetime.now(UTC).isoformat()
     if changed:
-        log = list(attrs.get("dse:changes", []))
-        log.append({"at": datetime.now(UTC).isoformat(), "changed": changed, **described})
-        study.set_user_attr("dse:changes", log)
+        log.append({"at": now, "changed": changed, **described})
         for key, value in described.items():
             study.set_user_attr(key, value)
+    # A new model calibration or dse version is not refused, but recorded: trials after this
+    # point were scored by it.
+    versions = {"dse:calibration_version": load_calibration().version, "dse:version": __version__}
+    moved = {k: {"from": attrs.get(k), "to": v} for k, v in versions.items() if attrs.get(k) != v}
+    if moved:
+        log.append({"at": now, "changed": [k.removeprefix("dse:") for k in moved],
+                    "from_trial": len(study.get_trials(deepcopy=False)), **moved})
+        for key, value in versions.items():
+            study.set_user_attr(key, value)
+    if len(log) > len(attrs.get("dse:changes", [])):
+        study.set_user_attr("dse:changes", log)
     study.set_user_attr("dse:budget", spec.budget)
     return study
 
@@ -367,12 +565,16 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECONDS) -> list[int]:
+def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECONDS,
+                         alone: bool = False) -> list[int]:
     """Fail RUNNING trials left by dead workers and re-enqueue their parameters.
 
-    A trial is abandoned when its worker ran on this host and that process is gone, or when it
-    has run longer than ``stale_seconds`` (a worker on another host, or one that died before it
-    recorded itself). Returns the numbers of the failed trials.
+    A trial is abandoned when no worker can still be running it: ``alone`` (the caller holds the
+    study's :class:`WorkerLock` exclusively, so no other worker is alive); its worker ran on this
+    host and that process is gone; or it has run longer than ``stale_seconds`` (a worker on
+    another host, or one that died before it recorded itself). Returns the numbers of the failed
+    trials. Safe against other processes recovering at the same time: each trial is failed and
+    re-enqueued once.
     """
     host = socket.gethostname()
     now = datetime.now()
@@ -382,18 +584,73 @@ def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECON
         w_host, _, w_pid = worker.rpartition(":")
         dead = w_host == host and w_pid.isdigit() and not _pid_alive(int(w_pid))
         age = (now - (t.datetime_start or now)).total_seconds()
-        # A worker records itself microseconds after creating a trial: one that has not after
+        # A worker records itself a millisecond after creating a trial: one that has not after
         # UNCLAIMED_SECONDS died in between.
         old = age > (stale_seconds if worker else min(stale_seconds, UNCLAIMED_SECONDS))
-        if not (dead or old):
+        if not (alone or dead or old):
             continue
-        if not study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL):
-            continue
-        attrs = {k: v for k, v in t.user_attrs.items() if k == BASELINE_KEY}
-        attrs[RETRY_KEY] = t.number
-        study.enqueue_trial(dict(t.params), user_attrs=attrs, skip_if_exists=False)
+        try:
+            study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            continue  # another process recovered (or finished) it first
+        retry(study, t)
         recovered.append(t.number)
     return recovered
+
+
+def retry(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Enqueue the parameters of a trial that did not finish (``dse:retry_of`` = its number)."""
+    attrs = {k: v for k, v in trial.user_attrs.items() if k == BASELINE_KEY}
+    attrs[RETRY_KEY] = trial.number
+    # An enqueued trial (a baseline, a retry) may die before it suggested its fixed parameters.
+    params = {**trial.system_attrs.get("fixed_params", {}), **trial.params}
+    study.enqueue_trial(params, user_attrs=attrs, skip_if_exists=False)
+
+
+class WorkerLock:
+    """Marks the live workers of a study kept in a local file (journal or SQLite).
+
+    Each worker holds a shared ``flock`` on ``FILE.workers.lock`` while it works; the kernel drops
+    it when the process ends, however it ends. A process that gets the lock exclusively knows no
+    other worker is alive, so every RUNNING trial is abandoned, including one killed in the
+    millisecond between its creation and its worker recording itself. It recovers them while
+    still exclusive (no worker can start a trial meanwhile), then shares the lock and works.
+    Without a file (a database server) it does nothing and recovery relies on pids and ages.
+    """
+
+    def __init__(self, storage_path: Path | None) -> None:
+        self.path = None if storage_path is None else storage_path.with_name(
+            storage_path.name + ".workers.lock")
+        self._fd: int | None = None
+
+    def __enter__(self) -> WorkerLock:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+    def exclusive(self) -> bool:
+        """Try to hold the lock alone, without waiting: True when no other worker is alive."""
+        if self.path is None:
+            return False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def share(self) -> None:
+        """Hold the lock shared for the rest of the work (waits while another process recovers)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
+
+    def release(self) -> None:
+        """Let go of the lock."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def completed(study: optuna.Study) -> int:
@@ -412,37 +669,61 @@ class Progress:
     hypervolume: float
 
 
+def target_of(spec: StudySpec, study: optuna.Study, trials: int | None) -> int:
+    """The number of completed trials to work until: the budget, or ``trials`` more than now
+    (never past the budget); a grid study stops when its grid is covered."""
+    budget = spec.budget
+    grid = grid_of(_space_of(spec)) if spec.sampler == "grid" else None
+    if grid is not None:
+        budget = min(budget, math.prod(len(v) for v in grid.values()))
+    return budget if trials is None else min(budget, completed(study) + trials)
+
+
 def run_study(
     spec: StudySpec,
     storage_url: str | None = None,
     force: bool = False,
     trials: int | None = None,
     on_trial: Callable[[Progress], None] | None = None,
+    until: int | None = None,
 ) -> optuna.Study:
     """Create or resume ``spec`` and work until its budget (or ``trials`` more) is complete.
 
-    One worker per call; start several processes with the same storage to work in parallel.
+    One worker per call; start several processes with the same storage to work in parallel, and
+    give them one absolute target ``until`` (:func:`target_of`), computed once before they start:
+    ``trials`` counted by each worker from its own start would overshoot.
     """
     storage = open_storage(storage_url, spec)
     study = open_study(spec, storage, force)
-    recover_stale_trials(study)
-    budget = spec.budget if trials is None else min(spec.budget, completed(study) + trials)
+    with WorkerLock(storage_file(storage_url, spec)) as lock:
+        recover_stale_trials(study, alone=lock.exclusive())
+        lock.share()
+        budget = target_of(spec, study, trials) if until is None else min(until, spec.budget)
+        if budget - completed(study) > 0:
+            _optimize(study, spec, budget, on_trial)
+    return study
+
+
+def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
+              on_trial: Callable[[Progress], None] | None) -> None:
     remaining = budget - completed(study)
-    if remaining <= 0:
-        return study
     objective = DesignObjective(_workload_of(spec), _space_of(spec), _obj_of(spec), budget)
     tracker = _Tracker(study, budget, on_trial)
 
-    def stop_at_budget(st: optuna.Study, _: FrozenTrial) -> None:
+    def stop_at_budget(st: optuna.Study, finished: FrozenTrial) -> None:
+        # Stops this worker once all workers together have the budget complete or running, so it
+        # does not start a trial only to prune it. Only an early stop (the exact check is
+        # _over_budget, at the start of every trial), so the O(trials) read is skipped while the
+        # trial numbers say the budget is still far.
+        tracker.update()
+        if finished.number + 1 < budget:
+            return
         done = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
-        if on_trial is not None:
-            tracker.update()
         if len(done) >= budget:
             st.stop()
 
     study.optimize(objective, n_trials=remaining, callbacks=[stop_at_budget],
                    catch=(), gc_after_trial=False)
-    return study
 
 
 class _Tracker:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from dse.calibration import Calibration
 from dse.placement import ACTIVATION_BYTES, COMM_BYTES, Plan
@@ -81,43 +82,52 @@ class StepTime:
 # --- a tiny overlap algebra ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Leaf:
+class Leaf(NamedTuple):
     stage: str
     seconds: float
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Seq:
-    parts: tuple[Leaf | Seq | Par, ...]
+class Seq(NamedTuple):
+    parts: tuple[Node, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Par:
-    parts: tuple[Leaf | Seq | Par, ...]
+class Par(NamedTuple):
+    parts: tuple[Node, ...]
 
 
 Node = Leaf | Seq | Par
 
 
 def critical(node: Node) -> tuple[float, dict[str, float], list[str]]:
-    """Duration of ``node``, the seconds each stage contributes on its critical path, and the path."""
+    """Duration of ``node``, the seconds each stage contributes on its critical path, and the path.
+
+    A sequence takes the sum of its parts; a parallel block its longest part (the first of equal
+    ones), and only that part's stages count."""
+    total, leaves = _longest(node)
+    attr: dict[str, float] = {}
+    for leaf in leaves:
+        attr[leaf.stage] = attr.get(leaf.stage, 0.0) + leaf.seconds
+    return total, attr, [leaf.label or leaf.stage for leaf in leaves]
+
+
+def _longest(node: Node) -> tuple[float, list[Leaf]]:
+    """Duration of ``node`` and the leaves on its critical path, in order."""
     if isinstance(node, Leaf):
-        return node.seconds, {node.stage: node.seconds}, [node.label or node.stage]
+        return node.seconds, [node]
     if isinstance(node, Seq):
         total = 0.0
-        attr: dict[str, float] = {}
-        path: list[str] = []
+        leaves: list[Leaf] = []
         for part in node.parts:
-            t, a, p = critical(part)
+            t, p = _longest(part)
             total += t
-            for k, v in a.items():
-                attr[k] = attr.get(k, 0.0) + v
-            path.extend(p)
-        return total, attr, path
-    results = [critical(p) for p in node.parts]
-    best = max(results, key=lambda r: r[0])
+            leaves += p
+        return total, leaves
+    best = _longest(node.parts[0])
+    for part in node.parts[1:]:
+        got = _longest(part)
+        if got[0] > best[0]:  # the first of equal parts stays, as max() keeps it
+            best = got
     return best
 
 
@@ -195,10 +205,25 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
     return out
 
 
-def embedding_times(plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
-    """Per-step seconds of embedding traffic on the slowest device: HBM work (``emb_*``) and host
-    work (``host_*``: the device's PCIe link, or its node's DDR, whichever is slower)."""
-    a = sys.accelerators_per_node
+@dataclass(frozen=True, slots=True)
+class EmbeddingLoads:
+    """Embedding bytes per step on the busiest device, before any bandwidth (see
+    :func:`embedding_times`)."""
+
+    hbm_fwd: float
+    """HBM bytes of the busiest device's own shards plus every device's replicas, forward."""
+    hbm_bwd: float
+    pcie: tuple[float, float]
+    """Host-link bytes of the busiest device (forward, backward); zero without host shards."""
+    ddr: tuple[float, float]
+    """Host DDR bytes of the busiest node that serves host shards."""
+    host: bool
+    """Whether any shard reaches the host."""
+
+
+def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
+    """The bandwidth-free part of :func:`embedding_times`: per-device and per-node byte maxima."""
+    a = accelerators_per_node
     hbm_f: dict[int, float] = {}
     hbm_b: dict[int, float] = {}
     pcie: dict[int, list[float]] = {}
@@ -220,20 +245,36 @@ def embedding_times(plan: Plan, sys: System, calib: Calibration) -> dict[str, fl
             n = ddr.setdefault(d // a, [0.0, 0.0])
             n[0] += t.ddr_fwd
             n[1] += t.ddr_bwd
+    return EmbeddingLoads(
+        hbm_fwd=max(hbm_f.values(), default=0.0) + rep_f,
+        hbm_bwd=max(hbm_b.values(), default=0.0) + rep_b,
+        pcie=(max((p[0] for p in pcie.values()), default=0.0),
+              max((p[1] for p in pcie.values()), default=0.0)),
+        ddr=(max((n[0] for n in ddr.values()), default=0.0),
+             max((n[1] for n in ddr.values()), default=0.0)),
+        host=bool(pcie),
+    )
+
+
+def embedding_seconds(loads: EmbeddingLoads, sys: System, calib: Calibration) -> dict[str, float]:
+    """:func:`embedding_times` from its loads: HBM bytes over HBM bandwidth; host work bounded by
+    the device's PCIe link or its node's DDR, whichever is slower."""
     mem = sys.hbm_bytes_s * calib.memory_efficiency
     link = sys.pcie_bytes_s * calib.host_efficiency
     host = sys.ddr_bytes_s * calib.host_efficiency
-    out = {
-        "emb_fwd": (max(hbm_f.values(), default=0.0) + rep_f) / mem,
-        "emb_bwd": (max(hbm_b.values(), default=0.0) + rep_b) / mem,
-    }
+    out = {"emb_fwd": loads.hbm_fwd / mem, "emb_bwd": loads.hbm_bwd / mem}
     for i, phase in enumerate(("fwd", "bwd")):
         worst = 0.0
-        for d, p in pcie.items():
-            node = ddr[d // a][i]
-            worst = max(worst, p[i] / link, node / host if host else math.inf)
+        if loads.host:
+            worst = max(worst, loads.pcie[i] / link, loads.ddr[i] / host if host else math.inf)
         out[f"host_{phase}"] = worst
     return out
+
+
+def embedding_times(plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
+    """Per-step seconds of embedding traffic on the slowest device: HBM work (``emb_*``) and host
+    work (``host_*``: the device's PCIe link, or its node's DDR, whichever is slower)."""
+    return embedding_seconds(embedding_loads(plan, sys.accelerators_per_node), sys, calib)
 
 
 def topology_factor(topology: str, n: int) -> float:
@@ -275,28 +316,30 @@ def network_hops(sys: System) -> int:
     return 3 if ports <= radix * radix // 2 else 5
 
 
-def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
-    """Seconds of one all-to-all (forward; backward mirrors it) on the fabric and on the network.
-
-    Each device's sends (:func:`alltoall_elements`) to peers in its scale-up domain cross the fabric
-    (the busiest device bounds it); the rest leave through its node's NICs (the busiest device times
-    the devices per node bounds the node's egress), its own PCIe link and, for CPU-attached NICs,
-    host memory.
-    """
+def alltoall_sends(wl: Workload, plan: Plan, sys: System) -> tuple[float, float]:
+    """Bytes the busiest device sends per all-to-all inside and outside its scale-up domain (the
+    bandwidth-free part of :func:`alltoall_times`)."""
     g = plan.devices
+    if g <= 1:
+        return 0.0, 0.0
+    b = wl.global_batch / g
+    s_c = COMM_BYTES[wl.precision]
+    domain = min(sys.scaleup_domain, g)
+    lead_dim = wl.interaction_dim() if sys.spec.software.bottom_mlp_on_one_device else 0
+    same_elems, cross_elems = alltoall_elements(plan, domain, b, wl.global_batch, lead_dim)
+    return max(same_elems) * s_c, max(cross_elems) * s_c
+
+
+def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
+                     calib: Calibration) -> dict[str, float]:
+    """:func:`alltoall_times` from the bytes of :func:`alltoall_sends` and ``g`` devices."""
     if g <= 1:
         return {"a2a_fabric": 0.0, "a2a_network": 0.0}
     from dse.catalog import load_catalog
 
     cat = load_catalog()
-    b = wl.global_batch / g
-    s_c = COMM_BYTES[wl.precision]
     a = sys.accelerators_per_node
     domain = min(sys.scaleup_domain, g)
-    lead_dim = wl.interaction_dim() if sys.spec.software.bottom_mlp_on_one_device else 0
-    same_elems, cross_elems = alltoall_elements(plan, domain, b, wl.global_batch, lead_dim)
-    send_same = max(same_elems) * s_c
-    send_cross = max(cross_elems) * s_c
     latency = calib.collective_latency_s + calib.peer_latency_s * (g - 1)
     fabric = 0.0
     if send_same > 0:
@@ -326,6 +369,17 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
         sw = cat.network_switch
         network = t + latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
     return {"a2a_fabric": fabric, "a2a_network": network}
+
+
+def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
+    """Seconds of one all-to-all (forward; backward mirrors it) on the fabric and on the network.
+
+    Each device's sends (:func:`alltoall_elements`) to peers in its scale-up domain cross the fabric
+    (the busiest device bounds it); the rest leave through its node's NICs (the busiest device times
+    the devices per node bounds the node's egress), its own PCIe link and, for CPU-attached NICs,
+    host memory.
+    """
+    return alltoall_seconds(*alltoall_sends(wl, plan, sys), plan.devices, sys, calib)
 
 
 def alltoall_elements(
@@ -373,19 +427,24 @@ def alltoall_elements(
     return same, cross
 
 
-def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> tuple[float, int]:
-    """Seconds of the hierarchical ring allreduce of dense (and replicated-table) gradients, and the
-    number of buckets: reduce-scatter and all-gather on the fabric, allreduce across domains on the
-    NICs (each device carries 1/domain of the bytes over its share of the node's NICs)."""
-    g = plan.devices
+def allreduce_bytes(wl: Workload, plan: Plan, sys: System) -> tuple[float, int]:
+    """Bytes of the dense (and replicated-table) gradient allreduce and its bucket count (0 on one
+    device): the bandwidth-free part of :func:`allreduce_time`."""
     params = float(wl.dense_params())
     if sys.spec.software.bottom_mlp_on_one_device:
         # A model-parallel bottom MLP lives on one device: its gradients are not exchanged.
         params -= sum(i * o + o for i, o in wl.mlp_layers()[:len(wl.bottom_mlp)])
     nbytes = (params + plan.replicated_grad_elements) * COMM_BYTES[wl.precision]
     buckets = max(1, math.ceil(nbytes / DDP_BUCKET_BYTES))
+    if plan.devices <= 1:
+        return nbytes, 0
+    return nbytes, buckets
+
+
+def allreduce_seconds(nbytes: float, buckets: int, g: int, sys: System, calib: Calibration) -> float:
+    """:func:`allreduce_time` from the bytes and buckets of :func:`allreduce_bytes`."""
     if g <= 1:
-        return 0.0, 0
+        return 0.0
     domain = min(sys.scaleup_domain, g)
     t = 0.0
     if domain > 1:
@@ -399,18 +458,30 @@ def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
         t += (2.0 * (groups - 1) / groups * (nbytes / domain) / per_device_nic
               if per_device_nic > 0 else math.inf)
     t += buckets * calib.collective_latency_s
-    return t, buckets
+    return t
 
 
-def input_time(wl: Workload, sys: System, calib: Calibration, b: float) -> float:
-    """Seconds to ship one step's input (dense features, indices, labels) to every device: the
-    node's front-end NICs (when the data comes over the network) and each device's PCIe link."""
-    per_device = b * wl.input_bytes_per_sample()
+def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> tuple[float, int]:
+    """Seconds of the hierarchical ring allreduce of dense (and replicated-table) gradients, and the
+    number of buckets: reduce-scatter and all-gather on the fabric, allreduce across domains on the
+    NICs (each device carries 1/domain of the bytes over its share of the node's NICs)."""
+    nbytes, buckets = allreduce_bytes(wl, plan, sys)
+    return allreduce_seconds(nbytes, buckets, plan.devices, sys, calib), buckets
+
+
+def input_seconds(per_device: float, sys: System, calib: Calibration) -> float:
+    """:func:`input_time` from the bytes one device receives per step."""
     t = per_device / (sys.pcie_bytes_s * calib.host_efficiency)
     if sys.frontend_bytes_s > 0:
         node = per_device * sys.accelerators_per_node
         t = max(t, node / (sys.frontend_bytes_s * calib.network_efficiency))
     return t
+
+
+def input_time(wl: Workload, sys: System, calib: Calibration, b: float) -> float:
+    """Seconds to ship one step's input (dense features, indices, labels) to every device: the
+    node's front-end NICs (when the data comes over the network) and each device's PCIe link."""
+    return input_seconds(b * wl.input_bytes_per_sample(), sys, calib)
 
 
 def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
@@ -457,23 +528,77 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     ))
 
 
-def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> StepTime:
-    """Time one training step of ``wl`` on ``sys`` with placement ``plan``."""
-    b = wl.global_batch / plan.devices
-    lead = plan.devices > 1 and sys.spec.software.bottom_mlp_on_one_device
-    t = dense_times(wl, sys, calib, b, wl.global_batch if lead else b)
-    t.update(embedding_times(plan, sys, calib))
-    t.update(alltoall_times(wl, plan, sys, calib))
-    allreduce, buckets = allreduce_time(wl, plan, sys, calib)
+@dataclass(frozen=True, slots=True)
+class StepLoads:
+    """What one step computes and moves before any link speed: fixed by the workload, the plan and
+    the parts of the system named by :func:`loads_key` (counts, the scale-up domain, the
+    accelerator and its HBM). One StepLoads serves every design that differs only in link speeds
+    (PCIe generation, fabric, NICs, network), which is what a sweep memoises."""
+
+    devices: int
+    local_batch: float
+    lead: bool
+    """The bottom MLP runs model-parallel on device 0 (see :func:`step_tree`)."""
+    dense: dict[str, float]
+    """:func:`dense_times` (depends on the accelerator and its HBM bandwidth, not on links)."""
+    embedding: EmbeddingLoads
+    send_same: float
+    send_cross: float
+    allreduce_bytes: float
+    buckets: int
+    kernels: int
+    input_bytes: float
+    """Input bytes one device receives per step."""
+
+
+def loads_key(sys: System) -> tuple[object, ...]:
+    """Everything :func:`step_loads` reads from ``sys`` besides what the plan already fixes (see
+    :func:`dse.placement.plan_key`): designs with equal keys share their loads."""
+    return (sys.accelerator.name, sys.hbm_bytes_s, sys.scaleup_domain, sys.accelerators_per_node,
+            sys.spec.software.bottom_mlp_on_one_device)
+
+
+def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> StepLoads:
+    """The bandwidth-free part of :func:`step_time`."""
+    g = plan.devices
+    b = wl.global_batch / g
+    lead = g > 1 and sys.spec.software.bottom_mlp_on_one_device
+    same, cross = alltoall_sends(wl, plan, sys)
+    nbytes, buckets = allreduce_bytes(wl, plan, sys)
+    return StepLoads(
+        devices=g,
+        local_batch=b,
+        lead=lead,
+        dense=dense_times(wl, sys, calib, b, wl.global_batch if lead else b),
+        embedding=embedding_loads(plan, sys.accelerators_per_node),
+        send_same=same,
+        send_cross=cross,
+        allreduce_bytes=nbytes,
+        buckets=buckets,
+        kernels=kernel_count(wl, plan, buckets),
+        input_bytes=b * wl.input_bytes_per_sample(),
+    )
+
+
+def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration,
+              loads: StepLoads | None = None) -> StepTime:
+    """Time one training step of ``wl`` on ``sys`` with placement ``plan``. ``loads``: the
+    result of :func:`step_loads` for this design (or one with equal :func:`loads_key` and plan),
+    when the caller has it already."""
+    ld = step_loads(wl, sys, plan, calib) if loads is None else loads
+    t = dict(ld.dense)
+    t.update(embedding_seconds(ld.embedding, sys, calib))
+    t.update(alltoall_seconds(ld.send_same, ld.send_cross, ld.devices, sys, calib))
+    allreduce = allreduce_seconds(ld.allreduce_bytes, ld.buckets, ld.devices, sys, calib)
     t["allreduce"] = allreduce
     # The allreduce hides behind the backward phase's compute, not behind the all-to-all, which
     # uses the same links.
     backward_compute = max(t["emb_bwd"], t["host_bwd"], t["bottom_bwd"])
     t["allreduce_exposed"] = max(0.0, allreduce - backward_compute)
-    kernels = kernel_count(wl, plan, buckets)
+    kernels = ld.kernels
     t["overhead"] = kernels * calib.kernel_overhead_s + calib.step_overhead_s
-    t["input"] = input_time(wl, sys, calib, b)
-    tree = step_tree(t, lead)
+    t["input"] = input_seconds(ld.input_bytes, sys, calib)
+    tree = step_tree(t, ld.lead)
     compute, attribution, path = critical(tree)
     step = compute
     input_exposed = max(0.0, t["input"] - compute)

@@ -1,0 +1,653 @@
+"""Exhaustive sweeps: every design of a discrete search space (or a scrambled Sobol sample of a
+space with float parameters), scored across the machine's cores, with the exact Pareto front.
+
+A sweep evaluates each design with :func:`dse.model.evaluate`, exactly as a study trial does, but
+shares what does not change between designs through a :class:`dse.model.Memo`: a placement depends
+only on counts and capacities (:func:`dse.placement.plan_key`), and the step's bandwidth-free loads
+only on those and the accelerator (:func:`dse.timing.loads_key`), so a design that differs from an
+earlier one only in its links (PCIe generation, fabric and its bandwidth, NICs, network) pays only
+for the link-dependent stages, cost and power. Designs are enumerated with the parameters that change
+a plan outermost, so consecutive designs share plans, and handed to worker processes in chunks.
+
+Conditional parameters are respected: a parameter whose ``when`` does not hold is left out of the
+design (the base system's value stands), so each combination of active parameters occurs once.
+
+>>> from dse.space import load_space
+>>> grid = design_grid(load_space("zion-node-grid"))
+>>> len(grid) > 100_000
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dse.calibration import Calibration, load_calibration
+from dse.catalog import Catalog, load_catalog
+from dse.errors import DseInputError
+from dse.model import Memo, evaluate
+from dse.objectives import ObjectiveSet
+from dse.placement import plan_key
+from dse.space import Parameter, SearchSpace
+from dse.system import SystemSpec, load_system_spec, resolve_system
+from dse.timing import STAGES, loads_key
+from dse.workload import Workload
+
+CHUNK_DESIGNS = 4096
+"""Designs per work item handed to a worker process."""
+WARM_START_KEY = "dse:warm_start"
+"""Study attribute recording that a study was seeded from a coarse sweep (and with what)."""
+
+
+# --- the designs of a space --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DesignGrid:
+    """Designs of a space as codes: ``codes[i, j]`` indexes ``choices[j]`` for parameter
+    ``names[j]`` of design ``i``, or is -1 where that parameter is inactive in design ``i``."""
+
+    names: tuple[str, ...]
+    choices: tuple[tuple[Any, ...], ...]
+    codes: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def design(self, i: int) -> dict[str, Any]:
+        """Design ``i`` as ``{parameter: value}`` (active parameters only, in space order)."""
+        row = self.codes[i]
+        return {n: self.choices[j][int(row[j])] for j, n in enumerate(self.names) if row[j] >= 0}
+
+    def column(self, j: int) -> np.ndarray:
+        """Values of parameter ``j`` over all designs (``None`` where inactive)."""
+        values = np.empty(len(self.choices[j]) + 1, dtype=object)
+        values[:-1] = list(self.choices[j])
+        values[-1] = None
+        out: np.ndarray = values[self.codes[:, j]]
+        return out
+
+
+def _conditions(space: SearchSpace) -> list[str]:
+    """Parameters that others' ``when`` refers to, in space order."""
+    used = {c for p in space.parameters.values() for c in p.when}
+    return [n for n in space.parameters if n in used]
+
+
+def _condition_combos(space: SearchSpace, cond: list[str],
+                      choices: Mapping[str, Sequence[Any]]) -> Iterator[dict[str, Any]]:
+    """Every assignment of the condition parameters (inactive ones left out), each once."""
+
+    def walk(i: int, chosen: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        if i == len(cond):
+            yield dict(chosen)
+            return
+        name = cond[i]
+        if not space.active(name, chosen):
+            yield from walk(i + 1, chosen)
+            return
+        for v in choices[name]:
+            chosen[name] = v
+            yield from walk(i + 1, chosen)
+            del chosen[name]
+
+    yield from walk(0, {})
+
+
+def _grid_choices(space: SearchSpace) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, tuple[Any, ...]] = {}
+    for p in space.parameters.values():
+        if p.type == "float":
+            raise DseInputError(space.source or space.name, f"parameters.{p.name}",
+                                "a float parameter cannot be swept exhaustively: give it choices "
+                                "(type = \"ordinal\") or sample the space with --samples N")
+        out[p.name] = tuple(p.grid())
+    return out
+
+
+def design_grid(space: SearchSpace, order: Sequence[str] | None = None) -> DesignGrid:
+    """Every design of a discrete space, conditions respected (each active combination once).
+
+    ``order``: parameters from slowest- to fastest-varying (default :func:`sweep_order`); the
+    columns of the result stay in space order.
+    """
+    choices = _grid_choices(space)
+    names = tuple(space.parameters)
+    order = list(order) if order is not None else sweep_order(space)
+    cond = _conditions(space)
+    blocks: list[np.ndarray] = []
+    for combo in _condition_combos(space, cond, choices):
+        active = [n for n in order if n not in cond and space.active(n, combo)]
+        # Condition parameters first (one value each in this block), then the rest in ``order``.
+        axes = [n for n in order if n in combo] + active
+        sizes = [1 if n in combo else len(choices[n]) for n in axes]
+        total = math.prod(sizes)
+        block = np.full((total, len(names)), -1, dtype=np.int32)
+        idx = np.indices(sizes, dtype=np.int32).reshape(len(sizes), -1) if sizes else np.zeros((0, 1))
+        for k, n in enumerate(axes):
+            j = names.index(n)
+            block[:, j] = choices[n].index(combo[n]) if n in combo else idx[k]
+        blocks.append(block)
+    codes = np.concatenate(blocks) if blocks else np.zeros((0, len(names)), dtype=np.int32)
+    return DesignGrid(names, tuple(choices[n] for n in names), codes)
+
+
+def sobol_designs(space: SearchSpace, n: int, seed: int | None = 0) -> DesignGrid:
+    """``n`` designs drawn by a scrambled Sobol sequence over every parameter of ``space`` (floats
+    on their linear or log scale, ints, choices by index); duplicates of a discrete combination
+    are dropped. Needs scipy (``pip install scipy``; the ``gp`` extra has it)."""
+    try:
+        from scipy.stats import qmc  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise DseInputError("--samples", str(n), "Sobol sampling needs scipy: pip install scipy "
+                            "(it comes with the gp extra: pip install 'dse[gp]')") from None
+    names = tuple(space.parameters)
+    if n < 1:
+        raise DseInputError("--samples", str(n), "expected a positive number of designs")
+    sampler = qmc.Sobol(d=max(len(names), 1), scramble=True, seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # balance warnings for n that is not a power of 2
+        u = sampler.random(n)
+    values: list[list[Any]] = []
+    for j, name in enumerate(names):
+        values.append([_from_unit(space.parameters[name], float(x)) for x in u[:, j]])
+    choices: list[tuple[Any, ...]] = []
+    codes = np.full((n, len(names)), -1, dtype=np.int32)
+    for j in range(len(names)):
+        distinct = tuple(dict.fromkeys(values[j]))
+        choices.append(distinct)
+        lookup = {v: k for k, v in enumerate(distinct)}
+        codes[:, j] = [lookup[v] for v in values[j]]
+    for i in range(n):  # drop inactive parameters (in space order, as a trial draws them)
+        chosen: dict[str, Any] = {}
+        for j, name in enumerate(names):
+            if space.active(name, chosen):
+                chosen[name] = choices[j][codes[i, j]]
+            else:
+                codes[i, j] = -1
+    _, first = np.unique(codes, axis=0, return_index=True)
+    return DesignGrid(names, tuple(choices), codes[np.sort(first)])
+
+
+def _from_unit(p: Parameter, u: float) -> Any:
+    if p.type in ("categorical", "ordinal"):
+        return p.choices[min(int(u * len(p.choices)), len(p.choices) - 1)]
+    assert p.low is not None and p.high is not None
+    if p.type == "int":
+        grid = p.grid()
+        if p.log and len(grid) > 1:
+            x = math.exp(math.log(p.low) + u * (math.log(p.high + 1) - math.log(p.low)))
+            return min(max(int(x), int(p.low)), int(p.high))
+        return grid[min(int(u * len(grid)), len(grid) - 1)]
+    if p.log:
+        return math.exp(math.log(p.low) + u * (math.log(p.high) - math.log(p.low)))
+    return p.low + u * (p.high - p.low)
+
+
+def sweep_order(space: SearchSpace) -> list[str]:
+    """Parameters ordered for memoisation: those that change a placement or the step's loads
+    (probed one at a time on the base system) vary slowest, link parameters fastest. Only speed
+    depends on this; the memo is keyed on the resolved systems themselves."""
+    base = space.base_spec()
+    cat = load_catalog()
+    structural: list[str] = []
+    links: list[str] = []
+    for name, p in space.parameters.items():
+        probe = _probe_values(p)
+        keys: set[tuple[object, ...]] = set()
+        for v in probe:
+            try:
+                spec = load_system_spec(space.base_system, (*space.fixed.items(), (name, v)))
+                s = resolve_system(spec, cat)
+                keys.add((plan_key(s), loads_key(s)))
+            except DseInputError:
+                keys.add(("invalid", v))
+        (structural if len(keys) > 1 else links).append(name)
+    del base
+    return structural + links
+
+
+def _probe_values(p: Parameter) -> tuple[Any, ...]:
+    if p.type in ("categorical", "ordinal"):
+        return p.choices
+    assert p.low is not None and p.high is not None
+    if p.type == "int":
+        return (int(p.low), int(p.high))
+    return (p.low, p.high)
+
+
+# --- evaluating designs ------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    """What every worker needs (inherited through fork, or pickled once per worker)."""
+
+    workload: Workload
+    space: SearchSpace
+    objectives: ObjectiveSet
+    grid: DesignGrid
+    calibration: Calibration
+    catalog: Catalog
+    values: list[list[Any]] = field(default_factory=list)
+    """Per parameter and choice: the value as the system schema stores it (``None``: invalid)."""
+    base: SystemSpec | None = None
+    memo: Memo | None = None
+
+
+_CTX: _Context | None = None
+
+
+def _coerced_values(space: SearchSpace, grid: DesignGrid) -> list[list[Any]]:
+    """Each choice of each parameter as validated by the system schema alone (so a sweep builds
+    exactly the spec a study trial builds from a TOML table), or ``None`` when the schema refuses
+    it."""
+    out: list[list[Any]] = []
+    for name, choices in zip(grid.names, grid.choices, strict=True):
+        col: list[Any] = []
+        for v in choices:
+            try:
+                spec = load_system_spec(space.base_system, (*space.fixed.items(), (name, v)))
+                col.append(_get_dotted(spec, name))
+            except DseInputError:
+                col.append(None)
+        out.append(col)
+    return out
+
+
+def _get_dotted(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _set_dotted(obj: Any, parts: Sequence[str], value: Any) -> Any:
+    if len(parts) == 1:
+        return dataclasses.replace(obj, **{parts[0]: value})
+    child = getattr(obj, parts[0])
+    return dataclasses.replace(obj, **{parts[0]: _set_dotted(child, parts[1:], value)})
+
+
+METRIC_COLUMNS: tuple[str, ...] = (
+    "throughput_samples_per_s", "step_time_s", "capex_usd", "power_w", "power_per_node_w",
+    "tco_usd_per_year", "usd_per_million_samples", "samples_per_s_per_kusd", "samples_per_s_per_w",
+    "energy_per_sample_j", "epoch_time_s", "epoch_cost_usd", "memory_short_gb", "hbm_used_gb",
+    "hbm_capacity_gb", "ddr_used_gb", "ddr_capacity_gb", "accelerators", "nodes", "compute_share",
+)
+"""Numeric metrics of :meth:`dse.model.Evaluation.metrics` written per design."""
+
+
+def _evaluate_chunk(bounds: tuple[int, int]) -> dict[str, np.ndarray]:
+    """Score designs ``lo:hi`` of the context's grid: metric columns, breakdown, violations."""
+    ctx = _CTX
+    assert ctx is not None and ctx.base is not None
+    if ctx.memo is None:
+        ctx.memo = Memo(ctx.workload, ctx.calibration)
+    lo, hi = bounds
+    codes = ctx.grid.codes[lo:hi]
+    names = ctx.grid.names
+    parts = [n.split(".") for n in names]
+    n_params = len(names)
+    constraint_names = list(ctx.objectives.violations(_nan_metrics()))
+    cols: dict[str, list[Any]] = {k: [] for k in METRIC_COLUMNS}
+    cols.update({f"breakdown_s:{s}": [] for s in STAGES})
+    cols.update({"feasible": [], "bottleneck": [], "eligible": []})
+    cols.update({f"constraint:{c}": [] for c in constraint_names})
+    stack: list[SystemSpec | None] = [ctx.base] + [None] * n_params
+    prev: np.ndarray | None = None
+    wl, calib, cat, memo, objectives = ctx.workload, ctx.calibration, ctx.catalog, ctx.memo, ctx.objectives
+    for row in codes:
+        start = 0
+        if prev is not None:
+            while start < n_params and row[start] == prev[start]:
+                start += 1
+        prev = row
+        for j in range(start, n_params):
+            below = stack[j]
+            code = int(row[j])
+            if below is None or code < 0:
+                stack[j + 1] = below
+                continue
+            value = ctx.values[j][code]
+            stack[j + 1] = None if value is None else _set_dotted(below, parts[j], value)
+        spec = stack[n_params]
+        ev = None
+        if spec is not None:
+            try:
+                ev = evaluate(wl, resolve_system(spec, cat), calib, cat, memo)
+            except DseInputError:
+                ev = None
+        if ev is None:
+            # A combination the schema cannot express: infeasible, as in a study.
+            for k in METRIC_COLUMNS:
+                cols[k].append(math.nan)
+            for s in STAGES:
+                cols[f"breakdown_s:{s}"].append(math.nan)
+            cols["feasible"].append(False)
+            cols["bottleneck"].append("")
+            cols["eligible"].append(False)
+            for c in constraint_names:
+                cols[f"constraint:{c}"].append({"feasible": 1.0, "memory": 0.0}.get(c, math.nan))
+            continue
+        metrics = ev.metrics()
+        for k in METRIC_COLUMNS:
+            cols[k].append(metrics[k])
+        for s, v in ev.timing.breakdown_s.items():
+            cols[f"breakdown_s:{s}"].append(v)
+        cols["feasible"].append(metrics["feasible"])
+        cols["bottleneck"].append(metrics["bottleneck"])
+        violations = objectives.violations(metrics)
+        ok = True
+        for c in constraint_names:
+            v = violations[c]
+            cols[f"constraint:{c}"].append(v)
+            ok = ok and v <= 0
+        cols["eligible"].append(ok)
+    out: dict[str, np.ndarray] = {}
+    for k, col in cols.items():
+        if k in ("feasible", "eligible"):
+            out[k] = np.array(col, dtype=bool)
+        elif k == "bottleneck":
+            out[k] = np.array(col, dtype=object)
+        else:
+            out[k] = np.array(col, dtype=float)
+    return out
+
+
+def _nan_metrics() -> dict[str, Any]:
+    m: dict[str, Any] = {k: math.nan for k in METRIC_COLUMNS}
+    m.update({"feasible": False, "bottleneck": "", "memory_short_gb": 0.0})
+    return m
+
+
+# --- the sweep ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepResult:
+    """All designs and metrics of a sweep, and its exact front."""
+
+    space: SearchSpace
+    workload: Workload
+    objectives: ObjectiveSet
+    grid: DesignGrid
+    frame: pd.DataFrame
+    """One row per design: parameters (``None`` where inactive), metrics, ``breakdown_s:`` stages,
+    ``constraint:`` values, ``eligible`` (every constraint met) and ``front``."""
+    front: np.ndarray
+    """Row indices of the exact Pareto front (eligible, non-dominated), by the first objective."""
+    seconds: float
+    jobs: int
+
+    @property
+    def designs_per_s(self) -> float:
+        """Designs scored per second of wall time (enumeration and the front included)."""
+        return len(self.frame) / self.seconds if self.seconds > 0 else math.inf
+
+    def losses(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Objective values as losses (minimisation) of ``rows`` (default: the front)."""
+        rows = self.front if rows is None else rows
+        return objective_losses(self.frame.iloc[rows], self.objectives)
+
+    def front_designs(self) -> list[dict[str, Any]]:
+        """The front's designs as ``{parameter: value}``."""
+        return [self.grid.design(int(i)) for i in self.front]
+
+
+def objective_losses(frame: pd.DataFrame, objectives: ObjectiveSet) -> np.ndarray:
+    """The objectives of ``frame``'s rows as losses: maximised metrics negated."""
+    cols = [frame[o.metric].to_numpy(dtype=float) * (-1.0 if o.direction == "maximize" else 1.0)
+            for o in objectives.objectives]
+    return np.stack(cols, axis=1) if cols else np.zeros((len(frame), 0))
+
+
+def pareto_mask(loss: np.ndarray) -> np.ndarray:
+    """Rows of ``loss`` (minimisation) that no other row dominates (no worse in every objective,
+    better in one). Equal rows are all kept."""
+    n = loss.shape[0]
+    mask = np.zeros(n, dtype=bool)
+    if n == 0:
+        return mask
+    unique, inverse = np.unique(loss, axis=0, return_inverse=True)  # lexicographically sorted
+    on = np.zeros(len(unique), dtype=bool)
+    if unique.shape[1] == 1:
+        on[0] = True
+    elif unique.shape[1] == 2:
+        # Sorted by the first objective (ties by the second): a row is on the front when its second
+        # objective beats every earlier row's.
+        best = np.minimum.accumulate(unique[:, 1])
+        on[0] = True
+        on[1:] = unique[1:, 1] < best[:-1]
+    else:
+        rest = unique[:, 1:]
+        remaining = np.arange(len(unique))
+        while len(remaining):
+            top = remaining[0]  # no later row of a lexicographic order can dominate it
+            on[top] = True
+            remaining = remaining[np.any(rest[remaining] < rest[top], axis=1)]
+    mask[:] = on[inverse.reshape(-1)]
+    return mask
+
+
+def run_sweep(
+    space: SearchSpace,
+    workload: Workload,
+    objectives: ObjectiveSet,
+    samples: int | None = None,
+    seed: int | None = 0,
+    jobs: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    calibration: Calibration | None = None,
+    catalog: Catalog | None = None,
+    grid: DesignGrid | None = None,
+) -> SweepResult:
+    """Score every design of ``space`` (or ``samples`` Sobol designs) with ``jobs`` processes
+    (default: every core) and find the exact front of ``objectives`` among the designs that meet
+    every constraint. ``on_progress(done, total)`` is called as chunks finish."""
+    global _CTX
+    start = time.perf_counter()
+    if grid is None:
+        grid = sobol_designs(space, samples, seed) if samples is not None else design_grid(space)
+    calib = calibration or load_calibration()
+    cat = catalog or load_catalog()
+    ctx = _Context(workload, space, objectives, grid, calib, cat)
+    ctx.values = _coerced_values(space, grid)
+    ctx.base = space.base_spec()
+    total = len(grid)
+    bounds = [(lo, min(lo + CHUNK_DESIGNS, total)) for lo in range(0, total, CHUNK_DESIGNS)]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(bounds) or 1))
+    chunks: list[dict[str, np.ndarray]] = []
+    done = 0
+    previous = _CTX
+    _CTX = ctx
+    try:
+        if jobs == 1:
+            results: Iterator[dict[str, np.ndarray]] = map(_evaluate_chunk, bounds)
+            for chunk in results:
+                chunks.append(chunk)
+                done += len(chunk["feasible"])
+                if on_progress is not None:
+                    on_progress(done, total)
+        else:
+            mp = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                             else "spawn")
+            with mp.Pool(jobs, initializer=_init_worker, initargs=(ctx,)) as pool:
+                for chunk in pool.imap(_evaluate_chunk, bounds, chunksize=1):
+                    chunks.append(chunk)
+                    done += len(chunk["feasible"])
+                    if on_progress is not None:
+                        on_progress(done, total)
+    finally:
+        _CTX = previous
+    frame = _frame(grid, chunks)
+    eligible = frame["eligible"].to_numpy(dtype=bool)
+    rows = np.flatnonzero(eligible)
+    loss = objective_losses(frame.iloc[rows], objectives)
+    on = rows[pareto_mask(loss)]
+    if len(on):
+        first = objective_losses(frame.iloc[on], objectives)
+        on = on[np.lexsort(first.T[::-1])]
+    front = np.zeros(len(frame), dtype=bool)
+    front[on] = True
+    frame["front"] = front
+    return SweepResult(space, workload, objectives, grid, frame, on, time.perf_counter() - start, jobs)
+
+
+def _init_worker(ctx: _Context) -> None:
+    global _CTX
+    _CTX = ctx
+
+
+def _frame(grid: DesignGrid, chunks: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    data: dict[str, Any] = {}
+    for j, name in enumerate(grid.names):
+        col = grid.column(j)
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool)
+                      for v in grid.choices[j])
+        if numeric:
+            values = np.array([math.nan if v is None else float(v) for v in grid.choices[j]] + [math.nan])
+            data[name] = values[grid.codes[:, j]]
+            if all(isinstance(v, int) for v in grid.choices[j]) and (grid.codes[:, j] >= 0).all():
+                data[name] = data[name].astype(np.int64)
+        else:
+            data[name] = pd.Categorical(col)
+    keys = list(chunks[0]) if chunks else []
+    for k in keys:
+        arr = np.concatenate([c[k] for c in chunks])
+        data[k] = pd.Categorical(arr) if k == "bottleneck" else arr
+    return pd.DataFrame(data)
+
+
+def write_parquet(result: SweepResult, path: str) -> None:
+    """Write every design and metric of ``result`` to a Parquet file (needs pyarrow)."""
+    try:
+        import pyarrow  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise DseInputError("--out", path, "writing Parquet needs pyarrow: pip install pyarrow "
+                            "(or pip install 'dse[parquet]')") from None
+    frame = result.frame.copy()
+    for name in result.grid.names:
+        if isinstance(frame[name].dtype, pd.CategoricalDtype):
+            frame[name] = frame[name].astype(object).map(lambda v: None if v is None else str(v))
+    frame.attrs = {}
+    frame.to_parquet(path, index=False)
+
+
+# --- coarse sweeps and warm starts -------------------------------------------------------------
+
+
+def coarse_space(space: SearchSpace, levels: int) -> SearchSpace:
+    """``space`` with every parameter cut to at most ``levels`` values (ends included; floats and
+    log-scale ints spaced on their scale), as ordinal choices: a grid a sweep covers quickly."""
+    params: dict[str, Parameter] = {}
+    for name, p in space.parameters.items():
+        if p.type == "categorical":
+            params[name] = p
+            continue
+        if p.type == "ordinal":
+            picks = _spread(len(p.choices), levels)
+            params[name] = dataclasses.replace(p, choices=tuple(p.choices[i] for i in picks))
+            continue
+        assert p.low is not None and p.high is not None
+        if p.type == "int":
+            grid = p.grid()
+            if p.log:
+                raw = np.exp(np.linspace(math.log(p.low), math.log(p.high), levels))
+                values: tuple[Any, ...] = tuple(sorted({min(grid, key=lambda g: abs(g - x)) for x in raw}))
+            else:
+                values = tuple(grid[i] for i in _spread(len(grid), levels))
+        else:
+            raw = (np.exp(np.linspace(math.log(p.low), math.log(p.high), levels)) if p.log
+                   else np.linspace(p.low, p.high, levels))
+            values = tuple(dict.fromkeys(float(x) for x in raw))
+            values = (p.low, *values[1:-1], p.high) if len(values) > 1 else (p.low,)
+        params[name] = Parameter(name, "ordinal", choices=values, when=p.when, description=p.description)
+    return dataclasses.replace(space, name=f"{space.name}-coarse{levels}", parameters=params)
+
+
+def _spread(n: int, levels: int) -> list[int]:
+    if n <= levels:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (levels - 1)) for i in range(levels)})
+
+
+def coarse_grid(space: SearchSpace, max_designs: int = 20_000) -> tuple[SearchSpace, DesignGrid]:
+    """The finest :func:`coarse_space` (down to 2 levels) whose grid has at most ``max_designs``
+    designs."""
+    levels = 6
+    while True:
+        coarse = coarse_space(space, levels)
+        grid = design_grid(coarse)
+        if len(grid) <= max_designs or levels <= 2:
+            return coarse, grid
+        levels -= 1
+
+
+def spread_front(losses: np.ndarray, k: int) -> list[int]:
+    """``k`` indices of front rows spread evenly along it (by the first objective, ends kept)."""
+    n = losses.shape[0]
+    if n <= k:
+        return list(range(n))
+    order = np.argsort(losses[:, 0], kind="stable")
+    picks = {int(order[round(i * (n - 1) / (k - 1))]) for i in range(k)} if k > 1 else {int(order[0])}
+    return sorted(picks)
+
+
+def warm_start(
+    study: Any,
+    space: SearchSpace,
+    workload: Workload,
+    objectives: ObjectiveSet,
+    max_trials: int | None = None,
+    max_designs: int = 20_000,
+    jobs: int | None = 1,
+) -> list[dict[str, Any]]:
+    """Enqueue the exact front of a coarse sweep of ``space`` (at most ``max_designs`` designs)
+    into the Optuna ``study``, spread to at most ``max_trials`` designs, so its sampler starts from
+    good designs rather than random ones. Returns the enqueued designs. A study already seeded
+    (attribute ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
+    from dse.study import encode_design
+
+    if WARM_START_KEY in study.user_attrs:
+        return []
+    coarse, grid = coarse_grid(space, max_designs)
+    result = run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid)
+    designs = result.front_designs()
+    if max_trials is not None and len(designs) > max_trials:
+        designs = [designs[i] for i in spread_front(result.losses(), max_trials)]
+    for design in designs:
+        study.enqueue_trial(encode_design(space, design), user_attrs={"warm_start": "sweep"})
+    study.set_user_attr(WARM_START_KEY, {"designs": len(grid), "front": len(result.front),
+                                         "enqueued": len(designs), "space": coarse.name})
+    return designs
+
+
+def warm_start_study(study: Any, spec: Any, max_trials: int | None = None) -> list[dict[str, Any]]:
+    """:func:`warm_start` for a study file's ``spec`` (``dse run --warm-start sweep``): at most a
+    fifth of the budget (and at least one design) is spent on the coarse front."""
+    from dse.objectives import load_objectives
+    from dse.space import load_space
+    from dse.workload import load_workload
+
+    cap = max_trials if max_trials is not None else max(1, spec.budget // 5)
+    return warm_start(study, load_space(spec.space),
+                      load_workload(spec.workload, tuple(spec.workload_overrides.items())),
+                      load_objectives(spec.objectives), max_trials=cap)
+
+
+__all__ = [
+    "DesignGrid", "SweepResult", "coarse_grid", "coarse_space", "design_grid", "objective_losses",
+    "pareto_mask", "run_sweep", "sobol_designs", "sweep_order", "warm_start", "warm_start_study",
+    "write_parquet",
+]

@@ -1,0 +1,91 @@
+"""Shared helpers of the study tests (test_study.py, test_space_objectives.py, test_study_cli.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from dse.study import StudySpec, open_storage
+
+ROOT = Path(__file__).resolve().parents[1]
+CHEAP = {"workload": "mlperf-dlrm-v1", "space": "scale-out", "objectives": "throughput-vs-capex"}
+"""A workload that evaluates in well under a millisecond, on a space with baselines."""
+SPACE_HEAD = 'name = "small"\nbase_system = "dgx-h100"\n'
+"""The head of a search-space file over the DGX H100."""
+
+
+def storage_for(tmp_path: Path, kind: str, name: str = "study") -> str:
+    """A storage URL of ``kind`` (journal, the default storage type, or sqlite) in ``tmp_path``."""
+    if kind == "journal":
+        return str(tmp_path / f"{name}.journal")
+    assert kind == "sqlite"
+    return f"sqlite:///{tmp_path / name}.db"
+
+
+def make_spec(tmp_path: Path, kind: str = "journal", **fields: Any) -> StudySpec:
+    """A StudySpec on the cheap workload with its storage in ``tmp_path``."""
+    values: dict[str, Any] = {"name": "t", **CHEAP, "sampler": "random", "budget": 10, "seed": 1}
+    values.update(fields)
+    values.setdefault("storage", storage_for(tmp_path, kind, str(values["name"])))
+    return StudySpec(**values)
+
+
+def toml_value(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, bool) else str(value).lower()
+
+
+def write_study(path: Path, **fields: Any) -> Path:
+    """Write a study TOML (fields as given, strings quoted) and return its path."""
+    lines = [f"{k} = {toml_value(v)}" for k, v in fields.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def load(spec: StudySpec) -> optuna.Study:
+    return optuna.load_study(study_name=spec.name, storage=open_storage(None, spec))
+
+
+def trials(study: optuna.Study, *states: TrialState) -> list[FrozenTrial]:
+    return study.get_trials(deepcopy=False, states=states or None)
+
+
+def complete(study: optuna.Study) -> list[FrozenTrial]:
+    return trials(study, TrialState.COMPLETE)
+
+
+def design_key(t: FrozenTrial) -> tuple[tuple[str, Any], ...]:
+    """The parameters of a trial (enqueued ones included) as a hashable key."""
+    params = {**t.system_attrs.get("fixed_params", {}), **t.params}
+    return tuple(sorted((k, params[k]) for k in params))
+
+
+def journal_states(path: Path) -> dict[int, int]:
+    """Trial number -> state code (0 RUNNING, 1 COMPLETE, 2 PRUNED, 3 FAIL, 4 WAITING) read
+    straight from a journal file (one study), without Optuna."""
+    states: dict[int, int] = {}
+    ids: list[int] = []
+    with path.open("rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            log = json.loads(line)
+            if log["op_code"] == 4:  # CREATE_TRIAL
+                ids.append(len(ids))
+                states[len(ids) - 1] = int(log.get("state", 0))
+            elif log["op_code"] == 6:  # SET_TRIAL_STATE_VALUES
+                states[int(log["trial_id"])] = int(log["state"])
+    return states
+
+
+def run_dse(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m dse ARGS`` in a subprocess."""
+    env = {**os.environ, "COLUMNS": "250"}
+    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd or ROOT, env=env)
