@@ -302,14 +302,18 @@ def test_sigkill_mid_study_then_resume(tmp_path: Path) -> None:
     assert all(by_number[n].state == TrialState.COMPLETE for n, s in states.items() if s == 1)
 
 
+SLOW = "synthetic-production-a"
+"""1,000 tables: trials of some milliseconds, so the second worker starts before the first is done."""
+
+
 def test_two_jobs_share_one_study(tmp_path: Path) -> None:
     journal = tmp_path / "j.journal"
-    path = study_file(tmp_path, "j", budget=500, seed=3, storage=str(journal))
+    path = study_file(tmp_path, "j", workload=SLOW, budget=200, seed=3, storage=str(journal))
     result = run_dse("run", str(path), "--jobs", "2", "--quiet", "--no-report", timeout=180)
     assert result.returncode == 0, result.stderr
     study = stored(journal, "j")
     done = complete(study)
-    assert len(done) == 500
+    assert len(done) == 200
     assert not [t for t in study.trials if t.state in (TrialState.RUNNING, TrialState.FAIL)]
     assert len({t.number for t in study.trials}) == len(study.trials)
     assert len({t.system_attrs[WORKER_KEY] for t in done}) == 2  # both processes worked
@@ -318,7 +322,7 @@ def test_two_jobs_share_one_study(tmp_path: Path) -> None:
     assert len({design_key(t) for t in done if BASELINE_KEY in t.user_attrs}) == 2
 
     # --trials N with two jobs: N more in all, not N per worker.
-    path = study_file(tmp_path, "j", budget=2000, seed=3, storage=str(journal))
-    result = run_dse("run", str(path), "--jobs", "2", "--trials", "60", "--quiet", "--no-report")
+    path = study_file(tmp_path, "j", workload=SLOW, budget=2000, seed=3, storage=str(journal))
+    result = run_dse("run", str(path), "--jobs", "2", "--trials", "30", "--quiet", "--no-report")
     assert result.returncode == 0, result.stderr
-    assert len(complete(stored(journal, "j"))) == 560
+    assert len(complete(stored(journal, "j"))) == 230
