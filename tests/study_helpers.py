@@ -89,3 +89,20 @@ def run_dse(*args: str, timeout: float = 120, cwd: Path | None = None) -> subpro
     env = {**os.environ, "COLUMNS": "250"}
     return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd or ROOT, env=env)
+
+
+# A 12-design discrete space without conditions (3 x 2 x 2), for grid search tests.
+GRID_PARAMS = """
+[parameters.nodes]
+type = "int"
+low = 1
+high = 3
+
+[parameters."network.topology"]
+type = "categorical"
+choices = ["fat_tree", "rail_optimized"]
+
+[parameters."network.oversubscription"]
+type = "ordinal"
+choices = [1.0, 2.0]
+"""

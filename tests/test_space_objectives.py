@@ -8,7 +8,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from study_helpers import CHEAP, SPACE_HEAD, write_study
+from study_helpers import CHEAP, GRID_PARAMS, SPACE_HEAD, write_study
 
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
@@ -181,22 +181,6 @@ def test_grid_of_a_discrete_unconditional_space(tmp_path: Path) -> None:
     with pytest.raises(DseInputError, match="discrete"):
         make_sampler("grid", 1, None, "study.toml")
     assert len(list(itertools.product(*grid.values()))) == load_space(str(path)).size()
-
-
-GRID_PARAMS = """
-[parameters.nodes]
-type = "int"
-low = 1
-high = 3
-
-[parameters."network.topology"]
-type = "categorical"
-choices = ["fat_tree", "rail_optimized"]
-
-[parameters."network.oversubscription"]
-type = "ordinal"
-choices = [1.0, 2.0]
-"""
 
 
 # --- objectives and constraints -------------------------------------------------------------------

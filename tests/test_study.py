@@ -18,7 +18,7 @@ import optuna
 import pytest
 from optuna.study._multi_objective import _get_pareto_front_trials_by_trials
 from optuna.trial import FrozenTrial, TrialState
-from study_helpers import SPACE_HEAD, complete, design_key, load, make_spec, trials
+from study_helpers import GRID_PARAMS, SPACE_HEAD, complete, design_key, load, make_spec, trials
 
 import dse
 import dse.study as study_mod
@@ -386,22 +386,6 @@ def test_grid_covers_a_small_discrete_space(tmp_path: Path) -> None:
     assert designs == expected
     run_study(spec)  # covered: a second run adds nothing
     assert len(load(spec).trials) == 12
-
-
-GRID_PARAMS = """
-[parameters.nodes]
-type = "int"
-low = 1
-high = 3
-
-[parameters."network.topology"]
-type = "categorical"
-choices = ["fat_tree", "rail_optimized"]
-
-[parameters."network.oversubscription"]
-type = "ordinal"
-choices = [1.0, 2.0]
-"""
 
 
 # --- fronts and hypervolume -----------------------------------------------------------------------
