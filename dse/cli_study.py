@@ -1,13 +1,20 @@
-"""Study commands of the ``dse`` CLI: run, status, pareto, export (registered on :data:`dse.cli.app`)."""
+"""Study commands of the ``dse`` CLI: run, worker, storage-proxy, status, pareto, export, report,
+plot (registered on :data:`dse.cli.app`)."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import socket
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from optuna.trial import TrialState
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -16,8 +23,11 @@ from dse.cli import app, fail, to_json
 from dse.errors import DseInputError
 from dse.objectives import METRICS as METRIC_NAMES
 from dse.results import load_stored_study, status, trials_frame
+from dse.storage import PROXY_THREADS, is_loopback, redact, serve_proxy, storage_failure
 from dse.study import (
     DEFAULT_STUDY,
+    STOP,
+    WORKER_KEY,
     StudySpec,
     load_study_spec,
     open_storage,
@@ -28,7 +38,8 @@ from dse.study import (
 from dse.study import Progress as StudyProgress
 
 StorageOpt = Annotated[str | None, typer.Option(
-    "--storage", help="Optuna storage URL or .journal path (default: studies/NAME.journal).")]
+    "--storage", help="Optuna storage: a .journal path (default: studies/NAME.journal), "
+    "postgresql://USER:PASSWORD@HOST:PORT/DB, sqlite:///FILE or grpc://HOST:PORT (a dse storage-proxy).")]
 
 
 def _spec(study: str) -> StudySpec:
@@ -41,7 +52,40 @@ def _spec(study: str) -> StudySpec:
 
 def _worker(study: str, storage: str | None, until: int) -> None:
     """Entry point of a ``--jobs`` worker process."""
-    run_study(load_study_spec(study), storage, until=until)
+    with _storage_errors():
+        try:
+            run_study(load_study_spec(study), storage, until=until)
+        except DseInputError as exc:
+            fail(str(exc))
+
+
+@contextmanager
+def _storage_errors() -> Iterator[None]:
+    """A storage lost mid-run (database down, proxy stopped) ends the command with one line."""
+    try:
+        yield
+    except Exception as exc:
+        message = storage_failure(exc)
+        if message is None:
+            raise
+        fail(message)
+
+
+_STOPPED_BY: list[int] = []
+
+
+def _stop_gracefully() -> None:
+    """SIGTERM (Slurm's time limit or scancel, Kubernetes deleting a pod) and a first Ctrl-C stop
+    the worker once its running trial is done (milliseconds), so nothing is left RUNNING; a second
+    Ctrl-C stops it at once (its trial is failed and re-enqueued)."""
+    def stop(signum: int, _frame: object) -> None:
+        if signum == signal.SIGINT and STOP.is_set():
+            raise KeyboardInterrupt
+        _STOPPED_BY.append(signum)
+        STOP.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 @app.command("run")
@@ -49,8 +93,9 @@ def run_cmd(
     study: Annotated[str, typer.Argument(help="Study name (studies/NAME.toml) or file.")] = DEFAULT_STUDY,
     storage: StorageOpt = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes on this machine.")] = 1,
-    trials: Annotated[int | None, typer.Option("--trials", min=1,
-                                               help="Work at most this many more trials.")] = None,
+    trials: Annotated[int | None, typer.Option(
+        "--trials", min=0, help="Work at most this many more trials (all jobs together); 0 only "
+        "creates (or checks) the study, for workers to join.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Resume although the study's workload, "
                                         "space or objectives changed (the change is recorded).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
@@ -61,15 +106,25 @@ def run_cmd(
     write its report."""
     spec = _spec(study)
     url = storage if storage is not None else spec.storage
+    shown = redact(url) if url else f"studies/{spec.name}.journal"
     if jobs > 1 and url.startswith("sqlite"):
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
     try:
-        # Checks and records before workers start, and fixes the target once, so `--trials N`
-        # means N more for all workers together.
-        until = target_of(spec, open_study(spec, open_storage(url, spec), force), trials)
+        with _storage_errors():
+            # Checks and records before workers start, and fixes the target once, so `--trials N`
+            # means N more for all workers together.
+            created = open_study(spec, open_storage(url, spec), force)
+            until = target_of(spec, created, trials)
     except DseInputError as exc:
         fail(str(exc))
+        return
+    if trials == 0:
+        info = status(created)
+        join = "" if not url else " --storage " + ("URL" if "***" in shown else shown)
+        typer.echo(f"{spec.name}: ready in {shown}, {info['complete']} of {spec.budget} trials "
+                   f"complete, {info['waiting']} queued; workers join it with: dse worker "
+                   f"{study}{join}")
         return
     console = Console(stderr=True)
     ctx = multiprocessing.get_context("spawn")
@@ -89,30 +144,109 @@ def run_cmd(
                 f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f}"))
 
         try:
-            result = run_study(spec, url, force=False, on_trial=None if bar.disable else show,
-                               until=until)
+            with _storage_errors():
+                result = run_study(spec, url, force=False, on_trial=None if bar.disable else show,
+                                   until=until)
         except DseInputError as exc:
             fail(str(exc))
             return
         finally:
             for w in workers:
                 w.join()
-    failed = [w.exitcode for w in workers if w.exitcode]
     summary = status(result)
     typer.echo(f"{spec.name}: {summary['complete']} of {spec.budget} trials complete, "
                f"{summary['feasible']} feasible, front of {summary['front_size']}, hypervolume "
-               f"{summary['hypervolume']:.3f}; stored in {url or 'studies/' + spec.name + '.journal'}")
-    if failed:
-        fail(f"{len(failed)} worker process(es) failed (exit codes {failed})")
+               f"{summary['hypervolume']:.3f}; stored in {shown}")
+    failed = [w.exitcode for w in workers if w.exitcode and w.exitcode > 0]
+    killed = [-w.exitcode for w in workers if w.exitcode and w.exitcode < 0]
+    if failed or (killed and summary["complete"] < until):
+        fail(f"{len(failed) + len(killed)} worker process(es) failed (exit codes "
+             f"{failed + [-k for k in killed]})")
+    if killed:
+        typer.echo(f"dse: note: {len(killed)} worker process(es) were killed (signals {killed}); "
+                   "their trials were retried by the others", err=True)
     if report:
         from dse.report import render_report
         from dse.results import objective_set_of
         from dse.study import STUDIES_DIR
 
-        page = render_report(result, spec, objective_set_of(result, spec.objectives), url)
+        page = render_report(result, spec, objective_set_of(result, spec.objectives), redact(url))
         path = STUDIES_DIR / f"{spec.name}.html"
         path.write_text(page, encoding="utf-8")
         typer.echo(f"report: {path}")
+
+
+@app.command("worker")
+def worker_cmd(
+    study: Annotated[str, typer.Argument(help="Study name (studies/NAME.toml) or file.")],
+    storage: StorageOpt = None,
+    trials: Annotated[int | None, typer.Option(
+        "--trials", min=1, help="Complete at most this many trials in this worker.")] = None,
+) -> None:
+    """Join an existing study and work on it until its budget is complete (shared by all workers:
+    together they stop at the total). Start any number, on any machines that reach the storage."""
+    spec = _spec(study)
+    url = storage if storage is not None else spec.storage
+    shown = redact(url) if url else f"studies/{spec.name}.journal"
+    _stop_gracefully()
+    try:
+        with _storage_errors():
+            result = run_study(spec, url, max_trials=trials, create=False)
+            me = f"{socket.gethostname()}:{os.getpid()}"
+            mine = sum(1 for t in result.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                       if t.system_attrs.get(WORKER_KEY) == me)
+            info = status(result)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    except KeyboardInterrupt:
+        typer.echo("dse: worker interrupted; its running trial was put back for another worker",
+                   err=True)
+        raise typer.Exit(code=130) from None
+    typer.echo(f"{spec.name}: this worker completed {mine} trials; the study has {info['complete']} "
+               f"of {info['budget']} complete, {info['running']} running, in {shown}")
+    if STOP.is_set():
+        signum = _STOPPED_BY[0] if _STOPPED_BY else signal.SIGTERM
+        typer.echo(f"dse: worker stopped by {signal.Signals(signum).name} after its running trial",
+                   err=True)
+        raise typer.Exit(code=128 + signum)
+
+
+@app.command("storage-proxy")
+def storage_proxy_cmd(
+    storage: Annotated[str, typer.Option(
+        "--storage", help="The database to serve: postgresql://USER:PASSWORD@HOST:PORT/DB "
+        "(or sqlite:///FILE).")],
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 13000,
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to listen on (default: loopback only).")] = "127.0.0.1",
+    allow_remote: Annotated[bool, typer.Option(
+        "--allow-remote", help="Allow a --host other machines can reach. The proxy has no "
+        "authentication or encryption: anyone who reaches the port can read and change every "
+        "study in the database.")] = False,
+    threads: Annotated[int, typer.Option(
+        "--threads", min=1, help="Requests served at once (= database connections held).")
+    ] = PROXY_THREADS,
+) -> None:
+    """Serve a database to many workers through Optuna's gRPC storage proxy: workers use
+    --storage grpc://HOST:PORT and hold no database connection; the proxy holds --threads."""
+    if not is_loopback(host) and not allow_remote:
+        fail(f"--host {host} lets other machines reach the proxy, which has no authentication: "
+             "add --allow-remote to mean it (or keep the default 127.0.0.1)")
+
+    def ready(bound: int) -> None:
+        where = f"[{host}]" if ":" in host else host
+        typer.echo(f"dse storage-proxy: serving {redact(storage)} on {where}:{bound} "
+                   f"({threads} connections); workers: --storage grpc://{where}:{bound}; "
+                   "stop with Ctrl-C or SIGTERM")
+        sys.stdout.flush()
+
+    try:
+        with _storage_errors():
+            serve_proxy(storage, host, port, threads, on_ready=ready)
+    except DseInputError as exc:
+        fail(str(exc))
+    typer.echo("dse storage-proxy: stopped")
 
 
 @app.command("status")
@@ -223,7 +357,8 @@ def report_cmd(
     spec = _spec(study)
     try:
         stored = load_stored_study(spec, storage)
-        page = render_report(stored, spec, objective_set_of(stored, spec.objectives), storage or "")
+        page = render_report(stored, spec, objective_set_of(stored, spec.objectives),
+                             redact(storage or ""))
     except DseInputError as exc:
         fail(str(exc))
         return

@@ -7,15 +7,23 @@ of *completed* trials is reached, so running it twice never doubles the work.
 Storage: the default is Optuna's journal file ``studies/NAME.journal``, written under an ``flock``
 (:class:`FlockLock`; Optuna's default symlink lock outlives a SIGKILLed writer) and safe for several
 processes on one host; SQLite is unsafe for several processes. Measured on this 2-core machine
-(``benchmarks/bench_study.py``): about 13 ms per trial on the journal for the default study, of which
-~1.5 ms is the model, ~2 ms dse and the rest Optuna (sampling and one fsynced append per parameter);
-SQLite about 85 ms per trial. A trial's ~25 attributes are written in one append
-(:func:`write_trial_attrs`). Optuna's heartbeat works only for RDB storages inside
-``study.optimize``, so dse records which process runs each trial (``dse:worker`` = host:pid), every
-worker holds a shared lock on ``FILE.workers.lock`` (:class:`WorkerLock`), and before working a run
-fails the RUNNING trials of dead processes (all of them when it is alone) and re-enqueues their
-parameters (:func:`recover_stale_trials`). A completed trial is never lost or evaluated twice by a
-crash; a record torn by power loss is cut off (:func:`repair_journal_tail`).
+under load (``benchmarks/bench_study.py``): about 15 ms per trial on the journal for the default
+study, most of it Optuna (sampling and one fsynced append per parameter); SQLite about 87 ms per
+trial. A trial's ~25 attributes are written in one append (:func:`write_trial_attrs`). Database
+servers (PostgreSQL) and Optuna's gRPC proxy are opened by :mod:`dse.storage`.
+
+Recovery: a worker that dies leaves its RUNNING trial; another fails it and re-enqueues its
+parameters (:func:`recover`), at the start of a run, every :data:`RECOVER_EVERY_S` while it works
+and every second while it waits for the study's last trials. On a database server that is Optuna's
+heartbeat (``fail_stale_trials`` with :class:`RetryStaleTrial`); elsewhere (journal, SQLite, the
+gRPC proxy; Optuna's heartbeat works only for RDB storages inside ``study.optimize``) dse records
+which process runs each trial (``dse:worker`` = host:pid), every worker holds a shared lock on
+``FILE.workers.lock`` (:class:`WorkerLock`), and a trial is abandoned when its process on this host
+is gone, when it is older than :data:`STALE_SECONDS` (another host), or when the recovering
+process is alone (:func:`recover_stale_trials`). A completed trial is never lost or evaluated twice
+by a crash; a record torn by power loss is cut off (:func:`repair_journal_tail`). Several workers
+stop together at the budget (:func:`_over_budget`, and :func:`_optimize` waits for trials running
+elsewhere rather than stopping one short).
 """
 
 from __future__ import annotations
@@ -24,10 +32,13 @@ import dataclasses
 import fcntl
 import functools
 import json
+import logging
 import math
 import os
 import socket
+import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,8 +47,15 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.exceptions import UpdateFinishedTrialError
-from optuna.storages import BaseStorage, JournalStorage, RDBStorage, _CachedStorage
+from optuna.exceptions import DuplicatedStudyError, ExperimentalWarning, UpdateFinishedTrialError
+from optuna.storages import (
+    BaseStorage,
+    JournalStorage,
+    RDBStorage,
+    RetryHeartbeatStaleTrialCallback,
+    _CachedStorage,
+)
+from optuna.storages._heartbeat import is_heartbeat_enabled
 from optuna.storages.journal import JournalFileBackend
 from optuna.storages.journal._file import BaseJournalFileLock
 from optuna.storages.journal._storage import JournalOperation
@@ -53,6 +71,14 @@ from dse.objectives import ObjectiveSet, load_objectives
 from dse.records import from_mapping, read_toml
 from dse.samplers import SAMPLERS, make_sampler
 from dse.space import Parameter, SearchSpace, load_space, preset_params
+from dse.storage import (
+    grpc_call,
+    grpc_storage,
+    rdb_backend,
+    rdb_state_counts,
+    rdb_storage,
+    rdb_write_attrs,
+)
 from dse.system import resolve_system, system_spec_from_mapping
 from dse.workload import Workload, load_workload
 
@@ -62,6 +88,16 @@ STALE_SECONDS = 300.0
 """A RUNNING trial of another host older than this is taken as abandoned (dse trials take
 milliseconds; a live worker never holds one this long)."""
 UNCLAIMED_SECONDS = 10.0
+RECOVER_EVERY_S = 2.0
+"""How often a worker looks for dead workers' trials while it works (and every second while it
+waits for the last trials of the study), so a trial a dead worker left is retried by the others
+before they stop."""
+WAIT_POLL_S = 0.2
+MAX_RETRIES = 3
+"""A trial whose worker died is retried at most this often on a database server (a design that
+kills its worker every time is then given up)."""
+OPEN_WAIT_S = 15.0
+"""How long a process that finds a study being created by another waits for it to be ready."""
 WORKER_KEY = "dse:worker"
 RETRY_KEY = "dse:retry_of"
 BASELINE_KEY = "baseline"
@@ -70,6 +106,9 @@ ORDINAL_SUFFIX = "_index"
 the decoded value is in the trial's ``design`` attribute."""
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+log = logging.getLogger("dse")
+STOP = threading.Event()
+"""Set (by a SIGTERM handler, say) to stop this process's workers after their running trials."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +195,11 @@ def default_storage_path(spec: StudySpec) -> Path:
 def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
     """The storage for ``url`` (``spec.storage`` when ``None``; the default journal when empty).
 
-    ``sqlite:///...``, ``postgresql+psycopg://...`` and other SQLAlchemy URLs open an RDB storage;
-    ``journal:PATH`` or a path ending in ``.journal`` a journal file.
+    ``journal:PATH`` or a path ending in ``.journal``: a journal file. ``grpc://HOST:PORT``: a
+    ``dse storage-proxy``. ``postgresql://...`` (psycopg 3), ``sqlite:///...`` and other
+    SQLAlchemy URLs: an RDB storage, with Optuna's heartbeat and :class:`RetryStaleTrial` on a
+    database server (:mod:`dse.storage`). A storage that cannot be reached raises
+    :class:`DseInputError` within seconds.
     """
     url = spec.storage if url is None else url
     if not url:
@@ -166,7 +208,9 @@ def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
         return journal_storage(Path(url.removeprefix("journal:")))
     if "://" not in url:
         raise DseInputError("--storage", url, "expected an Optuna storage URL or a .journal path")
-    return RDBStorage(url)
+    if url.startswith("grpc://"):
+        return grpc_storage(url)
+    return rdb_storage(url, RetryStaleTrial(max_retry=MAX_RETRIES))
 
 
 class FlockLock(BaseJournalFileLock):
@@ -327,6 +371,9 @@ class DesignObjective:
     calibration: Calibration = field(default_factory=load_calibration)
     catalog: Catalog = field(default_factory=load_catalog)
     worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    heartbeat: bool = False
+    """The storage has Optuna's heartbeat: record one before claiming a trial, so a claimed trial
+    always has one (Optuna never fails a RUNNING trial that has none)."""
 
     def __call__(self, trial: Trial) -> list[float]:
         try:
@@ -337,7 +384,7 @@ class DesignObjective:
             raise
 
     def _score(self, trial: Trial) -> list[float]:
-        trial.storage.set_trial_system_attr(trial._trial_id, WORKER_KEY, self.worker)
+        _claim(trial, self.worker, self.heartbeat)
         if _over_budget(trial, self.budget):
             _requeue_if_enqueued(trial)
             trial.study.stop()
@@ -424,16 +471,10 @@ def write_trial_attrs(trial: Trial, user_attrs: Mapping[str, Any],
             storage._backend.append_logs(logs)
             storage._sync_with_backend()
     elif isinstance(backend, RDBStorage) and _rdb_batchable(backend):
-        from optuna.storages._rdb import models
-        from optuna.storages._rdb.storage import _create_scoped_session
-
-        with _create_scoped_session(backend.scoped_session, True) as session:
-            for k, v in user_attrs.items():
-                backend._set_trial_attr_without_commit(session, models.TrialUserAttributeModel,
-                                                       tid, k, v)
-            for k, v in system_attrs.items():
-                backend._set_trial_attr_without_commit(session, models.TrialSystemAttributeModel,
-                                                       tid, k, v)
+        rdb_write_attrs(backend, tid, dict(user_attrs), system_attrs)
+    elif grpc_call(storage, "WriteTrialAttrs", {"trial_id": tid, "user_attrs": dict(user_attrs),
+                                                "system_attrs": system_attrs}) is not None:
+        pass  # a dse storage-proxy: one call
     else:
         for k, v in user_attrs.items():
             storage.set_trial_user_attr(tid, k, v)
@@ -444,6 +485,46 @@ def write_trial_attrs(trial: Trial, user_attrs: Mapping[str, Any],
     trial._cached_frozen_trial.system_attrs.update(system_attrs)
 
 
+def _claim(trial: Trial, worker: str, heartbeat: bool) -> None:
+    """Record the worker running ``trial`` (``dse:worker`` = host:pid). With Optuna's heartbeat,
+    record one first (in the same transaction on PostgreSQL and SQLite): a trial claimed then
+    always has a heartbeat, so Optuna can find it stale."""
+    backend = rdb_backend(trial.storage)
+    if backend is not None and _rdb_batchable(backend):
+        rdb_write_attrs(backend, trial._trial_id, {}, {WORKER_KEY: worker}, heartbeat=heartbeat)
+    else:
+        if heartbeat:
+            storage: Any = trial.storage  # a BaseHeartbeat
+            storage.record_heartbeat(trial._trial_id)
+        trial.storage.set_trial_system_attr(trial._trial_id, WORKER_KEY, worker)
+    trial._cached_frozen_trial.system_attrs[WORKER_KEY] = worker
+
+
+def _quick_counts(study: optuna.Study, below: int | None = None) -> dict[TrialState, int] | None:
+    """:func:`state_counts` in one COUNT query (an RDB storage, directly or through a dse
+    storage-proxy); ``None`` on other storages."""
+    backend = rdb_backend(study._storage)
+    if backend is not None:
+        return rdb_state_counts(backend, study._study_id, below)
+    reply = grpc_call(study._storage, "StateCounts", {"study_id": study._study_id, "below": below})
+    if reply is None:
+        return None
+    return {TrialState[name]: int(n) for name, n in reply.items()}
+
+
+def state_counts(study: optuna.Study, below: int | None = None) -> dict[TrialState, int]:
+    """The study's trials by state (only those numbered below ``below`` when given): one COUNT
+    query on an RDB storage or a dse storage-proxy, a read of the trials on the others."""
+    quick = _quick_counts(study, below)
+    if quick is not None:
+        return quick
+    counts: dict[TrialState, int] = {}
+    for t in study.get_trials(deepcopy=False):
+        if below is None or t.number < below:
+            counts[t.state] = counts.get(t.state, 0) + 1
+    return counts
+
+
 def _journal_batchable(storage: JournalStorage) -> bool:
     return all(hasattr(storage, a) for a in ("_backend", "_thread_lock", "_replay_result",
                                               "_sync_with_backend"))
@@ -451,6 +532,9 @@ def _journal_batchable(storage: JournalStorage) -> bool:
 
 def _rdb_batchable(storage: RDBStorage) -> bool:
     return hasattr(storage, "_set_trial_attr_without_commit") and hasattr(storage, "scoped_session")
+
+
+_LIVE = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
 
 
 def _requeue_if_enqueued(trial: Trial) -> None:
@@ -464,9 +548,14 @@ def _requeue_if_enqueued(trial: Trial) -> None:
 
 
 def _over_budget(trial: Trial, budget: int) -> bool:
-    """True when ``budget`` trials numbered before this one are complete or still running (so
-    several workers together stop at the total, not each at it)."""
-    trials = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    """True when ``budget`` trials numbered before this one are complete, running or waiting to
+    run (so several workers together stop at the total, not each at it). A waiting trial numbered
+    before this one (a retry, a baseline) counts: some worker will take it, and its own check
+    counts only the trials before it, so the two checks together never pass the budget."""
+    counts = _quick_counts(trial.study, below=trial.number)
+    if counts is not None:
+        return sum(counts.get(s, 0) for s in _LIVE) >= budget
+    trials = trial.study.get_trials(deepcopy=False, states=_LIVE)
     # Trials come in number order: only the last few (this one, and any other workers started
     # since) are not ahead of it.
     ahead = len(trials)
@@ -490,24 +579,35 @@ def _describe(spec: StudySpec) -> dict[str, str]:
     }
 
 
-def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False) -> optuna.Study:
+def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
+               create: bool = True, where: str = "") -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
-    objectives (refused unless ``force``, which records the change in ``dse:changes``)."""
+    objectives (refused unless ``force``, which records the change in ``dse:changes``).
+
+    ``create=False`` (a worker joining a study) refuses a study that does not exist (``where``
+    names the storage in the message). Several processes may open a new study at once: the one
+    whose ``create_study`` succeeds records it and enqueues the baselines, then writes
+    ``dse:budget`` last; the others wait for that before they work.
+    """
     objectives = _obj_of(spec)
     sampler = make_sampler(spec.sampler, spec.seed, grid_of(_space_of(spec)), spec.name)
-    study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
-                                directions=objectives.directions, load_if_exists=True)
-    attrs = study.user_attrs
+    if create:
+        try:
+            study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
+                                        directions=objectives.directions)
+            _record_new(study, spec)
+            return study
+        except DuplicatedStudyError:
+            pass
+    try:
+        study = optuna.load_study(study_name=spec.name, storage=storage, sampler=sampler)
+    except KeyError:
+        raise DseInputError(spec.name, "", f"no such study in {where or 'the storage'}; create "
+                            f"it first with dse run {spec.name} --storage URL --trials 0") from None
+    attrs = _wait_until_recorded(study)
     described = _describe(spec)
-    if "dse:space" not in attrs:
-        for key, value in described.items():
-            study.set_user_attr(key, value)
-        study.set_user_attr("dse:version", __version__)
-        study.set_user_attr("dse:calibration_version", load_calibration().version)
-        study.set_user_attr("dse:study", json.dumps(_spec_dict(spec), sort_keys=True))
-        study.set_user_attr("dse:budget", spec.budget)
-        if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
-            enqueue_baselines(study, _space_of(spec))
+    if "dse:space" not in attrs:  # made by plain Optuna, or its creator died before recording it
+        _record_new(study, spec)
         return study
     changed = [k.removeprefix("dse:") for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize"
@@ -545,6 +645,30 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False) -> op
     return study
 
 
+def _record_new(study: optuna.Study, spec: StudySpec) -> None:
+    """Record a new study's definition and enqueue its baselines; ``dse:budget`` comes last and
+    tells other processes the study is ready."""
+    for key, value in _describe(spec).items():
+        study.set_user_attr(key, value)
+    study.set_user_attr("dse:version", __version__)
+    study.set_user_attr("dse:calibration_version", load_calibration().version)
+    study.set_user_attr("dse:study", json.dumps(_spec_dict(spec), sort_keys=True))
+    if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
+        enqueue_baselines(study, _space_of(spec))
+    study.set_user_attr("dse:budget", spec.budget)
+
+
+def _wait_until_recorded(study: optuna.Study) -> dict[str, Any]:
+    """The study's user attributes once its creator has recorded it (``dse:budget`` set), or as
+    they are after :data:`OPEN_WAIT_S` seconds."""
+    deadline = time.monotonic() + OPEN_WAIT_S
+    while True:
+        attrs: dict[str, Any] = study.user_attrs
+        if "dse:budget" in attrs or time.monotonic() > deadline:
+            return attrs
+        time.sleep(0.1)
+
+
 def _spec_dict(spec: StudySpec) -> dict[str, Any]:
     return {"name": spec.name, "workload": spec.workload, "space": spec.space,
             "objectives": spec.objectives, "sampler": spec.sampler, "budget": spec.budget,
@@ -561,25 +685,76 @@ def enqueue_baselines(study: optuna.Study, space: SearchSpace) -> list[str]:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True while process ``pid`` of this host runs (a zombie, dead but not yet reaped by its
+    parent, as a ``--jobs`` worker is until ``dse run`` finishes, counts as dead)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (not Linux): alive as far as we can tell
+    return not stat.rpartition(")")[2].strip().startswith(("Z", "X"))
+
+
+def heartbeat_enabled(study: optuna.Study) -> bool:
+    """True when the study's storage has Optuna's heartbeat (a database server)."""
+    return bool(is_heartbeat_enabled(study._storage))
+
+
+def recover(study: optuna.Study, alone: bool = False) -> list[int]:
+    """Fail and retry the trials of dead workers, by the rule of the study's storage.
+
+    With Optuna's heartbeat (a database server): Optuna's ``fail_stale_trials``, whose callback
+    (:class:`RetryStaleTrial`) retries each trial; dse's own rule then only covers a trial whose
+    worker died before it recorded itself (it has no heartbeat either). Otherwise (journal,
+    SQLite, the gRPC proxy): :func:`recover_stale_trials`. Returns the numbers dse recovered.
+    """
+    if heartbeat_enabled(study):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        return recover_stale_trials(study, heartbeat=True)
+    return recover_stale_trials(study, alone=alone)
+
+
+class RetryStaleTrial(RetryHeartbeatStaleTrialCallback):
+    """Optuna's retry of a trial its heartbeat found stale, with dse's bookkeeping.
+
+    The retry is Optuna's (its ``failed_trial`` and ``retry_history`` system attributes, at most
+    ``max_retry`` retries of one design), and carries what :func:`retry` gives one: the failed
+    trial's number as ``dse:retry_of``, its baseline name, and no other attribute of the dead
+    worker's.
+    """
+
+    def __init__(self, max_retry: int | None = MAX_RETRIES) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            super().__init__(max_retry=max_retry)
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        attrs = {k: v for k, v in trial.user_attrs.items() if k == BASELINE_KEY}
+        attrs[RETRY_KEY] = trial.number
+        trial.user_attrs = attrs
+        trial.system_attrs = {k: v for k, v in trial.system_attrs.items()
+                              if k in ("fixed_params", "failed_trial", "retry_history")}
+        super().__call__(study, trial)
 
 
 def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECONDS,
-                         alone: bool = False) -> list[int]:
+                         alone: bool = False, heartbeat: bool = False) -> list[int]:
     """Fail RUNNING trials left by dead workers and re-enqueue their parameters.
 
     A trial is abandoned when no worker can still be running it: ``alone`` (the caller holds the
     study's :class:`WorkerLock` exclusively, so no other worker is alive); its worker ran on this
     host and that process is gone; or it has run longer than ``stale_seconds`` (a worker on
-    another host, or one that died before it recorded itself). Returns the numbers of the failed
-    trials. Safe against other processes recovering at the same time: each trial is failed and
-    re-enqueued once.
+    another host, or one that died before it recorded itself). With ``heartbeat`` (Optuna's
+    heartbeat covers every trial a worker has claimed) only the last rule's second case applies.
+    Returns the numbers of the failed trials. Safe against other processes recovering at the
+    same time: each trial is failed and re-enqueued once.
     """
     host = socket.gethostname()
     now = datetime.now()
@@ -592,7 +767,8 @@ def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECON
         # A worker records itself a millisecond after creating a trial: one that has not after
         # UNCLAIMED_SECONDS died in between.
         old = age > (stale_seconds if worker else min(stale_seconds, UNCLAIMED_SECONDS))
-        if not (alone or dead or old):
+        abandoned = (old and not worker) if heartbeat else (alone or dead or old)
+        if not abandoned:
             continue
         try:
             study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
@@ -691,44 +867,103 @@ def run_study(
     trials: int | None = None,
     on_trial: Callable[[Progress], None] | None = None,
     until: int | None = None,
+    max_trials: int | None = None,
+    create: bool = True,
 ) -> optuna.Study:
     """Create or resume ``spec`` and work until its budget (or ``trials`` more) is complete.
 
     One worker per call; start several processes with the same storage to work in parallel, and
     give them one absolute target ``until`` (:func:`target_of`), computed once before they start:
-    ``trials`` counted by each worker from its own start would overshoot.
+    ``trials`` counted by each worker from its own start would overshoot. ``max_trials`` caps
+    the trials this worker completes itself; ``create=False`` joins an existing study only.
+    The worker stops when the target is complete, not merely started: while the last trials run
+    elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`).
     """
     storage = open_storage(storage_url, spec)
-    study = open_study(spec, storage, force)
+    url = spec.storage if storage_url is None else storage_url
+    study = open_study(spec, storage, force, create=create, where=url or "the default journal")
     with WorkerLock(storage_file(storage_url, spec)) as lock:
-        recover_stale_trials(study, alone=lock.exclusive())
+        recover(study, alone=lock.exclusive())
         lock.share()
         budget = target_of(spec, study, trials) if until is None else min(until, spec.budget)
-        if budget - completed(study) > 0:
-            _optimize(study, spec, budget, on_trial)
+        if budget - completed(study) > 0 and max_trials != 0:
+            _optimize(study, spec, budget, on_trial, max_trials)
     return study
 
 
-def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
-              on_trial: Callable[[Progress], None] | None) -> None:
-    remaining = budget - completed(study)
-    objective = DesignObjective(_workload_of(spec), _space_of(spec), _obj_of(spec), budget)
-    tracker = _Tracker(study, budget, on_trial)
+def _counts(study: optuna.Study) -> tuple[int, int, int]:
+    """(complete, running, waiting) trials of ``study``."""
+    counts = state_counts(study)
+    return (counts.get(TrialState.COMPLETE, 0), counts.get(TrialState.RUNNING, 0),
+            counts.get(TrialState.WAITING, 0))
 
-    def stop_at_budget(st: optuna.Study, finished: FrozenTrial) -> None:
+
+def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
+              on_trial: Callable[[Progress], None] | None, max_trials: int | None = None) -> int:
+    """Work on ``study`` until ``budget`` trials are complete (or this worker has completed
+    ``max_trials``); returns the number this worker completed."""
+    objective = DesignObjective(_workload_of(spec), _space_of(spec), _obj_of(spec), budget,
+                                heartbeat=heartbeat_enabled(study))
+    tracker = _Tracker(study, budget, on_trial)
+    own = 0
+    last_recovery = time.monotonic()
+
+    def recover_now(every: float) -> None:
+        nonlocal last_recovery
+        if time.monotonic() - last_recovery >= every:
+            last_recovery = time.monotonic()
+            recover(study)
+
+    def after_trial(st: optuna.Study, finished: FrozenTrial) -> None:
         # Stops this worker once all workers together have the budget complete or running, so it
         # does not start a trial only to prune it. Only an early stop (the exact check is
         # _over_budget, at the start of every trial), so the O(trials) read is skipped while the
         # trial numbers say the budget is still far.
+        nonlocal own
         tracker.update()
+        own += finished.state == TrialState.COMPLETE
+        if STOP.is_set() or (max_trials is not None and own >= max_trials):
+            st.stop()
+            return
+        recover_now(RECOVER_EVERY_S)
         if finished.number + 1 < budget:
             return
-        done = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
-        if len(done) >= budget:
+        if sum(_counts(st)[:2]) >= budget:
             st.stop()
 
-    study.optimize(objective, n_trials=remaining, callbacks=[stop_at_budget],
-                   catch=(), gc_after_trial=False)
+    room_since: float | None = None  # None: not waited; 0: waiting; else when room appeared
+    while (max_trials is None or own < max_trials) and not STOP.is_set():
+        complete, running, waiting = _counts(study)
+        if complete >= budget:
+            break
+        if complete + running >= budget:
+            # The rest of the budget is running elsewhere: wait until it completes, or until a
+            # dead worker's trial is failed and retried (then there is room again).
+            room_since = 0.0
+            time.sleep(WAIT_POLL_S)
+            recover_now(1.0)
+            continue
+        if room_since is not None and not waiting:
+            # Room after waiting is a trial just failed as abandoned, and its retry is a moment
+            # behind (failing and enqueueing are two writes, by Optuna's heartbeat or by
+            # recover_stale_trials). A new trial started in between would take its place and
+            # leave the retry queued past the budget: wait for the retry (or, when none comes,
+            # as after a trial that failed for good, for half a second).
+            if not room_since:
+                room_since = time.monotonic()
+            if time.monotonic() - room_since < 0.5:
+                time.sleep(WAIT_POLL_S / 4)
+                continue
+        room_since = None
+        try:
+            study.optimize(objective, n_trials=budget - complete, callbacks=[after_trial],
+                           catch=(), gc_after_trial=False)
+        except UpdateFinishedTrialError as exc:
+            # Another worker took this one for dead (it stalled past the heartbeat's grace
+            # period) and failed its trial; the retry it enqueued redoes the design.
+            log.warning("dse: a trial of this worker was failed by another as abandoned (%s); "
+                        "its retry redoes it", exc)
+    return own
 
 
 class _Tracker:

@@ -1,0 +1,382 @@
+"""Database-server storages for studies shared by many processes and machines.
+
+:func:`dse.study.open_storage` dispatches here for every URL that is not a journal file:
+
+- ``postgresql://...`` (also ``postgres://``) opens PostgreSQL through the psycopg 3 driver
+  (``postgresql+psycopg://``); other SQLAlchemy URLs (``sqlite:///FILE``, ``mysql+pymysql://``)
+  are used as given. A server database gets Optuna's heartbeat (:data:`HEARTBEAT_S`,
+  :data:`GRACE_S`) with a retry callback, a small connection pool per process
+  (:data:`POOL_SIZE` + :data:`POOL_OVERFLOW`, checked before use) and a connect timeout
+  (:data:`CONNECT_TIMEOUT_S`), so a database that is down fails in seconds with one line.
+  PostgreSQL sessions commit asynchronously (``synchronous_commit=off``) unless the URL gives
+  its own ``options``.
+- ``grpc://HOST:PORT`` reaches a ``dse storage-proxy`` (Optuna's gRPC storage proxy) in front of
+  the database: the workers then hold no database connection at all, the proxy a fixed pool.
+
+Failures to reach a storage are :class:`~dse.errors.DseInputError` (one line, exit code 2);
+passwords never appear in messages (:func:`redact`).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import optuna
+from optuna.exceptions import ExperimentalWarning
+from optuna.storages import BaseStorage, RDBStorage
+from optuna.trial import FrozenTrial
+
+from dse.errors import DseInputError
+
+HEARTBEAT_S = 2
+"""Seconds between a running trial's heartbeats on a database server (Optuna records one when a
+trial starts and then every interval; dse trials take milliseconds, so most record one)."""
+GRACE_S = 10
+"""A RUNNING trial whose heartbeat is older than this is taken as abandoned by a dead worker:
+failed, and its parameters retried (Optuna's ``fail_stale_trials``, run by every worker before
+each trial and while it waits for the last trials of a study)."""
+POOL_SIZE = 2
+"""Database connections a worker keeps: one for its trials, one for the heartbeat thread."""
+POOL_OVERFLOW = 1
+CONNECT_TIMEOUT_S = 10
+"""A database that does not answer fails the connection after this long (libpq's
+``connect_timeout``; a refused connection fails at once)."""
+GRPC_READY_TIMEOUT_S = 10.0
+PROXY_THREADS = 8
+"""Requests a ``dse storage-proxy`` serves at once, and so its database connections."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def normalize_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` name the psycopg 3 driver; other URLs unchanged."""
+    for scheme in ("postgresql://", "postgres://"):
+        if url.startswith(scheme):
+            return "postgresql+psycopg://" + url.removeprefix(scheme)
+    return url
+
+
+def redact(url: str) -> str:
+    """``url`` with its password hidden (for messages, reports and logs)."""
+    if "://" not in url or "@" not in url.split("://", 1)[1]:
+        return url
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not an SQLAlchemy URL: hide everything between :// and @
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+
+
+def is_server_url(url: str) -> bool:
+    """True for a database server (heartbeat, pool); False for SQLite, a file."""
+    return "://" in url and not url.startswith("sqlite")
+
+
+def rdb_storage(url: str,
+                stale_callback: Callable[[optuna.Study, FrozenTrial], None] | None = None,
+                pool_size: int = POOL_SIZE, overflow: int = POOL_OVERFLOW,
+                heartbeat: bool = True) -> RDBStorage:
+    """Optuna's RDB storage for an SQLAlchemy URL.
+
+    On a database server: a pool of ``pool_size`` (+ ``overflow``) connections checked before
+    use, a connect timeout, and (``heartbeat``) Optuna's heartbeat calling ``stale_callback`` for
+    each trial it fails as stale. SQLite keeps SQLAlchemy's defaults and no heartbeat (a
+    heartbeat per trial is one more fsynced commit, and dse's own recovery covers a local file).
+    Raises :class:`DseInputError` when the database cannot be reached or its driver is missing.
+    """
+    shown = redact(url)
+    url = normalize_url(url)
+    kwargs: dict[str, Any] = {}
+    engine: dict[str, Any] = {}
+    if is_server_url(url):
+        engine = {"pool_size": pool_size, "max_overflow": overflow, "pool_pre_ping": True,
+                  "pool_recycle": 1800}
+        if url.startswith(("postgresql", "mysql")):
+            engine["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        if url.startswith("postgresql") and "options=" not in url:
+            # Commits return before the WAL is on disk: ~11 commits per trial cost about 2 ms
+            # each otherwise. A server crash may lose the last ~0.6 s of commits (never a
+            # consistent state): those trials are redone. ?options=-csynchronous_commit%3Don in
+            # the URL restores full durability.
+            engine["connect_args"]["options"] = "-c synchronous_commit=off"
+        if heartbeat:
+            kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S,
+                      "heartbeat_stale_trial_callback": stale_callback}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            return RDBStorage(url, engine_kwargs=engine, **kwargs)
+    except ModuleNotFoundError as exc:
+        raise DseInputError("--storage", shown,
+                            f"the database driver is not installed ({exc.name}): "
+                            "pip install 'dse[cluster]'") from None
+    except Exception as exc:  # SQLAlchemy, the driver and Optuna raise several types
+        raise DseInputError("--storage", shown,
+                            f"cannot open the database: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first informative line of a driver error (SQLAlchemy wraps it with its own text)."""
+    cause: BaseException = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    text = lines[0] if lines else type(cause).__name__
+    return text[:300]
+
+
+def parse_grpc_url(url: str) -> tuple[str, int]:
+    """``grpc://HOST:PORT`` -> (host, port)."""
+    where = url.removeprefix("grpc://").rstrip("/")
+    host, _, port = where.rpartition(":")
+    if not host or not port.isdigit():
+        raise DseInputError("--storage", url, "expected grpc://HOST:PORT (a dse storage-proxy)")
+    return host.strip("[]"), int(port)
+
+
+def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage:
+    """A client of the gRPC storage proxy at ``grpc://HOST:PORT``, once it answers (else a
+    :class:`DseInputError` after ``timeout`` seconds)."""
+    host, port = parse_grpc_url(url)
+    try:
+        import grpc
+        from optuna.storages import GrpcStorageProxy
+    except ModuleNotFoundError as exc:
+        raise DseInputError("--storage", url, f"gRPC storage needs {exc.name}: "
+                            "pip install 'dse[cluster]'") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        channel = grpc.insecure_channel(f"{host}:{port}")
+        try:
+            grpc.channel_ready_future(channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise DseInputError("--storage", url, f"no storage proxy answers at {host}:{port} "
+                                f"within {timeout:g} s (is dse storage-proxy running?)") from None
+        finally:
+            channel.close()
+        return GrpcStorageProxy(host=host, port=port)
+
+
+def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
+                on_ready: Callable[[int], None] | None = None) -> None:
+    """Run Optuna's gRPC storage proxy for the database ``url`` on ``host:port`` until SIGTERM,
+    SIGINT or Ctrl-C; ``on_ready`` gets the port once it listens.
+
+    The proxy keeps ``threads`` database connections (one per request thread) and no heartbeat:
+    its clients' trials are recovered by dse (see :func:`dse.study.recover_stale_trials`).
+    """
+    if not is_server_url(normalize_url(url)) and not url.startswith("sqlite"):
+        raise DseInputError("--storage", url, "the storage proxy serves a database "
+                            "(postgresql://... or sqlite:///...), not a journal file")
+    from optuna.storages._grpc.server import make_server
+
+    storage = optuna.storages.get_storage(
+        rdb_storage(url, pool_size=threads, overflow=0, heartbeat=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        try:
+            server = make_server(storage, host, port, ThreadPoolExecutor(max_workers=threads))
+        except RuntimeError as exc:
+            raise DseInputError("--port", str(port),
+                                f"cannot listen on {host}:{port}: {_first_line(exc)}") from None
+    server.add_generic_rpc_handlers((extras_handler(storage),))
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    server.start()
+    try:
+        if on_ready is not None:
+            on_ready(port)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop(grace=5).wait()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """One line for an error that says the storage was lost mid-run (the database went down,
+    the proxy stopped), or ``None`` for any other error. The storage error may be the cause or
+    context of the one raised (Optuna's trial loop can raise another while handling it)."""
+    import sys
+
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    grpc = sys.modules.get("grpc")
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, SQLAlchemyError | StorageInternalError):
+            return f"lost the database: {_first_line(current)}"
+        if grpc is not None and isinstance(current, grpc.RpcError):
+            code = current.code() if hasattr(current, "code") else None
+            details = current.details() if hasattr(current, "details") else str(current)
+            return f"lost the storage proxy: {getattr(code, 'name', code)}: {details}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.strip("[]") in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+# --- RDB fast paths ------------------------------------------------------------------------------
+# Optuna writes each trial attribute in two statements (find the trial, upsert the row) and
+# counts trials by loading them; on a database server each statement is a round trip. These do
+# the same work in one transaction and one statement per table, or one COUNT.
+
+
+def rdb_backend(storage: BaseStorage) -> RDBStorage | None:
+    """The RDB storage behind ``storage`` (Optuna wraps it in a cache), or ``None``."""
+    backend = getattr(storage, "_backend", storage)
+    if isinstance(backend, RDBStorage) and hasattr(backend, "scoped_session"):
+        return backend
+    return None
+
+
+def rdb_write_attrs(backend: RDBStorage, trial_id: int, user_attrs: dict[str, Any],
+                    system_attrs: dict[str, Any], heartbeat: bool = False) -> None:
+    """Upsert a trial's user and system attributes (and, with ``heartbeat``, its heartbeat) in
+    one transaction; :class:`~optuna.exceptions.UpdateFinishedTrialError` if it has finished."""
+    import json
+
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+    from sqlalchemy import func
+
+    dialect = backend.engine.name
+    with _create_scoped_session(backend.scoped_session, True) as session:
+        if dialect in ("postgresql", "sqlite"):
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
+            trial: Any = models.TrialModel.find_or_raise_by_id(trial_id, session)
+            backend.check_trial_is_updatable(trial_id, trial.state)
+            for model, attrs in ((models.TrialUserAttributeModel, user_attrs),
+                                 (models.TrialSystemAttributeModel, system_attrs)):
+                if not attrs:
+                    continue
+                stmt = insert(model).values([{"trial_id": trial_id, "key": k,
+                                              "value_json": json.dumps(v)} for k, v in attrs.items()])
+                session.execute(stmt.on_conflict_do_update(
+                    index_elements=[model.trial_id, model.key],
+                    set_={"value_json": stmt.excluded.value_json}))
+            if heartbeat:
+                beat = insert(models.TrialHeartbeatModel).values(trial_id=trial_id,
+                                                                 heartbeat=func.now())
+                session.execute(beat.on_conflict_do_update(
+                    index_elements=[models.TrialHeartbeatModel.trial_id],
+                    set_={"heartbeat": func.now()}))
+            return
+        for model, attrs in ((models.TrialUserAttributeModel, user_attrs),
+                             (models.TrialSystemAttributeModel, system_attrs)):
+            for k, v in attrs.items():
+                backend._set_trial_attr_without_commit(session, model, trial_id, k, v)
+    if heartbeat:
+        backend.record_heartbeat(trial_id)
+
+
+def rdb_state_counts(backend: RDBStorage, study_id: int,
+                     below: int | None = None) -> dict[Any, int]:
+    """Trials of a study by state (numbered below ``below`` when given), in one query."""
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+    from sqlalchemy import func
+
+    with _create_scoped_session(backend.scoped_session) as session:
+        query = session.query(models.TrialModel.state, func.count(models.TrialModel.trial_id)).filter(
+            models.TrialModel.study_id == study_id)
+        if below is not None:
+            query = query.filter(models.TrialModel.number < below)
+        return {state: int(n) for state, n in query.group_by(models.TrialModel.state).all()}
+
+
+# --- dse's calls on the gRPC proxy ---------------------------------------------------------------
+# Optuna's proxy writes one attribute per call: ~28 calls per trial. A dse storage-proxy also
+# serves these two calls (JSON over gRPC, beside Optuna's service), so a worker writes a trial's
+# attributes in one call and counts trials without loading them. Against Optuna's own proxy the
+# worker falls back to Optuna's calls.
+
+EXTRAS_SERVICE = "dse.StorageExtras"
+
+
+def _json_bytes(value: Any) -> bytes:
+    import json
+
+    return json.dumps(value).encode()
+
+
+def _from_json(data: bytes) -> Any:
+    import json
+
+    return json.loads(data)
+
+
+def extras_handler(storage: BaseStorage) -> Any:
+    """The gRPC handler of dse's calls for a proxy serving ``storage`` (an RDB storage)."""
+    import grpc
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    backend = rdb_backend(storage)
+    assert backend is not None
+
+    def write_attrs(req: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            rdb_write_attrs(backend, int(req["trial_id"]), req["user_attrs"], req["system_attrs"])
+        except UpdateFinishedTrialError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except KeyError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        return {}
+
+    def state_counts(req: dict[str, Any], context: Any) -> dict[str, int]:
+        counts = rdb_state_counts(backend, int(req["study_id"]), req.get("below"))
+        return {state.name: n for state, n in counts.items()}
+
+    handlers = {name: grpc.unary_unary_rpc_method_handler(
+        fn, request_deserializer=_from_json, response_serializer=_json_bytes)
+        for name, fn in (("WriteTrialAttrs", write_attrs), ("StateCounts", state_counts))}
+    return grpc.method_handlers_generic_handler(EXTRAS_SERVICE, handlers)
+
+
+def grpc_call(storage: BaseStorage, method: str, request: dict[str, Any]) -> Any:
+    """Call dse's ``method`` on the proxy behind ``storage``: its reply, or ``None`` when
+    ``storage`` is not a gRPC proxy client or the proxy is Optuna's own (without dse's calls)."""
+    from optuna.storages import GrpcStorageProxy
+
+    if not isinstance(storage, GrpcStorageProxy) or getattr(storage, "_dse_plain", False):
+        return None
+    import grpc
+    from optuna.exceptions import UpdateFinishedTrialError
+
+    calls: dict[str, Any] = storage.__dict__.setdefault("_dse_calls", {})
+    if method not in calls:
+        calls[method] = storage._channel.unary_unary(
+            f"/{EXTRAS_SERVICE}/{method}", request_serializer=_json_bytes,
+            response_deserializer=_from_json)
+    try:
+        return calls[method](request, timeout=60)
+    except grpc.RpcError as exc:
+        if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+            storage._dse_plain = True  # type: ignore[attr-defined]
+            return None
+        if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+            raise UpdateFinishedTrialError(exc.details()) from None
+        if exc.code() == grpc.StatusCode.NOT_FOUND:
+            raise KeyError(exc.details()) from None
+        raise
