@@ -101,6 +101,9 @@ def run_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report",
                                          help="Write studies/NAME.html when done.")] = True,
+    warm_start: Annotated[str | None, typer.Option(
+        "--warm-start", help="'sweep': before the sampler starts, enqueue the exact front of a "
+        "coarse sweep of the space (at most a fifth of the budget); once per study.")] = None,
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
     write its report."""
@@ -115,6 +118,15 @@ def run_cmd(
             # Checks and records before workers start, and fixes the target once, so `--trials N`
             # means N more for all workers together.
             created = open_study(spec, open_storage(url, spec), force)
+            if warm_start is not None:
+                if warm_start != "sweep":
+                    fail(f"--warm-start {warm_start!r}: the only method is 'sweep'")
+                from dse.sweep import warm_start_study
+
+                seeded = warm_start_study(created, spec)
+                if seeded:
+                    typer.echo(f"warm start: {len(seeded)} designs of a coarse sweep's front "
+                               "enqueued", err=True)
             until = target_of(spec, created, trials)
     except DseInputError as exc:
         fail(str(exc))

@@ -270,3 +270,20 @@ def test_warm_start_study_seeds_a_run(tmp_path: Path) -> None:
     warm = [t for t in done if t.user_attrs.get("warm_start") == "sweep"]
     assert len(warm) == len(seeded)
     assert warm_start_study(study, spec) == []
+
+
+def test_run_warm_start_cli(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    study = tmp_path / "ws.toml"
+    study.write_text('name = "ws"\nworkload = "mlperf-dlrm-v1"\nspace = "zion-node-grid"\n'
+                     'objectives = "throughput-vs-capex"\nbudget = 40\nseed = 1\n'
+                     f'storage = "{tmp_path / "ws.journal"}"\n')
+    cmd = [sys.executable, "-m", "dse", "run", str(study), "--no-report", "--quiet"]
+    run = subprocess.run([*cmd, "--warm-start", "sweep"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "designs of a coarse sweep's front enqueued" in run.stderr
+    assert "40 of 40 trials complete" in run.stdout
+    bad = subprocess.run([*cmd, "--warm-start", "bogus"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
