@@ -16,7 +16,6 @@ from pathlib import Path
 import optuna
 import pandas as pd
 import pytest
-from click.testing import Result
 from optuna.trial import TrialState
 from study_helpers import (
     CHEAP,
@@ -27,7 +26,7 @@ from study_helpers import (
     run_dse,
     write_study,
 )
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from dse.cli import app
 from dse.objectives import objective_names
