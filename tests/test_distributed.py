@@ -178,13 +178,20 @@ def kill_mid_trial(pid: int, study: optuna.Study, after: int) -> FrozenTrial:
     while sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False)) < after:
         assert time.monotonic() < deadline, "the study did not get half-way"
         time.sleep(0.1)
+    def claimed() -> list[FrozenTrial]:
+        return [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                if t.system_attrs.get(WORKER_KEY) == name]
+
     for _ in range(500):
         os.kill(pid, signal.SIGSTOP)
-        running = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-                   if t.system_attrs.get(WORKER_KEY) == name]
-        if running:
-            os.kill(pid, signal.SIGKILL)
-            return running[0]
+        if claimed():
+            # A stopped worker may have sent its trial's completion already (the database or
+            # the proxy finishes it without the worker): kill only once that has had time.
+            time.sleep(0.1)
+            running = claimed()
+            if running:
+                os.kill(pid, signal.SIGKILL)
+                return running[0]
         os.kill(pid, signal.SIGCONT)
         time.sleep(0.005)
     raise AssertionError("never caught the worker running a trial")
