@@ -298,7 +298,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     """Shard and place every table of ``workload`` on ``system`` (see the module rules).
 
     The plan depends on capacities, counts and the workload, never on bandwidths (see
-    :class:`_Costs`); ``calib`` weighs host-tier shards only.
+    :class:`_Costs`); ``calib`` is accepted for a uniform model interface and not read.
     """
     g = system.accelerators_total
     b = workload.global_batch / g

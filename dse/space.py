@@ -199,14 +199,15 @@ def _check_keys(space: SearchSpace, source: str) -> None:
     except DseInputError as exc:
         raise DseInputError(source, f"fixed ({exc.key})", exc.message) from None
     for name, p in space.parameters.items():
-        for value in _probe_values(p):
+        for value in probe_values(p):
             try:
                 load_system_spec(space.base_system, ((name, value),))
             except DseInputError as exc:
                 raise DseInputError(source, f"parameters.{name}", exc.message) from None
 
 
-def _probe_values(p: Parameter) -> tuple[Any, ...]:
+def probe_values(p: Parameter) -> tuple[Any, ...]:
+    """The extreme values of a parameter (every choice of a categorical or ordinal one)."""
     if p.type in ("categorical", "ordinal"):
         return p.choices
     assert p.low is not None and p.high is not None

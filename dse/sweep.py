@@ -39,7 +39,7 @@ from dse.errors import DseInputError
 from dse.model import Memo, evaluate
 from dse.objectives import ObjectiveSet
 from dse.placement import plan_key
-from dse.space import Parameter, SearchSpace
+from dse.space import Parameter, SearchSpace, probe_values
 from dse.system import SystemSpec, load_system_spec, resolve_system
 from dse.timing import STAGES, loads_key
 from dse.workload import Workload
@@ -204,7 +204,7 @@ def sweep_order(space: SearchSpace) -> list[str]:
     structural: list[str] = []
     links: list[str] = []
     for name, p in space.parameters.items():
-        probe = _probe_values(p)
+        probe = probe_values(p)
         keys: set[tuple[object, ...]] = set()
         for v in probe:
             try:
@@ -216,15 +216,6 @@ def sweep_order(space: SearchSpace) -> list[str]:
         (structural if len(keys) > 1 else links).append(name)
     del base
     return structural + links
-
-
-def _probe_values(p: Parameter) -> tuple[Any, ...]:
-    if p.type in ("categorical", "ordinal"):
-        return p.choices
-    assert p.low is not None and p.high is not None
-    if p.type == "int":
-        return (int(p.low), int(p.high))
-    return (p.low, p.high)
 
 
 # --- evaluating designs ------------------------------------------------------------------------
