@@ -178,14 +178,21 @@ def run_cmd(
         typer.echo(f"dse: note: {len(killed)} worker process(es) were killed (signals {killed}); "
                    "their trials were retried by the others", err=True)
     if report:
-        from dse.report import render_report
-        from dse.results import objective_set_of
-        from dse.study import STUDIES_DIR
+        typer.echo(f"report: {_write_report(result, spec, url, None)}")
 
-        page = render_report(result, spec, objective_set_of(result, spec.objectives), redact(url))
-        path = STUDIES_DIR / f"{spec.name}.html"
-        path.write_text(page, encoding="utf-8")
-        typer.echo(f"report: {path}")
+
+def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | None) -> Path:
+    """Render the study's report into ``folder`` (default ``studies/``) as NAME.html."""
+    from dse.report import render_report
+    from dse.results import objective_set_of
+    from dse.study import STUDIES_DIR
+
+    page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
+    folder = folder or STUDIES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{spec.name}.html"
+    path.write_text(page, encoding="utf-8")
+    return path
 
 
 @app.command("worker")
@@ -362,22 +369,12 @@ def report_cmd(
     storage: StorageOpt = None,
 ) -> None:
     """Write the study's interactive Pareto report: one self-contained HTML file."""
-    from dse.report import render_report
-    from dse.results import objective_set_of
-    from dse.study import STUDIES_DIR
-
     spec = _spec(study)
     try:
-        stored = load_stored_study(spec, storage)
-        page = render_report(stored, spec, objective_set_of(stored, spec.objectives),
-                             redact(storage or ""))
+        path = _write_report(load_stored_study(spec, storage), spec, storage or "", out)
     except DseInputError as exc:
         fail(str(exc))
         return
-    folder = out or STUDIES_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{spec.name}.html"
-    path.write_text(page, encoding="utf-8")
     typer.echo(f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
