@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
-from dse.records import from_mapping, read_toml
+from dse.records import from_mapping, named_file, read_toml
 
 Direction = Literal["maximize", "minimize"]
 OBJECTIVES_DIR = Path(__file__).resolve().parent.parent / "objectives"
@@ -178,10 +178,5 @@ def load_objectives(name_or_path: str) -> ObjectiveSet:
 
 @functools.lru_cache(maxsize=32)
 def _load(name_or_path: str) -> ObjectiveSet:
-    path = Path(name_or_path)
-    if not (name_or_path.endswith(".toml") or path.exists()):
-        if name_or_path not in objective_names():
-            raise DseInputError(name_or_path, "",
-                                f"unknown objective set (known: {', '.join(objective_names())})")
-        path = OBJECTIVES_DIR / f"{name_or_path}.toml"
+    path = named_file(name_or_path, OBJECTIVES_DIR, "objective set")
     return objectives_from_mapping(read_toml(path), str(path))

@@ -158,6 +158,20 @@ def to_mapping(obj: Any) -> Any:
     return obj
 
 
+def named_file(name_or_path: str, folder: Path, kind: str) -> Path:
+    """The TOML file a user named: a path as given, or ``folder/NAME.toml`` for a known name.
+
+    Unknown names raise a :class:`DseInputError` listing the known ones.
+    """
+    path = Path(name_or_path)
+    if name_or_path.endswith(".toml") or path.exists():
+        return path
+    known = sorted(p.stem for p in folder.glob("*.toml"))
+    if name_or_path not in known:
+        raise DseInputError(name_or_path, "", f"unknown {kind} (known: {', '.join(known)})")
+    return folder / f"{name_or_path}.toml"
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """Parse one ``--set dotted.key=value`` override; the value is read as a TOML value or a bare string.
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
-from dse.records import from_mapping, read_toml
+from dse.records import from_mapping, named_file, read_toml
 from dse.system import SystemSpec, load_system_spec, system_presets
 from dse.workload import workload_presets
 
@@ -228,11 +228,7 @@ def load_space(name_or_path: str) -> SearchSpace:
 
 @functools.lru_cache(maxsize=32)
 def _load(name_or_path: str) -> SearchSpace:
-    path = Path(name_or_path)
-    if not (name_or_path.endswith(".toml") or path.exists()):
-        if name_or_path not in space_names():
-            raise DseInputError(name_or_path, "", f"unknown search space (known: {', '.join(space_names())})")
-        path = SPACES_DIR / f"{name_or_path}.toml"
+    path = named_file(name_or_path, SPACES_DIR, "search space")
     return space_from_mapping(read_toml(path), str(path))
 
 

@@ -68,7 +68,7 @@ from dse.catalog import Catalog, load_catalog
 from dse.errors import DseInputError
 from dse.model import evaluate
 from dse.objectives import ObjectiveSet, load_objectives
-from dse.records import from_mapping, read_toml
+from dse.records import from_mapping, named_file, read_toml
 from dse.samplers import SAMPLERS, make_sampler
 from dse.space import Parameter, SearchSpace, load_space, preset_params
 from dse.storage import (
@@ -136,12 +136,7 @@ def study_names() -> tuple[str, ...]:
 
 def study_path(name_or_path: str) -> Path:
     """The file of a study given by name or path."""
-    path = Path(name_or_path)
-    if name_or_path.endswith(".toml") or path.exists():
-        return path
-    if name_or_path not in study_names():
-        raise DseInputError(name_or_path, "", f"unknown study (known: {', '.join(study_names())})")
-    return STUDIES_DIR / f"{name_or_path}.toml"
+    return named_file(name_or_path, STUDIES_DIR, "study")
 
 
 def load_study_spec(name_or_path: str) -> StudySpec:
