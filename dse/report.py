@@ -15,13 +15,13 @@ import json
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import optuna
 import plotly.graph_objects as go
 from optuna.trial import FrozenTrial, TrialState
-from plotly.offline import get_plotlyjs
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.objectives import METRICS, ObjectiveSet
@@ -366,8 +366,9 @@ def header(study: optuna.Study, data: ReportData, storage: str) -> str:
 
 
 def render_report(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet,
-                  storage: str = "") -> str:
-    """The whole page as one HTML string (plotly.js embedded once, no network needed)."""
+                  storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline") -> str:
+    """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
+    or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git)."""
     data = gather(study, spec, objectives)
     figures: list[tuple[str, go.Figure]] = []
     names = [o.metric for o in objectives.objectives]
@@ -382,7 +383,10 @@ def render_report(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>dse report {html.escape(spec.name)}</title>", STYLE,
-        f"<script>{get_plotlyjs()}</script>", SORT_SCRIPT, "</head><body>",
+        (f"<script>{get_plotlyjs()}</script>" if plotlyjs == "inline" else
+         f"<script src='https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js' "
+         "charset='utf-8'></script>"),
+        SORT_SCRIPT, "</head><body>",
         header(study, data, storage),
     ]
     for div_id, fig in figures:

@@ -8,6 +8,9 @@ A space names a base system (preset or file) and parameters keyed by the dotted 
   samplers can exploit the order), and fixed values (``[fixed]``).
 - ``when = { "node.scaleup" = ["ring", "switch"] }``: the parameter exists only when another
   parameter took one of those values; otherwise the base system's value stands.
+- ``system`` (categorical, choices are system presets or files): the base system itself, chosen per
+  design, so whole vendor nodes compete as sold (their CPUs, NICs and fabrics) while the other
+  parameters vary on top of each. Every preset a choice names is then a baseline of the study.
 
 >>> space = load_space("zion-node")
 >>> "node.accelerators" in space.parameters
@@ -29,6 +32,8 @@ from dse.workload import workload_presets
 
 ParamType = Literal["int", "float", "categorical", "ordinal"]
 Scalar = int | float | str | bool
+SYSTEM_PARAM = "system"
+"""The parameter that chooses the base system per design (a categorical over system presets)."""
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
 """``search_spaces/`` of the checkout (spaces are project files, not package data)."""
 
@@ -96,9 +101,19 @@ class SearchSpace:
         """The base system spec with the fixed values applied."""
         return load_system_spec(self.base_system, tuple(self.fixed.items()))
 
+    def base_for(self, params: Mapping[str, Any]) -> str:
+        """The base system of a design: its ``system`` parameter when the space has one."""
+        return str(params.get(SYSTEM_PARAM, self.base_system))
+
+    def bases(self) -> tuple[str, ...]:
+        """Every base system a design of this space may start from."""
+        p = self.parameters.get(SYSTEM_PARAM)
+        return tuple(str(c) for c in p.choices) if p is not None else (self.base_system,)
+
     def overrides(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         """System overrides for a trial's parameters (ordinals already decoded), fixed ones first."""
-        return tuple(self.fixed.items()) + tuple((k, params[k]) for k in self.parameters if k in params)
+        return tuple(self.fixed.items()) + tuple(
+            (k, params[k]) for k in self.parameters if k in params and k != SYSTEM_PARAM)
 
     def active(self, name: str, chosen: Mapping[str, Any]) -> bool:
         """Whether parameter ``name`` exists given the values chosen so far."""
@@ -194,16 +209,25 @@ def space_from_mapping(data: dict[str, Any], source: str) -> SearchSpace:
 
 
 def _check_keys(space: SearchSpace, source: str) -> None:
-    try:
-        load_system_spec(space.base_system, tuple(space.fixed.items()))
-    except DseInputError as exc:
-        raise DseInputError(source, f"fixed ({exc.key})", exc.message) from None
-    for name, p in space.parameters.items():
-        for value in probe_values(p):
-            try:
-                load_system_spec(space.base_system, ((name, value),))
-            except DseInputError as exc:
-                raise DseInputError(source, f"parameters.{name}", exc.message) from None
+    system = space.parameters.get(SYSTEM_PARAM)
+    if system is not None and (system.type != "categorical" or system.when
+                               or not all(isinstance(c, str) for c in system.choices)):
+        raise DseInputError(source, f"parameters.{SYSTEM_PARAM}", "the base-system parameter must "
+                            "be categorical over system presets (or files), without `when`")
+    for base in space.bases():
+        try:
+            load_system_spec(base, tuple(space.fixed.items()))
+        except DseInputError as exc:
+            key = f"parameters.{SYSTEM_PARAM}" if system is not None else f"fixed ({exc.key})"
+            raise DseInputError(source, key, exc.message) from None
+        for name, p in space.parameters.items():
+            if name == SYSTEM_PARAM:
+                continue
+            for value in probe_values(p):
+                try:
+                    load_system_spec(base, ((name, value),))
+                except DseInputError as exc:
+                    raise DseInputError(source, f"parameters.{name}", exc.message) from None
 
 
 def probe_values(p: Parameter) -> tuple[Any, ...]:
@@ -237,6 +261,7 @@ def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
 
     A preset fits when its value of every active parameter lies in the parameter's domain and the
     base system with those values is the preset itself (same parts, counts, links and network).
+    The base system of a ``system`` parameter is the preset's own name.
     """
     out: dict[str, dict[str, Any]] = {}
     base = space.base_spec()
@@ -247,7 +272,7 @@ def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
         for name, p in space.parameters.items():
             if not space.active(name, chosen):
                 continue
-            value = _value_of(spec, name)
+            value = preset if name == SYSTEM_PARAM else _value_of(spec, name)
             if not p.contains(value):
                 ok = False
                 break
@@ -255,7 +280,7 @@ def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
         if not ok:
             continue
         try:
-            rebuilt = load_system_spec(space.base_system, space.overrides(chosen))
+            rebuilt = load_system_spec(space.base_for(chosen), space.overrides(chosen))
         except DseInputError:
             continue
         if _fingerprint(rebuilt) == _fingerprint(spec) and base is not None:
@@ -297,4 +322,5 @@ def _value_of(spec: SystemSpec, dotted: str) -> Any:
     return obj
 
 
-__all__ = ["Parameter", "SearchSpace", "load_space", "preset_params", "space_names", "workload_presets"]
+__all__ = ["SYSTEM_PARAM", "Parameter", "SearchSpace", "load_space", "preset_params", "space_names",
+           "workload_presets"]

@@ -79,8 +79,8 @@ from dse.storage import (
     rdb_storage,
     rdb_write_attrs,
 )
-from dse.system import resolve_system, system_spec_from_mapping
-from dse.workload import Workload, load_workload
+from dse.system import System, resolve_system, system_spec_from_mapping
+from dse.workload import Workload, load_workload, scale_tables
 
 STUDIES_DIR = Path(__file__).resolve().parent.parent / "studies"
 DEFAULT_STUDY = "zion-2020"
@@ -127,6 +127,9 @@ class StudySpec:
     description: str = ""
     workload_overrides: dict[str, Any] = field(default_factory=dict)
     """Workload fields changed for this study (``global_batch = 135168``)."""
+    table_scale: float = field(default=1.0, metadata={"min": 0.0, "min_exclusive": True})
+    """Every embedding table's rows multiplied by this (the growth question: 4 = tables 4x larger;
+    :func:`dse.workload.scale_tables`)."""
 
 
 def study_names() -> tuple[str, ...]:
@@ -167,8 +170,13 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     return spec
 
 
-def _workload_of(spec: StudySpec) -> Workload:
-    return load_workload(spec.workload, tuple(spec.workload_overrides.items()))
+def study_workload(spec: StudySpec) -> Workload:
+    """The workload a study scores: its preset or file, overrides applied, tables scaled."""
+    wl = load_workload(spec.workload, tuple(spec.workload_overrides.items()))
+    return wl if spec.table_scale == 1.0 else scale_tables(wl, spec.table_scale)
+
+
+_workload_of = study_workload
 
 
 def _space_of(spec: StudySpec) -> SearchSpace:
@@ -386,8 +394,7 @@ class DesignObjective:
             raise optuna.TrialPruned("the study's budget is reached")
         design = suggest_design(trial, self.space)
         try:
-            spec = system_spec_from_mapping(self._system_table(design), f"space {self.space.name}")
-            system = resolve_system(spec, self.catalog, f"space {self.space.name}")
+            system = design_system(self.space, design, self.catalog)
         except DseInputError as exc:
             # A combination the schema cannot express is an infeasible design, not a crash.
             write_trial_attrs(trial, {"design": design, "feasible": False, "model_feasible": False,
@@ -409,13 +416,22 @@ class DesignObjective:
         write_trial_attrs(trial, attrs, constraints)
         return self.objectives.values(metrics)
 
-    def _system_table(self, design: Mapping[str, Any]) -> dict[str, Any]:
-        from dse.records import apply_override
 
-        data, _ = _base_table(self.space.base_system)
-        for key, value in self.space.overrides(design):
-            data = apply_override(data, key, value)
-        return data
+
+def design_system(space: SearchSpace, design: Mapping[str, Any], catalog: Catalog | None = None,
+                  base: str | None = None) -> System:
+    """The system of one design of ``space`` (decoded parameter values; those left out keep the
+    base system's; other system keys, such as a fixed ``nodes``, are applied last, for
+    comparisons outside the space). ``base`` replaces the base system. Raises
+    :class:`DseInputError` for a combination the schema cannot express."""
+    from dse.records import apply_override
+
+    data, _ = _base_table(base or space.base_for(design))
+    extra = tuple((k, v) for k, v in design.items() if k not in space.parameters)
+    for key, value in space.overrides(design) + extra:
+        data = apply_override(data, key, value)
+    spec = system_spec_from_mapping(data, f"space {space.name}")
+    return resolve_system(spec, catalog or load_catalog(), f"space {space.name}")
 
 
 @functools.lru_cache(maxsize=16)
@@ -568,6 +584,8 @@ def _describe(spec: StudySpec) -> dict[str, str]:
     wl = _workload_of(spec)
     return {
         "dse:workload": json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
+                                    **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
+                                       else {}),
                                     **wl.summary()}, sort_keys=True),
         "dse:space": json.dumps(_space_of(spec).to_dict(), sort_keys=True),
         "dse:objectives": json.dumps(_obj_of(spec).to_dict(), sort_keys=True),
@@ -667,7 +685,8 @@ def _wait_until_recorded(study: optuna.Study) -> dict[str, Any]:
 def _spec_dict(spec: StudySpec) -> dict[str, Any]:
     return {"name": spec.name, "workload": spec.workload, "space": spec.space,
             "objectives": spec.objectives, "sampler": spec.sampler, "budget": spec.budget,
-            "seed": spec.seed, "workload_overrides": spec.workload_overrides}
+            "seed": spec.seed, "workload_overrides": spec.workload_overrides,
+            "table_scale": spec.table_scale}
 
 
 def enqueue_baselines(study: optuna.Study, space: SearchSpace) -> list[str]:

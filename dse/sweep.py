@@ -39,7 +39,7 @@ from dse.errors import DseInputError
 from dse.model import Memo, evaluate
 from dse.objectives import ObjectiveSet
 from dse.placement import plan_key
-from dse.space import Parameter, SearchSpace, probe_values
+from dse.space import SYSTEM_PARAM, Parameter, SearchSpace, probe_values
 from dse.system import SystemSpec, load_system_spec, resolve_system
 from dse.timing import STAGES, loads_key
 from dse.workload import Workload
@@ -447,6 +447,9 @@ def run_sweep(
     (default: every core) and find the exact front of ``objectives`` among the designs that meet
     every constraint. ``on_progress(done, total)`` is called as chunks finish."""
     global _CTX
+    if SYSTEM_PARAM in space.parameters:
+        raise DseInputError(f"space {space.name}", f"parameters.{SYSTEM_PARAM}",
+                            "a sweep varies one base system; sweep each system's space instead")
     start = time.perf_counter()
     if grid is None:
         grid = sobol_designs(space, samples, seed) if samples is not None else design_grid(space)
@@ -629,11 +632,10 @@ def warm_start_study(study: Any, spec: Any, max_trials: int | None = None) -> li
     fifth of the budget (and at least one design) is spent on the coarse front."""
     from dse.objectives import load_objectives
     from dse.space import load_space
-    from dse.workload import load_workload
+    from dse.study import study_workload
 
     cap = max_trials if max_trials is not None else max(1, spec.budget // 5)
-    return warm_start(study, load_space(spec.space),
-                      load_workload(spec.workload, tuple(spec.workload_overrides.items())),
+    return warm_start(study, load_space(spec.space), study_workload(spec),
                       load_objectives(spec.objectives), max_trials=cap)
 
 

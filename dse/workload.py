@@ -411,6 +411,18 @@ def with_batch(workload: Workload, global_batch: int) -> Workload:
     return dataclasses.replace(workload, global_batch=global_batch)
 
 
+def repeat_tables(workload: Workload, copies: int) -> Workload:
+    """A copy with ``copies`` times as many tables (each table repeated): a model grown by sparse
+    features, so its all-to-all volume and its interaction grow with it (the growth question of
+    the Zion paper); ``copies = 1`` is the workload itself."""
+    if copies < 1:
+        raise ValueError(f"copies must be at least 1, got {copies}")
+    if copies == 1:
+        return workload
+    return dataclasses.replace(workload, tables=workload.tables * copies,
+                               name=f"{workload.name}-t{copies}")
+
+
 def scale_tables(workload: Workload, factor: float) -> Workload:
     """A copy with every table's rows scaled by ``factor`` (the growth question: tables 4x larger)."""
     tables = tuple(dataclasses.replace(t, rows=max(1, round(t.rows * factor))) for t in workload.tables)

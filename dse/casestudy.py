@@ -1,0 +1,391 @@
+"""Case studies: a study, the analysis that answers its design question, and checked claims.
+
+A :class:`CaseStudy` names a study file (``studies/``), an analysis that turns the study's trials
+(and, where a question needs a controlled comparison, a few designs scored directly) into
+*findings*, and the *claims* its page makes in words, each with the predicate over the findings
+that makes it true. :func:`run_case` runs (or resumes) the study and checks every claim, at the
+catalog's prices and with the most uncertain assumption moved by the case's :class:`Sensitivity`;
+:func:`render_page` writes the page (``docs/case-studies/NAME.md``). A claim is text and test at
+once, so a page cannot drift from what the model says: ``tests/test_case_studies.py`` reruns each
+case with fewer trials and checks every claim the page carries.
+
+The four cases themselves are in :mod:`dse.cases`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import optuna
+import pandas as pd
+from optuna.trial import TrialState
+
+from dse.calibration import Calibration, load_calibration
+from dse.catalog import Catalog, load_catalog
+from dse.errors import DseInputError
+from dse.model import Evaluation, evaluate
+from dse.objectives import ObjectiveSet, load_objectives
+from dse.results import trials_frame
+from dse.space import SearchSpace, load_space
+from dse.study import (
+    StudySpec,
+    design_system,
+    load_study_spec,
+    run_study,
+    study_workload,
+)
+from dse.sweep import pareto_mask
+from dse.workload import Workload
+
+Findings = dict[str, Any]
+"""What an analysis measured: numbers, lists and small tables (``pandas.DataFrame``) by name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A sentence a case-study page states, and the check over the findings that makes it true."""
+
+    text: str
+    holds: Callable[[Findings], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Sensitivity:
+    """The most uncertain assumption of a case, moved by ``±factor`` to see whether the answer holds.
+
+    ``perturb(catalog, scale)`` returns the catalog with the assumption multiplied by ``scale``.
+    """
+
+    assumption: str
+    perturb: Callable[[Catalog, float], Catalog]
+    factor: float = 0.3
+
+
+@dataclass(frozen=True, slots=True)
+class CaseStudy:
+    """One worked design question (see the module docstring)."""
+
+    name: str
+    title: str
+    study: str
+    question: str
+    analyse: Callable[[CaseData], Findings]
+    claims: tuple[Claim, ...]
+    explain: Callable[[Findings], str]
+    """Markdown paragraphs that explain the findings (numbers filled in from them)."""
+    sensitivity: Sensitivity
+    reduced_trials: int = 100
+    """Trials of the reduced run the tests check the claims on."""
+
+
+@dataclass(frozen=True)
+class CaseData:
+    """A study's scored designs: one row per complete trial (or re-scored design), with
+    ``param:`` columns, the model's metrics, ``breakdown_s:`` columns and ``feasible``."""
+
+    spec: StudySpec
+    workload: Workload
+    space: SearchSpace
+    objectives: ObjectiveSet
+    frame: pd.DataFrame
+    calibration: Calibration
+    catalog: Catalog
+
+    def feasible(self) -> pd.DataFrame:
+        """The rows that meet the model's and the objective set's constraints."""
+        return self.frame[self.frame["feasible"].astype(bool)]
+
+    def front(self, rows: pd.DataFrame | None = None, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """The non-dominated rows among ``rows`` (default: every feasible row) on the study's
+        objectives, or on ``metrics`` (a 2-D projection: each maximised as the study maximises it,
+        throughput always maximised)."""
+        rows = self.feasible() if rows is None else rows
+        if rows.empty:
+            return rows
+        directions = {o.metric: o.direction for o in self.objectives.objectives}
+        chosen = list(metrics) if metrics is not None else list(directions)
+        loss = np.stack([rows[m].to_numpy(dtype=float) * (-1.0 if _maximised(m, directions) else 1.0)
+                         for m in chosen], axis=1)
+        return rows[pareto_mask(loss)]
+
+    def evaluate(self, design: Mapping[str, Any], base: str | None = None) -> Evaluation:
+        """Score one design of this study's space (a mapping of parameter values; parameters left
+        out keep the base system's values) with this data's catalog and calibration."""
+        system = design_system(self.space, design, self.catalog, base)
+        return evaluate(self.workload, system, self.calibration, self.catalog)
+
+
+def _maximised(metric: str, directions: Mapping[str, str]) -> bool:
+    return directions.get(metric, "maximize" if metric == "throughput_samples_per_s" else "minimize") \
+        == "maximize"
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim checked at the catalog's prices and with the sensitivity assumption at ``±factor``."""
+
+    text: str
+    holds: bool
+    holds_low: bool
+    holds_high: bool
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """A case study run: its data and findings, and the same with the assumption moved."""
+
+    case: CaseStudy
+    data: CaseData
+    findings: Findings
+    low: Findings
+    high: Findings
+    claims: tuple[ClaimResult, ...]
+    front_kept_low: float
+    """Share of the front's designs still on the front with the assumption at ``1 - factor``."""
+    front_kept_high: float
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def all_hold(self) -> bool:
+        """Every claim holds at the catalog's prices."""
+        return all(c.holds for c in self.claims)
+
+
+# --- scoring ------------------------------------------------------------------------------------
+
+
+def study_data(spec: StudySpec, study: optuna.Study, catalog: Catalog | None = None,
+               calibration: Calibration | None = None) -> CaseData:
+    """The complete trials of ``study`` as :class:`CaseData`."""
+    frame = trials_frame(study)
+    if not frame.empty:
+        frame = frame[frame["state"] == TrialState.COMPLETE.name]
+    return CaseData(spec, study_workload(spec), load_space(spec.space), load_objectives(spec.objectives),
+                    frame, calibration or load_calibration(), catalog or load_catalog())
+
+
+def score_row(data: CaseData, design: Mapping[str, Any]) -> dict[str, Any]:
+    """One design scored as a study trial is: its parameters, metrics, breakdown and verdict."""
+    try:
+        ev = data.evaluate(design)
+    except DseInputError as exc:
+        return {**{f"param:{k}": v for k, v in design.items()}, "feasible": False,
+                "model_feasible": False, "reasons": str(exc)}
+    metrics = ev.metrics()
+    row: dict[str, Any] = {f"param:{k}": v for k, v in design.items()}
+    row.update(metrics)
+    row["model_feasible"] = bool(metrics["feasible"])
+    row["feasible"] = all(v <= 0 for v in data.objectives.violations(metrics).values())
+    row.update({f"breakdown_s:{k}": v for k, v in ev.breakdown_s.items()})
+    row["reasons"] = "; ".join(ev.reasons)
+    return row
+
+
+def designs_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each row's design: its ``param:`` columns that are set."""
+    cols = [c for c in frame.columns if c.startswith("param:")]
+    out = []
+    for _, row in frame[cols].iterrows():
+        out.append({c.removeprefix("param:"): _plain(v) for c, v in row.items() if _is_set(v)})
+    return out
+
+
+def _is_set(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def rescored(data: CaseData, catalog: Catalog) -> CaseData:
+    """The same designs scored again with ``catalog`` (prices and power moved, say)."""
+    moved = dataclasses.replace(data, catalog=catalog)
+    rows = [score_row(moved, d) for d in designs_of(data.frame)]
+    frame = pd.DataFrame(rows, index=data.frame.index)
+    if "baseline" in data.frame:
+        frame["baseline"] = data.frame["baseline"]
+    return dataclasses.replace(moved, frame=frame)
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def case_spec(case: CaseStudy, trials: int | None = None, storage: str | None = None) -> StudySpec:
+    """The study of ``case``; ``trials`` replaces its budget, ``storage`` its storage."""
+    spec = load_study_spec(case.study)
+    if trials is not None:
+        spec = dataclasses.replace(spec, budget=trials)
+    if storage is not None:
+        spec = dataclasses.replace(spec, storage=storage)
+    return spec
+
+
+def run_case(case: CaseStudy, trials: int | None = None, storage: str | None = None,
+             on_trial: Callable[[Any], None] | None = None) -> CaseResult:
+    """Run (or resume) the case's study up to its budget (``trials`` when given), analyse it and
+    check every claim, also with the sensitivity assumption at ``1 ± factor``."""
+    spec = case_spec(case, trials, storage)
+    study = run_study(spec, on_trial=on_trial)
+    return analyse_case(case, study_data(spec, study))
+
+
+def analyse_case(case: CaseStudy, data: CaseData) -> CaseResult:
+    """Findings and claims of ``data``, at the catalog's values and with the assumption moved."""
+    findings = case.analyse(data)
+    f = case.sensitivity.factor
+    low_data = rescored(data, case.sensitivity.perturb(data.catalog, 1.0 - f))
+    high_data = rescored(data, case.sensitivity.perturb(data.catalog, 1.0 + f))
+    low, high = case.analyse(low_data), case.analyse(high_data)
+    claims = tuple(ClaimResult(c.text, _check(c, findings), _check(c, low), _check(c, high))
+                   for c in case.claims)
+    front = set(data.front().index)
+    return CaseResult(case, data, findings, low, high, claims,
+                      front_kept_low=_kept(front, low_data), front_kept_high=_kept(front, high_data))
+
+
+def _check(claim: Claim, findings: Findings) -> bool:
+    try:
+        return bool(claim.holds(findings))
+    except (KeyError, IndexError, ValueError, ZeroDivisionError):
+        # A claim about something the data lacks (no design of a kind on the front) is false.
+        return False
+
+
+def _kept(front: set[Any], moved: CaseData) -> float:
+    if not front:
+        return 1.0
+    return len(front & set(moved.front().index)) / len(front)
+
+
+# --- perturbations -----------------------------------------------------------------------------
+
+
+def scale_accelerator_prices(catalog: Catalog, scale: float) -> Catalog:
+    """Every accelerator's price times ``scale`` (street prices are estimates for most parts)."""
+    acc = {k: dataclasses.replace(a, price_usd=a.price_usd * scale) for k, a in catalog.accelerator.items()}
+    return dataclasses.replace(catalog, accelerator=acc)
+
+
+def scale_hbm_price(catalog: Catalog, scale: float) -> Catalog:
+    """The price of HBM capacity and bandwidth beyond a part's own (USD per GB and per GB/s)."""
+    fac = catalog.facility
+    return dataclasses.replace(catalog, facility=dataclasses.replace(
+        fac, hbm_usd_per_gb=fac.hbm_usd_per_gb * scale, hbm_usd_per_gb_s=fac.hbm_usd_per_gb_s * scale))
+
+
+def scale_network_prices(catalog: Catalog, scale: float) -> Catalog:
+    """NIC ports, scale-out switch ports and optics times ``scale``."""
+    nics = {k: dataclasses.replace(n, price_usd=n.price_usd * scale) for k, n in catalog.nic.items()}
+    sw = catalog.network_switch
+    switch = dataclasses.replace(sw, usd_per_port_per_400g=sw.usd_per_port_per_400g * scale,
+                                 optics_usd_per_end_per_400g=sw.optics_usd_per_end_per_400g * scale)
+    return dataclasses.replace(catalog, nic=nics, network_switch=switch)
+
+
+# --- the page -----------------------------------------------------------------------------------
+
+
+def _mark(ok: bool) -> str:
+    return "holds" if ok else "**does not hold**"
+
+
+def render_page(result: CaseResult, report_file: str | None = None) -> str:
+    """The case study's page (Markdown): question, reproducing command, assumptions, findings
+    explained, claims with their checks, and the sensitivity of the answer."""
+    case, data = result.case, result.data
+    spec = data.spec
+    wl = data.workload.summary()
+    s = case.sensitivity
+    pct = f"{s.factor:.0%}"
+    lines = [
+        f"# Case study: {case.title}",
+        "",
+        case.question,
+        "",
+        "## Reproduce",
+        "",
+        "```",
+        f"dse case-study {case.name}          # runs `dse run {spec.name}`, then this analysis",
+        "```",
+        "",
+        f"Study `studies/{spec.name}.toml`: {spec.description} Sampler `{spec.sampler}`, "
+        f"seed {spec.seed}, {len(data.frame)} trials scored "
+        f"({len(data.feasible())} feasible, front of {len(data.front())}).",
+    ]
+    if report_file:
+        lines += ["", f"Interactive report (every trial, the front, step breakdowns): "
+                      f"[{report_file}]({report_file})."]
+    lines += [
+        "",
+        "## Assumptions",
+        "",
+        f"- Workload `{wl['name']}`: {wl['tables']} tables, {wl['embedding_gb']:,.0f} GB of embeddings, "
+        f"{wl['forward_mflop_per_sample']:.1f} MFLOP/sample forward, global batch {wl['global_batch']}, "
+        f"{wl['precision']}.",
+        f"- Search space `{spec.space}` ({data.space.description}); objectives `{spec.objectives}`.",
+        f"- Model calibration `{data.calibration.version}`, catalog `{data.catalog.version}` "
+        "(prices and their sources: `dse/data/catalog.toml`; `dse validate` for the model's error).",
+        f"- Most uncertain assumption here: {s.assumption}; moved by ±{pct} below.",
+        "",
+        "## What the study shows",
+        "",
+        case.explain(result.findings).strip(),
+        "",
+        "## Claims",
+        "",
+        f"Each is checked against the data by `tests/test_case_studies.py` (on a reduced run of "
+        f"{case.reduced_trials} trials) and here on the full run, also with {s.assumption} at "
+        f"-{pct} and +{pct}.",
+        "",
+        f"| claim | as priced | -{pct} | +{pct} |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {c.text} | {_mark(c.holds)} | {_mark(c.holds_low)} | {_mark(c.holds_high)} |"
+              for c in result.claims]
+    changed = [c.text for c in result.claims if not c.holds == c.holds_low == c.holds_high]
+    verdict = ("Every claim keeps its verdict at both ends: the answer does not hinge on this "
+               "assumption." if not changed else
+               "These claims change verdict, so the answer hinges on this assumption: "
+               + " ".join(f"*{t}*" for t in changed))
+    lines += [
+        "",
+        f"## Sensitivity: {s.assumption} ±{pct}",
+        "",
+        f"Every design the study scored, re-scored with {s.assumption} at -{pct} and +{pct}: "
+        f"{result.front_kept_low:.0%} and {result.front_kept_high:.0%} of the front's designs stay "
+        f"on the front. {verdict}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A small DataFrame as a Markdown table (no optional dependency): numbers of 100 and more
+    with thousands separators, smaller ones to three significant digits."""
+    head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, float | np.floating):
+        x = float(v)
+        return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    return str(v)
+
+
+__all__ = [
+    "CaseData", "CaseResult", "CaseStudy", "Claim", "ClaimResult", "Findings", "Sensitivity",
+    "analyse_case", "case_spec", "designs_of", "markdown_table", "render_page", "rescored",
+    "run_case", "scale_accelerator_prices", "scale_hbm_price", "scale_network_prices", "score_row",
+    "study_data",
+]

@@ -1,0 +1,94 @@
+"""``dse case-study``: run a worked case study, check its claims and write its page (registered on
+:data:`dse.cli.app`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dse.cli import app, fail
+from dse.errors import DseInputError
+
+if TYPE_CHECKING:
+    from dse.casestudy import CaseResult
+    from dse.study import StudySpec
+
+CASE_DIR = Path(__file__).resolve().parent.parent / "docs" / "case-studies"
+"""``docs/case-studies/`` of the checkout, where the pages live."""
+
+
+@app.command("case-study")
+def case_study_cmd(
+    names: Annotated[list[str] | None, typer.Argument(
+        help="Case studies to run (zion, zionex, today, growth); none or 'all': every one.")] = None,
+    trials: Annotated[int | None, typer.Option(
+        "--trials", min=1, help="Budget of each case's study instead of its file's (a reduced run; "
+        "use with --storage so the full study is left alone).")] = None,
+    storage: Annotated[str | None, typer.Option(
+        "--storage", help="Optuna storage for the studies (default: each study's own, "
+        "studies/NAME.journal).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the pages.")] = CASE_DIR,
+    report: Annotated[bool, typer.Option("--report/--no-report",
+                                         help="Also write each study's interactive report beside "
+                                         "its page (plotly.js from its CDN).")] = True,
+    check: Annotated[bool, typer.Option("--check/--no-check",
+                                        help="Exit 1 when a claim does not hold.")] = True,
+) -> None:
+    """Run each case study's study (resuming it), check the claims its page makes against the data,
+    also with the case's most uncertain assumption moved by ±30%, and write the page
+    (OUT/NAME.md) and the study's report (OUT/NAME.html)."""
+    from dse.cases import case_names, get_case
+    from dse.casestudy import case_spec, render_page, run_case
+
+    chosen = list(case_names()) if not names or names == ["all"] else names
+    try:
+        cases = [get_case(n) for n in chosen]
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
+    for case in cases:
+        try:
+            result = run_case(case, trials, storage)
+            report_file = _write_report(case_spec(case, trials, storage), storage, out,
+                                        case.name) if report else None
+        except DseInputError as exc:
+            fail(str(exc))
+            return
+        page = out / f"{case.name}.md"
+        page.write_text(render_page(result, report_file), encoding="utf-8")
+        _show(case.name, result)
+        typer.echo(f"page: {page}" + (f" (report {out / report_file})" if report_file else ""))
+        failed += [f"{case.name}: {c.text}" for c in result.claims if not c.holds]
+    if failed and check:
+        for line in failed:
+            typer.echo(f"dse: claim does not hold: {line}", err=True)
+        raise typer.Exit(1)
+
+
+def _write_report(spec: StudySpec, storage: str | None, out: Path, name: str) -> str:
+    from dse.report import render_report
+    from dse.results import load_stored_study, objective_set_of
+    from dse.storage import redact
+
+    study = load_stored_study(spec, storage)
+    html = render_report(study, spec, objective_set_of(study, spec.objectives),
+                         redact(storage or ""), plotlyjs="cdn")
+    (out / f"{name}.html").write_text(html, encoding="utf-8")
+    return f"{name}.html"
+
+
+def _show(name: str, result: CaseResult) -> None:
+    table = Table(title=f"{name}: claims (as priced, -30%, +30%)")
+    table.add_column("claim", overflow="fold")
+    for col in ("as priced", "-30%", "+30%"):
+        table.add_column(col)
+    for c in result.claims:
+        table.add_row(c.text, *("holds" if ok else "[red]fails[/red]"
+                                for ok in (c.holds, c.holds_low, c.holds_high)))
+    Console(width=120).print(table)
