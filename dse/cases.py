@@ -181,6 +181,8 @@ def analyse_zion(data: CaseData) -> Findings:
         "fabric_order_holds": _fabric_order(fabrics),
         "switch_dominated": _switch_dominated(fabrics),
         "growth": growth,
+        "growth_covered": int(growth[growth["need_gb_s"] <= own]["tables"].max()
+                              // len(data.workload.tables)) if (growth["need_gb_s"] <= own).any() else 0,
     }
 
 
@@ -255,7 +257,8 @@ step; with the tables in HBM by {spread.get('HBM', 0):.1%}.
 models grew) multiplies the bytes each accelerator exchanges per step; to keep the 1x model's
 step time, the exchange needs the per-accelerator bandwidth below. The grown models' own steps
 are slower (the dot interaction grows with the square of the features), which is why a fixed
-node trains them far more slowly rather than waiting on the fabric.
+node trains them far more slowly rather than waiting on the fabric. Zion's {own:g} GB/s per
+accelerator covers the need up to the {f['growth_covered']}x model.
 
 {markdown_table(growth)}
 """

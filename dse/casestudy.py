@@ -359,7 +359,10 @@ def render_page(result: CaseResult, report_file: str | None = None) -> str:
         "",
         f"Every design the study scored, re-scored with {s.assumption} at -{pct} and +{pct}: "
         f"{result.front_kept_low:.0%} and {result.front_kept_high:.0%} of the front's designs stay "
-        f"on the front. {verdict}",
+        "on the front" + (" (many of its designs lie within a few percent of each other, so small "
+                          "price moves reorder them)" if min(result.front_kept_low,
+                                                             result.front_kept_high) < 0.5 else "")
+        + f". {verdict}",
         "",
     ]
     return "\n".join(lines)

@@ -218,8 +218,10 @@ def _check_keys(space: SearchSpace, source: str) -> None:
         try:
             load_system_spec(base, tuple(space.fixed.items()))
         except DseInputError as exc:
-            key = f"parameters.{SYSTEM_PARAM}" if system is not None else f"fixed ({exc.key})"
-            raise DseInputError(source, key, exc.message) from None
+            if system is None:
+                raise DseInputError(source, f"fixed ({exc.key})", exc.message) from None
+            raise DseInputError(source, f"parameters.{SYSTEM_PARAM}",
+                                f"choice {base!r}: {exc.message}") from None
         for name, p in space.parameters.items():
             if name == SYSTEM_PARAM:
                 continue
