@@ -22,6 +22,8 @@ from dse.casestudy import (
     Claim,
     Findings,
     Sensitivity,
+    describe_bend,
+    front_bend,
     markdown_table,
     scale_accelerator_prices,
     scale_network_prices,
@@ -165,6 +167,7 @@ def analyse_zion(data: CaseData) -> Findings:
     growth = _zion_growth(data)
     sizes = _zion_hbm_sizes(data)
     return {
+        "bend": front_bend(front),
         "hbm_sizes": sizes,
         "cache_beats_all_hbm": bool((sizes["best_ddr_gb_used"] > 0).all()),
         "cache_margin": float((sizes["best_per_kusd"] / sizes["all_in_hbm_per_kusd"] - 1.0).max()),
@@ -205,6 +208,11 @@ def _switch_dominated(fabrics: pd.DataFrame) -> bool:
     return True
 
 
+def _zion_point(r: pd.Series) -> str:
+    return (f"{int(r['param:node.accelerators'])} accelerators with {r['param:node.hbm_gb']:.0f} GB "
+            f"of HBM each ({_usd(r['capex_usd'])}, {_ksps(r[THROUGHPUT])})")
+
+
 def explain_zion(f: Findings) -> str:
     one, fit = f["one_node"], f["fit"]
     probe = f["probe"][["nodes", "accelerators", "throughput", "capex_usd", "per_kusd", "ddr_used_gb",
@@ -242,7 +250,7 @@ little HBM as possible": below it, misses make the host PCIe links the bottlenec
 
 The study's own front (accelerators, HBM, DDR, PCIe, fabric and NICs searched together) agrees:
 {f['front_ddr_share']:.0%} of its designs keep tables in host DDR. Front bottlenecks:
-{f['front_bottlenecks']}.
+{f['front_bottlenecks']}. {describe_bend(f['bend'], _zion_point)}
 
 **The fabric at eight accelerators.** At Zion's own {own:g} GB/s per accelerator, the all-to-all
 takes longest on a ring, less on the hybrid cube mesh, and least on a fully connected mesh or a
@@ -363,6 +371,7 @@ def analyse_zionex(data: CaseData) -> Findings:
     feasible_nodes = sorted(int(n) for n in data.feasible()["nodes"].unique())
     return {
         "front": front,
+        "bend": front_bend(front),
         "front_min_nic": float(front["nic_gbit_s_per_accelerator"].min()) if len(front) else math.nan,
         "front_max_nic": float(front["nic_gbit_s_per_accelerator"].max()) if len(front) else math.nan,
         "front_accel_share": float((front["param:node.nic_attach"] == "accelerator").mean())
@@ -377,6 +386,11 @@ def analyse_zionex(data: CaseData) -> Findings:
         "accel_enough": float(sat[sat["attach"] == "accelerator"]["enough_gbit_s"].min()),
         "gain_16": float(at[(16, "accelerator", 200.0)] / at[(16, "cpu", 200.0)]),
     }
+
+
+def _nodes_point(r: pd.Series) -> str:
+    system = f"{r['param:system']} " if "param:system" in r else ""
+    return f"{int(r['nodes'])} {system}node(s) ({_usd(r['capex_usd'])}, {_ksps(r[THROUGHPUT])})"
 
 
 def explain_zionex(f: Findings) -> str:
@@ -397,7 +411,7 @@ that no design fits. On the front, every design gives each accelerator between
 {f['front_network_share']:.0%} of its designs are bound by the all-to-all over the network
 (front bottlenecks: {f['front_bottlenecks']}): past the cheapest point, the front buys its
 throughput with nodes while keeping the NIC bandwidth per accelerator at the most the
-accelerator's own PCIe link can feed.
+accelerator's own PCIe link can feed. {describe_bend(f['bend'], _nodes_point)}
 
 {markdown_table(table)}
 
@@ -492,6 +506,7 @@ def analyse_today(data: CaseData) -> Findings:
         ["baseline", THROUGHPUT, "capex_usd", "power_w", "bottleneck", "on_front"]]
     one = feasible[feasible["nodes"] == 1]
     return {
+        "bends": {"capex": front_bend(fronts["capex"]), "power": front_bend(fronts["power"], "power_w")},
         "fronts": fronts,
         "front_systems": {k: _front_systems(v) for k, v in fronts.items()},
         "front_max_nodes": int(front3["nodes"].max()) if len(front3) else 0,
@@ -529,6 +544,9 @@ it the all-to-all over the network grows faster than the compute it divides (fro
 {f['front_bottlenecks']}). On one node the network choices (NIC speed, topology,
 oversubscription) change nothing but the NIC price, which is why one-node designs repeat on the
 front.
+
+Against capex: {describe_bend(f['bends']['capex'], _nodes_point)} Against power:
+{describe_bend(f['bends']['power'], _nodes_point, unit="kW")}
 
 **Per vendor node** (the best over every node count and network the study tried):
 
@@ -644,6 +662,7 @@ def explain_growth(f: Findings) -> str:
 **What 4x larger tables change.** The same study, with every table's rows multiplied by four.
 Throughput against capex: {_systems_list(f['front_systems']['capex'])}. Throughput against power:
 {_systems_list(f['front_systems']['power'])}. Front bottlenecks: {f['front_bottlenecks']}.
+Against capex: {describe_bend(f['bends']['capex'], _nodes_point)}
 
 **Which designs stay on the front.** One grid of {f['grid_size']} designs (each vendor node at
 1-16 nodes and 200-800 Gb/s NICs, rail-optimised, non-blocking) scored with the tables as

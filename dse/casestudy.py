@@ -288,7 +288,67 @@ def scale_network_prices(catalog: Catalog, scale: float) -> Catalog:
     return dataclasses.replace(catalog, nic=nics, network_switch=switch)
 
 
+# --- reading a front ---------------------------------------------------------------------------
+
+
+def front_bend(front: pd.DataFrame, cost: str = "capex_usd",
+               gain: str = "throughput_samples_per_s") -> dict[str, Any]:
+    """Where a 2-D front bends: the design after which each extra unit of ``cost`` buys the least
+    ``gain`` compared with before it (the largest drop in marginal gain between neighbouring
+    segments), with the bottlenecks before and after it. Empty for a front of fewer than three
+    distinct points."""
+    pts = front.drop_duplicates([cost, gain]).sort_values(cost)
+    if len(pts) < 3:
+        return {}
+    x, y = pts[cost].to_numpy(dtype=float), pts[gain].to_numpy(dtype=float)
+    slope = np.diff(y) / np.maximum(np.diff(x), 1e-12)
+    # Averaged over the segments on either side, so one near-duplicate point does not make a bend.
+    drops = [(float(slope[:i].mean()) / max(float(slope[i:].mean()), 1e-300), i)
+             for i in range(1, len(slope))]
+    ratio, i = max(drops)
+    return {
+        "at": pts.iloc[i], "ratio": ratio,
+        "slope_before": float(slope[:i].mean()), "slope_after": float(slope[i:].mean()),
+        "bottlenecks_before": _counts(pts.iloc[: i + 1]["bottleneck"]),
+        "bottlenecks_after": _counts(pts.iloc[i + 1:]["bottleneck"]),
+    }
+
+
+def _counts(values: pd.Series) -> str:
+    return ", ".join(f"{k} ({v})" for k, v in values.value_counts().items())
+
+
+def describe_bend(bend: Mapping[str, Any], what: Callable[[pd.Series], str],
+                  unit: str = "$1k", scale: float = 1e3) -> str:
+    """One sentence on :func:`front_bend`: where the front bends and what bounds it on each side."""
+    if not bend:
+        return "The front has too few distinct points to bend."
+    return (f"The front bends at {what(bend['at'])}: before it each extra {unit} buys "
+            f"{bend['slope_before'] * scale:,.0f} samples/s on average, after it "
+            f"{bend['slope_after'] * scale:,.0f}. Up to the bend the designs are bound by "
+            f"{bend['bottlenecks_before']}; past it by {bend['bottlenecks_after']}.")
+
+
 # --- the page -----------------------------------------------------------------------------------
+
+
+def _prices(data: CaseData) -> list[str]:
+    """The prices that set this study's capex: its accelerators', HBM beyond a part's own, NIC
+    ports, with their sources."""
+    names: set[str] = set()
+    for base in data.space.bases():
+        names.add(data.evaluate({}, base).system.spec.node.accelerator)
+    acc = data.space.parameters.get("node.accelerator")
+    names.update(str(c) for c in (acc.choices if acc else ()))
+    cat = data.catalog
+    lines = [f"- {cat.accelerator[n].name}: ${cat.accelerator[n].price_usd:,.0f} per accelerator "
+             f"({cat.accelerator[n].price_source})" for n in sorted(names)]
+    nics = ", ".join(f"{n.gbit_s:g} Gb/s ${n.price_usd:,.0f}" for n in
+                     sorted(cat.nic.values(), key=lambda n: n.gbit_s))
+    lines.append(f"- NIC ports: {nics}; HBM beyond a part's own ${cat.facility.hbm_usd_per_gb:g}/GB "
+                 "(`dse/data/catalog.toml` gives every source)")
+    return lines
+
 
 
 def _mark(ok: bool) -> str:
@@ -332,6 +392,8 @@ def render_page(result: CaseResult, report_file: str | None = None) -> str:
         f"- Model calibration `{data.calibration.version}`, catalog `{data.catalog.version}` "
         "(prices and their sources: `dse/data/catalog.toml`; `dse validate` for the model's error).",
         f"- Most uncertain assumption here: {s.assumption}; moved by ±{pct} below.",
+        "- Prices (catalog):",
+        *("  " + line for line in _prices(data)),
         "",
         "## What the study shows",
         "",
@@ -388,7 +450,7 @@ def _cell(v: Any) -> str:
 
 __all__ = [
     "CaseData", "CaseResult", "CaseStudy", "Claim", "ClaimResult", "Findings", "Sensitivity",
-    "analyse_case", "case_spec", "designs_of", "markdown_table", "render_page", "rescored",
-    "run_case", "scale_accelerator_prices", "scale_hbm_price", "scale_network_prices", "score_row",
-    "study_data",
+    "analyse_case", "case_spec", "describe_bend", "designs_of", "front_bend", "markdown_table",
+    "render_page", "rescored", "run_case", "scale_accelerator_prices", "scale_hbm_price",
+    "scale_network_prices", "score_row", "study_data",
 ]
