@@ -226,6 +226,21 @@ def test_rescoring_with_other_prices_keeps_every_step_time(tmp_path: Path) -> No
     assert list(moved.frame["baseline"]) == list(data.frame["baseline"])
 
 
+def test_front_bend_is_where_marginal_throughput_drops_most() -> None:
+    from dse.casestudy import describe_bend, front_bend
+
+    front = pd.DataFrame({"capex_usd": [1e3, 2e3, 3e3, 4e3, 5e3, 5e3],
+                          "throughput_samples_per_s": [10.0, 20.0, 30.0, 31.0, 32.0, 32.0],
+                          "bottleneck": ["a", "a", "a", "b", "b", "b"]})
+    bend = front_bend(front)
+    # Slopes 10, 10, 1, 1 samples/s per $1k: the bend is the third point, 10 before and 1 after.
+    assert bend["at"]["capex_usd"] == 3e3
+    assert (bend["slope_before"] * 1e3, bend["slope_after"] * 1e3) == pytest.approx((10.0, 1.0))
+    assert bend["bottlenecks_before"] == "a (3)" and bend["bottlenecks_after"] == "b (2)"
+    assert "buys 10 samples/s on average, after it 1." in describe_bend(bend, lambda r: "x")
+    assert front_bend(front.iloc[:2]) == {}
+
+
 def test_markdown_table_formats_numbers() -> None:
     frame = pd.DataFrame({"a": [1234.5, 0.01234], "b": ["x", "y"], "c": [True, False]})
     assert markdown_table(frame).splitlines() == [
