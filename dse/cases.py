@@ -539,11 +539,10 @@ def explain_today(f: Findings) -> str:
     return f"""
 **Who is on the front.** Throughput against capex: {_systems_list(f['front_systems']['capex'])}.
 Throughput against power: {_systems_list(f['front_systems']['power'])}. The cheapest point is one
-{f['cheapest_front']} node; the largest useful cluster has {f['front_max_nodes']} nodes: beyond
-it the all-to-all over the network grows faster than the compute it divides (front bottlenecks:
-{f['front_bottlenecks']}). On one node the network choices (NIC speed, topology,
-oversubscription) change nothing but the NIC price, which is why one-node designs repeat on the
-front.
+{f['cheapest_front']} node; the largest design on the front has {f['front_max_nodes']} nodes
+(front bottlenecks: {f['front_bottlenecks']}). On one node the network choices (NIC speed,
+topology, oversubscription) change nothing but the NIC price, which is why one-node designs
+repeat on the front.
 
 Against capex: {describe_bend(f['bends']['capex'], _nodes_point)} Against power:
 {describe_bend(f['bends']['power'], _nodes_point, unit="kW")}
@@ -558,9 +557,7 @@ embedding lookups in HBM and by the dense (cross-network and MLP) compute, so HB
 compute per dollar decide: the MI300X brings {_hbm('mi300x-x8')} at {_price('mi300x-x8')}, the
 H100 {_hbm('dgx-h100')} at {_price('dgx-h100')}, the B200 {_hbm('dgx-b200')} at
 {_price('dgx-b200')} (catalog prices per accelerator, estimates). The H100 and
-H200 nodes are dominated at every budget. Past a few nodes the all-to-all over the network
-grows while the per-node work shrinks, so the front's largest designs trade ever more capex for
-little throughput.
+H200 nodes are dominated at every budget.
 
 **The vendor nodes as sold** (one node each: the study's baselines, enqueued first; of these,
 NVIDIA's nodes have published MLPerf Training DLRM-DCNv2 results, the others are their vendors'
@@ -640,8 +637,17 @@ def analyse_growth(data: CaseData) -> Findings:
             moves.append({"front": f"throughput-{name}", "system": design[0], "nodes": design[1],
                           "nic_gbit_s": design[2], "change": status})
     moves_frame = pd.DataFrame(moves)
-    h100 = after[(after["param:system"] == "dgx-h100") & (after["param:nodes"] == 1)].iloc[0]
-    h100_before = before[(before["param:system"] == "dgx-h100") & (before["param:nodes"] == 1)].iloc[0]
+    one = ["param:system", "param:nodes"]
+    def one_node(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[(frame["param:nodes"] == 1) & (frame["param:node.nic_gbit_s"] == 400.0)]
+
+    single = pd.merge(one_node(before), one_node(after), on=one, suffixes=("_1x", "_4x"))
+    slowdown = pd.DataFrame({
+        "system": single["param:system"],
+        "samples_per_s_1x": single[f"{THROUGHPUT}_1x"], "samples_per_s_4x": single[f"{THROUGHPUT}_4x"],
+        "slowdown": single[f"{THROUGHPUT}_1x"] / single[f"{THROUGHPUT}_4x"],
+        "bottleneck_4x": single["bottleneck_4x"], "host_ddr_gb_4x": single["ddr_used_gb_4x"]})
+    h100 = slowdown.set_index("system").loc["dgx-h100"]
     by_system = moves_frame.groupby(["system", "change"]).size().unstack(fill_value=0)
     findings.update({
         "moves": moves_frame,
@@ -650,8 +656,10 @@ def analyse_growth(data: CaseData) -> Findings:
         "stayed_systems": sorted(set(moves_frame[moves_frame["change"] == "stays"]["system"])),
         "stay_share": float((moves_frame["change"] == "stays").sum()
                             / max(1, (moves_frame["change"] != "joins").sum())),
-        "h100_bottleneck_4x": str(h100["bottleneck"]),
-        "h100_slowdown": float(h100_before[THROUGHPUT] / h100[THROUGHPUT]),
+        "h100_bottleneck_4x": str(h100["bottleneck_4x"]),
+        "h100_slowdown": float(h100["slowdown"]),
+        "single_node": slowdown,
+        "slowest_growth": str(slowdown.loc[slowdown["slowdown"].idxmax(), "system"]),
         "grid_size": len(before),
     })
     return findings
@@ -673,10 +681,15 @@ or join it:
 
 {f['stay_share']:.0%} of the designs on the published-size fronts stay on the 4x fronts. The
 designs that fall off belong to {', '.join(f['fell_off_systems']) or 'no vendor node'}; those
-that stay to {', '.join(f['stayed_systems']) or 'none'}. A DGX H100 node's 8 x 80 GB of HBM no
-longer holds the grown tables: one node becomes bound by `{f['h100_bottleneck_4x']}` and trains
-{f['h100_slowdown']:.1f}x slower than with the published tables, while the nodes with 141-192 GB
-per accelerator keep their tables in HBM and lose far less.
+that stay to {', '.join(f['stayed_systems']) or 'none'}.
+
+**One node of each, tables as published and 4x larger** (400 Gb/s NICs):
+
+{markdown_table(f['single_node'])}
+
+A DGX H100 node's 8 x 80 GB of HBM no longer holds the grown tables: it spills them to host DDR,
+becomes bound by `{f['h100_bottleneck_4x']}` and trains {f['h100_slowdown']:.1f}x slower, while
+the nodes with 141-192 GB per accelerator keep their tables in HBM and lose far less.
 
 **Per vendor node, 4x tables:**
 
@@ -697,6 +710,9 @@ GROWTH_CASE = CaseStudy(
         Claim("With 4x tables, one DGX H100 node no longer holds them in HBM and its step becomes "
               "bound by host PCIe traffic.",
               lambda f: f["h100_bottleneck_4x"] == "host_pcie"),
+        Claim("Of the five vendor nodes, one DGX H100 node slows down the most when the tables "
+              "grow 4x.",
+              lambda f: f["slowest_growth"] == "dgx-h100"),
         Claim("No H100 or H200 design is on either front with 4x tables.",
               lambda f: not ({"dgx-h100", "hgx-h200"} & (set(f["front_systems"]["capex"])
                                                          | set(f["front_systems"]["power"])))),
