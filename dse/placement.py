@@ -24,12 +24,12 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from dse.calibration import Calibration
 from dse.estimators import INDEX_BYTES, Traffic, cached_traffic, hbm_traffic, host_traffic, zipf_hit_rate
 from dse.system import GB, System
-from dse.workload import EmbeddingTable, Workload
+from dse.workload import EmbeddingTable, Workload, derived
 
 Tier = Literal["hbm", "host", "cache"]
 Sharding = Literal["table_wise", "row_wise", "column_wise", "replicated", "hot_rows"]
@@ -125,6 +125,30 @@ class _Cand:
     """All-to-all bytes per step the owning device sends."""
     device: int = -1
     partial: bool = True
+    traffic: Traffic | None = None
+    """HBM traffic, when known already: the pieces of a split share one (see :func:`_split`)."""
+
+
+def _row_cost_caches(
+    wl: Workload,
+) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[float, float, float]]]:
+    """Empty per-dim caches for :class:`_Costs`, kept with ``wl`` (their figures depend on it alone)."""
+    return {}, {}
+
+
+class _TableFigures(NamedTuple):
+    rows: int
+    dim: int
+    pooling: float
+    row_bytes: int
+    """Bytes per row with its optimizer state."""
+    footprint: float
+
+
+def _table_figures(wl: Workload) -> tuple[_TableFigures, ...]:
+    """What placement reads of each table, computed once per workload (see :func:`derived`)."""
+    return tuple(_TableFigures(t.rows, t.dim, t.pooling, wl.row_state_bytes(t.dim),
+                               float(wl.table_bytes(t))) for t in wl.tables)
 
 
 def dense_bytes_per_device(workload: Workload) -> float:
@@ -154,8 +178,8 @@ class _Costs:
         self.wl, self.g, self.b = wl, g, b
         self.s_c = COMM_BYTES[wl.precision]
         self.comm_per_elem = 2.0 * (g - 1) * b * self.s_c
-        self._rows: dict[int, tuple[int, int]] = {}
-        self._coef: dict[int, tuple[float, float, float]] = {}
+        # Per-dim figures depend on the workload alone: kept with it, filled as dims come up.
+        self._rows, self._coef = derived(wl, "placement.row_costs", _row_cost_caches)
 
     def row(self, dim: int) -> tuple[int, int]:
         """(row bytes, optimizer-state bytes per row) for ``dim``."""
@@ -180,8 +204,9 @@ class _Costs:
         """HBM traffic of a shard: :func:`~dse.estimators.hbm_traffic`, from its coefficients."""
         per_lookup, per_update, per_out = self._coefficients(dim)
         out = out_rows * per_out
-        return Traffic(hbm_fwd=lookups * per_lookup + out,
-                       hbm_bwd=out + max(lookups, update_rows) * per_update + lookups * INDEX_BYTES)
+        rows = update_rows if update_rows > lookups else lookups  # max(), without its call
+        return Traffic(lookups * per_lookup + out,  # HBM forward, backward
+                       out + rows * per_update + lookups * INDEX_BYTES)
 
     def loads(self, lookups: float, dim: int, out_rows: float, batch: float) -> tuple[float, float]:
         """(HBM bytes, all-to-all bytes) per step of a shard."""
@@ -206,18 +231,19 @@ def hot_rows(table: EmbeddingTable, wl: Workload, b: float, max_rows: float) -> 
     Candidates are 0 and 1,024 x 4^k rows; the saving is concave in log H, so the search stops at
     the first candidate that does not improve.
     """
-    return _hot_rows(table, wl.access_zipf, b, max_rows)
+    return _hot_rows(table.rows, table.pooling, wl.access_zipf, b, max_rows)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _hot_rows(table: EmbeddingTable, zipf: float, b: float, max_rows: float) -> tuple[int, float]:
+def _hot_rows(rows: int, pooling: float, zipf: float, b: float, max_rows: float) -> tuple[int, float]:
+    # Keyed on plain numbers: hashing an EmbeddingTable runs its generated Python __hash__.
     # In units of s (bytes per element): all-to-all b x (1 - h^pooling) against allreduce H.
     best, best_hit, best_cost = 0, 0.0, b
     h_rows = HOT_ROWS_MIN
-    limit = min(max_rows, table.rows / 2, b)  # H >= b can never beat sending the b pooled rows
+    limit = min(max_rows, rows / 2, b)  # H >= b can never beat sending the b pooled rows
     while h_rows <= limit:
-        hit = zipf_hit_rate(h_rows, table.rows, zipf)
-        cost = b * (1.0 - hit ** table.pooling) + h_rows
+        hit = zipf_hit_rate(h_rows, rows, zipf)
+        cost = b * (1.0 - hit ** pooling) + h_rows
         if cost >= best_cost:
             break  # the saving grows ever more slowly than H: past the minimum
         best, best_hit, best_cost = h_rows, hit, cost
@@ -225,30 +251,38 @@ def _hot_rows(table: EmbeddingTable, zipf: float, b: float, max_rows: float) -> 
     return best, best_hit
 
 
-def _split(cand: _Cand, k: int, sharding: Sharding, wl: Workload, costs: _Costs,
+def _split(cand: _Cand, k: int, sharding: Sharding, one_hot: bool, costs: _Costs,
            batch: float) -> list[_Cand]:
+    """``cand`` in ``k`` pieces of (near-)equal width or rows: the first ``extra`` pieces get one
+    more. Pieces come in at most two sizes, so each size's figures are computed once, and its pieces
+    share one (immutable) Traffic: building one costs more than the arithmetic."""
     out: list[_Cand] = []
-    one_hot = wl.tables[cand.table].pooling <= 1.0
+    table = cand.table
     if sharding == "column_wise":
         base, extra = divmod(cand.dim, k)
-        for i in range(k):
-            d = base + (1 if i < extra else 0)
-            out.append(_Cand(cand.table, sharding, cand.rows, d, cand.lookups, cand.out_rows,
-                             cand.rows * sum(costs.row(d)),
-                             *costs.loads(cand.lookups, d, cand.out_rows, batch)))
+        rows, lk, o = cand.rows, cand.lookups, cand.out_rows
+        for d, n in ((base + 1, extra), (base, k - extra)):
+            if n:
+                mem, comm = costs.loads(lk, d, o, batch)
+                fp, traffic = rows * sum(costs.row(d)), costs.traffic(lk, d, o)
+                for _ in range(n):
+                    out.append(_Cand(table, sharding, rows, d, lk, o, fp, mem, comm, -1, True, traffic))
     else:
         base, extra = divmod(cand.rows, k)
-        for i in range(k):
-            r = base + (1 if i < extra else 0)
-            lk = cand.lookups * r / cand.rows
-            # Row-wise: a shard sees the lookups that hash to its rows but emits partial sums for the
-            # whole batch, which the all-to-all then reduce-scatters. One-hot: a sample's one lookup
-            # lands on one shard, which sends that row only (HugeCTR's distributed one-hot
-            # embedding), so the shard's output is its share of the table's.
-            o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
-            out.append(_Cand(cand.table, sharding, r, cand.dim, lk, o,
-                             r * sum(costs.row(cand.dim)),
-                             *costs.loads(lk, cand.dim, o, batch), partial=not one_hot))
+        dim, row_bytes = cand.dim, sum(costs.row(cand.dim))
+        for r, n in ((base + 1, extra), (base, k - extra)):
+            if n:
+                lk = cand.lookups * r / cand.rows
+                # Row-wise: a shard sees the lookups that hash to its rows but emits partial sums for
+                # the whole batch, which the all-to-all then reduce-scatters. One-hot: a sample's one
+                # lookup lands on one shard, which sends that row only (HugeCTR's distributed one-hot
+                # embedding), so the shard's output is its share of the table's.
+                o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
+                mem, comm = costs.loads(lk, dim, o, batch)
+                fp, traffic = r * row_bytes, costs.traffic(lk, dim, o)
+                for _ in range(n):
+                    out.append(_Cand(table, sharding, r, dim, lk, o, fp, mem, comm, -1, not one_hot,
+                                     traffic))
     return out
 
 
@@ -319,36 +353,40 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     lead = g > 1 and software.bottom_mlp_on_one_device
 
     cands: list[_Cand] = []
-    replicated: list[_Cand] = []
+    replicas: list[Shard] = []  # replicated tables and hot rows: a copy on every device
     rep_limit = REPLICATE_MAX_FRACTION * max(table_cap, 0.0)
     hot_limit = HOT_MAX_FRACTION * max(table_cap, 0.0)
-    for ti, table in enumerate(workload.tables):
-        rb, st = costs.row(table.dim)
-        fp = float(table.rows * (rb + st))
+    # Software that never splits to balance keeps whole tables while one fits a device.
+    limit = (MAX_SHARD_FRACTION if software.split_tables_to_balance else 1.0) * table_cap
+    replicate = g > 1 and software.replicate_small_tables
+    zipf = workload.access_zipf
+    traffic = costs.traffic
+    tables = derived(workload, "placement.tables", _table_figures)
+    for ti, (rows, dim, pooling, row_bytes, fp) in enumerate(tables):
         # Replicate when the gradient allreduce (every device moves ~2 x rows x dim) is cheaper than
-        # the all-to-all (all devices together move ~2 x B x dim): rows <= B / G.
-        if g > 1 and software.replicate_small_tables and table.rows <= b and fp <= rep_limit:
-            lk = b * table.pooling
-            replicated.append(_Cand(ti, "replicated", table.rows, table.dim, lk, b, fp, 0.0, 0.0))
+        # the all-to-all (all devices together move ~2 x B x dim): rows <= B / G. A replica's
+        # gradient arrives allreduced and dense: every one of its rows is updated.
+        if replicate and rows <= b and fp <= rep_limit:
+            lk = b * pooling
+            replicas.append(Shard(ti, "replicated", rows, dim, lk, b, fp, -1, "hbm",
+                                  traffic(lk, dim, b, float(rows))))
             continue
-        lk = batch * table.pooling
+        lk = batch * pooling
         out_rows = batch
         if hybrid:
-            row_bytes = rb + st
-            h_rows, hit = hot_rows(table, workload, hot_batch, hot_limit / row_bytes)
+            h_rows, hit = _hot_rows(rows, pooling, zipf, hot_batch, hot_limit / row_bytes)  # see hot_rows
             if h_rows:
-                replicated.append(_Cand(ti, "hot_rows", h_rows, table.dim,
-                                        b * table.pooling * hit, b, h_rows * row_bytes, 0.0, 0.0))
+                hot_lk = b * pooling * hit
+                replicas.append(Shard(ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
+                                      "hbm", traffic(hot_lk, dim, b, float(h_rows))))
                 lk *= 1.0 - hit
-                out_rows *= 1.0 - hit ** table.pooling
-        cand = _Cand(ti, "table_wise", table.rows, table.dim, lk, out_rows, fp,
-                     *costs.loads(lk, table.dim, out_rows, batch))
-        # Software that never splits to balance keeps whole tables while one fits a device.
-        limit = (MAX_SHARD_FRACTION if software.split_tables_to_balance else 1.0) * table_cap
+                out_rows *= 1.0 - hit ** pooling
+        mem, comm = costs.loads(lk, dim, out_rows, batch)
+        cand = _Cand(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm)
         if limit > 0 and fp > limit:
             k = math.ceil(fp / limit)
-            kind: Sharding = "column_wise" if k <= table.dim // MIN_COLUMN_DIM else "row_wise"
-            cands.extend(_split(cand, k, kind, workload, costs, batch))
+            kind: Sharding = "column_wise" if k <= dim // MIN_COLUMN_DIM else "row_wise"
+            cands.extend(_split(cand, k, kind, pooling <= 1.0, costs, batch))
         else:
             cands.append(cand)
 
@@ -361,24 +399,29 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             # bytes) is split. The ratio of equal loads comes out as 2.0000000000000004 after the
             # float sum: without the tolerance it splits in 3 where 2 balance exactly (16 tables on
             # 32 devices -> 48 shards, and a step that got slower as bandwidth rose).
-            ratio = max(c.mem * share_mem, c.comm * share_comm)
+            ratio_mem, ratio_comm = c.mem * share_mem, c.comm * share_comm
+            ratio = ratio_comm if ratio_comm > ratio_mem else ratio_mem  # max(), without its call
+            if not ratio > 1.0 + SPLIT_RATIO_TOLERANCE or c.sharding != "table_wise":
+                balanced.append(c)
+                continue
             # A one-hot table splits row-wise into as many pieces as balance needs (no partial
             # sums to reduce: HugeCTR spreads one-hot tables' rows over all GPUs); others
             # column-wise, down to MIN_COLUMN_DIM.
-            one_hot = workload.tables[c.table].pooling <= 1.0
+            one_hot = tables[c.table].pooling <= 1.0
             max_k = g if one_hot else min(g, c.dim // MIN_COLUMN_DIM)
-            if ratio > 1.0 + SPLIT_RATIO_TOLERANCE and c.sharding == "table_wise" and max_k >= 2:
+            if max_k >= 2:
                 k = min(max_k, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
-                balanced.extend(_split(c, k, "row_wise" if one_hot else "column_wise", workload,
+                balanced.extend(_split(c, k, "row_wise" if one_hot else "column_wise", one_hot,
                                        costs, batch))
             else:
                 balanced.append(c)
         cands = balanced
 
-    replica_bytes = sum(c.footprint for c in replicated)
+    replica_bytes = sum(s.footprint_bytes for s in replicas)
     device_cap = max(table_cap - replica_bytes, 0.0)
-    # Tier choice: the most traffic per byte goes to HBM.
-    cands.sort(key=lambda c: -(c.lookups / max(c.footprint, 1.0)))
+    # Tier choice: the most traffic per byte goes to HBM (the sort is stable: ties keep their order).
+    density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c in cands]
+    cands = [cands[i] for i in sorted(range(len(cands)), key=density.__getitem__, reverse=True)]
     budget = device_cap * (g - 1 if lead else g)
     hbm_set: list[_Cand] = []
     host_set: list[_Cand] = []
@@ -394,13 +437,16 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     free = [device_cap] * g
     if lead:
         free[0] = 0.0
-    shards: list[Shard] = []
     leftover = _assign_hbm(hbm_set, free, load_mem, load_comm, min(system.scaleup_domain, g))
     dev_load = load_mem
     host_set.extend(leftover)
-    for c, dev in _placed(hbm_set, leftover):
-        hbm_used[dev] += c.footprint
-        shards.append(_shard(c, dev, "hbm", costs))
+    shards: list[Shard] = []
+    for c in hbm_set:
+        if c.device >= 0:  # _assign_hbm sets the device of those it placed
+            hbm_used[c.device] += c.footprint
+            shards.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
+                                c.device, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows),
+                                1.0, c.partial))
 
     a = system.accelerators_per_node
     ddr_cap = system.ddr_bytes * (1.0 - HOST_RESERVE_FRACTION)
@@ -428,8 +474,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             ddr_used[node] += c.footprint
             host_by_device.setdefault(dev, []).append(c)
         shards.extend(_host_shards(host_by_device, hbm_used, hbm_cap, system, workload, s_c))
-    for c in replicated:
-        shards.append(_shard(c, -1, "hbm", costs))
+    shards += replicas
 
     reason = ""
     if table_cap < 0:
@@ -456,7 +501,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         feasible=not reason,
         reason=reason,
         memory_short_bytes=short,
-        replicated_grad_elements=float(sum(c.rows * c.dim for c in replicated)),
+        replicated_grad_elements=float(sum(s.rows * s.dim for s in replicas)),
         counts=counts,
     )
 
@@ -477,29 +522,49 @@ def balanced_assign(
     keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c in zip(mem, comm, strict=True)]
     order = sorted(range(len(mem)), key=keys.__getitem__, reverse=True)
     free = list(capacities)
-    heap = [(max(load_mem[d] * inv_m, load_comm[d] * inv_c), d) for d in range(len(free))]
-    heapq.heapify(heap)
+    n = len(free)
     out: list[int | None] = [None] * len(mem)
+    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
+    # each pop yields does not depend on the heap's internal order, and replacing the top in place
+    # picks the same devices as a pop followed by a push, with one sift instead of two.
+    heap: list[tuple[float, int]] = []
+    idle = -1  # >= 0: devices idle..n-1 have no load yet and are left out of ``heap`` (see below)
+    if any(load_mem) or any(load_comm):
+        heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
+                for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
+        heapq.heapify(heap)
+    else:
+        # Every device starts idle, with key 0.0: the heap would yield them in index order, before
+        # any device a placement left with a key above 0.0. So while the next idle device has room
+        # and every loaded one's key is above 0.0, it is the choice, and ``heap`` can stay a plain
+        # list. Usually every item is placed so (fewer shards than devices).
+        idle = 0
     for i in order:
         size = sizes[i]
-        key, d = heapq.heappop(heap)
-        if size <= free[d]:  # the usual case: the least-loaded device has room
-            skipped: list[tuple[float, int]] = []
+        skipped: list[tuple[float, int]] = []
+        fresh = 0 <= idle < n and size <= free[idle] and (not heap or heap[-1][0] > 0.0)
+        if fresh:
+            d = idle
+            idle += 1
         else:
-            skipped = [(key, d)]
-            d = -1
-            while heap:
-                key, d = heapq.heappop(heap)
-                if size <= free[d]:
-                    break
-                skipped.append((key, d))
-                d = -1
+            if idle >= 0:  # from here on, one heap of every device
+                heap += zip([0.0] * (n - idle), range(idle, n), strict=True)
+                heapq.heapify(heap)
+                idle = -1
+            while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
+                skipped.append(heapq.heappop(heap))
+            d = heap[0][1] if heap else -1
         if d >= 0:
             out[i] = d
             free[d] -= size
             lm = load_mem[d] = load_mem[d] + mem[i]
             lc = load_comm[d] = load_comm[d] + comm[i]
-            heapq.heappush(heap, (lm * inv_m if lm * inv_m > lc * inv_c else lc * inv_c, d))
+            lm *= inv_m
+            lc *= inv_c
+            if fresh:
+                heap.append((lm if lm > lc else lc, d))
+            else:
+                heapq.heapreplace(heap, (lm if lm > lc else lc, d))
         for entry in skipped:
             heapq.heappush(heap, entry)
     return out
@@ -520,17 +585,17 @@ def _assign_hbm(
             groups.setdefault(c.table, []).append(c)
         else:
             rest.append(c)
-    domains = [list(range(d, min(d + domain, len(free)))) for d in range(0, len(free), domain)]
+    n = len(free)
     for group in sorted(groups.values(), key=lambda grp: -sum(c.mem + c.comm for c in grp)):
-        for devs in sorted(domains, key=lambda ds: sum(load_mem[d] + load_comm[d] for d in ds)):
-            sub_mem = [load_mem[d] for d in devs]
-            sub_comm = [load_comm[d] for d in devs]
+        total = [m + c for m, c in zip(load_mem, load_comm, strict=True)]
+        for lo in sorted(range(0, n, domain), key=lambda lo: sum(total[lo:lo + domain])):
+            hi = min(lo + domain, n)
             got = balanced_assign([c.mem for c in group], [c.comm for c in group],
-                                  [c.footprint for c in group], [free[d] for d in devs],
-                                  sub_mem, sub_comm)
-            if all(x is not None for x in got):
+                                  [c.footprint for c in group], free[lo:hi],
+                                  load_mem[lo:hi], load_comm[lo:hi])
+            if None not in got:
                 for c, x in zip(group, got, strict=True):
-                    _commit(c, devs[x], free, load_mem, load_comm)  # type: ignore[index]
+                    _commit(c, lo + x, free, load_mem, load_comm)  # type: ignore[operator]
                 break
         else:
             rest.extend(group)
@@ -552,19 +617,6 @@ def _commit(c: _Cand, device: int, free: list[float], load_mem: list[float],
     free[device] -= c.footprint
     load_mem[device] += c.mem
     load_comm[device] += c.comm
-
-
-def _placed(cands: list[_Cand], unplaced: list[_Cand]) -> list[tuple[_Cand, int]]:
-    skip = {id(c) for c in unplaced}
-    return [(c, c.device) for c in cands if id(c) not in skip]
-
-
-def _shard(c: _Cand, device: int, tier: Tier, costs: _Costs) -> Shard:
-    # A replica's gradient arrives allreduced and dense: every one of its rows is updated.
-    update = float(c.rows) if c.sharding in ("replicated", "hot_rows") else 0.0
-    traffic = costs.traffic(c.lookups, c.dim, c.out_rows, update)
-    return Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, device,
-                 tier, traffic, partial_sums=c.partial)
 
 
 def _host_shards(

@@ -152,17 +152,24 @@ def gemm_time(m: float, k: float, n: float, peak: float, eff: float, units: int,
     (split-K, as cuBLAS does for weight gradients) in chunks of at least ``SPLIT_K_MIN``.
     ``units = 0`` disables quantisation.
     """
+    # min() and max() are spelled out: the model calls this ~40 times per evaluation and the
+    # builtins' call overhead is a measurable share of it.
     flops = 2.0 * m * k * n
     util = 1.0
     if units > 0:
         tiles = math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE)
-        splits = max(1, min(units // tiles, int(k // SPLIT_K_MIN)))
+        by_units, by_k = units // tiles, int(k // SPLIT_K_MIN)
+        splits = by_k if by_k < by_units else by_units
+        if splits < 1:
+            splits = 1
         tasks = tiles * splits
         fill = (m * n) / (tiles * GEMM_TILE * GEMM_TILE)
         util = fill * tasks / (math.ceil(tasks / units) * units)
-    t_compute = flops / (peak * eff * min(util, 1.0))
+        if util > 1.0:
+            util = 1.0
+    t_compute = flops / (peak * eff * util)
     t_memory = (m * k + k * n + m * n) * elem / mem_bytes_s
-    return max(t_compute, t_memory)
+    return t_memory if t_memory > t_compute else t_compute
 
 
 def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
@@ -180,17 +187,19 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
     mem = sys.hbm_bytes_s * calib.memory_efficiency
     elem = ACTIVATION_BYTES[precision]
     n_bottom = len(wl.bottom_mlp)
-    out = {"bottom_fwd": 0.0, "bottom_bwd": 0.0, "top_fwd": 0.0, "top_bwd": 0.0}
+    fwd = [0.0, 0.0]  # bottom, top
+    bwd = [0.0, 0.0]
     for i, (k, n) in enumerate(wl.mlp_layers()):
-        part = "bottom" if i < n_bottom else "top"
+        part = 0 if i < n_bottom else 1
         m = b_bottom if i < n_bottom else b
-        out[f"{part}_fwd"] += gemm_time(m, k, n, peak, eff, units, mem, elem)
-        out[f"{part}_bwd"] += gemm_time(m, n, k, peak, eff, units, mem, elem)  # data gradient
-        out[f"{part}_bwd"] += gemm_time(k, m, n, peak, eff, units, mem, elem)  # weight gradient
+        fwd[part] += gemm_time(m, k, n, peak, eff, units, mem, elem)
+        bwd[part] += gemm_time(m, n, k, peak, eff, units, mem, elem)  # data gradient
+        bwd[part] += gemm_time(k, m, n, peak, eff, units, mem, elem)  # weight gradient
         # Element-wise work around the GEMMs, memory bound (m x n activations per pass).
         act = m * n * elem / mem
-        out[f"{part}_fwd"] += ACTIVATION_PASSES_FORWARD * act
-        out[f"{part}_bwd"] += ACTIVATION_PASSES_BACKWARD * act
+        fwd[part] += ACTIVATION_PASSES_FORWARD * act
+        bwd[part] += ACTIVATION_PASSES_BACKWARD * act
+    out = {"bottom_fwd": fwd[0], "bottom_bwd": bwd[0], "top_fwd": fwd[1], "top_bwd": bwd[1]}
     if wl.interaction == "dot":
         f = wl.interaction_features()
         pairs = f * (f - 1) // 2
@@ -224,8 +233,10 @@ class EmbeddingLoads:
 def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
     """The bandwidth-free part of :func:`embedding_times`: per-device and per-node byte maxima."""
     a = accelerators_per_node
-    hbm_f: dict[int, float] = {}
-    hbm_b: dict[int, float] = {}
+    # Per device; byte counts are never negative, so a device without shards (0.0) cannot change
+    # the maximum.
+    hbm_f = [0.0] * plan.devices
+    hbm_b = [0.0] * plan.devices
     pcie: dict[int, list[float]] = {}
     ddr: dict[int, list[float]] = {}
     rep_f = rep_b = 0.0
@@ -236,8 +247,8 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
             rep_f += t.hbm_fwd
             rep_b += t.hbm_bwd
             continue
-        hbm_f[d] = hbm_f.get(d, 0.0) + t.hbm_fwd
-        hbm_b[d] = hbm_b.get(d, 0.0) + t.hbm_bwd
+        hbm_f[d] += t.hbm_fwd
+        hbm_b[d] += t.hbm_bwd
         if t.pcie_fwd or t.pcie_bwd:
             p = pcie.setdefault(d, [0.0, 0.0])
             p[0] += t.pcie_fwd
@@ -246,8 +257,8 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
             n[0] += t.ddr_fwd
             n[1] += t.ddr_bwd
     return EmbeddingLoads(
-        hbm_fwd=max(hbm_f.values(), default=0.0) + rep_f,
-        hbm_bwd=max(hbm_b.values(), default=0.0) + rep_b,
+        hbm_fwd=max(hbm_f, default=0.0) + rep_f,
+        hbm_bwd=max(hbm_b, default=0.0) + rep_b,
         pcie=(max((p[0] for p in pcie.values()), default=0.0),
               max((p[1] for p in pcie.values()), default=0.0)),
         ddr=(max((n[0] for n in ddr.values()), default=0.0),
@@ -399,20 +410,22 @@ def alltoall_elements(
     batch = batch if batch is not None else g * b
     same = [0.0] * g
     cross = [0.0] * g
-    same[0] += (domain - 1) * b * lead_dim
-    cross[0] += (g - domain) * b * lead_dim
+    to_same, to_cross = (domain - 1) * b, (g - domain) * b  # elements per output column
+    same[0] += to_same * lead_dim
+    cross[0] += to_cross * lead_dim
     groups: dict[int, list[int]] = {}
+    dims: dict[int, float] = {}
     for s in plan.shards:
-        if s.device < 0:
+        d = s.device
+        if d < 0:
             continue
         if s.sharding == "row_wise" and s.partial_sums:
-            groups.setdefault(s.table, []).append(s.device)
+            groups.setdefault(s.table, []).append(d)
+            dims[s.table] = s.dim * s.out_rows / batch
         else:
             share = s.out_rows / batch
-            same[s.device] += (domain - 1) * b * s.dim * share
-            cross[s.device] += (g - domain) * b * s.dim * share
-    dims = {s.table: s.dim * s.out_rows / batch for s in plan.shards
-            if s.sharding == "row_wise" and s.partial_sums}
+            same[d] += to_same * s.dim * share
+            cross[d] += to_cross * s.dim * share
     for table, devices in groups.items():
         k = len(devices)
         dim = dims[table]
@@ -422,8 +435,8 @@ def alltoall_elements(
         chunk = g * b * dim / k
         for d in devices:
             co_same = per_domain[d // domain] - 1
-            same[d] += co_same * chunk + (domain - 1) * b * dim / k
-            cross[d] += (k - 1 - co_same) * chunk + (g - domain) * b * dim / k
+            same[d] += co_same * chunk + to_same * dim / k
+            cross[d] += (k - 1 - co_same) * chunk + to_cross * dim / k
     return same, cross
 
 
@@ -607,7 +620,7 @@ def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration,
         path.append("input pipeline (exposed)")
     breakdown = {stage: attribution.get(stage, 0.0) for stage in STAGES}
     breakdown["input_exposed"] = input_exposed
-    bottleneck = max(breakdown, key=lambda k: breakdown[k])
+    bottleneck = max(breakdown, key=breakdown.__getitem__)
     notes = tuple(
         f"{p} runs at {sys.precision_fallback[p]} peak on {sys.accelerator.name}"
         for p in (wl.precision,)

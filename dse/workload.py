@@ -45,6 +45,7 @@ OPTIMIZER_STATE_BYTES = 4
 
 POS = {"min": 0, "min_exclusive": True}
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def _memo(method: F) -> F:
@@ -63,6 +64,18 @@ def _memo(method: F) -> F:
             return value
 
     return wrapper  # type: ignore[return-value]
+
+
+def derived(workload: Workload, key: str, compute: Callable[[Workload], T]) -> T:
+    """``compute(workload)``, computed once per workload object (as :func:`_memo` does for the
+    methods): for figures another module derives from the workload alone. ``key`` names the figure
+    and must be unique to ``compute``."""
+    cache: dict[Any, Any] = workload.__dict__.setdefault("_memo", {})
+    try:
+        value: T = cache[key]
+    except KeyError:
+        value = cache[key] = compute(workload)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
