@@ -328,6 +328,49 @@ def plan_key(system: System) -> tuple[object, ...]:
             system.spec.node.hbm_cache_gb)
 
 
+def _shard_tables(whole: list[_Cand], tables: tuple[_TableFigures, ...], g: int, domain: int,
+                  limit: float, balance: bool, costs: _Costs, batch: float) -> list[_Cand]:
+    """Split each whole table into as many pieces as its capacity needs and, for software that
+    splits to balance, as its load needs: one count from both. (Split for capacity first and for
+    load only if still whole, a large table escaped the balance rule, so a model whose tables grew
+    4x could train faster than the original on the same machine.)
+
+    Capacity: no piece above ``limit`` bytes. Load (``balance``): a table heavier than a device's
+    fair share (1/G of all HBM traffic or of all all-to-all bytes) is split into that many pieces,
+    at most G. A one-hot table split for load goes row-wise (no partial sums to reduce: HugeCTR
+    spreads one-hot tables' rows over all GPUs); otherwise column-wise down to MIN_COLUMN_DIM and
+    row-wise, with partial sums, beyond: into at most ``domain`` pieces, as those stay in one
+    scale-up domain (:func:`_assign_hbm`) and more would only share its devices.
+    """
+    balance = balance and g > 1 and bool(whole)
+    share_mem = g / (sum(c.mem for c in whole) or 1.0)
+    share_comm = g / (sum(c.comm for c in whole) or 1.0)
+    out: list[_Cand] = []
+    for c in whole:
+        k_cap = math.ceil(c.footprint / limit) if 0.0 < limit < c.footprint else 1
+        k_load = 1
+        if balance:
+            # The ratio of equal loads comes out as 2.0000000000000004 after the float sum:
+            # without the tolerance it splits in 3 where 2 balance exactly (16 tables on 32
+            # devices -> 48 shards, and a step that got slower as bandwidth rose).
+            ratio_mem, ratio_comm = c.mem * share_mem, c.comm * share_comm
+            ratio = ratio_comm if ratio_comm > ratio_mem else ratio_mem  # max(), without its call
+            if ratio > 1.0 + SPLIT_RATIO_TOLERANCE:
+                k_load = min(g, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
+        hot = tables[c.table].pooling <= 1.0  # one-hot
+        columns = c.dim // MIN_COLUMN_DIM
+        cap = columns if columns > domain else domain
+        if not hot and k_load > cap:
+            k_load = cap
+        k = k_cap if k_cap > k_load else k_load
+        if k < 2:
+            out.append(c)
+            continue
+        row_wise = (hot and k_load >= k_cap) or k > columns
+        out.extend(_split(c, k, "row_wise" if row_wise else "column_wise", hot, costs, batch))
+    return out
+
+
 def plan_placement(workload: Workload, system: System, calib: Calibration) -> Plan:
     """Shard and place every table of ``workload`` on ``system`` (see the module rules).
 
@@ -382,40 +425,9 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
                 lk *= 1.0 - hit
                 out_rows *= 1.0 - hit ** pooling
         mem, comm = costs.loads(lk, dim, out_rows, batch)
-        cand = _Cand(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm)
-        if limit > 0 and fp > limit:
-            k = math.ceil(fp / limit)
-            kind: Sharding = "column_wise" if k <= dim // MIN_COLUMN_DIM else "row_wise"
-            cands.extend(_split(cand, k, kind, pooling <= 1.0, costs, batch))
-        else:
-            cands.append(cand)
-
-    if g > 1 and cands and software.split_tables_to_balance:
-        share_mem = g / (sum(c.mem for c in cands) or 1.0)
-        share_comm = g / (sum(c.comm for c in cands) or 1.0)
-        balanced: list[_Cand] = []
-        for c in cands:
-            # A shard heavier than a device's fair share (1/G of all HBM or of all all-to-all
-            # bytes) is split. The ratio of equal loads comes out as 2.0000000000000004 after the
-            # float sum: without the tolerance it splits in 3 where 2 balance exactly (16 tables on
-            # 32 devices -> 48 shards, and a step that got slower as bandwidth rose).
-            ratio_mem, ratio_comm = c.mem * share_mem, c.comm * share_comm
-            ratio = ratio_comm if ratio_comm > ratio_mem else ratio_mem  # max(), without its call
-            if not ratio > 1.0 + SPLIT_RATIO_TOLERANCE or c.sharding != "table_wise":
-                balanced.append(c)
-                continue
-            # A one-hot table splits row-wise into as many pieces as balance needs (no partial
-            # sums to reduce: HugeCTR spreads one-hot tables' rows over all GPUs); others
-            # column-wise, down to MIN_COLUMN_DIM.
-            one_hot = tables[c.table].pooling <= 1.0
-            max_k = g if one_hot else min(g, c.dim // MIN_COLUMN_DIM)
-            if max_k >= 2:
-                k = min(max_k, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
-                balanced.extend(_split(c, k, "row_wise" if one_hot else "column_wise", one_hot,
-                                       costs, batch))
-            else:
-                balanced.append(c)
-        cands = balanced
+        cands.append(_Cand(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm))
+    cands = _shard_tables(cands, tables, g, min(system.scaleup_domain, g), limit,
+                          software.split_tables_to_balance, costs, batch)
 
     replica_bytes = sum(s.footprint_bytes for s in replicas)
     device_cap = max(table_cap - replica_bytes, 0.0)
