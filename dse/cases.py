@@ -528,6 +528,7 @@ def analyse_today(data: CaseData) -> Findings:
         "best_throughput": str(per.loc[per["best_throughput"].idxmax(), "system"]),
         "cheapest_front": str(fronts["capex"].sort_values("capex_usd").iloc[0]["param:system"]),
         "baselines": base.reset_index(drop=True),
+        "baseline_bottlenecks": _bottlenecks(base) if len(base) else "",
         "one_node_network_free": bool((one.groupby("param:system")[THROUGHPUT].nunique() == 1).all()),
     }
 
@@ -563,12 +564,12 @@ Against capex: {describe_bend(f['bends']['capex'], _nodes_point)} Against power:
 {markdown_table(per)}
 
 {f['best_per_kusd']} gives the most samples/s per dollar, {f['best_per_w']} the most per watt
-and {f['best_throughput']} the highest throughput. DLRM-DCNv2's step on one node is bound by
-embedding lookups in HBM and by the dense (cross-network and MLP) compute, so HBM bandwidth and
-compute per dollar decide: the MI300X brings {_hbm('mi300x-x8')} at {_price('mi300x-x8')}, the
-H100 {_hbm('dgx-h100')} at {_price('dgx-h100')}, the B200 {_hbm('dgx-b200')} at
-{_price('dgx-b200')} (catalog prices per accelerator, estimates). The H100 and
-H200 nodes are dominated at every budget.
+and {f['best_throughput']} the highest throughput. On one node the vendor nodes' steps are
+bound by {f['baseline_bottlenecks']} (the cross network and MLPs; embedding lookups in HBM
+next), so compute and HBM bandwidth per dollar decide: the MI300X brings {_hbm('mi300x-x8')}
+at {_price('mi300x-x8')}, the H100 {_hbm('dgx-h100')} at {_price('dgx-h100')}, the B200
+{_hbm('dgx-b200')} at {_price('dgx-b200')} (catalog prices per accelerator, estimates). The H100
+and H200 nodes are dominated at every budget.
 
 **The vendor nodes as sold** (one node each: the study's baselines, enqueued first; of these,
 NVIDIA's nodes have published MLPerf Training DLRM-DCNv2 results, the others are their vendors'
