@@ -565,8 +565,8 @@ Against capex: {describe_bend(f['bends']['capex'], _nodes_point)} Against power:
 
 {f['best_per_kusd']} gives the most samples/s per dollar, {f['best_per_w']} the most per watt
 and {f['best_throughput']} the highest throughput. On one node the vendor nodes' steps are
-bound by {f['baseline_bottlenecks']} (the cross network and MLPs; embedding lookups in HBM
-next), so compute and HBM bandwidth per dollar decide: the MI300X brings {_hbm('mi300x-x8')}
+bound by {f['baseline_bottlenecks']}: the compute, and the HBM bandwidth that feeds the
+embedding lookups beside it, per dollar decide: the MI300X brings {_hbm('mi300x-x8')}
 at {_price('mi300x-x8')}, the H100 {_hbm('dgx-h100')} at {_price('dgx-h100')}, the B200
 {_hbm('dgx-b200')} at {_price('dgx-b200')} (catalog prices per accelerator, estimates). The H100
 and H200 nodes are dominated at every budget.

@@ -358,7 +358,7 @@ def header(study: optuna.Study, data: ReportData, storage: str) -> str:
                    f"{len(data.infeasible)} infeasible, front of {len(data.front)}; sampler "
                    f"{spec.sampler}, seed {spec.seed}"),
         ("versions", f"dse {attrs.get('dse:version')} (report by dse {__version__}), calibration "
-                     f"{attrs.get('dse:calibration_version')}"),
+                     f"{attrs.get('dse:calibration_version')}, model {attrs.get('dse:model')}"),
         ("reproduce", f"<code>{html.escape(command)}</code>"),
     ]
     body = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)

@@ -68,6 +68,7 @@ def status(study: optuna.Study) -> dict[str, Any]:
         "objectives": objectives.get("objectives", []),
         "dse_version": attrs.get("dse:version"),
         "calibration_version": attrs.get("dse:calibration_version"),
+        "model": attrs.get("dse:model"),
         "running_trials": [t.number for t in trials if t.state == TrialState.RUNNING],
         "failed_trials": [t.number for t in trials if t.state == TrialState.FAIL],
         "front": [_row(t) for t in front[:10]],

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import functools
+import hashlib
 import json
 import logging
 import math
@@ -42,6 +43,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -592,6 +594,26 @@ def _describe(spec: StudySpec) -> dict[str, str]:
     }
 
 
+MODEL_SOURCES = ("workload.py", "system.py", "catalog.py", "estimators.py", "placement.py",
+                 "timing.py", "cost.py", "model.py", "data/catalog.toml", "data/calibration.toml")
+"""The files whose content decides a design's score (besides the workload and system files,
+which a study records itself)."""
+
+
+@functools.cache
+def model_fingerprint() -> str:
+    """12 hex digits of a SHA-256 over :data:`MODEL_SOURCES`: a study records it, and a resume
+    under a different model (a fix that changes scores without a new dse or calibration version)
+    is recorded in ``dse:changes`` with the trial it starts from. Any edit counts, a refactoring
+    that keeps every score too: the record says the code changed, not that the scores did."""
+    digest = hashlib.sha256()
+    package = resources.files("dse")
+    for name in MODEL_SOURCES:
+        digest.update(name.encode())
+        digest.update((package / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
                create: bool = True, where: str = "") -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
@@ -643,9 +665,10 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
         log.append({"at": now, "changed": changed, **described})
         for key, value in described.items():
             study.set_user_attr(key, value)
-    # A new model calibration or dse version is not refused, but recorded: trials after this
-    # point were scored by it.
-    versions = {"dse:calibration_version": load_calibration().version, "dse:version": __version__}
+    # A new model (its code or data), calibration or dse version is not refused, but recorded:
+    # trials after this point were scored by it.
+    versions = {"dse:calibration_version": load_calibration().version, "dse:version": __version__,
+                "dse:model": model_fingerprint()}
     moved = {k: {"from": attrs.get(k), "to": v} for k, v in versions.items() if attrs.get(k) != v}
     if moved:
         log.append({"at": now, "changed": [k.removeprefix("dse:") for k in moved],
@@ -665,6 +688,7 @@ def _record_new(study: optuna.Study, spec: StudySpec) -> None:
         study.set_user_attr(key, value)
     study.set_user_attr("dse:version", __version__)
     study.set_user_attr("dse:calibration_version", load_calibration().version)
+    study.set_user_attr("dse:model", model_fingerprint())
     study.set_user_attr("dse:study", json.dumps(_spec_dict(spec), sort_keys=True))
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, _space_of(spec))

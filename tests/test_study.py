@@ -190,6 +190,22 @@ def test_baselines_are_enqueued_first(tmp_path: Path, space: str, workload: str,
     assert sum(BASELINE_KEY in t.user_attrs for t in load(spec).trials) == len(presets)
 
 
+def test_a_changed_model_on_resume_is_recorded(tmp_path: Path) -> None:
+    from dse.study import MODEL_SOURCES, model_fingerprint
+
+    spec = make_spec(tmp_path, budget=3)
+    study = run_study(spec)
+    assert study.user_attrs["dse:model"] == model_fingerprint()
+    assert len(model_fingerprint()) == 12 and "placement.py" in MODEL_SOURCES
+    study.set_user_attr("dse:model", "0123456789ab")  # as if scored by other placement code
+    run_study(replace(spec, budget=4))
+    attrs = load(spec).user_attrs
+    (change,) = attrs["dse:changes"]
+    assert change["changed"] == ["model"] and change["from_trial"] == 3
+    assert change["dse:model"] == {"from": "0123456789ab", "to": model_fingerprint()}
+    assert attrs["dse:model"] == model_fingerprint()
+
+
 def test_a_new_calibration_on_resume_is_recorded(tmp_path: Path) -> None:
     spec = make_spec(tmp_path, budget=3)
     study = run_study(spec)
