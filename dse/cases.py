@@ -9,6 +9,7 @@ assumption by ±30%.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping
@@ -27,11 +28,13 @@ from dse.casestudy import (
     markdown_table,
     scale_accelerator_prices,
     scale_network_prices,
+    score_row,
 )
 from dse.errors import DseInputError
 from dse.placement import plan_placement
+from dse.study import design_system
 from dse.timing import alltoall_sends
-from dse.workload import repeat_tables
+from dse.workload import Workload, load_workload, repeat_tables
 
 THROUGHPUT = "throughput_samples_per_s"
 NEAR_BEST = 0.95
@@ -39,7 +42,7 @@ NEAR_BEST = 0.95
 
 
 def _row(data: CaseData, design: Mapping[str, Any], base: str | None = None,
-         workload: Any = None) -> dict[str, Any]:
+         workload: Workload | None = None) -> dict[str, Any]:
     """Headline figures of one directly scored design."""
     d = data if workload is None else _with_workload(data, workload)
     ev = d.evaluate(design, base)
@@ -57,9 +60,7 @@ def _row(data: CaseData, design: Mapping[str, Any], base: str | None = None,
     }
 
 
-def _with_workload(data: CaseData, workload: Any) -> CaseData:
-    import dataclasses
-
+def _with_workload(data: CaseData, workload: Workload) -> CaseData:
     return dataclasses.replace(data, workload=workload)
 
 
@@ -149,8 +150,6 @@ def _zion_growth(data: CaseData) -> pd.DataFrame:
 
 
 def _zion_system(data: CaseData, design: Mapping[str, Any]) -> Any:
-    from dse.study import design_system
-
     return design_system(data.space, design, data.catalog, "zion")
 
 
@@ -623,17 +622,13 @@ def _grid(data: CaseData) -> list[dict[str, Any]]:
             for s in TODAY_SYSTEMS for n in GRID_NODES for g in GRID_NIC]
 
 
-def _grid_frame(data: CaseData, workload: Any) -> pd.DataFrame:
-    from dse.casestudy import score_row
-
+def _grid_frame(data: CaseData, workload: Workload) -> pd.DataFrame:
     d = _with_workload(data, workload)
     return pd.DataFrame([score_row(d, design) for design in _grid(data)])
 
 
 def analyse_growth(data: CaseData) -> Findings:
     """The 4x study's fronts, and which designs of one grid stay on the front when tables grow 4x."""
-    from dse.workload import load_workload
-
     findings = analyse_today(data)
     base_wl = load_workload(data.spec.workload, tuple(data.spec.workload_overrides.items()))
     before, after = _grid_frame(data, base_wl), _grid_frame(data, data.workload)
