@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 HBM_SECTOR_BYTES = 32
 """GPU DRAM access granularity: 32-byte sectors (NVIDIA CUDA C++ Best Practices Guide, "Coalesced
@@ -31,11 +31,11 @@ def granular(nbytes: float, unit: int) -> float:
     return math.ceil(nbytes / unit) * unit
 
 
-@dataclass(frozen=True, slots=True)
-class Traffic:
+class Traffic(NamedTuple):
     """Bytes moved per step by one shard, forward and backward+optimizer, per resource.
 
     ``hbm``: accelerator memory; ``pcie``: the accelerator's host link; ``ddr``: host memory.
+    An immutable named tuple, as :class:`dse.placement.Shard` (a plan builds one per shard size).
     """
 
     hbm_fwd: float = 0.0

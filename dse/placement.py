@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+import operator
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from dse.calibration import Calibration
@@ -62,9 +65,15 @@ MASTER_WEIGHT_BYTES = 4
 """Dense weights are kept in fp32 master copies with fp32 gradients (mixed-precision training)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """One placed piece of a table."""
+class Shard(NamedTuple):
+    """One placed piece of a table.
+
+    An immutable named tuple rather than a frozen dataclass: a plan builds one per piece (137 for
+    DCNv2 on 16 DGX H100), and a frozen dataclass sets each of its 12 fields through
+    ``object.__setattr__``, ~1.3 us a shard against ~0.2 us for a tuple (a sixth of an evaluation).
+    Fields, attribute access, equality and repr are those of the dataclass (a Shard also equals the
+    plain tuple of its fields); copy one with ``_replace``.
+    """
 
     table: int
     sharding: Sharding
@@ -84,6 +93,13 @@ class Shard:
     """Row-wise only: the shard emits partial sums for every sample of ``out_rows``, reduced with its
     co-shards. False for a one-hot table, where each sample's single lookup lands on one shard and
     the shard sends just its own rows (``out_rows`` is then its share)."""
+
+
+_shard = functools.partial(tuple.__new__, Shard)
+"""A Shard from the tuple of all its fields: skips the named tuple's ``__new__``, a Python function
+that costs as much again (a plan builds one Shard per piece)."""
+_traffic = functools.partial(tuple.__new__, Traffic)
+"""A Traffic from the tuple of all its fields (as :data:`_shard`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +128,9 @@ class Plan:
 
 @dataclass(slots=True)
 class _Cand:
+    """A whole table or one piece of a split, before placement. Never changed once built, so the
+    equal pieces of a split are one object (see :func:`_split`)."""
+
     table: int
     sharding: Sharding
     rows: int
@@ -123,7 +142,6 @@ class _Cand:
     """HBM bytes per step on the owning device."""
     comm: float
     """All-to-all bytes per step the owning device sends."""
-    device: int = -1
     partial: bool = True
     traffic: Traffic | None = None
     """HBM traffic, when known already: the pieces of a split share one (see :func:`_split`)."""
@@ -191,26 +209,24 @@ class _Costs:
 
     def _coefficients(self, dim: int) -> tuple[float, float, float]:
         """Per-lookup forward bytes, per-updated-row backward bytes and per-output-row bytes of
-        :func:`~dse.estimators.hbm_traffic` for ``dim`` (its traffic is linear in each count)."""
-        got = self._coef.get(dim)
-        if got is None:
-            rb, st = self.row(dim)
-            unit = hbm_traffic(1.0, rb, st, 0.0)
-            got = self._coef[dim] = (unit.hbm_fwd, unit.hbm_bwd - INDEX_BYTES,
-                                     float(dim * self.s_c))
+        :func:`~dse.estimators.hbm_traffic` for ``dim`` (its traffic is linear in each count). Called
+        on a miss of ``self._coef``, which the callers read first (a method call per shard costs)."""
+        rb, st = self.row(dim)
+        unit = hbm_traffic(1.0, rb, st, 0.0)
+        got = self._coef[dim] = (unit.hbm_fwd, unit.hbm_bwd - INDEX_BYTES, float(dim * self.s_c))
         return got
 
     def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
         """HBM traffic of a shard: :func:`~dse.estimators.hbm_traffic`, from its coefficients."""
-        per_lookup, per_update, per_out = self._coefficients(dim)
+        per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         out = out_rows * per_out
         rows = update_rows if update_rows > lookups else lookups  # max(), without its call
-        return Traffic(lookups * per_lookup + out,  # HBM forward, backward
-                       out + rows * per_update + lookups * INDEX_BYTES)
+        return _traffic((lookups * per_lookup + out,  # HBM forward, backward; no host traffic
+                         out + rows * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
 
     def loads(self, lookups: float, dim: int, out_rows: float, batch: float) -> tuple[float, float]:
         """(HBM bytes, all-to-all bytes) per step of a shard."""
-        per_lookup, per_update, per_out = self._coefficients(dim)
+        per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         mem = lookups * (per_lookup + per_update + INDEX_BYTES) + 2.0 * out_rows * per_out
         return mem, self.comm_per_elem * dim * out_rows / batch
 
@@ -252,11 +268,11 @@ def _hot_rows(rows: int, pooling: float, zipf: float, b: float, max_rows: float)
 
 
 def _split(cand: _Cand, k: int, sharding: Sharding, one_hot: bool, costs: _Costs,
-           batch: float) -> list[_Cand]:
+           batch: float) -> list[tuple[_Cand, int]]:
     """``cand`` in ``k`` pieces of (near-)equal width or rows: the first ``extra`` pieces get one
-    more. Pieces come in at most two sizes, so each size's figures are computed once, and its pieces
-    share one (immutable) Traffic: building one costs more than the arithmetic."""
-    out: list[_Cand] = []
+    more. Pieces come in at most two sizes: each size once, with its count (building a piece and
+    its Traffic costs more than the arithmetic)."""
+    out: list[tuple[_Cand, int]] = []
     table = cand.table
     if sharding == "column_wise":
         base, extra = divmod(cand.dim, k)
@@ -264,9 +280,8 @@ def _split(cand: _Cand, k: int, sharding: Sharding, one_hot: bool, costs: _Costs
         for d, n in ((base + 1, extra), (base, k - extra)):
             if n:
                 mem, comm = costs.loads(lk, d, o, batch)
-                fp, traffic = rows * sum(costs.row(d)), costs.traffic(lk, d, o)
-                for _ in range(n):
-                    out.append(_Cand(table, sharding, rows, d, lk, o, fp, mem, comm, -1, True, traffic))
+                out.append((_Cand(table, sharding, rows, d, lk, o, rows * sum(costs.row(d)), mem, comm,
+                                  True, costs.traffic(lk, d, o)), n))
     else:
         base, extra = divmod(cand.rows, k)
         dim, row_bytes = cand.dim, sum(costs.row(cand.dim))
@@ -279,10 +294,8 @@ def _split(cand: _Cand, k: int, sharding: Sharding, one_hot: bool, costs: _Costs
                 # embedding), so the shard's output is its share of the table's.
                 o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
                 mem, comm = costs.loads(lk, dim, o, batch)
-                fp, traffic = r * row_bytes, costs.traffic(lk, dim, o)
-                for _ in range(n):
-                    out.append(_Cand(table, sharding, r, dim, lk, o, fp, mem, comm, -1, not one_hot,
-                                     traffic))
+                out.append((_Cand(table, sharding, r, dim, lk, o, r * row_bytes, mem, comm, not one_hot,
+                                  costs.traffic(lk, dim, o)), n))
     return out
 
 
@@ -329,7 +342,7 @@ def plan_key(system: System) -> tuple[object, ...]:
 
 
 def _shard_tables(whole: list[_Cand], tables: tuple[_TableFigures, ...], g: int, domain: int,
-                  limit: float, balance: bool, costs: _Costs, batch: float) -> list[_Cand]:
+                  limit: float, balance: bool, costs: _Costs, batch: float) -> list[tuple[_Cand, int]]:
     """Split each whole table into as many pieces as its capacity needs and, for software that
     splits to balance, as its load needs: one count from both. (Split for capacity first and for
     load only if still whole, a large table escaped the balance rule, so a model whose tables grew
@@ -340,12 +353,13 @@ def _shard_tables(whole: list[_Cand], tables: tuple[_TableFigures, ...], g: int,
     at most G. A one-hot table split for load goes row-wise (no partial sums to reduce: HugeCTR
     spreads one-hot tables' rows over all GPUs); otherwise column-wise down to MIN_COLUMN_DIM and
     row-wise, with partial sums, beyond: into at most ``domain`` pieces, as those stay in one
-    scale-up domain (:func:`_assign_hbm`) and more would only share its devices.
+    scale-up domain (:func:`_assign_hbm`) and more would only share its devices. Returns each
+    size of piece once, with the number of its pieces.
     """
     balance = balance and g > 1 and bool(whole)
-    share_mem = g / (sum(c.mem for c in whole) or 1.0)
-    share_comm = g / (sum(c.comm for c in whole) or 1.0)
-    out: list[_Cand] = []
+    share_mem = g / (sum([c.mem for c in whole]) or 1.0)
+    share_comm = g / (sum([c.comm for c in whole]) or 1.0)
+    out: list[tuple[_Cand, int]] = []
     for c in whole:
         k_cap = math.ceil(c.footprint / limit) if 0.0 < limit < c.footprint else 1
         k_load = 1
@@ -364,7 +378,7 @@ def _shard_tables(whole: list[_Cand], tables: tuple[_TableFigures, ...], g: int,
             k_load = cap
         k = k_cap if k_cap > k_load else k_load
         if k < 2:
-            out.append(c)
+            out.append((c, 1))
             continue
         row_wise = (hot and k_load >= k_cap) or k > columns
         out.extend(_split(c, k, "row_wise" if row_wise else "column_wise", hot, costs, batch))
@@ -411,8 +425,8 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         # gradient arrives allreduced and dense: every one of its rows is updated.
         if replicate and rows <= b and fp <= rep_limit:
             lk = b * pooling
-            replicas.append(Shard(ti, "replicated", rows, dim, lk, b, fp, -1, "hbm",
-                                  traffic(lk, dim, b, float(rows))))
+            replicas.append(_shard((ti, "replicated", rows, dim, lk, b, fp, -1, "hbm",
+                                    traffic(lk, dim, b, float(rows)), 1.0, True)))
             continue
         lk = batch * pooling
         out_rows = batch
@@ -420,45 +434,60 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
             h_rows, hit = _hot_rows(rows, pooling, zipf, hot_batch, hot_limit / row_bytes)  # see hot_rows
             if h_rows:
                 hot_lk = b * pooling * hit
-                replicas.append(Shard(ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
-                                      "hbm", traffic(hot_lk, dim, b, float(h_rows))))
+                replicas.append(_shard((ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
+                                        "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
                 lk *= 1.0 - hit
                 out_rows *= 1.0 - hit ** pooling
         mem, comm = costs.loads(lk, dim, out_rows, batch)
         cands.append(_Cand(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm))
-    cands = _shard_tables(cands, tables, g, min(system.scaleup_domain, g), limit,
-                          software.split_tables_to_balance, costs, batch)
+    pieces = _shard_tables(cands, tables, g, min(system.scaleup_domain, g), limit,
+                           software.split_tables_to_balance, costs, batch)
 
     replica_bytes = sum(s.footprint_bytes for s in replicas)
     device_cap = max(table_cap - replica_bytes, 0.0)
-    # Tier choice: the most traffic per byte goes to HBM (the sort is stable: ties keep their order).
-    density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c in cands]
-    cands = [cands[i] for i in sorted(range(len(cands)), key=density.__getitem__, reverse=True)]
+    # Tier choice: the most traffic per byte goes to HBM (the sort is stable: ties keep their order,
+    # so sorting each size of piece once puts its pieces where sorting them one by one would).
+    density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c, _ in pieces]
+    by_density = [pieces[i] for i in sorted(range(len(pieces)), key=density.__getitem__, reverse=True)]
     budget = device_cap * (g - 1 if lead else g)
-    hbm_set: list[_Cand] = []
+    hbm_set: list[_Cand] = []  # one entry a piece: the equal pieces of a split are one object
     host_set: list[_Cand] = []
-    for c in cands:
-        if c.footprint <= budget:
-            hbm_set.append(c)
-            budget -= c.footprint
-        else:
-            host_set.append(c)
+    if sum([c.footprint * count for c, count in by_density]) <= budget * (1.0 - 1e-6):
+        # All fit, with more room to spare than the rounding of the running budget below could eat.
+        for c, count in by_density:
+            hbm_set += [c] * count
+    else:
+        for c, count in by_density:
+            for _ in range(count):
+                if c.footprint <= budget:
+                    hbm_set.append(c)
+                    budget -= c.footprint
+                else:
+                    host_set.append(c)
     hbm_used = [dense + acts + replica_bytes] * g
     load_mem = [0.0] * g
     load_comm = [0.0] * g
     free = [device_cap] * g
     if lead:
         free[0] = 0.0
-    leftover = _assign_hbm(hbm_set, free, load_mem, load_comm, min(system.scaleup_domain, g))
+    devices, leftover = _assign_hbm(hbm_set, free, load_mem, load_comm, min(system.scaleup_domain, g))
     dev_load = load_mem
     host_set.extend(leftover)
     shards: list[Shard] = []
-    for c in hbm_set:
-        if c.device >= 0:  # _assign_hbm sets the device of those it placed
-            hbm_used[c.device] += c.footprint
-            shards.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
-                                c.device, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows),
-                                1.0, c.partial))
+    for c, d in zip(hbm_set, devices, strict=True):
+        if d >= 0:
+            hbm_used[d] += c.footprint
+            shards.append(_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
+                                  d, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows), 1.0,
+                                  c.partial)))
+    # Shards per kind and tier, keys in order of first appearance (a shard's kind before its tier).
+    # The HBM shards come first, all in "hbm": it follows the first one's kind.
+    counts: dict[str, int] = {}
+    n_hbm = len(shards)
+    if n_hbm:
+        counts[shards[0].sharding] = 0
+        counts["hbm"] = n_hbm
+        counts.update(Counter(map(operator.attrgetter("sharding"), shards)))
 
     a = system.accelerators_per_node
     ddr_cap = system.ddr_bytes * (1.0 - HOST_RESERVE_FRACTION)
@@ -497,8 +526,7 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
         need = workload.embedding_footprint_bytes() / GB
         reason = (f"embedding tables need {need:.1f} GB; HBM holds {device_cap * g / GB:.1f} GB "
                   f"and host DDR {ddr_cap * system.nodes / GB:.1f} GB: short by {short / GB:.1f} GB")
-    counts: dict[str, int] = {}
-    for s in shards:
+    for s in shards[n_hbm:]:  # host shards and replicas: those in HBM are counted above
         counts[s.sharding] = counts.get(s.sharding, 0) + 1
         counts[s.tier] = counts.get(s.tier, 0) + 1
     return Plan(
@@ -518,6 +546,17 @@ def plan_placement(workload: Workload, system: System, calib: Calibration) -> Pl
     )
 
 
+def _ranked(mem: Sequence[float], comm: Sequence[float], load_mem: Sequence[float],
+            load_comm: Sequence[float]) -> tuple[float, float, list[float], list[int]]:
+    """For :func:`balanced_assign`: the normalisers (1 / all HBM bytes, 1 / all all-to-all bytes),
+    each item's key (its larger normalised load) and the items by key, largest first (the sort is
+    stable: ties keep their order)."""
+    inv_m = 1.0 / ((sum(mem) + sum(load_mem)) or 1.0)
+    inv_c = 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
+    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c in zip(mem, comm, strict=True)]
+    return inv_m, inv_c, keys, sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+
+
 def balanced_assign(
     mem: Sequence[float],
     comm: Sequence[float],
@@ -528,107 +567,159 @@ def balanced_assign(
 ) -> list[int | None]:
     """LPT on two loads at once: items (largest normalised load first) go to the device whose larger
     normalised load (HBM bytes / all HBM bytes, all-to-all bytes / all such bytes) is smallest and
-    that has room. Updates ``load_mem`` and ``load_comm``; returns each item's device or ``None``."""
-    inv_m = 1.0 / ((sum(mem) + sum(load_mem)) or 1.0)
-    inv_c = 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
-    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c in zip(mem, comm, strict=True)]
-    order = sorted(range(len(mem)), key=keys.__getitem__, reverse=True)
+    that has room. Updates ``load_mem`` and ``load_comm`` (non-negative); returns each item's device
+    or ``None``."""
+    inv_m, inv_c, _, order = _ranked(mem, comm, load_mem, load_comm)
     free = list(capacities)
     n = len(free)
     out: list[int | None] = [None] * len(mem)
+    # A device without load has key 0.0, below every loaded device's: a heap of (key, device) would
+    # yield the idle ones first, in index order. So while the next idle device has room and the last
+    # placement left a key above 0.0, that device is the choice, and the heap is built only if items
+    # are left then (usually none are: fewer items than idle devices).
+    started_idle = not (any(load_mem) or any(load_comm))
+    idle: Sequence[int] = range(n)
+    if not started_idle:
+        idle = ()
+        if 0.0 in load_mem and 0.0 in load_comm and _keys_apart(load_mem, inv_m) and \
+                _keys_apart(load_comm, inv_c):
+            # The loads are non-negative (else the guard above fails), so a zero sum means no load.
+            idle = list(itertools.compress(range(n), map(operator.not_, map(operator.add, load_mem,
+                                                                            load_comm))))
+    placed, n_idle = 0, len(idle)
+    last = 1.0  # the key the last placement left
+    for i in order:
+        if placed == n_idle or not last > 0.0 or sizes[i] > free[idle[placed]]:
+            break
+        d = out[i] = idle[placed]
+        free[d] -= sizes[i]
+        lm = load_mem[d] = load_mem[d] + mem[i]
+        lc = load_comm[d] = load_comm[d] + comm[i]
+        lm *= inv_m
+        lc *= inv_c
+        last = lm if lm > lc else lc
+        placed += 1
+    if placed == len(order):
+        return out
     # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
     # each pop yields does not depend on the heap's internal order, and replacing the top in place
     # picks the same devices as a pop followed by a push, with one sift instead of two.
-    heap: list[tuple[float, int]] = []
-    idle = -1  # >= 0: devices idle..n-1 have no load yet and are left out of ``heap`` (see below)
-    if any(load_mem) or any(load_comm):
-        heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
-                for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
-        heapq.heapify(heap)
-    else:
-        # Every device starts idle, with key 0.0: the heap would yield them in index order, before
-        # any device a placement left with a key above 0.0. So while the next idle device has room
-        # and every loaded one's key is above 0.0, it is the choice, and ``heap`` can stay a plain
-        # list. Usually every item is placed so (fewer shards than devices).
-        idle = 0
-    for i in order:
+    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
+            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
+    if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
+        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
+    heapq.heapify(heap)
+    for i in order[placed:]:
         size = sizes[i]
         skipped: list[tuple[float, int]] = []
-        fresh = 0 <= idle < n and size <= free[idle] and (not heap or heap[-1][0] > 0.0)
-        if fresh:
-            d = idle
-            idle += 1
-        else:
-            if idle >= 0:  # from here on, one heap of every device
-                heap += zip([0.0] * (n - idle), range(idle, n), strict=True)
-                heapq.heapify(heap)
-                idle = -1
-            while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
-                skipped.append(heapq.heappop(heap))
-            d = heap[0][1] if heap else -1
-        if d >= 0:
-            out[i] = d
+        while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
+            skipped.append(heapq.heappop(heap))
+        if heap:
+            d = out[i] = heap[0][1]
             free[d] -= size
             lm = load_mem[d] = load_mem[d] + mem[i]
             lc = load_comm[d] = load_comm[d] + comm[i]
             lm *= inv_m
             lc *= inv_c
-            if fresh:
-                heap.append((lm if lm > lc else lc, d))
-            else:
-                heapq.heapreplace(heap, (lm if lm > lc else lc, d))
+            heapq.heapreplace(heap, (lm if lm > lc else lc, d))
         for entry in skipped:
             heapq.heappush(heap, entry)
     return out
 
 
+def _least_loaded_first(loads: list[float]) -> Iterator[int]:
+    """Indices of ``loads`` from the least (the first of equal ones first), sorting them only if the
+    caller asks for more than the first (a group usually fits the least-loaded domain)."""
+    first = loads.index(min(loads))
+    yield first
+    yield from (j for j in sorted(range(len(loads)), key=loads.__getitem__) if j != first)
+
+
+def _keys_apart(loads: list[float], inv: float) -> bool:
+    """Whether the normalised loads ``load x inv`` stay 0.0 for a zero load and are above 0.0 for the
+    others: every load is non-negative, no product underflows, and ``inv`` is positive and finite."""
+    return 0.0 < inv < math.inf and min(filter(None, loads), default=1.0) * inv > 0.0
+
+
+def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: list[float],
+                 load_mem: list[float], load_comm: list[float]) -> list[int] | None:
+    """:func:`balanced_assign` of a group's pieces on one domain's devices (``room`` and the loads
+    are theirs, copies it may change), or ``None`` unless it places every piece.
+
+    On devices without load it puts the j-th piece (by key) on the j-th device while that device has
+    room and the piece before left a key above 0.0 (see there). Usually the group goes to an idle
+    domain and every piece passes: that is then its answer, found without running it.
+    """
+    if len(mem) <= len(room) and not (any(load_mem) or any(load_comm)):
+        _, _, keys, order = _ranked(mem, comm, load_mem, load_comm)
+        got = [0] * len(order)
+        for j, i in enumerate(order):
+            if sizes[i] > room[j] or (j and not keys[order[j - 1]] > 0.0):
+                break
+            got[i] = j
+        else:
+            return got
+    placed = balanced_assign(mem, comm, sizes, room, load_mem, load_comm)
+    return None if None in placed else [d for d in placed if d is not None]
+
+
 def _assign_hbm(
     cands: list[_Cand], free: list[float], load_mem: list[float], load_comm: list[float], domain: int
-) -> list[_Cand]:
-    """Assign HBM shards to devices (updating ``free`` and the loads); return those that fit nowhere.
+) -> tuple[list[int], list[_Cand]]:
+    """Assign HBM shards to devices (updating the loads; ``free`` is used up): the device of each
+    of ``cands`` (-1 where none has room) and those unplaced, in the order they were tried.
 
     Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
     table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric.
     """
-    groups: dict[int, list[_Cand]] = {}
-    rest: list[_Cand] = []
-    for c in cands:
+    # By index: the equal pieces of a split are one object.
+    devices = [-1] * len(cands)
+    groups: defaultdict[int, list[int]] = defaultdict(list)
+    rest: list[int] = []
+    for i, c in enumerate(cands):
         if c.sharding == "row_wise" and c.partial:
-            groups.setdefault(c.table, []).append(c)
+            groups[c.table].append(i)
         else:
-            rest.append(c)
+            rest.append(i)
+    mem, comm, size = [c.mem for c in cands], [c.comm for c in cands], [c.footprint for c in cands]
     n = len(free)
-    for group in sorted(groups.values(), key=lambda grp: -sum(c.mem + c.comm for c in grp)):
-        total = [m + c for m, c in zip(load_mem, load_comm, strict=True)]
-        for lo in sorted(range(0, n, domain), key=lambda lo: sum(total[lo:lo + domain])):
-            hi = min(lo + domain, n)
-            got = balanced_assign([c.mem for c in group], [c.comm for c in group],
-                                  [c.footprint for c in group], free[lo:hi],
-                                  load_mem[lo:hi], load_comm[lo:hi])
-            if None not in got:
-                for c, x in zip(group, got, strict=True):
-                    _commit(c, lo + x, free, load_mem, load_comm)  # type: ignore[operator]
+
+    def domain_load(lo: int) -> float:
+        total: float = sum(map(operator.add, load_mem[lo:lo + domain], load_comm[lo:lo + domain]))
+        return total
+
+    def heaviest_first(group: list[int]) -> float:
+        return -sum([mem[i] + comm[i] for i in group])
+
+    # A group changes only the loads of the domain it lands in, so only that domain's sum is
+    # taken again (the same sum as before, hence the same order of domains for the next group).
+    loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
+        else [0.0] * len(range(0, n, domain))
+    for group in sorted(groups.values(), key=heaviest_first):
+        g_mem, g_comm, g_size = [mem[i] for i in group], [comm[i] for i in group], [size[i] for i in group]
+        for j in _least_loaded_first(loads):
+            lo = j * domain
+            hi = lo + domain
+            got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
+            if got is not None:
+                for i, x in zip(group, got, strict=True):
+                    d = devices[i] = lo + x
+                    free[d] -= size[i]
+                    load_mem[d] += mem[i]
+                    load_comm[d] += comm[i]
+                loads[j] = domain_load(lo)
                 break
         else:
             rest.extend(group)
-    got = balanced_assign([c.mem for c in rest], [c.comm for c in rest],
-                          [c.footprint for c in rest], free, load_mem, load_comm)
+    last = balanced_assign([mem[i] for i in rest], [comm[i] for i in rest], [size[i] for i in rest], free,
+                           load_mem, load_comm)
     unplaced: list[_Cand] = []
-    for c, x in zip(rest, got, strict=True):
-        if x is None:
-            unplaced.append(c)
+    for i, dev in zip(rest, last, strict=True):
+        if dev is None:
+            unplaced.append(cands[i])
         else:
-            c.device = x
-            free[x] -= c.footprint
-    return unplaced
-
-
-def _commit(c: _Cand, device: int, free: list[float], load_mem: list[float],
-            load_comm: list[float]) -> None:
-    c.device = device
-    free[device] -= c.footprint
-    load_mem[device] += c.mem
-    load_comm[device] += c.comm
+            devices[i] = dev  # (no one reads ``free`` after this last batch)
+    return devices, unplaced
 
 
 def _host_shards(
@@ -666,4 +757,4 @@ def _host_shards(
 
 def with_device(shard: Shard, device: int) -> Shard:
     """A copy of ``shard`` on another device (for tests and what-if tools)."""
-    return replace(shard, device=device)
+    return shard._replace(device=device)

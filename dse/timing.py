@@ -21,12 +21,13 @@ communicated element.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dse.calibration import Calibration
-from dse.placement import ACTIVATION_BYTES, COMM_BYTES, Plan
+from dse.placement import ACTIVATION_BYTES, COMM_BYTES, Plan, Shard
 from dse.system import GB, System
 from dse.workload import Workload
 
@@ -189,14 +190,24 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
     n_bottom = len(wl.bottom_mlp)
     fwd = [0.0, 0.0]  # bottom, top
     bwd = [0.0, 0.0]
+    layers: dict[tuple[float, int, int], tuple[float, float, float, float]] = {}
     for i, (k, n) in enumerate(wl.mlp_layers()):
         part = 0 if i < n_bottom else 1
         m = b_bottom if i < n_bottom else b
-        fwd[part] += gemm_time(m, k, n, peak, eff, units, mem, elem)
-        bwd[part] += gemm_time(m, n, k, peak, eff, units, mem, elem)  # data gradient
-        bwd[part] += gemm_time(k, m, n, peak, eff, units, mem, elem)  # weight gradient
-        # Element-wise work around the GEMMs, memory bound (m x n activations per pass).
-        act = m * n * elem / mem
+        # DCNv2's cross layers repeat one shape: each shape is timed once.
+        times = layers.get((m, k, n))
+        if times is None:
+            times = layers[m, k, n] = (
+                gemm_time(m, k, n, peak, eff, units, mem, elem),
+                gemm_time(m, n, k, peak, eff, units, mem, elem),  # data gradient
+                gemm_time(k, m, n, peak, eff, units, mem, elem),  # weight gradient
+                # Element-wise work around the GEMMs, memory bound (m x n activations per pass).
+                m * n * elem / mem,
+            )
+        forward, data_grad, weight_grad, act = times
+        fwd[part] += forward
+        bwd[part] += data_grad
+        bwd[part] += weight_grad
         fwd[part] += ACTIVATION_PASSES_FORWARD * act
         bwd[part] += ACTIVATION_PASSES_BACKWARD * act
     out = {"bottom_fwd": fwd[0], "bottom_bwd": bwd[0], "top_fwd": fwd[1], "top_bwd": bwd[1]}
@@ -413,30 +424,37 @@ def alltoall_elements(
     to_same, to_cross = (domain - 1) * b, (g - domain) * b  # elements per output column
     same[0] += to_same * lead_dim
     cross[0] += to_cross * lead_dim
-    groups: dict[int, list[int]] = {}
-    dims: dict[int, float] = {}
+    groups: defaultdict[int, list[int]] = defaultdict(list)
+    last: dict[int, Shard] = {}  # a row-wise table's last shard: its width and samples count
     for s in plan.shards:
         d = s.device
         if d < 0:
             continue
         if s.sharding == "row_wise" and s.partial_sums:
-            groups.setdefault(s.table, []).append(d)
-            dims[s.table] = s.dim * s.out_rows / batch
+            groups[s.table].append(d)
+            last[s.table] = s
         else:
-            share = s.out_rows / batch
-            same[d] += to_same * s.dim * share
-            cross[d] += to_cross * s.dim * share
+            width, share = s.dim, s.out_rows / batch
+            same[d] += to_same * width * share
+            cross[d] += to_cross * width * share
     for table, devices in groups.items():
         k = len(devices)
-        dim = dims[table]
+        s = last[table]
+        dim = s.dim * s.out_rows / batch
         per_domain: dict[int, int] = {}
-        for d in devices:
-            per_domain[d // domain] = per_domain.get(d // domain, 0) + 1
+        if min(devices) // domain == max(devices) // domain:  # the usual case: all in one domain
+            per_domain[devices[0] // domain] = k
+        else:
+            for d in devices:
+                per_domain[d // domain] = per_domain.get(d // domain, 0) + 1
         chunk = g * b * dim / k
+        # What a device sends depends on how many co-shards share its domain: one sum per domain.
+        sends = {dom: ((n - 1) * chunk + to_same * dim / k, (k - n) * chunk + to_cross * dim / k)
+                 for dom, n in per_domain.items()}
         for d in devices:
-            co_same = per_domain[d // domain] - 1
-            same[d] += co_same * chunk + to_same * dim / k
-            cross[d] += (k - 1 - co_same) * chunk + to_cross * dim / k
+            to_peers, to_others = sends[d // domain]
+            same[d] += to_peers
+            cross[d] += to_others
     return same, cross
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from dse.calibration import load_calibration
 from dse.model import evaluate
-from dse.placement import Plan, lpt_assign, plan_placement
+from dse.placement import Plan, _place_group, balanced_assign, lpt_assign, plan_placement
 from dse.system import System, load_system
 from dse.workload import Workload, load_workload
 
@@ -103,6 +103,61 @@ def test_lpt_respects_capacity(
             used[b] += s
     for j, cap in enumerate(caps):
         assert used[j] <= cap * (1 + 1e-9) + 1e-12
+
+
+# --- balanced_assign ------------------------------------------------------------------------------
+
+
+def reference_balanced_assign(
+    mem: list[float], comm: list[float], sizes: list[float], caps: list[float],
+    load_mem: list[float], load_comm: list[float],
+) -> list[int | None]:
+    """balanced_assign without its shortcuts: each item (largest key first, ties by index) goes to
+    the device with the smallest (key, index) among those with room."""
+    inv_m = 1.0 / ((sum(mem) + sum(load_mem)) or 1.0)
+    inv_c = 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
+
+    def key(m: float, c: float) -> float:
+        return m * inv_m if m * inv_m > c * inv_c else c * inv_c
+
+    order = sorted(range(len(mem)), key=lambda i: key(mem[i], comm[i]), reverse=True)
+    free, lm, lc = list(caps), list(load_mem), list(load_comm)
+    out: list[int | None] = [None] * len(mem)
+    for i in order:
+        fits = [d for d in range(len(free)) if sizes[i] <= free[d]]
+        if fits:
+            d = min(fits, key=lambda d: (key(lm[d], lc[d]), d))
+            out[i] = d
+            free[d] -= sizes[i]
+            lm[d] += mem[i]
+            lc[d] += comm[i]
+    return out
+
+
+loads_st = st.one_of(st.just(0.0), st.sampled_from((1.0, 2.0)), st.floats(1e-3, 1e3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(st.tuples(loads_st, loads_st, st.sampled_from((0.0, 1.0, 2.0, 5.0))), max_size=12),
+    devices=st.lists(st.tuples(st.sampled_from((0.0, 1.0, 4.0, 100.0)), loads_st, loads_st),
+                     min_size=1, max_size=10),
+    idle=st.booleans(),
+)
+def test_balanced_assign_matches_a_plain_search(
+    items: list[tuple[float, float, float]], devices: list[tuple[float, float, float]], idle: bool
+) -> None:
+    # Its shortcuts (idle devices in index order, the heap built only when needed) and the group
+    # placement's (a whole group on an idle domain) must choose as a search over every device would.
+    mem, comm, sizes = ([x[j] for x in items] for j in range(3))
+    caps = [d[0] for d in devices]
+    load_mem = [0.0 if idle else d[1] for d in devices]
+    load_comm = [0.0 if idle else d[2] for d in devices]
+    want = reference_balanced_assign(mem, comm, sizes, caps, load_mem, load_comm)
+    lm, lc = list(load_mem), list(load_comm)
+    assert balanced_assign(mem, comm, sizes, caps, lm, lc) == want
+    group = _place_group(mem, comm, sizes, list(caps), list(load_mem), list(load_comm))
+    assert group == (None if None in want else want)
 
 
 # --- plan_placement invariants --------------------------------------------------------------------
