@@ -352,9 +352,10 @@ def _shard_tables(whole: list[_Cand], tables: tuple[_TableFigures, ...], g: int,
     fair share (1/G of all HBM traffic or of all all-to-all bytes) is split into that many pieces,
     at most G. A one-hot table split for load goes row-wise (no partial sums to reduce: HugeCTR
     spreads one-hot tables' rows over all GPUs); otherwise column-wise down to MIN_COLUMN_DIM and
-    row-wise, with partial sums, beyond: into at most ``domain`` pieces, as those stay in one
-    scale-up domain (:func:`_assign_hbm`) and more would only share its devices. Returns each
-    size of piece once, with the number of its pieces.
+    row-wise, with partial sums, beyond, for a table whose HBM traffic outweighs its all-to-all
+    bytes: into at most ``domain`` pieces, as those stay in one scale-up domain
+    (:func:`_assign_hbm`) and more would only share its devices. Returns each size of piece
+    once, with the number of its pieces.
     """
     balance = balance and g > 1 and bool(whole)
     share_mem = g / (sum([c.mem for c in whole]) or 1.0)
@@ -373,9 +374,13 @@ def _shard_tables(whole: list[_Cand], tables: tuple[_TableFigures, ...], g: int,
                 k_load = min(g, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
         hot = tables[c.table].pooling <= 1.0  # one-hot
         columns = c.dim // MIN_COLUMN_DIM
-        cap = columns if columns > domain else domain
-        if not hot and k_load > cap:
-            k_load = cap
+        if not hot and k_load > columns:
+            # Row pieces of a multi-hot table each send partial sums for every output row: they
+            # divide its HBM traffic, not its all-to-all bytes, which they multiply. So split past
+            # the column pieces only while a piece's HBM share stays above its all-to-all share
+            # (a lookup-heavy table, like DCNv2's 100-hot one), and within one scale-up domain.
+            k_rows = math.floor(ratio_mem / ratio_comm) if ratio_comm > 0.0 else domain
+            k_load = max(columns, min(k_load, k_rows, domain))
         k = k_cap if k_cap > k_load else k_load
         if k < 2:
             out.append((c, 1))

@@ -319,13 +319,15 @@ def test_processes_creating_one_study_at_once_record_it_once(
 
 
 def test_run_with_jobs_on_postgres(tmp_path: Path, postgres_url: str) -> None:
-    path = make_study(tmp_path, "jobs", budget=40)
+    # Enough trials that the second process, spawned while the first works, still finds some
+    # (with 40 the first finished them all before the second had imported dse).
+    path = make_study(tmp_path, "jobs", budget=200)
     result = dse("run", str(path), "--storage", postgres_url, "--jobs", "2", "--quiet",
                  "--no-report")
     assert result.returncode == 0, result.stderr
-    assert "40 of 40 trials complete" in result.stdout and "***" in result.stdout
+    assert "200 of 200 trials complete" in result.stdout and "***" in result.stdout
     assert postgres_url.split("@")[0].split(":")[-1] not in result.stdout + result.stderr
-    trials = assert_exact(load(path, postgres_url), 40)
+    trials = assert_exact(load(path, postgres_url), 200)
     assert len({t.system_attrs[WORKER_KEY] for t in trials if t.state == TrialState.COMPLETE}) == 2
 
 

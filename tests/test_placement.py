@@ -338,15 +338,15 @@ def test_dense_model_too_big_for_hbm_is_infeasible() -> None:
 def test_heavy_multi_hot_table_is_split_for_load_beyond_its_column_pieces() -> None:
     # DCNv2's table 20 (40 M rows x 128, 100 lookups per sample) carries a large share of every
     # step's lookups. On 64 GPUs its fair-share ratio far exceeds the two 64-wide column pieces, so
-    # it is split row-wise over the eight GPUs of one node (its partial sums stay on NVLink), not
-    # into two column pieces.
+    # it is split row-wise within one node (its partial sums stay on NVLink), as far as its HBM
+    # traffic outweighs the partial sums each piece sends, not into two column pieces.
     wl = load_workload("mlperf-dlrm-dcnv2")
     assert (wl.tables[20].rows, wl.tables[20].dim, wl.tables[20].pooling) == (40_000_000, 128, 100.0)
     plan = plan_placement(wl, load_system("dgx-h100", (("nodes", 8),)), load_calibration())
     pieces = [s for s in plan.shards if s.table == 20 and s.sharding != "hot_rows"]
-    assert len(pieces) == 8 and {s.sharding for s in pieces} == {"row_wise"}
+    assert 2 < len(pieces) <= 8 and {s.sharding for s in pieces} == {"row_wise"}
     devices = sorted(s.device for s in pieces)
-    assert len(set(devices)) == 8 and devices[-1] - devices[0] < 8  # one node, one piece per GPU
+    assert len(set(devices)) == len(pieces) and devices[-1] // 8 == devices[0] // 8  # one node
 
 
 @pytest.mark.parametrize("system", ["dgx-h100", "hgx-h200", "dgx-b200", "mi300x-x8", "gaudi2-x8"])
