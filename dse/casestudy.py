@@ -293,22 +293,23 @@ def scale_network_prices(catalog: Catalog, scale: float) -> Catalog:
 
 def front_bend(front: pd.DataFrame, cost: str = "capex_usd",
                gain: str = "throughput_samples_per_s") -> dict[str, Any]:
-    """Where a 2-D front bends: the design after which each extra unit of ``cost`` buys the least
-    ``gain`` compared with before it (the largest drop in marginal gain between neighbouring
-    segments), with the bottlenecks before and after it. Empty for a front of fewer than three
-    distinct points."""
+    """Where a 2-D front bends: the design that splits it into the two chords (cheapest design to
+    it, it to the dearest) whose slopes (``gain`` per unit of ``cost``) differ most, with the
+    bottlenecks on either side. Chords, not neighbouring segments, so two near-equal designs do
+    not make a bend. Empty for a front of fewer than three distinct points."""
     pts = front.drop_duplicates([cost, gain]).sort_values(cost)
     if len(pts) < 3:
         return {}
     x, y = pts[cost].to_numpy(dtype=float), pts[gain].to_numpy(dtype=float)
-    slope = np.diff(y) / np.maximum(np.diff(x), 1e-12)
-    # Averaged over the segments on either side, so one near-duplicate point does not make a bend.
-    drops = [(float(slope[:i].mean()) / max(float(slope[i:].mean()), 1e-300), i)
-             for i in range(1, len(slope))]
+
+    def chord(a: int, b: int) -> float:
+        return float((y[b] - y[a]) / max(x[b] - x[a], 1e-12))
+
+    drops = [(chord(0, i) / max(chord(i, len(x) - 1), 1e-300), i) for i in range(1, len(x) - 1)]
     ratio, i = max(drops)
     return {
         "at": pts.iloc[i], "ratio": ratio,
-        "slope_before": float(slope[:i].mean()), "slope_after": float(slope[i:].mean()),
+        "slope_before": chord(0, i), "slope_after": chord(i, len(x) - 1),
         "bottlenecks_before": _counts(pts.iloc[: i + 1]["bottleneck"]),
         "bottlenecks_after": _counts(pts.iloc[i + 1:]["bottleneck"]),
     }

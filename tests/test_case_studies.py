@@ -233,7 +233,8 @@ def test_front_bend_is_where_marginal_throughput_drops_most() -> None:
                           "throughput_samples_per_s": [10.0, 20.0, 30.0, 31.0, 32.0, 32.0],
                           "bottleneck": ["a", "a", "a", "b", "b", "b"]})
     bend = front_bend(front)
-    # Slopes 10, 10, 1, 1 samples/s per $1k: the bend is the third point, 10 before and 1 after.
+    # Chords from the cheapest point and to the dearest: at the third point 10 samples/s per $1k
+    # before and 1 after (ratio 10; 2.5 at the second, 7 at the fourth).
     assert bend["at"]["capex_usd"] == 3e3
     assert (bend["slope_before"] * 1e3, bend["slope_after"] * 1e3) == pytest.approx((10.0, 1.0))
     assert bend["bottlenecks_before"] == "a (3)" and bend["bottlenecks_after"] == "b (2)"
