@@ -31,8 +31,6 @@ from dse.casestudy import (
     score_row,
 )
 from dse.errors import DseInputError
-from dse.placement import plan_placement
-from dse.study import design_system
 from dse.timing import alltoall_sends
 from dse.workload import Workload, load_workload, repeat_tables
 
@@ -41,11 +39,9 @@ NEAR_BEST = 0.95
 """A knob "stops paying" where throughput is within 5% of the best the knob can give."""
 
 
-def _row(data: CaseData, design: Mapping[str, Any], base: str | None = None,
-         workload: Workload | None = None) -> dict[str, Any]:
+def _row(data: CaseData, design: Mapping[str, Any], base: str | None = None) -> dict[str, Any]:
     """Headline figures of one directly scored design."""
-    d = data if workload is None else _with_workload(data, workload)
-    ev = d.evaluate(design, base)
+    ev = data.evaluate(design, base)
     m = ev.metrics()
     return {
         "throughput": float(m[THROUGHPUT]),
@@ -136,21 +132,15 @@ def _zion_growth(data: CaseData) -> pd.DataFrame:
     for k in GROWTH:
         wl = repeat_tables(data.workload, k)
         d = _with_workload(data, wl)
-        system = _zion_system(d, {"node.hbm_gb": _hbm_to_fit_gb(d, 8)})
-        plan = plan_placement(wl, system, data.calibration)
-        same, _ = alltoall_sends(wl, plan, system)
+        ev = d.evaluate({"node.hbm_gb": _hbm_to_fit_gb(d, 8)}, "zion")
+        same, _ = alltoall_sends(wl, ev.plan, ev.system)
         per_step = 2.0 * same  # forward exchange of pooled rows, backward exchange of their gradients
-        r = _row(d, {"node.hbm_gb": _hbm_to_fit_gb(d, 8)}, "zion")
         if base_step_s is None:
-            base_step_s = r["step_ms"] / 1e3
+            base_step_s = ev.step_time_s
         rows.append({"tables": len(wl.tables), "a2a_mb_per_step": per_step / 1e6,
-                     "need_gb_s": per_step / base_step_s / 1e9, "step_ms": r["step_ms"],
-                     "bottleneck": r["bottleneck"]})
+                     "need_gb_s": per_step / base_step_s / 1e9, "step_ms": ev.step_time_s * 1e3,
+                     "bottleneck": ev.bottleneck})
     return pd.DataFrame(rows)
-
-
-def _zion_system(data: CaseData, design: Mapping[str, Any]) -> Any:
-    return design_system(data.space, design, data.catalog, "zion")
 
 
 def analyse_zion(data: CaseData) -> Findings:
@@ -497,7 +487,7 @@ def _per_system(data: CaseData, feasible: pd.DataFrame) -> pd.DataFrame:
     out = g.groupby("param:system").agg(
         best_throughput=(THROUGHPUT, "max"), samples_per_s_per_kusd=("per_kusd", "max"),
         samples_per_s_per_w=("per_w", "max")).reset_index().rename(columns={"param:system": "system"})
-    parts = [data.evaluate({}, str(s)).system.accelerator for s in out["system"]]
+    parts = [data.system({}, str(s)).accelerator for s in out["system"]]
     return out.assign(hbm_gb=[a.hbm_gb for a in parts], hbm_tb_s=[a.hbm_gb_s / 1e3 for a in parts],
                       accelerator_usd=[a.price_usd for a in parts])
 

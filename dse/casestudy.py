@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from dse.study import (
     study_workload,
 )
 from dse.sweep import pareto_mask
+from dse.system import System
 from dse.workload import Workload
 
 Findings = dict[str, Any]
@@ -113,11 +114,14 @@ class CaseData:
                          for m in chosen], axis=1)
         return rows[pareto_mask(loss)]
 
+    def system(self, design: Mapping[str, Any], base: str | None = None) -> System:
+        """The system of one design of this study's space (a mapping of parameter values;
+        parameters left out keep the base system's values), priced from this data's catalog."""
+        return design_system(self.space, design, self.catalog, base)
+
     def evaluate(self, design: Mapping[str, Any], base: str | None = None) -> Evaluation:
-        """Score one design of this study's space (a mapping of parameter values; parameters left
-        out keep the base system's values) with this data's catalog and calibration."""
-        system = design_system(self.space, design, self.catalog, base)
-        return evaluate(self.workload, system, self.calibration, self.catalog)
+        """Score one design (see :meth:`system`) with this data's catalog and calibration."""
+        return evaluate(self.workload, self.system(design, base), self.calibration, self.catalog)
 
 
 def _maximised(metric: str, directions: Mapping[str, str]) -> bool:
@@ -148,7 +152,6 @@ class CaseResult:
     front_kept_low: float
     """Share of the front's designs still on the front with the assumption at ``1 - factor``."""
     front_kept_high: float
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def all_hold(self) -> bool:
@@ -338,7 +341,7 @@ def _prices(data: CaseData) -> list[str]:
     ports, with their sources."""
     names: set[str] = set()
     for base in data.space.bases():
-        names.add(data.evaluate({}, base).system.spec.node.accelerator)
+        names.add(data.system({}, base).spec.node.accelerator)
     acc = data.space.parameters.get("node.accelerator")
     names.update(str(c) for c in (acc.choices if acc else ()))
     cat = data.catalog

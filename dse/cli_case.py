@@ -14,6 +14,8 @@ from dse.cli import app, fail
 from dse.errors import DseInputError
 
 if TYPE_CHECKING:
+    import optuna
+
     from dse.casestudy import CaseResult
     from dse.study import StudySpec
 
@@ -42,7 +44,8 @@ def case_study_cmd(
     also with the case's most uncertain assumption moved by ±30%, and write the page
     (OUT/NAME.md) and the study's report (OUT/NAME.html)."""
     from dse.cases import case_names, get_case
-    from dse.casestudy import case_spec, render_page, run_case
+    from dse.casestudy import analyse_case, case_spec, render_page, study_data
+    from dse.study import run_study
 
     chosen = list(case_names()) if not names or names == ["all"] else names
     try:
@@ -54,9 +57,10 @@ def case_study_cmd(
     failed: list[str] = []
     for case in cases:
         try:
-            result = run_case(case, trials, storage)
-            report_file = _write_report(case_spec(case, trials, storage), storage, out,
-                                        case.name) if report else None
+            spec = case_spec(case, trials, storage)
+            study = run_study(spec)
+            result = analyse_case(case, study_data(spec, study))
+            report_file = _write_report(study, spec, storage, out, case.name) if report else None
         except DseInputError as exc:
             fail(str(exc))
             return
@@ -71,12 +75,12 @@ def case_study_cmd(
         raise typer.Exit(1)
 
 
-def _write_report(spec: StudySpec, storage: str | None, out: Path, name: str) -> str:
+def _write_report(study: optuna.Study, spec: StudySpec, storage: str | None, out: Path,
+                  name: str) -> str:
     from dse.report import render_report
-    from dse.results import load_stored_study, objective_set_of
+    from dse.results import objective_set_of
     from dse.storage import redact
 
-    study = load_stored_study(spec, storage)
     html = render_report(study, spec, objective_set_of(study, spec.objectives),
                          redact(storage or ""), plotlyjs="cdn")
     (out / f"{name}.html").write_text(html, encoding="utf-8")

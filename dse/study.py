@@ -160,7 +160,7 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     if spec.sampler not in SAMPLERS:
         raise DseInputError(source, "sampler", f"unknown sampler {spec.sampler!r} "
                             f"(known: {', '.join(SAMPLERS)})")
-    for key, loader in (("workload", _workload_of), ("space", _space_of), ("objectives", _obj_of)):
+    for key, loader in (("workload", study_workload), ("space", _space_of), ("objectives", _obj_of)):
         try:
             loader(spec)
         except DseInputError as exc:
@@ -177,8 +177,6 @@ def study_workload(spec: StudySpec) -> Workload:
     wl = load_workload(spec.workload, tuple(spec.workload_overrides.items()))
     return wl if spec.table_scale == 1.0 else scale_tables(wl, spec.table_scale)
 
-
-_workload_of = study_workload
 
 
 def _space_of(spec: StudySpec) -> SearchSpace:
@@ -583,7 +581,7 @@ def _over_budget(trial: Trial, budget: int) -> bool:
 
 
 def _describe(spec: StudySpec) -> dict[str, str]:
-    wl = _workload_of(spec)
+    wl = study_workload(spec)
     return {
         "dse:workload": json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
                                     **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
@@ -940,7 +938,7 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
               on_trial: Callable[[Progress], None] | None, max_trials: int | None = None) -> int:
     """Work on ``study`` until ``budget`` trials are complete (or this worker has completed
     ``max_trials``); returns the number this worker completed."""
-    objective = DesignObjective(_workload_of(spec), _space_of(spec), _obj_of(spec), budget,
+    objective = DesignObjective(study_workload(spec), _space_of(spec), _obj_of(spec), budget,
                                 heartbeat=heartbeat_enabled(study))
     tracker = _Tracker(study, budget, on_trial)
     own = 0

@@ -7,7 +7,6 @@ study's ``table_scale``, the price perturbations and re-scoring."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import re
 from pathlib import Path
@@ -216,7 +215,7 @@ def test_price_perturbations_move_capex_by_hand_checked_amounts() -> None:
 
 def test_rescoring_with_other_prices_keeps_every_step_time(tmp_path: Path) -> None:
     case = get_case("today")
-    spec = dataclasses.replace(case_spec(case, 12, str(tmp_path / "s.journal")))
+    spec = case_spec(case, 12, str(tmp_path / "s.journal"))
     data = study_data(spec, run_study(spec))
     moved = rescored(data, scale_accelerator_prices(data.catalog, 1.3))
     assert list(moved.frame.index) == list(data.frame.index)
