@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import postgres_server  # noqa: E402
 
-from dse.study import StudySpec, _optimize, load_study_spec, open_storage, open_study  # noqa: E402
+from dse.search.study import StudySpec, _optimize, load_study_spec, open_storage, open_study  # noqa: E402
 
 STUDY = {"workload": "mlperf-dlrm-v1", "space": "scale-out", "objectives": "throughput-vs-capex"}
 

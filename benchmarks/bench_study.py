@@ -34,10 +34,10 @@ from typing import Any
 
 import optuna
 
-import dse.study as study_mod
-from dse.model import evaluate
-from dse.study import DEFAULT_STUDY, DesignObjective, StudySpec, load_study_spec, run_study
-from dse.system import resolve_system, system_spec_from_mapping
+import dse.search.study as study_mod
+from dse.model.evaluate import evaluate
+from dse.model.system import resolve_system, system_spec_from_mapping
+from dse.search.study import DEFAULT_STUDY, DesignObjective, StudySpec, load_study_spec, run_study
 
 TARGETS_S = {1000: 60.0, 5000: 300.0}
 
@@ -63,7 +63,7 @@ class Timers:
 
 @contextmanager
 def instrumented(timers: Timers) -> Iterator[None]:
-    """Time dse's parts of a trial by wrapping them where dse.study calls them."""
+    """Time dse's parts of a trial by wrapping them where dse.search.study calls them."""
     names = ("evaluate", "suggest_design", "write_trial_attrs", "_over_budget")
     saved = {n: getattr(study_mod, n) for n in names}
     saved_call = DesignObjective.__call__

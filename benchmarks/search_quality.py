@@ -46,12 +46,12 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from dse.objectives import ObjectiveSet, load_objectives
-from dse.samplers import make_sampler
-from dse.space import SearchSpace, load_space
-from dse.study import DesignObjective, enqueue_baselines, load_study_spec, run_study
-from dse.sweep import coarse_space, run_sweep, warm_start
-from dse.workload import load_workload
+from dse.model.workload import load_workload
+from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.samplers import make_sampler
+from dse.search.space import SearchSpace, load_space
+from dse.search.study import DesignObjective, enqueue_baselines, load_study_spec, run_study
+from dse.search.sweep import coarse_space, run_sweep, warm_start
 
 ROOT = Path(__file__).resolve().parent.parent
 optuna.logging.set_verbosity(optuna.logging.ERROR)  # GPSampler warns on every conditional parameter
@@ -427,14 +427,14 @@ budget, so the first N trials of one run of the largest budget are what a run of
 hypervolume ratio is the hypervolume of those trials' feasible designs over the exact front's, both
 with the objectives scaled between the exact front's ideal point and its nadir pushed 10% further out
 (one reference point per case). *default + warm start* is the default sampler after
-`dse.sweep.warm_start` enqueued 20 designs spread along the exact front of a coarse sweep of the
+`dse.search.sweep.warm_start` enqueued 20 designs spread along the exact front of a coarse sweep of the
 same space (at most 20,000 designs; about a second): those 20 count as trials, the coarse sweep's
 designs do not."""
 
 SWEEP_NOTES = """\
-How: a placement depends only on counts and capacities (`dse.placement.plan_key`), and the step's
+How: a placement depends only on counts and capacities (`dse.model.placement.plan_key`), and the step's
 bandwidth-free loads (bytes per device and link, dense-layer times, kernel counts) only on those and
-the accelerator (`dse.timing.loads_key`). `dse.model.Memo` keeps both, so a design that differs from
+the accelerator (`dse.model.timing.loads_key`). `dse.model.Memo` keeps both, so a design that differs from
 an earlier one only in its links (PCIe generation, fabric and its bandwidth, NICs, network) pays for
 the link stages, the overlap tree, cost and power only, about 50 us instead of 0.4-4 ms. Designs
 are enumerated with the plan-changing parameters outermost and scored in chunks of 4,096 by one

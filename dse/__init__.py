@@ -8,12 +8,12 @@ The model is pure: a :class:`Workload` and a :class:`System` go in, an :class:`E
 True
 """
 
-from dse.calibration import Calibration, load_calibration
-from dse.catalog import Accelerator, Catalog, load_catalog
+from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
-from dse.model import Evaluation, evaluate
-from dse.placement import Plan, Shard, plan_placement
-from dse.system import (
+from dse.model.catalog import Accelerator, Catalog, load_catalog
+from dse.model.evaluate import Evaluation, evaluate
+from dse.model.placement import Plan, Shard, plan_placement
+from dse.model.system import (
     NetworkSpec,
     NodeSpec,
     PodSpec,
@@ -24,8 +24,8 @@ from dse.system import (
     resolve_system,
     system_presets,
 )
-from dse.timing import STAGES, StepTime, step_time
-from dse.workload import EmbeddingTable, Workload, load_workload, workload_presets
+from dse.model.timing import STAGES, StepTime, step_time
+from dse.model.workload import EmbeddingTable, Workload, load_workload, workload_presets
 
 __version__ = "0.1.0"
 

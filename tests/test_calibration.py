@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dse.calibrate import (
+from dse.calibration.fit import (
     FIT_PARAMETERS,
     fit,
     levenberg_marquardt,
@@ -25,10 +25,7 @@ from dse.calibrate import (
     spearman,
     validate,
 )
-from dse.calibration import Calibration, load_calibration, write_calibration
-from dse.cli import app
-from dse.errors import DseInputError
-from dse.measurements import (
+from dse.calibration.measurements import (
     COLUMNS,
     REFERENCE_FAMILY,
     SOFTWARE_CAPABILITIES,
@@ -36,6 +33,9 @@ from dse.measurements import (
     load_measurements,
     measurement_design,
 )
+from dse.calibration.parameters import Calibration, load_calibration, write_calibration
+from dse.cli import app
+from dse.errors import DseInputError
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}

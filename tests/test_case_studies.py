@@ -26,8 +26,10 @@ from dse import (
     load_workload,
     resolve_system,
 )
-from dse.cases import case_names, get_case
-from dse.casestudy import (
+from dse.cli import app
+from dse.errors import DseInputError
+from dse.model.workload import repeat_tables
+from dse.outputs.cases.framework import (
     CaseResult,
     Claim,
     analyse_case,
@@ -39,14 +41,12 @@ from dse.casestudy import (
     scale_network_prices,
     study_data,
 )
-from dse.cli import app
-from dse.errors import DseInputError
-from dse.space import load_space, preset_params, space_from_mapping
-from dse.study import design_system, load_study_spec, run_study, study_workload
-from dse.sweep import run_sweep
-from dse.workload import repeat_tables
+from dse.outputs.cases.studies import case_names, get_case
+from dse.search.space import load_space, preset_params, space_from_mapping
+from dse.search.study import design_system, load_study_spec, run_study, study_workload
+from dse.search.sweep import run_sweep
 
-importlib.import_module("dse.cli_case")
+importlib.import_module("dse.cli.case")
 PAGES = ROOT / "docs" / "case-studies"
 runner = CliRunner()
 
@@ -111,7 +111,7 @@ def test_reduced_run_scores_the_reduced_budget(reduced: CaseResult) -> None:
 
 
 def test_claim_about_missing_data_is_false_not_a_crash() -> None:
-    from dse.casestudy import _check
+    from dse.outputs.cases.framework import _check
 
     assert _check(Claim("x", lambda f: f["absent"] > 1), {}) is False
     assert _check(Claim("x", lambda f: f["a"] > 1), {"a": 2}) is True
@@ -150,7 +150,7 @@ def test_bad_system_parameter_is_refused_naming_the_field(param: dict[str, objec
 
 
 def test_sweep_refuses_a_space_with_a_system_parameter() -> None:
-    from dse.objectives import load_objectives
+    from dse.search.objectives import load_objectives
 
     with pytest.raises(DseInputError, match=r"parameters\.system"):
         run_sweep(load_space("todays-nodes"), load_workload("mlperf-dlrm-v1"),
@@ -226,7 +226,7 @@ def test_rescoring_with_other_prices_keeps_every_step_time(tmp_path: Path) -> No
 
 
 def test_front_bend_is_where_marginal_throughput_drops_most() -> None:
-    from dse.casestudy import describe_bend, front_bend
+    from dse.outputs.cases.framework import describe_bend, front_bend
 
     front = pd.DataFrame({"capex_usd": [1e3, 2e3, 3e3, 4e3, 5e3, 5e3],
                           "throughput_samples_per_s": [10.0, 20.0, 30.0, 31.0, 32.0, 32.0],

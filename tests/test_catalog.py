@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dse.catalog import Catalog, load_catalog
 from dse.errors import DseInputError
+from dse.model.catalog import Catalog, load_catalog
 
 # Accelerator keys of data/hardware_sources.md (public names used by measurement data).
 HARDWARE_SOURCES_KEYS = (

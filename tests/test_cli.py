@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from dse.catalog import load_catalog
 from dse.cli import app
-from dse.system import system_presets
-from dse.workload import workload_presets
+from dse.model.catalog import load_catalog
+from dse.model.system import system_presets
+from dse.model.workload import workload_presets
 
 WIDE = {"COLUMNS": "250"}
 """Rich wraps tables to the terminal; a wide one keeps names whole (see the 80-column test)."""

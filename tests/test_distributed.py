@@ -33,8 +33,8 @@ import pytest
 from optuna.trial import FrozenTrial, TrialState
 from study_helpers import CHEAP, ROOT, write_study
 
-from dse.storage import is_loopback, normalize_url, redact
-from dse.study import BASELINE_KEY, RETRY_KEY, WORKER_KEY, load_study_spec, open_storage
+from dse.search.storage import is_loopback, normalize_url, redact
+from dse.search.study import BASELINE_KEY, RETRY_KEY, WORKER_KEY, load_study_spec, open_storage
 
 BUDGET = 200
 WORKERS = 4

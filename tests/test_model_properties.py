@@ -22,13 +22,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dse.calibration import load_calibration
-from dse.catalog import load_catalog
-from dse.cost import power
-from dse.model import Evaluation, evaluate
-from dse.system import load_system, load_system_spec
-from dse.timing import step_time
-from dse.workload import load_workload, with_batch
+from dse.calibration.parameters import load_calibration
+from dse.model.catalog import load_catalog
+from dse.model.cost import power
+from dse.model.evaluate import Evaluation, evaluate
+from dse.model.system import load_system, load_system_spec
+from dse.model.timing import step_time
+from dse.model.workload import load_workload, with_batch
 
 SYSTEMS = ("dgx-a100", "dgx-h100", "a100-pcie-x8", "zionex", "dgx-1", "mi300x-x8", "zion")
 WORKLOADS = ("criteo-1tb-small", "mlperf-dlrm-v1", "mlperf-dlrm-dcnv2", "dlrm-benchmark")

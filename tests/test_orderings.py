@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from dse.calibration import load_calibration
-from dse.model import evaluate
-from dse.placement import plan_placement
-from dse.system import load_system
-from dse.timing import alltoall_times, topology_factor
-from dse.workload import load_workload
+from dse.calibration.parameters import load_calibration
+from dse.model.evaluate import evaluate
+from dse.model.placement import plan_placement
+from dse.model.system import load_system
+from dse.model.timing import alltoall_times, topology_factor
+from dse.model.workload import load_workload
 
 WORKLOADS = ("mlperf-dlrm-v1", "criteo-1tb-small", "mlperf-dlrm-dcnv2", "dlrm-benchmark")
 

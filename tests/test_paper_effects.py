@@ -3,7 +3,7 @@ its default (packaged, fitted) calibration.
 
 Designs are the presets the MLPerf and DeepLearningExamples systems correspond to; the V100 precision
 effect uses the measured designs themselves (DeepLearningExamples PyTorch on one V100 and on a DGX-1,
-with that software's layout; see ``dse.measurements.SOFTWARE_CAPABILITIES``).
+with that software's layout; see ``dse.calibration.measurements.SOFTWARE_CAPABILITIES``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 from dse import evaluate, load_system, load_workload
-from dse.measurements import load_measurements, measurement_design
-from dse.workload import with_batch
+from dse.calibration.measurements import load_measurements, measurement_design
+from dse.model.workload import with_batch
 
 
 def throughput(system: str, nodes: int = 1, batch: int | None = None) -> float:
@@ -59,7 +59,7 @@ def test_v100_mixed_precision_gains_less_on_eight_gpus_than_on_one() -> None:
 
 
 def test_effects_use_the_packaged_calibration() -> None:
-    from dse.calibration import load_calibration
+    from dse.calibration.parameters import load_calibration
 
     wl = load_workload("mlperf-dlrm-v1")
     ev = evaluate(wl, load_system("dgx-a100"))

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.calibration import load_calibration
-from dse.model import evaluate
-from dse.placement import Plan, _place_group, balanced_assign, lpt_assign, plan_placement
-from dse.system import System, load_system
-from dse.workload import Workload, load_workload
+from dse.calibration.parameters import load_calibration
+from dse.model.evaluate import evaluate
+from dse.model.placement import Plan, _place_group, balanced_assign, lpt_assign, plan_placement
+from dse.model.system import System, load_system
+from dse.model.workload import Workload, load_workload
 
 # --- lpt_assign -----------------------------------------------------------------------------------
 
@@ -355,7 +355,7 @@ def test_larger_tables_do_not_train_faster(system: str) -> None:
     # still whole, 4x larger tables were split finer and trained up to 1.9x faster on 8 H100 nodes.
     # What remains is heuristic granularity (a table of 4x the rows is no longer replicated, is cut
     # into more pieces): at most 3% here.
-    from dse.workload import scale_tables
+    from dse.model.workload import scale_tables
 
     wl = load_workload("mlperf-dlrm-dcnv2")
     for nodes in (1, 2, 4, 8, 16):

@@ -15,9 +15,9 @@ from pathlib import Path
 import optuna
 import pytest
 
-from dse.objectives import load_objectives
-from dse.report import render_report
-from dse.study import StudySpec, open_storage, run_study
+from dse.outputs.report import render_report
+from dse.search.objectives import load_objectives
+from dse.search.study import StudySpec, open_storage, run_study
 
 CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None and not os.environ.get("CI"):

@@ -21,14 +21,14 @@ from optuna.trial import FrozenTrial, TrialState
 from study_helpers import GRID_PARAMS, SPACE_HEAD, complete, design_key, load, make_spec, trials
 
 import dse
-import dse.study as study_mod
+import dse.search.study as study_mod
 from dse import evaluate, load_system, load_workload
-from dse.calibration import load_calibration
-from dse.objectives import load_objectives
-from dse.results import status, trials_frame
-from dse.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
-from dse.space import load_space, preset_params
-from dse.study import (
+from dse.calibration.parameters import load_calibration
+from dse.outputs.results import status, trials_frame
+from dse.search.objectives import load_objectives
+from dse.search.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
+from dse.search.space import load_space, preset_params
+from dse.search.study import (
     BASELINE_KEY,
     RETRY_KEY,
     WORKER_KEY,
@@ -191,12 +191,13 @@ def test_baselines_are_enqueued_first(tmp_path: Path, space: str, workload: str,
 
 
 def test_a_changed_model_on_resume_is_recorded(tmp_path: Path) -> None:
-    from dse.study import MODEL_SOURCES, model_fingerprint
+    from dse.search.study import model_fingerprint, model_sources
 
     spec = make_spec(tmp_path, budget=3)
     study = run_study(spec)
     assert study.user_attrs["dse:model"] == model_fingerprint()
-    assert len(model_fingerprint()) == 12 and "placement.py" in MODEL_SOURCES
+    assert len(model_fingerprint()) == 12
+    assert "model/placement/__init__.py" in model_sources() and "data/catalog.toml" in model_sources()
     study.set_user_attr("dse:model", "0123456789ab")  # as if scored by other placement code
     run_study(replace(spec, budget=4))
     attrs = load(spec).user_attrs

@@ -29,9 +29,9 @@ from study_helpers import (
 from typer.testing import CliRunner, Result
 
 from dse.cli import app
-from dse.objectives import objective_names
-from dse.space import space_names
-from dse.study import (
+from dse.search.objectives import objective_names
+from dse.search.space import space_names
+from dse.search.study import (
     BASELINE_KEY,
     RETRY_KEY,
     WORKER_KEY,
@@ -40,7 +40,7 @@ from dse.study import (
     study_names,
 )
 
-importlib.import_module("dse.cli_study")  # registers the study commands on the app
+importlib.import_module("dse.cli.study")  # registers the study commands on the app
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}
 

@@ -14,14 +14,16 @@ import optuna
 import pytest
 from typer.testing import CliRunner
 
-import dse.cli_sweep  # noqa: F401  (registers the sweep command)
+import dse.cli.sweep  # noqa: F401  (registers the sweep command)
 from dse.cli import app
 from dse.errors import DseInputError
-from dse.model import Memo, evaluate
-from dse.objectives import ObjectiveSet, load_objectives
-from dse.space import SearchSpace, load_space, space_from_mapping
-from dse.study import decode_params
-from dse.sweep import (
+from dse.model.evaluate import Memo, evaluate
+from dse.model.system import load_system, load_system_spec, resolve_system
+from dse.model.workload import Workload, load_workload
+from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.space import SearchSpace, load_space, space_from_mapping
+from dse.search.study import decode_params
+from dse.search.sweep import (
     WARM_START_KEY,
     coarse_grid,
     coarse_space,
@@ -32,8 +34,6 @@ from dse.sweep import (
     warm_start,
     write_parquet,
 )
-from dse.system import load_system, load_system_spec, resolve_system
-from dse.workload import Workload, load_workload
 
 SMALL = {
     "name": "small",
@@ -157,7 +157,7 @@ def test_memo_returns_what_evaluate_returns() -> None:
 
 
 def load_calibration() -> Any:
-    from dse.calibration import load_calibration as load
+    from dse.calibration.parameters import load_calibration as load
 
     return load()
 
@@ -257,8 +257,8 @@ def test_warm_start_study_seeds_a_run(tmp_path: Path) -> None:
     """What `dse run --warm-start sweep` does: seed the opened study, then run it."""
     import dataclasses
 
-    from dse.study import load_study_spec, open_storage, open_study, run_study
-    from dse.sweep import warm_start_study
+    from dse.search.study import load_study_spec, open_storage, open_study, run_study
+    from dse.search.sweep import warm_start_study
 
     spec = dataclasses.replace(load_study_spec("zion-2020-grid"), budget=25,
                                storage=str(tmp_path / "w.journal"))

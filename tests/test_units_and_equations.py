@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dse.calibration import Calibration
-from dse.catalog import load_catalog
-from dse.cost import CostBreakdown, PowerBreakdown, capex, economics
-from dse.estimators import (
+from dse.calibration.parameters import Calibration
+from dse.model.catalog import load_catalog
+from dse.model.cost import CostBreakdown, PowerBreakdown, capex, economics
+from dse.model.estimators import (
     Traffic,
     cached_traffic,
     granular,
@@ -24,11 +24,11 @@ from dse.estimators import (
     host_traffic,
     zipf_hit_rate,
 )
-from dse.model import evaluate
-from dse.placement import Plan, Shard
-from dse.system import gbit_s_to_bytes_s, load_system
-from dse.timing import allreduce_time, alltoall_elements, gemm_time, topology_factor
-from dse.workload import load_workload
+from dse.model.evaluate import evaluate
+from dse.model.placement import Plan, Shard
+from dse.model.system import gbit_s_to_bytes_s, load_system
+from dse.model.timing import allreduce_time, alltoall_elements, gemm_time, topology_factor
+from dse.model.workload import load_workload
 
 REL = 1e-12
 

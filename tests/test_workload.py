@@ -1,4 +1,4 @@
-"""Tests of the workload presets and loader (dse.workload).
+"""Tests of the workload presets and loader (dse.model.workload).
 
 Expected figures are worked out by hand in the comments from /work/shared/data/workloads.md,
 never by calling the code under test.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dse.errors import DseInputError
-from dse.workload import (
+from dse.model.workload import (
     SyntheticTables,
     Workload,
     load_workload,

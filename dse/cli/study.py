@@ -21,10 +21,10 @@ from rich.table import Table
 
 from dse.cli import app, fail, to_json
 from dse.errors import DseInputError
-from dse.objectives import METRICS as METRIC_NAMES
-from dse.results import load_stored_study, status, trials_frame
-from dse.storage import PROXY_THREADS, is_loopback, redact, serve_proxy, storage_failure
-from dse.study import (
+from dse.outputs.results import load_stored_study, status, trials_frame
+from dse.search.objectives import METRICS as METRIC_NAMES
+from dse.search.storage import PROXY_THREADS, is_loopback, redact, serve_proxy, storage_failure
+from dse.search.study import (
     DEFAULT_STUDY,
     STOP,
     WORKER_KEY,
@@ -35,7 +35,7 @@ from dse.study import (
     run_study,
     target_of,
 )
-from dse.study import Progress as StudyProgress
+from dse.search.study import Progress as StudyProgress
 
 StorageOpt = Annotated[str | None, typer.Option(
     "--storage", help="Optuna storage: a .journal path (default: studies/NAME.journal), "
@@ -121,7 +121,7 @@ def run_cmd(
             if warm_start is not None:
                 if warm_start != "sweep":
                     fail(f"--warm-start {warm_start!r}: the only method is 'sweep'")
-                from dse.sweep import warm_start_study
+                from dse.search.sweep import warm_start_study
 
                 seeded = warm_start_study(created, spec)
                 if seeded:
@@ -183,9 +183,9 @@ def run_cmd(
 
 def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | None) -> Path:
     """Render the study's report into ``folder`` (default ``studies/``) as NAME.html."""
-    from dse.report import render_report
-    from dse.results import objective_set_of
-    from dse.study import STUDIES_DIR
+    from dse.outputs.report import render_report
+    from dse.outputs.results import objective_set_of
+    from dse.search.study import STUDIES_DIR
 
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
     folder = folder or STUDIES_DIR
@@ -391,9 +391,9 @@ def plot_cmd(
         "--svg", help="Also export an SVG (kaleido + Chromium).")] = None,
 ) -> None:
     """A quick single front of two objectives (HTML, and PNG/SVG through kaleido)."""
-    from dse.report import gather, pair_figure
-    from dse.results import objective_set_of
-    from dse.study import STUDIES_DIR
+    from dse.outputs.report import gather, pair_figure
+    from dse.outputs.results import objective_set_of
+    from dse.search.study import STUDIES_DIR
 
     spec = _spec(study)
     try:

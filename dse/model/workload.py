@@ -25,8 +25,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from dse.catalog import Precision
 from dse.errors import DseInputError
+from dse.model.catalog import Precision
 from dse.records import apply_override, from_mapping, read_toml
 
 Interaction = Literal["dot", "dcnv2"]

@@ -1,4 +1,4 @@
-"""Renderings of a :class:`~dse.calibrate.Validation`: terminal table, Markdown and a Plotly page."""
+"""Renderings of a :class:`~dse.calibration.fit.Validation`: terminal table, Markdown and a Plotly page."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from rich.console import Console
 from rich.table import Table
 
-from dse.calibrate import FIT_PARAMETERS, Validation
+from dse.calibration.fit import FIT_PARAMETERS, Validation
 
 TARGETS = {"median_abs_pct_error": 15.0, "loo_median_abs_pct_error": 25.0, "spearman": 0.9}
 """Accuracy targets (issue "Calibrate and validate the model")."""
@@ -63,7 +63,7 @@ What changed in the model for this calibration, and where it still misses and wh
 Physics added (no per-point parameter; 12 free parameters on 33 points):
 
 - **Software layouts, not only software speed.** Each measurement source lays the model out its own
-  way, and the model scores that layout (`dse.measurements.SOFTWARE_CAPABILITIES`, applied as
+  way, and the model scores that layout (`dse.calibration.measurements.SOFTWARE_CAPABILITIES`, applied as
   `[software]` switches of the system). DeepLearningExamples PyTorch runs the bottom MLP on GPU 0 for
   the whole global batch, with no tables there, and keeps every table whole on one of the other GPUs
   (its README, "Embedding table placement and load balancing"); that layout is why its 8- and

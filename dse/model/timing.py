@@ -26,10 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from dse.calibration import Calibration
-from dse.placement import ACTIVATION_BYTES, COMM_BYTES, Plan, Shard
-from dse.system import GB, System
-from dse.workload import Workload
+from dse.calibration.parameters import Calibration
+from dse.model.placement import ACTIVATION_BYTES, COMM_BYTES, Plan, Shard
+from dse.model.system import GB, System
+from dse.model.workload import Workload
 
 STAGES: tuple[str, ...] = (
     "dense_compute",
@@ -327,7 +327,7 @@ def topology_factor(topology: str, n: int) -> float:
 def network_hops(sys: System) -> int:
     """Switch hops between two nodes: 1 through a single switch, 3 leaf-spine-leaf, 5 with a third
     tier (radix from the catalog); a rail-optimised network keeps rail traffic on one switch tier."""
-    from dse.catalog import load_catalog
+    from dse.model.catalog import load_catalog
 
     radix = load_catalog().network_switch.radix
     ports = sys.nodes * max(sys.spec.node.nics, 1)
@@ -357,7 +357,7 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
     """:func:`alltoall_times` from the bytes of :func:`alltoall_sends` and ``g`` devices."""
     if g <= 1:
         return {"a2a_fabric": 0.0, "a2a_network": 0.0}
-    from dse.catalog import load_catalog
+    from dse.model.catalog import load_catalog
 
     cat = load_catalog()
     a = sys.accelerators_per_node
@@ -584,7 +584,7 @@ class StepLoads:
 
 def loads_key(sys: System) -> tuple[object, ...]:
     """Everything :func:`step_loads` reads from ``sys`` besides what the plan already fixes (see
-    :func:`dse.placement.plan_key`): designs with equal keys share their loads."""
+    :func:`dse.model.placement.plan_key`): designs with equal keys share their loads."""
     return (sys.accelerator.name, sys.hbm_bytes_s, sys.scaleup_domain, sys.accelerators_per_node,
             sys.spec.software.bottom_mlp_on_one_device)
 

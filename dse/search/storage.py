@@ -1,6 +1,6 @@
 """Database-server storages for studies shared by many processes and machines.
 
-:func:`dse.study.open_storage` dispatches here for every URL that is not a journal file:
+:func:`dse.search.study.open_storage` dispatches here for every URL that is not a journal file:
 
 - ``postgresql://...`` (also ``postgres://``) opens PostgreSQL through the psycopg 3 driver
   (``postgresql+psycopg://``); other SQLAlchemy URLs (``sqlite:///FILE``, ``mysql+pymysql://``)
@@ -167,7 +167,7 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
     SIGINT or Ctrl-C; ``on_ready`` gets the port once it listens.
 
     The proxy keeps ``threads`` database connections (one per request thread) and no heartbeat:
-    its clients' trials are recovered by dse (see :func:`dse.study.recover_stale_trials`).
+    its clients' trials are recovered by dse (see :func:`dse.search.study.recover_stale_trials`).
     """
     if not is_server_url(normalize_url(url)) and not url.startswith("sqlite"):
         raise DseInputError("--storage", url, "the storage proxy serves a database "

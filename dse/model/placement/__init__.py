@@ -1,7 +1,7 @@
 """Placement: which embedding shard lives on which accelerator, in which memory tier.
 
 The planner follows TorchRec's split into enumerator (how each table may be sharded), estimator
-(:mod:`dse.estimators`: bytes per shard) and partitioner (greedy longest-processing-time assignment
+(:mod:`dse.model.estimators`: bytes per shard) and partitioner (greedy longest-processing-time assignment
 with a capacity check per device). One :class:`Plan` passes to the timing model.
 
 Rules (DESIGN.md section 5, "Placement"):
@@ -29,10 +29,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from dse.calibration import Calibration
-from dse.estimators import INDEX_BYTES, Traffic, cached_traffic, hbm_traffic, host_traffic, zipf_hit_rate
-from dse.system import GB, System
-from dse.workload import EmbeddingTable, Workload, derived
+from dse.calibration.parameters import Calibration
+from dse.model.estimators import (
+    INDEX_BYTES,
+    Traffic,
+    cached_traffic,
+    hbm_traffic,
+    host_traffic,
+    zipf_hit_rate,
+)
+from dse.model.system import GB, System
+from dse.model.workload import EmbeddingTable, Workload, derived
 
 Tier = Literal["hbm", "host", "cache"]
 Sharding = Literal["table_wise", "row_wise", "column_wise", "replicated", "hot_rows"]
@@ -209,7 +216,7 @@ class _Costs:
 
     def _coefficients(self, dim: int) -> tuple[float, float, float]:
         """Per-lookup forward bytes, per-updated-row backward bytes and per-output-row bytes of
-        :func:`~dse.estimators.hbm_traffic` for ``dim`` (its traffic is linear in each count). Called
+        :func:`~dse.model.estimators.hbm_traffic` for ``dim`` (its traffic is linear in each count). Called
         on a miss of ``self._coef``, which the callers read first (a method call per shard costs)."""
         rb, st = self.row(dim)
         unit = hbm_traffic(1.0, rb, st, 0.0)
@@ -217,7 +224,7 @@ class _Costs:
         return got
 
     def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
-        """HBM traffic of a shard: :func:`~dse.estimators.hbm_traffic`, from its coefficients."""
+        """HBM traffic of a shard: :func:`~dse.model.estimators.hbm_traffic`, from its coefficients."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         out = out_rows * per_out
         rows = update_rows if update_rows > lookups else lookups  # max(), without its call

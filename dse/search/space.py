@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
+from dse.model.system import SystemSpec, load_system_spec, system_presets
+from dse.model.workload import workload_presets
 from dse.records import from_mapping, named_file, read_toml
-from dse.system import SystemSpec, load_system_spec, system_presets
-from dse.workload import workload_presets
 
 ParamType = Literal["int", "float", "categorical", "ordinal"]
 Scalar = int | float | str | bool
 SYSTEM_PARAM = "system"
 """The parameter that chooses the base system per design (a categorical over system presets)."""
-SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
+SPACES_DIR = Path(__file__).resolve().parents[2] / "search_spaces"
 """``search_spaces/`` of the checkout (spaces are project files, not package data)."""
 
 
@@ -292,7 +292,7 @@ def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
 
 def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
     """What makes two system specs the same machine (names and descriptions aside)."""
-    from dse.system import resolve_system
+    from dse.model.system import resolve_system
 
     s = resolve_system(spec)
     n = spec.node
@@ -303,7 +303,7 @@ def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
 
 
 def _value_of(spec: SystemSpec, dotted: str) -> Any:
-    from dse.system import resolve_system
+    from dse.model.system import resolve_system
 
     obj: Any = spec
     for part in dotted.split("."):

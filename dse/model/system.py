@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from dse.catalog import Accelerator, Catalog, Cpu, Topology, load_catalog
 from dse.errors import DseInputError
+from dse.model.catalog import Accelerator, Catalog, Cpu, Topology, load_catalog
 from dse.records import apply_override, from_mapping, read_toml, to_mapping
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]

@@ -10,7 +10,7 @@ processes on one host; SQLite is unsafe for several processes. Measured on this 
 under load (``benchmarks/bench_study.py``): about 15 ms per trial on the journal for the default
 study, most of it Optuna (sampling and one fsynced append per parameter); SQLite about 87 ms per
 trial. A trial's ~25 attributes are written in one append (:func:`write_trial_attrs`). Database
-servers (PostgreSQL) and Optuna's gRPC proxy are opened by :mod:`dse.storage`.
+servers (PostgreSQL) and Optuna's gRPC proxy are opened by :mod:`dse.search.storage`.
 
 Recovery: a worker that dies leaves its RUNNING trial; another fails it and re-enqueues its
 parameters (:func:`recover`), at the start of a run, every :data:`RECOVER_EVERY_S` while it works
@@ -65,15 +65,17 @@ from optuna.study._constrained_optimization import _CONSTRAINTS_KEY
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from dse import __version__
-from dse.calibration import Calibration, load_calibration
-from dse.catalog import Catalog, load_catalog
+from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
-from dse.model import evaluate
-from dse.objectives import ObjectiveSet, load_objectives
+from dse.model.catalog import Catalog, load_catalog
+from dse.model.evaluate import evaluate
+from dse.model.system import System, resolve_system, system_spec_from_mapping
+from dse.model.workload import Workload, load_workload, scale_tables
 from dse.records import from_mapping, named_file, read_toml
-from dse.samplers import SAMPLERS, make_sampler
-from dse.space import Parameter, SearchSpace, load_space, preset_params
-from dse.storage import (
+from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.samplers import SAMPLERS, make_sampler
+from dse.search.space import Parameter, SearchSpace, load_space, preset_params
+from dse.search.storage import (
     grpc_call,
     grpc_storage,
     rdb_backend,
@@ -81,10 +83,8 @@ from dse.storage import (
     rdb_storage,
     rdb_write_attrs,
 )
-from dse.system import System, resolve_system, system_spec_from_mapping
-from dse.workload import Workload, load_workload, scale_tables
 
-STUDIES_DIR = Path(__file__).resolve().parent.parent / "studies"
+STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
 DEFAULT_STUDY = "zion-2020"
 STALE_SECONDS = 300.0
 """A RUNNING trial of another host older than this is taken as abandoned (dse trials take
@@ -131,7 +131,7 @@ class StudySpec:
     """Workload fields changed for this study (``global_batch = 135168``)."""
     table_scale: float = field(default=1.0, metadata={"min": 0.0, "min_exclusive": True})
     """Every embedding table's rows multiplied by this (the growth question: 4 = tables 4x larger;
-    :func:`dse.workload.scale_tables`)."""
+    :func:`dse.model.workload.scale_tables`)."""
 
 
 def study_names() -> tuple[str, ...]:
@@ -201,7 +201,7 @@ def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
     ``journal:PATH`` or a path ending in ``.journal``: a journal file. ``grpc://HOST:PORT``: a
     ``dse storage-proxy``. ``postgresql://...`` (psycopg 3), ``sqlite:///...`` and other
     SQLAlchemy URLs: an RDB storage, with Optuna's heartbeat and :class:`RetryStaleTrial` on a
-    database server (:mod:`dse.storage`). A storage that cannot be reached raises
+    database server (:mod:`dse.search.storage`). A storage that cannot be reached raises
     :class:`DseInputError` within seconds.
     """
     url = spec.storage if url is None else url
@@ -436,7 +436,7 @@ def design_system(space: SearchSpace, design: Mapping[str, Any], catalog: Catalo
 
 @functools.lru_cache(maxsize=16)
 def _base_table_cached(name: str) -> str:
-    from dse.system import read_system_data
+    from dse.model.system import read_system_data
 
     data, source = read_system_data(name)
     return json.dumps([data, source])
@@ -592,21 +592,27 @@ def _describe(spec: StudySpec) -> dict[str, str]:
     }
 
 
-MODEL_SOURCES = ("workload.py", "system.py", "catalog.py", "estimators.py", "placement.py",
-                 "timing.py", "cost.py", "model.py", "data/catalog.toml", "data/calibration.toml")
-"""The files whose content decides a design's score (besides the workload and system files,
-which a study records itself)."""
+MODEL_DATA = ("data/catalog.toml", "data/calibration.toml")
+"""The data files whose content decides a design's score, beside every module of :mod:`dse.model`
+(the workload and system files a study records itself)."""
+
+
+def model_sources() -> list[str]:
+    """Package-relative paths of the files hashed by :func:`model_fingerprint`, in a fixed order."""
+    root = Path(str(resources.files("dse")))
+    modules = sorted(p.relative_to(root).as_posix() for p in (root / "model").rglob("*.py"))
+    return [*modules, *MODEL_DATA]
 
 
 @functools.cache
 def model_fingerprint() -> str:
-    """12 hex digits of a SHA-256 over :data:`MODEL_SOURCES`: a study records it, and a resume
+    """12 hex digits of a SHA-256 over :func:`model_sources`: a study records it, and a resume
     under a different model (a fix that changes scores without a new dse or calibration version)
     is recorded in ``dse:changes`` with the trial it starts from. Any edit counts, a refactoring
     that keeps every score too: the record says the code changed, not that the scores did."""
     digest = hashlib.sha256()
     package = resources.files("dse")
-    for name in MODEL_SOURCES:
+    for name in model_sources():
         digest.update(name.encode())
         digest.update((package / name).read_bytes())
     return digest.hexdigest()[:12]

@@ -16,10 +16,10 @@ from dse.errors import DseInputError
 if TYPE_CHECKING:
     import optuna
 
-    from dse.casestudy import CaseResult
-    from dse.study import StudySpec
+    from dse.outputs.cases.framework import CaseResult
+    from dse.search.study import StudySpec
 
-CASE_DIR = Path(__file__).resolve().parent.parent / "docs" / "case-studies"
+CASE_DIR = Path(__file__).resolve().parents[2] / "docs" / "case-studies"
 """``docs/case-studies/`` of the checkout, where the pages live."""
 
 
@@ -43,9 +43,9 @@ def case_study_cmd(
     """Run each case study's study (resuming it), check the claims its page makes against the data,
     also with the case's most uncertain assumption moved by ±30%, and write the page
     (OUT/NAME.md) and the study's report (OUT/NAME.html)."""
-    from dse.cases import case_names, get_case
-    from dse.casestudy import analyse_case, case_spec, render_page, study_data
-    from dse.study import run_study
+    from dse.outputs.cases.framework import analyse_case, case_spec, render_page, study_data
+    from dse.outputs.cases.studies import case_names, get_case
+    from dse.search.study import run_study
 
     chosen = list(case_names()) if not names or names == ["all"] else names
     try:
@@ -77,9 +77,9 @@ def case_study_cmd(
 
 def _write_report(study: optuna.Study, spec: StudySpec, storage: str | None, out: Path,
                   name: str) -> str:
-    from dse.report import render_report
-    from dse.results import objective_set_of
-    from dse.storage import redact
+    from dse.outputs.report import render_report
+    from dse.outputs.results import objective_set_of
+    from dse.search.storage import redact
 
     html = render_report(study, spec, objective_set_of(study, spec.objectives),
                          redact(storage or ""), plotlyjs="cdn")

@@ -16,10 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
 
-from dse.catalog import Precision, Topology, load_catalog
 from dse.errors import DseInputError
-from dse.system import System, load_system, system_presets
-from dse.workload import Workload, load_workload, workload_presets
+from dse.model.catalog import Precision, Topology, load_catalog
+from dse.model.system import System, load_system, system_presets
+from dse.model.workload import Workload, load_workload, workload_presets
 
 COLUMNS = (
     "id", "source", "workload", "precision", "global_batch", "accelerator",

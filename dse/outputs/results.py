@@ -10,8 +10,8 @@ import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
-from dse.objectives import ObjectiveSet, load_objectives
-from dse.study import (
+from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.study import (
     BASELINE_KEY,
     RETRY_KEY,
     StudySpec,

@@ -3,7 +3,7 @@
 Each analysis reads the study's scored designs and, where a question needs a controlled
 comparison (one knob moved, everything else as built), scores a few designs directly with the
 same model, catalog and calibration. Claims are sentences with the check that makes them true;
-:mod:`dse.casestudy` runs them, renders the pages and moves each case's most uncertain
+:mod:`dse.outputs.cases.framework` runs them, renders the pages and moves each case's most uncertain
 assumption by ±30%.
 """
 
@@ -17,7 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from dse.casestudy import (
+from dse.errors import DseInputError
+from dse.model.timing import alltoall_sends
+from dse.model.workload import Workload, load_workload, repeat_tables
+from dse.outputs.cases.framework import (
     CaseData,
     CaseStudy,
     Claim,
@@ -30,9 +33,6 @@ from dse.casestudy import (
     scale_network_prices,
     score_row,
 )
-from dse.errors import DseInputError
-from dse.timing import alltoall_sends
-from dse.workload import Workload, load_workload, repeat_tables
 
 THROUGHPUT = "throughput_samples_per_s"
 NEAR_BEST = 0.95

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dse.catalog import Catalog, load_catalog
-from dse.system import System
+from dse.model.catalog import Catalog, load_catalog
+from dse.model.system import System
 
 HOURS_PER_YEAR = 8766.0
 """365.25 days."""

@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration import Calibration, load_calibration
-from dse.catalog import Catalog, load_catalog
-from dse.cost import (
+from dse.calibration.parameters import Calibration, load_calibration
+from dse.model.catalog import Catalog, load_catalog
+from dse.model.cost import (
     CostBreakdown,
     Economics,
     PowerBreakdown,
@@ -22,10 +22,10 @@ from dse.cost import (
     economics,
     power,
 )
-from dse.placement import Plan, plan_key, plan_placement
-from dse.system import GB, System
-from dse.timing import StepLoads, StepTime, loads_key, step_loads, step_time
-from dse.workload import Workload
+from dse.model.placement import Plan, plan_key, plan_placement
+from dse.model.system import GB, System
+from dse.model.timing import StepLoads, StepTime, loads_key, step_loads, step_time
+from dse.model.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +125,8 @@ class Evaluation:
 class Memo:
     """Placements and step loads shared by the designs of one workload and calibration (a sweep).
 
-    A plan is keyed by :func:`dse.placement.plan_key` (capacities and counts: never bandwidths) and
-    the step's bandwidth-free loads additionally by :func:`dse.timing.loads_key`, so a design that
+    A plan is keyed by :func:`dse.model.placement.plan_key` (capacities and counts: never bandwidths) and
+    the step's bandwidth-free loads additionally by :func:`dse.model.timing.loads_key`, so a design that
     differs from an earlier one only in its links (PCIe generation, fabric, NICs, network) reuses
     both and pays only for the link-dependent stages, cost and power. ``evaluate(..., memo=m)``
     returns exactly what ``evaluate`` without it does.

@@ -9,7 +9,7 @@ catalog's prices and with the most uncertain assumption moved by the case's :cla
 once, so a page cannot drift from what the model says: ``tests/test_case_studies.py`` reruns each
 case with fewer trials and checks every claim the page carries.
 
-The four cases themselves are in :mod:`dse.cases`.
+The four cases themselves are in :mod:`dse.outputs.cases.studies`.
 """
 
 from __future__ import annotations
@@ -25,23 +25,23 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from dse.calibration import Calibration, load_calibration
-from dse.catalog import Catalog, load_catalog
+from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
-from dse.model import Evaluation, evaluate
-from dse.objectives import ObjectiveSet, load_objectives
-from dse.results import trials_frame
-from dse.space import SearchSpace, load_space
-from dse.study import (
+from dse.model.catalog import Catalog, load_catalog
+from dse.model.evaluate import Evaluation, evaluate
+from dse.model.system import System
+from dse.model.workload import Workload
+from dse.outputs.results import trials_frame
+from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.space import SearchSpace, load_space
+from dse.search.study import (
     StudySpec,
     design_system,
     load_study_spec,
     run_study,
     study_workload,
 )
-from dse.sweep import pareto_mask
-from dse.system import System
-from dse.workload import Workload
+from dse.search.sweep import pareto_mask
 
 Findings = dict[str, Any]
 """What an analysis measured: numbers, lists and small tables (``pandas.DataFrame``) by name."""

@@ -21,10 +21,10 @@ from rich.table import Table
 
 from dse.cli import app, fail, to_json
 from dse.errors import DseInputError
-from dse.objectives import load_objectives
-from dse.space import load_space
-from dse.sweep import SweepResult, run_sweep, write_parquet
-from dse.workload import load_workload
+from dse.model.workload import load_workload
+from dse.search.objectives import load_objectives
+from dse.search.space import load_space
+from dse.search.sweep import SweepResult, run_sweep, write_parquet
 
 
 @app.command("sweep")

@@ -24,8 +24,9 @@ from optuna.trial import FrozenTrial, TrialState
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
-from dse.objectives import METRICS, ObjectiveSet
-from dse.study import (
+from dse.model.timing import STAGES
+from dse.search.objectives import METRICS, ObjectiveSet
+from dse.search.study import (
     BASELINE_KEY,
     StudySpec,
     _losses,
@@ -33,7 +34,6 @@ from dse.study import (
     non_dominated,
     reference_point,
 )
-from dse.timing import STAGES
 
 FADED = "rgba(120,120,120,0.25)"
 STAGE_COLOURS = {

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from dse.calibration import Calibration
-from dse.measurements import REFERENCE_FAMILY, Measurement, measurement_design
-from dse.model import evaluate
-from dse.placement import Plan, plan_placement
-from dse.system import System
-from dse.timing import step_time
-from dse.workload import Workload
+from dse.calibration.measurements import REFERENCE_FAMILY, Measurement, measurement_design
+from dse.calibration.parameters import Calibration
+from dse.model.evaluate import evaluate
+from dse.model.placement import Plan, plan_placement
+from dse.model.system import System
+from dse.model.timing import step_time
+from dse.model.workload import Workload
 
 FIT_PARAMETERS: tuple[str, ...] = (
     "dense_efficiency_simt",

@@ -19,12 +19,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dse.catalog import load_catalog
 from dse.errors import DseInputError
-from dse.model import Evaluation, evaluate
+from dse.model.catalog import load_catalog
+from dse.model.evaluate import Evaluation, evaluate
+from dse.model.system import load_system, system_presets
+from dse.model.workload import load_workload, workload_presets
 from dse.records import parse_override
-from dse.system import load_system, system_presets
-from dse.workload import load_workload, workload_presets
 
 app = typer.Typer(
     help="Design-space exploration of DLRM training systems.",
@@ -204,9 +204,9 @@ def list_cmd(
 
 
 def _list_study_files(what: str) -> Table:
-    from dse.objectives import load_objectives, objective_names
-    from dse.space import load_space, space_names
-    from dse.study import load_study_spec, study_names
+    from dse.search.objectives import load_objectives, objective_names
+    from dse.search.space import load_space, space_names
+    from dse.search.study import load_study_spec, study_names
 
     if what == "spaces":
         table = Table("name", "base system", "parameters", "description")
@@ -237,9 +237,9 @@ def calibrate_cmd(
     version: Annotated[str, typer.Option("--version", help="Version label to record.")] = "",
 ) -> None:
     """Fit the calibration parameters to the measurements and write a versioned calibration file."""
-    from dse.calibrate import FIT_PARAMETERS, fit, validate
-    from dse.calibration import Calibration, write_calibration
-    from dse.measurements import load_measurements
+    from dse.calibration.fit import FIT_PARAMETERS, fit, validate
+    from dse.calibration.measurements import load_measurements
+    from dse.calibration.parameters import Calibration, write_calibration
 
     try:
         measurements = load_measurements(data)
@@ -282,10 +282,10 @@ def validate_cmd(
     loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Leave-one-out refits.")] = True,
 ) -> None:
     """Compare the calibrated model with every published measurement (and leave-one-out)."""
-    from dse.calibrate import validate
-    from dse.calibration import load_calibration
-    from dse.measurements import load_measurements
-    from dse.validation_report import render_html, render_markdown, render_table
+    from dse.calibration.fit import validate
+    from dse.calibration.measurements import load_measurements
+    from dse.calibration.parameters import load_calibration
+    from dse.outputs.validation_page import render_html, render_markdown, render_table
 
     try:
         measurements = load_measurements(data)
@@ -309,9 +309,9 @@ def validate_cmd(
 def main() -> None:
     """Console-script entry point."""
     # Registers run, status, pareto, export (ruff counts the two imports as one binding of ``dse``).
-    import dse.cli_case
-    import dse.cli_study
-    import dse.cli_sweep  # noqa: F401  (registers sweep and case-study)
+    import dse.cli.case
+    import dse.cli.study
+    import dse.cli.sweep  # noqa: F401  (registers sweep and case-study)
 
     try:
         app()

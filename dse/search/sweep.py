@@ -3,8 +3,8 @@ space with float parameters), scored across the machine's cores, with the exact 
 
 A sweep evaluates each design with :func:`dse.model.evaluate`, exactly as a study trial does, but
 shares what does not change between designs through a :class:`dse.model.Memo`: a placement depends
-only on counts and capacities (:func:`dse.placement.plan_key`), and the step's bandwidth-free loads
-only on those and the accelerator (:func:`dse.timing.loads_key`), so a design that differs from an
+only on counts and capacities (:func:`dse.model.placement.plan_key`), and the step's bandwidth-free loads
+only on those and the accelerator (:func:`dse.model.timing.loads_key`), so a design that differs from an
 earlier one only in its links (PCIe generation, fabric and its bandwidth, NICs, network) pays only
 for the link-dependent stages, cost and power. Designs are enumerated with the parameters that change
 a plan outermost, so consecutive designs share plans, and handed to worker processes in chunks.
@@ -12,7 +12,7 @@ a plan outermost, so consecutive designs share plans, and handed to worker proce
 Conditional parameters are respected: a parameter whose ``when`` does not hold is left out of the
 design (the base system's value stands), so each combination of active parameters occurs once.
 
->>> from dse.space import load_space
+>>> from dse.search.space import load_space
 >>> grid = design_grid(load_space("zion-node-grid"))
 >>> len(grid) > 100_000
 True
@@ -33,16 +33,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dse.calibration import Calibration, load_calibration
-from dse.catalog import Catalog, load_catalog
+from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
-from dse.model import Memo, evaluate
-from dse.objectives import ObjectiveSet
-from dse.placement import plan_key
-from dse.space import SYSTEM_PARAM, Parameter, SearchSpace, probe_values
-from dse.system import SystemSpec, load_system_spec, resolve_system
-from dse.timing import STAGES, loads_key
-from dse.workload import Workload
+from dse.model.catalog import Catalog, load_catalog
+from dse.model.evaluate import Memo, evaluate
+from dse.model.placement import plan_key
+from dse.model.system import SystemSpec, load_system_spec, resolve_system
+from dse.model.timing import STAGES, loads_key
+from dse.model.workload import Workload
+from dse.search.objectives import ObjectiveSet
+from dse.search.space import SYSTEM_PARAM, Parameter, SearchSpace, probe_values
 
 CHUNK_DESIGNS = 4096
 """Designs per work item handed to a worker process."""
@@ -611,7 +611,7 @@ def warm_start(
     into the Optuna ``study``, spread to at most ``max_trials`` designs, so its sampler starts from
     good designs rather than random ones. Returns the enqueued designs. A study already seeded
     (attribute ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
-    from dse.study import encode_design
+    from dse.search.study import encode_design
 
     if WARM_START_KEY in study.user_attrs:
         return []
@@ -630,9 +630,9 @@ def warm_start(
 def warm_start_study(study: Any, spec: Any, max_trials: int | None = None) -> list[dict[str, Any]]:
     """:func:`warm_start` for a study file's ``spec`` (``dse run --warm-start sweep``): at most a
     fifth of the budget (and at least one design) is spent on the coarse front."""
-    from dse.objectives import load_objectives
-    from dse.space import load_space
-    from dse.study import study_workload
+    from dse.search.objectives import load_objectives
+    from dse.search.space import load_space
+    from dse.search.study import study_workload
 
     cap = max_trials if max_trials is not None else max(1, spec.budget // 5)
     return warm_start(study, load_space(spec.space), study_workload(spec),

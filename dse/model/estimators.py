@@ -35,7 +35,7 @@ class Traffic(NamedTuple):
     """Bytes moved per step by one shard, forward and backward+optimizer, per resource.
 
     ``hbm``: accelerator memory; ``pcie``: the accelerator's host link; ``ddr``: host memory.
-    An immutable named tuple, as :class:`dse.placement.Shard` (a plan builds one per shard size).
+    An immutable named tuple, as :class:`dse.model.placement.Shard` (a plan builds one per shard size).
     """
 
     hbm_fwd: float = 0.0

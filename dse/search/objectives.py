@@ -29,7 +29,7 @@ from dse.errors import DseInputError
 from dse.records import from_mapping, named_file, read_toml
 
 Direction = Literal["maximize", "minimize"]
-OBJECTIVES_DIR = Path(__file__).resolve().parent.parent / "objectives"
+OBJECTIVES_DIR = Path(__file__).resolve().parents[2] / "objectives"
 
 METRICS: dict[str, str] = {
     "throughput_samples_per_s": "training samples per second",

@@ -1,0 +1,1 @@
+"""What a person reads: study results, the study page, the validation page and the case studies."""

@@ -1,0 +1,2 @@
+"""Case studies: worked questions, each a study, an analysis with claims checked against its data,
+and a page in ``docs/case-studies/``."""
