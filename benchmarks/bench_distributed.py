@@ -51,7 +51,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import postgres_server  # noqa: E402
 
-from dse.search.study import StudySpec, _optimize, load_study_spec, open_storage, open_study  # noqa: E402
+from dse.search.runner import _optimize, open_study  # noqa: E402
+from dse.search.spec import StudySpec, load_study_spec  # noqa: E402
+from dse.search.storage import open_storage  # noqa: E402
 
 STUDY = {"workload": "mlperf-dlrm-v1", "space": "scale-out", "objectives": "throughput-vs-capex"}
 

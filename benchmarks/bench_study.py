@@ -34,10 +34,20 @@ from typing import Any
 
 import optuna
 
-import dse.search.study as study_mod
+import dse.search.objective as objective_mod
+from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
-from dse.model.system import resolve_system, system_spec_from_mapping
-from dse.search.study import DEFAULT_STUDY, DesignObjective, StudySpec, load_study_spec, run_study
+from dse.search.encoding import design_system
+from dse.search.objective import DesignObjective
+from dse.search.runner import run_study
+from dse.search.spec import (
+    DEFAULT_STUDY,
+    StudySpec,
+    load_study_spec,
+    study_objectives,
+    study_space,
+    study_workload,
+)
 
 TARGETS_S = {1000: 60.0, 5000: 300.0}
 
@@ -63,18 +73,18 @@ class Timers:
 
 @contextmanager
 def instrumented(timers: Timers) -> Iterator[None]:
-    """Time dse's parts of a trial by wrapping them where dse.search.study calls them."""
-    names = ("evaluate", "suggest_design", "write_trial_attrs", "_over_budget")
-    saved = {n: getattr(study_mod, n) for n in names}
+    """Time dse's parts of a trial by wrapping them where dse.search.objective calls them."""
+    names = ("evaluate", "suggest_design", "write_trial_attrs", "over_budget")
+    saved = {n: getattr(objective_mod, n) for n in names}
     saved_call = DesignObjective.__call__
     try:
         for n in names:
-            setattr(study_mod, n, timers.wrap(n, saved[n]))
+            setattr(objective_mod, n, timers.wrap(n, saved[n]))
         DesignObjective.__call__ = timers.wrap("objective", saved_call)  # type: ignore[method-assign]
         yield
     finally:
         for n, fn in saved.items():
-            setattr(study_mod, n, fn)
+            setattr(objective_mod, n, fn)
         DesignObjective.__call__ = saved_call  # type: ignore[method-assign]
 
 
@@ -87,12 +97,14 @@ def study_spec(trials: int, storage: str, name: str) -> StudySpec:
 
 def model_alone(spec: StudySpec, study: optuna.Study) -> float:
     """Seconds of evaluate() alone over the designs of ``study``'s completed trials."""
-    objective = DesignObjective(study_mod._workload_of(spec), study_mod._space_of(spec),
-                                study_mod._obj_of(spec), spec.budget)
+    objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec),
+                                spec.budget)
     systems = []
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-        table = objective._system_table(t.user_attrs["design"])
-        systems.append(resolve_system(system_spec_from_mapping(table, "bench"), objective.catalog))
+        try:
+            systems.append(design_system(objective.space, t.user_attrs["design"], objective.catalog))
+        except DseInputError:
+            continue  # a design the schema cannot express: never evaluated
     start = time.perf_counter()
     for system in systems:
         evaluate(objective.workload, system, objective.calibration, objective.catalog)

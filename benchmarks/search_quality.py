@@ -47,10 +47,12 @@ import optuna
 from optuna.trial import TrialState
 
 from dse.model.workload import load_workload
+from dse.search.objective import DesignObjective
 from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.runner import enqueue_baselines, run_study
 from dse.search.samplers import make_sampler
 from dse.search.space import SearchSpace, load_space
-from dse.search.study import DesignObjective, enqueue_baselines, load_study_spec, run_study
+from dse.search.spec import load_study_spec
 from dse.search.sweep import coarse_space, run_sweep, warm_start
 
 ROOT = Path(__file__).resolve().parent.parent

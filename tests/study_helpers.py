@@ -12,7 +12,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from dse.search.study import StudySpec, open_storage
+from dse.search.spec import StudySpec
+from dse.search.storage import open_storage
 
 ROOT = Path(__file__).resolve().parents[1]
 CHEAP = {"workload": "mlperf-dlrm-v1", "space": "scale-out", "objectives": "throughput-vs-capex"}

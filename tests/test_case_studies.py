@@ -42,8 +42,10 @@ from dse.outputs.cases.framework import (
     study_data,
 )
 from dse.outputs.cases.studies import case_names, get_case
+from dse.search.encoding import design_system
+from dse.search.runner import run_study
 from dse.search.space import load_space, preset_params, space_from_mapping
-from dse.search.study import design_system, load_study_spec, run_study, study_workload
+from dse.search.spec import load_study_spec, study_workload
 from dse.search.sweep import run_sweep
 
 importlib.import_module("dse.cli.case")

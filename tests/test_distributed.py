@@ -33,8 +33,9 @@ import pytest
 from optuna.trial import FrozenTrial, TrialState
 from study_helpers import CHEAP, ROOT, write_study
 
-from dse.search.storage import is_loopback, normalize_url, redact
-from dse.search.study import BASELINE_KEY, RETRY_KEY, WORKER_KEY, load_study_spec, open_storage
+from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
+from dse.search.spec import load_study_spec
+from dse.search.storage import is_loopback, normalize_url, open_storage, redact
 
 BUDGET = 200
 WORKERS = 4

@@ -17,7 +17,9 @@ import pytest
 
 from dse.outputs.report import render_report
 from dse.search.objectives import load_objectives
-from dse.search.study import StudySpec, open_storage, run_study
+from dse.search.runner import run_study
+from dse.search.spec import StudySpec
+from dse.search.storage import open_storage
 
 CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None and not os.environ.get("CI"):

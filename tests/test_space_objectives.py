@@ -12,10 +12,11 @@ from study_helpers import CHEAP, GRID_PARAMS, SPACE_HEAD, write_study
 
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
+from dse.search.encoding import decode_params, encode_design, grid_of
 from dse.search.objectives import METRICS, Constraint, load_objectives, objective_names
 from dse.search.samplers import SAMPLERS, make_sampler
 from dse.search.space import load_space, preset_params, space_names
-from dse.search.study import decode_params, encode_design, grid_of, load_study_spec, study_names
+from dse.search.spec import load_study_spec, study_names
 
 
 def test_every_shipped_space_objective_set_and_study_loads() -> None:

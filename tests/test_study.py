@@ -21,28 +21,18 @@ from optuna.trial import FrozenTrial, TrialState
 from study_helpers import GRID_PARAMS, SPACE_HEAD, complete, design_key, load, make_spec, trials
 
 import dse
-import dse.search.study as study_mod
+import dse.search.objective as objective_mod
 from dse import evaluate, load_system, load_workload
 from dse.calibration.parameters import load_calibration
 from dse.outputs.results import status, trials_frame
+from dse.search.encoding import decode_params, suggest_design
 from dse.search.objectives import load_objectives
+from dse.search.pareto import hypervolume, non_dominated, pareto_trials, reference_point, study_losses
+from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
+from dse.search.runner import run_study
 from dse.search.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
 from dse.search.space import load_space, preset_params
-from dse.search.study import (
-    BASELINE_KEY,
-    RETRY_KEY,
-    WORKER_KEY,
-    WorkerLock,
-    decode_params,
-    hypervolume,
-    non_dominated,
-    pareto_trials,
-    recover_stale_trials,
-    reference_point,
-    run_study,
-    storage_file,
-    suggest_design,
-)
+from dse.search.storage import storage_file
 
 KINDS = ["journal", "sqlite"]
 GENERATION = optuna.samplers.NSGAIISampler._get_generation_key()
@@ -191,7 +181,7 @@ def test_baselines_are_enqueued_first(tmp_path: Path, space: str, workload: str,
 
 
 def test_a_changed_model_on_resume_is_recorded(tmp_path: Path) -> None:
-    from dse.search.study import model_fingerprint, model_sources
+    from dse.search.runner import model_fingerprint, model_sources
 
     spec = make_spec(tmp_path, budget=3)
     study = run_study(spec)
@@ -295,7 +285,7 @@ def test_ctrl_c_mid_trial_requeues_its_design(tmp_path: Path, monkeypatch: pytes
             raise KeyboardInterrupt
         return evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(study_mod, "evaluate", interrupted)
+    monkeypatch.setattr(objective_mod, "evaluate", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_study(spec)
     monkeypatch.undo()
@@ -425,7 +415,7 @@ def test_hypervolume_grows_with_the_study(tmp_path: Path) -> None:
     early = [t for t in complete(study) if t.number < 4]
     late = complete(run_study(replace(spec, budget=30)))
     ref = reference_point(study, late)
-    lo = study_mod._losses(study, late).min(axis=0)
+    lo = study_losses(study, late).min(axis=0)
     assert 0 < hypervolume(study, early, ref, lo) <= hypervolume(study, late, ref, lo) <= 1
     assert not math.isnan(hypervolume(study, late))
 

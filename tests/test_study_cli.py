@@ -30,15 +30,11 @@ from typer.testing import CliRunner, Result
 
 from dse.cli import app
 from dse.search.objectives import objective_names
+from dse.search.pareto import pareto_trials
+from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
 from dse.search.space import space_names
-from dse.search.study import (
-    BASELINE_KEY,
-    RETRY_KEY,
-    WORKER_KEY,
-    journal_storage,
-    pareto_trials,
-    study_names,
-)
+from dse.search.spec import study_names
+from dse.search.storage import journal_storage
 
 importlib.import_module("dse.cli.study")  # registers the study commands on the app
 runner = CliRunner()

@@ -206,7 +206,7 @@ def list_cmd(
 def _list_study_files(what: str) -> Table:
     from dse.search.objectives import load_objectives, objective_names
     from dse.search.space import load_space, space_names
-    from dse.search.study import load_study_spec, study_names
+    from dse.search.spec import load_study_spec, study_names
 
     if what == "spaces":
         table = Table("name", "base system", "parameters", "description")

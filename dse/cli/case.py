@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import optuna
 
     from dse.outputs.cases.framework import CaseResult
-    from dse.search.study import StudySpec
+    from dse.search.spec import StudySpec
 
 CASE_DIR = Path(__file__).resolve().parents[2] / "docs" / "case-studies"
 """``docs/case-studies/`` of the checkout, where the pages live."""
@@ -45,7 +45,7 @@ def case_study_cmd(
     (OUT/NAME.md) and the study's report (OUT/NAME.html)."""
     from dse.outputs.cases.framework import analyse_case, case_spec, render_page, study_data
     from dse.outputs.cases.studies import case_names, get_case
-    from dse.search.study import run_study
+    from dse.search.runner import run_study
 
     chosen = list(case_names()) if not names or names == ["all"] else names
     try:

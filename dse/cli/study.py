@@ -23,19 +23,11 @@ from dse.cli import app, fail, to_json
 from dse.errors import DseInputError
 from dse.outputs.results import load_stored_study, status, trials_frame
 from dse.search.objectives import METRICS as METRIC_NAMES
-from dse.search.storage import PROXY_THREADS, is_loopback, redact, serve_proxy, storage_failure
-from dse.search.study import (
-    DEFAULT_STUDY,
-    STOP,
-    WORKER_KEY,
-    StudySpec,
-    load_study_spec,
-    open_storage,
-    open_study,
-    run_study,
-    target_of,
-)
-from dse.search.study import Progress as StudyProgress
+from dse.search.recovery import WORKER_KEY
+from dse.search.runner import STOP, open_study, run_study, target_of
+from dse.search.runner import Progress as StudyProgress
+from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec
+from dse.search.storage import PROXY_THREADS, is_loopback, open_storage, redact, serve_proxy, storage_failure
 
 StorageOpt = Annotated[str | None, typer.Option(
     "--storage", help="Optuna storage: a .journal path (default: studies/NAME.journal), "
@@ -185,7 +177,7 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
     """Render the study's report into ``folder`` (default ``studies/``) as NAME.html."""
     from dse.outputs.report import render_report
     from dse.outputs.results import objective_set_of
-    from dse.search.study import STUDIES_DIR
+    from dse.search.spec import STUDIES_DIR
 
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
     folder = folder or STUDIES_DIR
@@ -393,7 +385,7 @@ def plot_cmd(
     """A quick single front of two objectives (HTML, and PNG/SVG through kaleido)."""
     from dse.outputs.report import gather, pair_figure
     from dse.outputs.results import objective_set_of
-    from dse.search.study import STUDIES_DIR
+    from dse.search.spec import STUDIES_DIR
 
     spec = _spec(study)
     try:

@@ -25,15 +25,16 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.model.timing import STAGES
-from dse.search.objectives import METRICS, ObjectiveSet
-from dse.search.study import (
-    BASELINE_KEY,
-    StudySpec,
-    _losses,
+from dse.search.objectives import METRICS, ObjectiveSet, loss_sign
+from dse.search.pareto import (
     hypervolume,
-    non_dominated,
+    is_feasible,
+    pareto_trials,
     reference_point,
+    study_losses,
 )
+from dse.search.recovery import BASELINE_KEY
+from dse.search.spec import StudySpec
 
 FADED = "rgba(120,120,120,0.25)"
 STAGE_COLOURS = {
@@ -61,9 +62,9 @@ class ReportData:
 def gather(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet) -> ReportData:
     """Split the completed trials into feasible, infeasible and the front (first objective order)."""
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    feasible = [t for t in trials if all(v <= 0 for v in t.constraints.values())]
-    infeasible = [t for t in trials if not all(v <= 0 for v in t.constraints.values())]
-    front = [feasible[i] for i in non_dominated(_losses(study, feasible))] if feasible else []
+    feasible = [t for t in trials if is_feasible(t)]
+    infeasible = [t for t in trials if not is_feasible(t)]
+    front = pareto_trials(study, feasible)
     params = list(json.loads(study.user_attrs.get("dse:space", "{}")).get("parameters", {}))
     return ReportData(spec, objectives, trials, feasible, infeasible, front, params)
 
@@ -244,7 +245,7 @@ def hypervolume_curve(study: optuna.Study, data: ReportData) -> tuple[list[int],
     if not data.feasible:
         return [], []
     ref = reference_point(study, data.feasible)
-    loss = _losses(study, data.feasible)
+    loss = study_losses(study, data.feasible)
     lo = loss.min(axis=0)
     numbers = np.array([t.number for t in data.feasible])
     last = max(t.number for t in data.trials) + 1
@@ -266,7 +267,7 @@ def importances(study: optuna.Study, data: ReportData) -> dict[str, dict[str, fl
         return out
     for i, o in enumerate(data.objectives.objectives):
         # PED-ANOVA ranks parameters by how they reach *low* target values.
-        sign = -1.0 if o.direction == "maximize" else 1.0
+        sign = loss_sign(o.direction)
 
         def target(t: FrozenTrial, i: int = i, sign: float = sign) -> float:
             return sign * float(t.values[i])

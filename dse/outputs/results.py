@@ -11,16 +11,10 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.search.objectives import ObjectiveSet, load_objectives
-from dse.search.study import (
-    BASELINE_KEY,
-    RETRY_KEY,
-    StudySpec,
-    default_storage_path,
-    hypervolume,
-    open_storage,
-    pareto_trials,
-    storage_file,
-)
+from dse.search.pareto import hypervolume, is_feasible, pareto_trials
+from dse.search.recovery import BASELINE_KEY, RETRY_KEY
+from dse.search.spec import StudySpec
+from dse.search.storage import default_storage_path, open_storage, storage_file
 
 
 def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> optuna.Study:
@@ -35,11 +29,6 @@ def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> optuna
     if spec.name not in names:
         raise missing
     return optuna.load_study(study_name=spec.name, storage=storage)
-
-
-def is_feasible(trial: FrozenTrial) -> bool:
-    """All constraint values <= 0."""
-    return all(v <= 0 for v in trial.constraints.values())
 
 
 def status(study: optuna.Study) -> dict[str, Any]:

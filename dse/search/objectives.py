@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
+
+import numpy as np
 
 from dse.errors import DseInputError
 from dse.records import from_mapping, named_file, read_toml
@@ -52,6 +56,32 @@ METRICS: dict[str, str] = {
     "memory_short_gb": "memory the design lacks to hold the model (GB)",
 }
 """Metrics objectives and constraints may name (keys of ``Evaluation.metrics()``)."""
+
+WORST_LOSS = 1e300
+"""The loss of a design that cannot be scored, or of a non-finite objective value: worse than any
+real design, yet finite (Optuna refuses infinite values)."""
+
+UNSCORABLE_CONSTRAINTS: Mapping[str, float] = MappingProxyType({"feasible": 1.0, "memory": 0.0})
+"""Constraint values of a design the system schema cannot express: infeasible (the model's verdict),
+with no memory shortfall measured. Constraints of the objective set are not computed for it."""
+
+
+def loss_sign(direction: str) -> float:
+    """The one sign rule of the search: a loss is the value times this, so every objective is
+    minimised (a maximised objective is negated; ``direction`` is ``"maximize"`` or
+    ``"minimize"``, case-insensitive as Optuna's ``StudyDirection`` names are)."""
+    return -1.0 if direction.lower() == "maximize" else 1.0
+
+
+def losses_of(values: Any, directions: Sequence[str]) -> np.ndarray:
+    """Objective ``values`` (rows: designs, columns: objectives in ``directions``' order) as
+    losses: each column times :func:`loss_sign` of its direction."""
+    signs = np.array([loss_sign(d) for d in directions], dtype=float)
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 2:  # no designs (an empty list), or one design
+        array = array.reshape(-1, len(signs))
+    loss: np.ndarray = array * signs
+    return loss
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +131,18 @@ class ObjectiveSet:
         for o in self.objectives:
             v = float(metrics[o.metric])
             if not math.isfinite(v):
-                v = -1e300 if o.direction == "maximize" else 1e300
+                v = WORST_LOSS * loss_sign(o.direction)
             out.append(v)
         return out
+
+    def worst_values(self) -> list[float]:
+        """Objective values of a design that cannot be scored: the worst of each objective."""
+        return [WORST_LOSS * loss_sign(o.direction) for o in self.objectives]
+
+    def losses(self, values: Any) -> np.ndarray:
+        """Objective values (rows: designs, one column per objective) as losses
+        (:func:`losses_of`)."""
+        return losses_of(values, self.directions)
 
     def violations(self, metrics: dict[str, Any]) -> dict[str, float]:
         """Constraint values for ``trial.set_constraint`` (<= 0 feasible), memory always included."""

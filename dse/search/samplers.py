@@ -21,6 +21,7 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
+from dse.search import _optuna
 
 SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
 AUTO_SWITCH_TRIALS = 250
@@ -92,11 +93,11 @@ class HandoverNSGAIISampler(NSGAIISampler):
     @classmethod
     def _get_generation_key(cls) -> str:
         # NSGA-II's own keys, so the study reads as NSGA-II's and `nsga2` can take it over.
-        return NSGAIISampler._get_generation_key()
+        return _optuna.nsga2_generation_key()
 
     @classmethod
     def _get_parent_cache_key_prefix(cls) -> str:
-        return NSGAIISampler._get_parent_cache_key_prefix()
+        return _optuna.nsga2_parent_cache_key_prefix()
 
     _handed_over = False
     """Set once a completed trial carries a generation (NSGA-II has taken over for good)."""
@@ -104,7 +105,7 @@ class HandoverNSGAIISampler(NSGAIISampler):
     def get_population(self, study: Study, generation: int) -> list[FrozenTrial]:
         if generation == 0:
             key = self._get_generation_key()
-            trials = study._get_trials(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
+            trials = _optuna.completed_trials_cached(study)
             if not any(key in t.system_attrs for t in trials):
                 return list(trials)
             earlier = [t for t in trials if key not in t.system_attrs]
@@ -116,10 +117,10 @@ class HandoverNSGAIISampler(NSGAIISampler):
         if key in trial.system_attrs:
             return int(trial.system_attrs[key])
         if not self._handed_over:
-            trials = study._get_trials(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
+            trials = _optuna.completed_trials_cached(study)
             self._handed_over = any(key in t.system_attrs for t in reversed(trials))
             if trials and not self._handed_over:
-                study._storage.set_trial_system_attr(trial._trial_id, key, 1)
+                _optuna.study_storage(study).set_trial_system_attr(_optuna.trial_id_of(trial), key, 1)
                 return 1
         return super().get_trial_generation(study, trial)
 

@@ -1,13 +1,14 @@
 """Exhaustive sweeps: every design of a discrete search space (or a scrambled Sobol sample of a
 space with float parameters), scored across the machine's cores, with the exact Pareto front.
 
-A sweep evaluates each design with :func:`dse.model.evaluate`, exactly as a study trial does, but
-shares what does not change between designs through a :class:`dse.model.Memo`: a placement depends
-only on counts and capacities (:func:`dse.model.placement.plan_key`), and the step's bandwidth-free loads
-only on those and the accelerator (:func:`dse.model.timing.loads_key`), so a design that differs from an
-earlier one only in its links (PCIe generation, fabric and its bandwidth, NICs, network) pays only
-for the link-dependent stages, cost and power. Designs are enumerated with the parameters that change
-a plan outermost, so consecutive designs share plans, and handed to worker processes in chunks.
+A sweep builds each design's system with :func:`dse.search.encoding.design_system` and evaluates
+it with :func:`dse.model.evaluate`, exactly as a study trial does, but shares what does not change
+between designs through a :class:`dse.model.Memo`: a placement depends only on counts and
+capacities (:func:`dse.model.placement.plan_key`), and the step's bandwidth-free loads only on those
+and the accelerator (:func:`dse.model.timing.loads_key`), so a design that differs from an earlier
+one only in its links (PCIe generation, fabric and its bandwidth, NICs, network) pays only for the
+link-dependent stages, cost and power. Designs are enumerated with the parameters that change a
+plan outermost, so consecutive designs share plans, and handed to worker processes in chunks.
 
 Conditional parameters are respected: a parameter whose ``when`` does not hold is left out of the
 design (the base system's value stands), so each combination of active parameters occurs once.
@@ -27,7 +28,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,11 +39,14 @@ from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo, evaluate
 from dse.model.placement import plan_key
-from dse.model.system import SystemSpec, load_system_spec, resolve_system
+from dse.model.system import load_system_spec, resolve_system
 from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
-from dse.search.objectives import ObjectiveSet
+from dse.search.encoding import design_system, encode_design
+from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
+from dse.search.pareto import non_dominated
 from dse.search.space import SYSTEM_PARAM, Parameter, SearchSpace, probe_values
+from dse.search.spec import StudySpec, study_objectives, study_space, study_workload
 
 CHUNK_DESIGNS = 4096
 """Designs per work item handed to a worker process."""
@@ -231,43 +235,10 @@ class _Context:
     grid: DesignGrid
     calibration: Calibration
     catalog: Catalog
-    values: list[list[Any]] = field(default_factory=list)
-    """Per parameter and choice: the value as the system schema stores it (``None``: invalid)."""
-    base: SystemSpec | None = None
     memo: Memo | None = None
 
 
 _CTX: _Context | None = None
-
-
-def _coerced_values(space: SearchSpace, grid: DesignGrid) -> list[list[Any]]:
-    """Each choice of each parameter as validated by the system schema alone (so a sweep builds
-    exactly the spec a study trial builds from a TOML table), or ``None`` when the schema refuses
-    it."""
-    out: list[list[Any]] = []
-    for name, choices in zip(grid.names, grid.choices, strict=True):
-        col: list[Any] = []
-        for v in choices:
-            try:
-                spec = load_system_spec(space.base_system, (*space.fixed.items(), (name, v)))
-                col.append(_get_dotted(spec, name))
-            except DseInputError:
-                col.append(None)
-        out.append(col)
-    return out
-
-
-def _get_dotted(obj: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def _set_dotted(obj: Any, parts: Sequence[str], value: Any) -> Any:
-    if len(parts) == 1:
-        return dataclasses.replace(obj, **{parts[0]: value})
-    child = getattr(obj, parts[0])
-    return dataclasses.replace(obj, **{parts[0]: _set_dotted(child, parts[1:], value)})
 
 
 METRIC_COLUMNS: tuple[str, ...] = (
@@ -282,43 +253,21 @@ METRIC_COLUMNS: tuple[str, ...] = (
 def _evaluate_chunk(bounds: tuple[int, int]) -> dict[str, np.ndarray]:
     """Score designs ``lo:hi`` of the context's grid: metric columns, breakdown, violations."""
     ctx = _CTX
-    assert ctx is not None and ctx.base is not None
+    assert ctx is not None
     if ctx.memo is None:
         ctx.memo = Memo(ctx.workload, ctx.calibration)
     lo, hi = bounds
-    codes = ctx.grid.codes[lo:hi]
-    names = ctx.grid.names
-    parts = [n.split(".") for n in names]
-    n_params = len(names)
     constraint_names = list(ctx.objectives.violations(_nan_metrics()))
     cols: dict[str, list[Any]] = {k: [] for k in METRIC_COLUMNS}
     cols.update({f"breakdown_s:{s}": [] for s in STAGES})
     cols.update({"feasible": [], "bottleneck": [], "eligible": []})
     cols.update({f"constraint:{c}": [] for c in constraint_names})
-    stack: list[SystemSpec | None] = [ctx.base] + [None] * n_params
-    prev: np.ndarray | None = None
     wl, calib, cat, memo, objectives = ctx.workload, ctx.calibration, ctx.catalog, ctx.memo, ctx.objectives
-    for row in codes:
-        start = 0
-        if prev is not None:
-            while start < n_params and row[start] == prev[start]:
-                start += 1
-        prev = row
-        for j in range(start, n_params):
-            below = stack[j]
-            code = int(row[j])
-            if below is None or code < 0:
-                stack[j + 1] = below
-                continue
-            value = ctx.values[j][code]
-            stack[j + 1] = None if value is None else _set_dotted(below, parts[j], value)
-        spec = stack[n_params]
-        ev = None
-        if spec is not None:
-            try:
-                ev = evaluate(wl, resolve_system(spec, cat), calib, cat, memo)
-            except DseInputError:
-                ev = None
+    for i in range(lo, hi):
+        try:
+            ev = evaluate(wl, design_system(ctx.space, ctx.grid.design(i), cat), calib, cat, memo)
+        except DseInputError:
+            ev = None
         if ev is None:
             # A combination the schema cannot express: infeasible, as in a study.
             for k in METRIC_COLUMNS:
@@ -329,7 +278,7 @@ def _evaluate_chunk(bounds: tuple[int, int]) -> dict[str, np.ndarray]:
             cols["bottleneck"].append("")
             cols["eligible"].append(False)
             for c in constraint_names:
-                cols[f"constraint:{c}"].append({"feasible": 1.0, "memory": 0.0}.get(c, math.nan))
+                cols[f"constraint:{c}"].append(UNSCORABLE_CONSTRAINTS.get(c, math.nan))
             continue
         metrics = ev.metrics()
         for k in METRIC_COLUMNS:
@@ -397,38 +346,9 @@ class SweepResult:
 
 
 def objective_losses(frame: pd.DataFrame, objectives: ObjectiveSet) -> np.ndarray:
-    """The objectives of ``frame``'s rows as losses: maximised metrics negated."""
-    cols = [frame[o.metric].to_numpy(dtype=float) * (-1.0 if o.direction == "maximize" else 1.0)
-            for o in objectives.objectives]
-    return np.stack(cols, axis=1) if cols else np.zeros((len(frame), 0))
-
-
-def pareto_mask(loss: np.ndarray) -> np.ndarray:
-    """Rows of ``loss`` (minimisation) that no other row dominates (no worse in every objective,
-    better in one). Equal rows are all kept."""
-    n = loss.shape[0]
-    mask = np.zeros(n, dtype=bool)
-    if n == 0:
-        return mask
-    unique, inverse = np.unique(loss, axis=0, return_inverse=True)  # lexicographically sorted
-    on = np.zeros(len(unique), dtype=bool)
-    if unique.shape[1] == 1:
-        on[0] = True
-    elif unique.shape[1] == 2:
-        # Sorted by the first objective (ties by the second): a row is on the front when its second
-        # objective beats every earlier row's.
-        best = np.minimum.accumulate(unique[:, 1])
-        on[0] = True
-        on[1:] = unique[1:, 1] < best[:-1]
-    else:
-        rest = unique[:, 1:]
-        remaining = np.arange(len(unique))
-        while len(remaining):
-            top = remaining[0]  # no later row of a lexicographic order can dominate it
-            on[top] = True
-            remaining = remaining[np.any(rest[remaining] < rest[top], axis=1)]
-    mask[:] = on[inverse.reshape(-1)]
-    return mask
+    """The objectives of ``frame``'s rows as losses (:meth:`ObjectiveSet.losses`)."""
+    metrics = [o.metric for o in objectives.objectives]
+    return objectives.losses(frame[metrics].to_numpy(dtype=float))
 
 
 def run_sweep(
@@ -456,8 +376,6 @@ def run_sweep(
     calib = calibration or load_calibration()
     cat = catalog or load_catalog()
     ctx = _Context(workload, space, objectives, grid, calib, cat)
-    ctx.values = _coerced_values(space, grid)
-    ctx.base = space.base_spec()
     total = len(grid)
     bounds = [(lo, min(lo + CHUNK_DESIGNS, total)) for lo in range(0, total, CHUNK_DESIGNS)]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(bounds) or 1))
@@ -487,11 +405,8 @@ def run_sweep(
     frame = _frame(grid, chunks)
     eligible = frame["eligible"].to_numpy(dtype=bool)
     rows = np.flatnonzero(eligible)
-    loss = objective_losses(frame.iloc[rows], objectives)
-    on = rows[pareto_mask(loss)]
-    if len(on):
-        first = objective_losses(frame.iloc[on], objectives)
-        on = on[np.lexsort(first.T[::-1])]
+    # The front in lexicographic order of its losses: by the first objective.
+    on = rows[non_dominated(objective_losses(frame.iloc[rows], objectives))]
     front = np.zeros(len(frame), dtype=bool)
     front[on] = True
     frame["front"] = front
@@ -611,8 +526,6 @@ def warm_start(
     into the Optuna ``study``, spread to at most ``max_trials`` designs, so its sampler starts from
     good designs rather than random ones. Returns the enqueued designs. A study already seeded
     (attribute ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
-    from dse.search.study import encode_design
-
     if WARM_START_KEY in study.user_attrs:
         return []
     coarse, grid = coarse_grid(space, max_designs)
@@ -627,20 +540,16 @@ def warm_start(
     return designs
 
 
-def warm_start_study(study: Any, spec: Any, max_trials: int | None = None) -> list[dict[str, Any]]:
+def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None) -> list[dict[str, Any]]:
     """:func:`warm_start` for a study file's ``spec`` (``dse run --warm-start sweep``): at most a
     fifth of the budget (and at least one design) is spent on the coarse front."""
-    from dse.search.objectives import load_objectives
-    from dse.search.space import load_space
-    from dse.search.study import study_workload
-
     cap = max_trials if max_trials is not None else max(1, spec.budget // 5)
-    return warm_start(study, load_space(spec.space), study_workload(spec),
-                      load_objectives(spec.objectives), max_trials=cap)
+    return warm_start(study, study_space(spec), study_workload(spec), study_objectives(spec),
+                      max_trials=cap)
 
 
 __all__ = [
     "DesignGrid", "SweepResult", "coarse_grid", "coarse_space", "design_grid", "objective_losses",
-    "pareto_mask", "run_sweep", "sobol_designs", "sweep_order", "warm_start", "warm_start_study",
+    "run_sweep", "sobol_designs", "sweep_order", "warm_start", "warm_start_study",
     "write_parquet",
 ]

@@ -32,16 +32,12 @@ from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import System
 from dse.model.workload import Workload
 from dse.outputs.results import trials_frame
-from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.encoding import design_system
+from dse.search.objectives import ObjectiveSet, load_objectives, losses_of
+from dse.search.pareto import pareto_mask
+from dse.search.runner import run_study
 from dse.search.space import SearchSpace, load_space
-from dse.search.study import (
-    StudySpec,
-    design_system,
-    load_study_spec,
-    run_study,
-    study_workload,
-)
-from dse.search.sweep import pareto_mask
+from dse.search.spec import StudySpec, load_study_spec, study_workload
 
 Findings = dict[str, Any]
 """What an analysis measured: numbers, lists and small tables (``pandas.DataFrame``) by name."""
@@ -110,8 +106,7 @@ class CaseData:
             return rows
         directions = {o.metric: o.direction for o in self.objectives.objectives}
         chosen = list(metrics) if metrics is not None else list(directions)
-        loss = np.stack([rows[m].to_numpy(dtype=float) * (-1.0 if _maximised(m, directions) else 1.0)
-                         for m in chosen], axis=1)
+        loss = losses_of(rows[chosen].to_numpy(dtype=float), [_direction(m, directions) for m in chosen])
         return rows[pareto_mask(loss)]
 
     def system(self, design: Mapping[str, Any], base: str | None = None) -> System:
@@ -124,9 +119,8 @@ class CaseData:
         return evaluate(self.workload, self.system(design, base), self.calibration, self.catalog)
 
 
-def _maximised(metric: str, directions: Mapping[str, str]) -> bool:
-    return directions.get(metric, "maximize" if metric == "throughput_samples_per_s" else "minimize") \
-        == "maximize"
+def _direction(metric: str, directions: Mapping[str, str]) -> str:
+    return directions.get(metric, "maximize" if metric == "throughput_samples_per_s" else "minimize")
 
 
 @dataclass(frozen=True)

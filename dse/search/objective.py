@@ -1,0 +1,187 @@
+"""The Optuna objective of a study: a trial's design scored by the model, and its attributes.
+
+:class:`DesignObjective` draws a design, builds its system, evaluates it and returns the objective
+values; the metrics, the step breakdown, the design and the reasons for infeasibility are stored as
+the trial's attributes in one storage write (:func:`write_trial_attrs`). Several workers stop
+together at the budget (:func:`over_budget`, checked at the start of every trial).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.storages import JournalStorage
+from optuna.trial import Trial, TrialState
+
+from dse.calibration.parameters import Calibration, load_calibration
+from dse.errors import DseInputError
+from dse.model.catalog import Catalog, load_catalog
+from dse.model.evaluate import evaluate
+from dse.model.workload import Workload
+from dse.search import _optuna
+from dse.search._optuna import CONSTRAINTS_KEY, JournalOperation, rdb_backend
+from dse.search.encoding import design_system, suggest_design
+from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
+from dse.search.recovery import WORKER_KEY, retry
+from dse.search.space import SearchSpace
+from dse.search.storage import grpc_call, quick_counts, rdb_write_attrs
+
+
+@dataclass
+class DesignObjective:
+    """Scores one trial: design -> system -> model -> objective values, constraints, attributes."""
+
+    workload: Workload
+    space: SearchSpace
+    objectives: ObjectiveSet
+    budget: int
+    calibration: Calibration = field(default_factory=load_calibration)
+    catalog: Catalog = field(default_factory=load_catalog)
+    worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    heartbeat: bool = False
+    """The storage has Optuna's heartbeat: record one before claiming a trial, so a claimed trial
+    always has one (Optuna never fails a RUNNING trial that has none)."""
+
+    def __call__(self, trial: Trial) -> list[float]:
+        try:
+            return self._score(trial)
+        except KeyboardInterrupt:
+            # Optuna fails the trial and stops: put its design back for the next run.
+            study = trial.study
+            retry(study, _optuna.study_storage(study).get_trial(_optuna.trial_id_of(trial)))
+            raise
+
+    def _score(self, trial: Trial) -> list[float]:
+        _claim(trial, self.worker, self.heartbeat)
+        if over_budget(trial, self.budget):
+            _requeue_if_enqueued(trial)
+            trial.study.stop()
+            raise optuna.TrialPruned("the study's budget is reached")
+        design = suggest_design(trial, self.space)
+        try:
+            system = design_system(self.space, design, self.catalog)
+        except DseInputError as exc:
+            # A combination the schema cannot express is an infeasible design, not a crash.
+            write_trial_attrs(trial, {"design": design, "feasible": False, "model_feasible": False,
+                                      "infeasible_reasons": [str(exc)]},
+                              UNSCORABLE_CONSTRAINTS)
+            return self.objectives.worst_values()
+        ev = evaluate(self.workload, system, self.calibration, self.catalog)
+        metrics = ev.metrics()
+        constraints = self.objectives.violations(metrics)
+        attrs: dict[str, Any] = {key: _jsonable(value) for key, value in metrics.items()}
+        # `feasible` is the study's verdict (the model's and the objective set's constraints: what
+        # keeps a design off the front), so tools that ignore Optuna's constraints, such as
+        # optuna-dashboard, can show it; the model's own verdict is `model_feasible`.
+        attrs["model_feasible"] = bool(metrics["feasible"])
+        attrs["feasible"] = all(v <= 0 for v in constraints.values())
+        attrs["breakdown_s"] = {k: _jsonable(v) for k, v in ev.breakdown_s.items()}
+        attrs["design"] = design
+        attrs["infeasible_reasons"] = list(ev.reasons) + self.objectives.violated(metrics)
+        write_trial_attrs(trial, attrs, constraints)
+        return self.objectives.values(metrics)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_trial_attrs(trial: Trial, user_attrs: Mapping[str, Any],
+                      constraints: Mapping[str, float]) -> None:
+    """Store a trial's user attributes and constraint values in one storage write.
+
+    Each attribute stays a separate key (the dashboard and ``trials_dataframe`` show them one by
+    one); only the writing is batched. Set one by one, the ~25 attributes of a trial cost ~25
+    locked, fsynced journal appends (or SQLite commits): most of a trial's time. The journal gets
+    them as one append of ordinary single-key records (what ``set_trial_user_attr`` writes); an
+    RDB storage as one transaction. Any other storage takes the public calls.
+    """
+    system_attrs: dict[str, Any] = {}
+    for key, value in constraints.items():
+        value = float(value)
+        if math.isnan(value):
+            raise ValueError(f"constraint {key!r} is NaN")
+        system_attrs[f"{CONSTRAINTS_KEY}:{key}"] = value
+    storage = trial.storage
+    tid = _optuna.trial_id_of(trial)
+    backend = rdb_backend(storage)
+
+    def journal_logs(worker_id: str) -> list[dict[str, Any]]:
+        logs = [{"op_code": JournalOperation.SET_TRIAL_USER_ATTR, "worker_id": worker_id,
+                 "trial_id": tid, "user_attr": {k: v}} for k, v in user_attrs.items()]
+        logs += [{"op_code": JournalOperation.SET_TRIAL_SYSTEM_ATTR, "worker_id": worker_id,
+                  "trial_id": tid, "system_attr": {k: v}} for k, v in system_attrs.items()]
+        return logs
+
+    if isinstance(storage, JournalStorage) and _optuna.journal_append(storage, journal_logs):
+        pass  # the journal: one append
+    elif backend is not None:
+        rdb_write_attrs(backend, tid, dict(user_attrs), system_attrs)
+    elif grpc_call(storage, "WriteTrialAttrs", {"trial_id": tid, "user_attrs": dict(user_attrs),
+                                                "system_attrs": system_attrs}) is not None:
+        pass  # a dse storage-proxy: one call
+    else:
+        for k, v in user_attrs.items():
+            storage.set_trial_user_attr(tid, k, v)
+        for k, v in system_attrs.items():
+            storage.set_trial_system_attr(tid, k, v)
+    # Keep the trial's own view in step, as Trial.set_user_attr and set_constraint do.
+    frozen = _optuna.cached_frozen_trial(trial)
+    frozen.user_attrs.update(user_attrs)
+    frozen.system_attrs.update(system_attrs)
+
+
+def _claim(trial: Trial, worker: str, heartbeat: bool) -> None:
+    """Record the worker running ``trial`` (``dse:worker`` = host:pid). With Optuna's heartbeat,
+    record one first (in the same transaction on PostgreSQL and SQLite): a trial claimed then
+    always has a heartbeat, so Optuna can find it stale."""
+    backend = rdb_backend(trial.storage)
+    tid = _optuna.trial_id_of(trial)
+    if backend is not None:
+        rdb_write_attrs(backend, tid, {}, {WORKER_KEY: worker}, heartbeat=heartbeat)
+    else:
+        if heartbeat:
+            storage: Any = trial.storage  # a BaseHeartbeat
+            storage.record_heartbeat(tid)
+        trial.storage.set_trial_system_attr(tid, WORKER_KEY, worker)
+    _optuna.cached_frozen_trial(trial).system_attrs[WORKER_KEY] = worker
+
+
+_LIVE = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
+
+
+def _requeue_if_enqueued(trial: Trial) -> None:
+    """Put back the parameters of an enqueued trial (a baseline or a retry) that is pruned at the
+    budget, so a later run with a larger budget still evaluates it."""
+    frozen = _optuna.cached_frozen_trial(trial)
+    fixed = frozen.system_attrs.get("fixed_params")
+    if fixed:
+        trial.study.enqueue_trial(dict(fixed), user_attrs=dict(frozen.user_attrs),
+                                  skip_if_exists=False)
+
+
+def over_budget(trial: Trial, budget: int) -> bool:
+    """True when ``budget`` trials numbered before this one are complete, running or waiting to
+    run (so several workers together stop at the total, not each at it). A waiting trial numbered
+    before this one (a retry, a baseline) counts: some worker will take it, and its own check
+    counts only the trials before it, so the two checks together never pass the budget."""
+    counts = quick_counts(trial.study, below=trial.number)
+    if counts is not None:
+        return sum(counts.get(s, 0) for s in _LIVE) >= budget
+    trials = trial.study.get_trials(deepcopy=False, states=_LIVE)
+    # Trials come in number order: only the last few (this one, and any other workers started
+    # since) are not ahead of it.
+    ahead = len(trials)
+    for t in reversed(trials):
+        if t.number < trial.number:
+            break
+        ahead -= 1
+    return ahead >= budget

@@ -1,0 +1,359 @@
+"""Running a study: create or resume it, work until its budget, report progress.
+
+:func:`run_study` creates or resumes the study of a :class:`~dse.search.spec.StudySpec` and works
+until the budget of *completed* trials is reached, so running it twice never doubles the work. A
+new study records its definition, the model's fingerprint (:func:`model_fingerprint`) and the
+versions that scored it, and is seeded with the baseline systems its space can express
+(:func:`enqueue_baselines`). Several workers (processes, hosts) share one study through its storage
+and stop together at the budget (:func:`dse.search.objective.over_budget`, and :func:`_optimize`
+waits for trials running elsewhere rather than stopping one short); dead workers' trials are
+retried (:mod:`dse.search.recovery`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
+from optuna.storages import BaseStorage
+from optuna.trial import FrozenTrial, TrialState
+
+from dse import __version__
+from dse.calibration.parameters import load_calibration
+from dse.errors import DseInputError
+from dse.search.encoding import encode_design, grid_of
+from dse.search.objective import DesignObjective
+from dse.search.objectives import loss_sign
+from dse.search.pareto import hypervolume, is_feasible, pareto_trials
+from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, recover
+from dse.search.samplers import make_sampler
+from dse.search.space import SearchSpace, preset_params
+from dse.search.spec import StudySpec, study_objectives, study_space, study_workload
+from dse.search.storage import open_storage, state_counts, storage_file
+
+RECOVER_EVERY_S = 2.0
+"""How often a worker looks for dead workers' trials while it works (and every second while it
+waits for the last trials of the study), so a trial a dead worker left is retried by the others
+before they stop."""
+WAIT_POLL_S = 0.2
+OPEN_WAIT_S = 15.0
+"""How long a process that finds a study being created by another waits for it to be ready."""
+
+log = logging.getLogger("dse")
+STOP = threading.Event()
+"""Set (by a SIGTERM handler, say) to stop this process's workers after their running trials."""
+
+
+def _describe(spec: StudySpec) -> dict[str, str]:
+    wl = study_workload(spec)
+    return {
+        "dse:workload": json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
+                                    **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
+                                       else {}),
+                                    **wl.summary()}, sort_keys=True),
+        "dse:space": json.dumps(study_space(spec).to_dict(), sort_keys=True),
+        "dse:objectives": json.dumps(study_objectives(spec).to_dict(), sort_keys=True),
+    }
+
+
+MODEL_DATA = ("data/catalog.toml", "data/calibration.toml")
+"""The data files whose content decides a design's score, beside every module of :mod:`dse.model`
+(the workload and system files a study records itself)."""
+
+
+def model_sources() -> list[str]:
+    """Package-relative paths of the files hashed by :func:`model_fingerprint`, in a fixed order."""
+    root = Path(str(resources.files("dse")))
+    modules = sorted(p.relative_to(root).as_posix() for p in (root / "model").rglob("*.py"))
+    return [*modules, *MODEL_DATA]
+
+
+@functools.cache
+def model_fingerprint() -> str:
+    """12 hex digits of a SHA-256 over :func:`model_sources`: a study records it, and a resume
+    under a different model (a fix that changes scores without a new dse or calibration version)
+    is recorded in ``dse:changes`` with the trial it starts from. Any edit counts, a refactoring
+    that keeps every score too: the record says the code changed, not that the scores did."""
+    digest = hashlib.sha256()
+    package = resources.files("dse")
+    for name in model_sources():
+        digest.update(name.encode())
+        digest.update((package / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
+               create: bool = True, where: str = "") -> optuna.Study:
+    """Create the study, or load it and check it was made with the same workload, space and
+    objectives (refused unless ``force``, which records the change in ``dse:changes``).
+
+    ``create=False`` (a worker joining a study) refuses a study that does not exist (``where``
+    names the storage in the message). Several processes may open a new study at once: the one
+    whose ``create_study`` succeeds records it and enqueues the baselines, then writes
+    ``dse:budget`` last; the others wait for that before they work.
+    """
+    objectives = study_objectives(spec)
+    sampler = make_sampler(spec.sampler, spec.seed, grid_of(study_space(spec)), spec.name)
+    if create:
+        try:
+            study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
+                                        directions=objectives.directions)
+            _record_new(study, spec)
+            return study
+        except DuplicatedStudyError:
+            pass
+    try:
+        study = optuna.load_study(study_name=spec.name, storage=storage, sampler=sampler)
+    except KeyError:
+        raise DseInputError(spec.name, "", f"no such study in {where or 'the storage'}; create "
+                            f"it first with dse run {spec.name} --storage URL --trials 0") from None
+    attrs = _wait_until_recorded(study)
+    described = _describe(spec)
+    if "dse:space" not in attrs:  # made by plain Optuna, or its creator died before recording it
+        _record_new(study, spec)
+        return study
+    changed = [k.removeprefix("dse:") for k, v in described.items() if attrs.get(k) != v]
+    directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
+                  else optuna.study.StudyDirection.MINIMIZE for d in objectives.directions]
+    if list(study.directions) != directions:
+        # Optuna cannot change a study's directions: forced, every value would be read the wrong
+        # way round (or every trial would fail on a count mismatch).
+        raise DseInputError(spec.name, "objectives",
+                            f"directions {[d.name.lower() for d in directions]} differ from the "
+                            f"stored study's {[d.name.lower() for d in study.directions]}, which "
+                            "cannot change (not even with --force): start a new study (another "
+                            "name or storage)")
+    if changed and not force:
+        raise DseInputError(spec.name, ", ".join(changed),
+                            "differs from what the stored study was created with; "
+                            "rerun with --force to continue anyway (the change is recorded)")
+    log = list(attrs.get("dse:changes", []))
+    now = datetime.now(UTC).isoformat()
+    if changed:
+        log.append({"at": now, "changed": changed, **described})
+        for key, value in described.items():
+            study.set_user_attr(key, value)
+    # A new model (its code or data), calibration or dse version is not refused, but recorded:
+    # trials after this point were scored by it.
+    versions = {"dse:calibration_version": load_calibration().version, "dse:version": __version__,
+                "dse:model": model_fingerprint()}
+    moved = {k: {"from": attrs.get(k), "to": v} for k, v in versions.items() if attrs.get(k) != v}
+    if moved:
+        log.append({"at": now, "changed": [k.removeprefix("dse:") for k in moved],
+                    "from_trial": len(study.get_trials(deepcopy=False)), **moved})
+        for key, value in versions.items():
+            study.set_user_attr(key, value)
+    if len(log) > len(attrs.get("dse:changes", [])):
+        study.set_user_attr("dse:changes", log)
+    study.set_user_attr("dse:budget", spec.budget)
+    return study
+
+
+def _record_new(study: optuna.Study, spec: StudySpec) -> None:
+    """Record a new study's definition and enqueue its baselines; ``dse:budget`` comes last and
+    tells other processes the study is ready."""
+    for key, value in _describe(spec).items():
+        study.set_user_attr(key, value)
+    study.set_user_attr("dse:version", __version__)
+    study.set_user_attr("dse:calibration_version", load_calibration().version)
+    study.set_user_attr("dse:model", model_fingerprint())
+    study.set_user_attr("dse:study", json.dumps(_spec_dict(spec), sort_keys=True))
+    if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
+        enqueue_baselines(study, study_space(spec))
+    study.set_user_attr("dse:budget", spec.budget)
+
+
+def _wait_until_recorded(study: optuna.Study) -> dict[str, Any]:
+    """The study's user attributes once its creator has recorded it (``dse:budget`` set), or as
+    they are after :data:`OPEN_WAIT_S` seconds."""
+    deadline = time.monotonic() + OPEN_WAIT_S
+    while True:
+        attrs: dict[str, Any] = study.user_attrs
+        if "dse:budget" in attrs or time.monotonic() > deadline:
+            return attrs
+        time.sleep(0.1)
+
+
+def _spec_dict(spec: StudySpec) -> dict[str, Any]:
+    return {"name": spec.name, "workload": spec.workload, "space": spec.space,
+            "objectives": spec.objectives, "sampler": spec.sampler, "budget": spec.budget,
+            "seed": spec.seed, "workload_overrides": spec.workload_overrides,
+            "table_scale": spec.table_scale}
+
+
+def enqueue_baselines(study: optuna.Study, space: SearchSpace) -> list[str]:
+    """Enqueue the system presets the space can express, so every front is compared with real
+    machines; returns their names."""
+    baselines = preset_params(space)
+    for name, design in baselines.items():
+        study.enqueue_trial(encode_design(space, design), user_attrs={BASELINE_KEY: name})
+    return list(baselines)
+
+
+def completed(study: optuna.Study) -> int:
+    """Number of completed trials."""
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
+@dataclass
+class Progress:
+    """What a progress display shows after each trial."""
+
+    complete: int
+    budget: int
+    feasible: int
+    front: int
+    hypervolume: float
+
+
+def target_of(spec: StudySpec, study: optuna.Study, trials: int | None) -> int:
+    """The number of completed trials to work until: the budget, or ``trials`` more than now
+    (never past the budget); a grid study stops when its grid is covered."""
+    budget = spec.budget
+    grid = grid_of(study_space(spec)) if spec.sampler == "grid" else None
+    if grid is not None:
+        budget = min(budget, math.prod(len(v) for v in grid.values()))
+    return budget if trials is None else min(budget, completed(study) + trials)
+
+
+def run_study(
+    spec: StudySpec,
+    storage_url: str | None = None,
+    force: bool = False,
+    trials: int | None = None,
+    on_trial: Callable[[Progress], None] | None = None,
+    until: int | None = None,
+    max_trials: int | None = None,
+    create: bool = True,
+) -> optuna.Study:
+    """Create or resume ``spec`` and work until its budget (or ``trials`` more) is complete.
+
+    One worker per call; start several processes with the same storage to work in parallel, and
+    give them one absolute target ``until`` (:func:`target_of`), computed once before they start:
+    ``trials`` counted by each worker from its own start would overshoot. ``max_trials`` caps
+    the trials this worker completes itself; ``create=False`` joins an existing study only.
+    The worker stops when the target is complete, not merely started: while the last trials run
+    elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`).
+    """
+    storage = open_storage(storage_url, spec)
+    url = spec.storage if storage_url is None else storage_url
+    study = open_study(spec, storage, force, create=create, where=url or "the default journal")
+    with WorkerLock(storage_file(storage_url, spec)) as lock:
+        recover(study, alone=lock.exclusive())
+        lock.share()
+        budget = target_of(spec, study, trials) if until is None else min(until, spec.budget)
+        if budget - completed(study) > 0 and max_trials != 0:
+            _optimize(study, spec, budget, on_trial, max_trials)
+    return study
+
+
+def _counts(study: optuna.Study) -> tuple[int, int, int]:
+    """(complete, running, waiting) trials of ``study``."""
+    counts = state_counts(study)
+    return (counts.get(TrialState.COMPLETE, 0), counts.get(TrialState.RUNNING, 0),
+            counts.get(TrialState.WAITING, 0))
+
+
+def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
+              on_trial: Callable[[Progress], None] | None, max_trials: int | None = None) -> int:
+    """Work on ``study`` until ``budget`` trials are complete (or this worker has completed
+    ``max_trials``); returns the number this worker completed."""
+    objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
+                                heartbeat=heartbeat_enabled(study))
+    tracker = _Tracker(study, budget, on_trial)
+    own = 0
+    last_recovery = time.monotonic()
+
+    def recover_now(every: float) -> None:
+        nonlocal last_recovery
+        if time.monotonic() - last_recovery >= every:
+            last_recovery = time.monotonic()
+            recover(study)
+
+    def after_trial(st: optuna.Study, finished: FrozenTrial) -> None:
+        # Stops this worker once all workers together have the budget complete or running, so it
+        # does not start a trial only to prune it. Only an early stop (the exact check is
+        # over_budget, at the start of every trial), so the O(trials) read is skipped while the
+        # trial numbers say the budget is still far.
+        nonlocal own
+        tracker.update()
+        own += finished.state == TrialState.COMPLETE
+        if STOP.is_set() or (max_trials is not None and own >= max_trials):
+            st.stop()
+            return
+        recover_now(RECOVER_EVERY_S)
+        if finished.number + 1 < budget:
+            return
+        if sum(_counts(st)[:2]) >= budget:
+            st.stop()
+
+    room_since: float | None = None  # None: not waited; 0: waiting; else when room appeared
+    while (max_trials is None or own < max_trials) and not STOP.is_set():
+        complete, running, waiting = _counts(study)
+        if complete >= budget:
+            break
+        if complete + running >= budget:
+            # The rest of the budget is running elsewhere: wait until it completes, or until a
+            # dead worker's trial is failed and retried (then there is room again).
+            room_since = 0.0
+            time.sleep(WAIT_POLL_S)
+            recover_now(1.0)
+            continue
+        if room_since is not None and not waiting:
+            # Room after waiting is a trial just failed as abandoned, and its retry is a moment
+            # behind (failing and enqueueing are two writes, by Optuna's heartbeat or by
+            # recover_stale_trials). A new trial started in between would take its place and
+            # leave the retry queued past the budget: wait for the retry (or, when none comes,
+            # as after a trial that failed for good, for half a second).
+            if not room_since:
+                room_since = time.monotonic()
+            if time.monotonic() - room_since < 0.5:
+                time.sleep(WAIT_POLL_S / 4)
+                continue
+        room_since = None
+        try:
+            study.optimize(objective, n_trials=budget - complete, callbacks=[after_trial],
+                           catch=(), gc_after_trial=False)
+        except UpdateFinishedTrialError as exc:
+            # Another worker took this one for dead (it stalled past the heartbeat's grace
+            # period) and failed its trial; the retry it enqueued redoes the design.
+            log.warning("dse: a trial of this worker was failed by another as abandoned (%s); "
+                        "its retry redoes it", exc)
+    return own
+
+
+class _Tracker:
+    """Feeds a progress callback at most every half second (the front and hypervolume cost
+    O(trials) to compute)."""
+
+    def __init__(self, study: optuna.Study, budget: int, cb: Callable[[Progress], None] | None):
+        self.study, self.budget, self.cb = study, budget, cb
+        self.last = 0.0
+
+    def update(self, force: bool = False) -> None:
+        if self.cb is None or (not force and time.monotonic() - self.last < 0.5):
+            return
+        self.last = time.monotonic()
+        self.cb(progress(self.study, self.budget))
+
+
+def progress(study: optuna.Study, budget: int) -> Progress:
+    """Completed trials, feasible count, front size and hypervolume of ``study``."""
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    feasible = [t for t in trials if is_feasible(t)]
+    front = pareto_trials(study, feasible)
+    return Progress(len(trials), budget, len(feasible), len(front),
+                    hypervolume(study, feasible))

@@ -1,0 +1,117 @@
+"""Every private name of Optuna that dse uses (gathered in ``dse/search/_optuna.py``) still exists
+and behaves as dse expects: an Optuna upgrade that renames one fails here, by name."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+from optuna.storages import JournalStorage, RDBStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+
+from dse.search import _optuna
+
+PRIVATE_IMPORTS = [
+    ("optuna.storages", "_CachedStorage"),
+    ("optuna.storages.journal._file", "BaseJournalFileLock"),
+    ("optuna.storages.journal._storage", "JournalOperation"),
+    ("optuna.study._constrained_optimization", "_CONSTRAINTS_KEY"),
+    ("optuna.storages._heartbeat", "is_heartbeat_enabled"),
+    ("optuna.storages._rdb.models", "TrialModel"),
+    ("optuna.storages._rdb.models", "TrialUserAttributeModel"),
+    ("optuna.storages._rdb.models", "TrialSystemAttributeModel"),
+    ("optuna.storages._rdb.models", "TrialHeartbeatModel"),
+    ("optuna.storages._rdb.storage", "_create_scoped_session"),
+    ("optuna.storages._grpc.server", "make_server"),
+    ("optuna._hypervolume", "compute_hypervolume"),
+]
+PRIVATE_ATTRS = [
+    (optuna.Study, "_storage", "instance"),
+    (optuna.Study, "_study_id", "instance"),
+    (optuna.Study, "_get_trials", "class"),
+    (optuna.Trial, "_trial_id", "instance"),
+    (optuna.Trial, "_cached_frozen_trial", "instance"),
+    (optuna.trial.FrozenTrial, "_trial_id", "instance"),
+    (optuna.samplers.NSGAIISampler, "_get_generation_key", "class"),
+    (optuna.samplers.NSGAIISampler, "_get_parent_cache_key_prefix", "class"),
+    (RDBStorage, "_set_trial_attr_without_commit", "class"),
+    (JournalStorage, "_sync_with_backend", "class"),
+]
+
+
+@pytest.mark.parametrize(("module", "name"), PRIVATE_IMPORTS)
+def test_private_name_imports(module: str, name: str) -> None:
+    assert hasattr(importlib.import_module(module), name), f"Optuna lost {module}.{name}"
+
+
+def _journal_study(tmp_path: Path) -> optuna.Study:
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "s.journal")))
+    return optuna.create_study(storage=storage, directions=["minimize", "maximize"])
+
+
+@pytest.mark.parametrize(("cls", "name", "where"), PRIVATE_ATTRS,
+                         ids=[f"{c.__name__}.{n}" for c, n, _ in PRIVATE_ATTRS])
+def test_private_attribute_exists(tmp_path: Path, cls: type, name: str, where: str) -> None:
+    if where == "class":
+        assert hasattr(cls, name), f"Optuna lost {cls.__name__}.{name}"
+        return
+    study = _journal_study(tmp_path)
+    trial = study.ask()
+    objects = {optuna.Study: study, optuna.Trial: trial,
+               optuna.trial.FrozenTrial: study.get_trials(deepcopy=False)[0]}
+    assert hasattr(objects[cls], name), f"Optuna lost {cls.__name__}.{name}"
+
+
+def test_the_wrappers_work_on_a_journal_study(tmp_path: Path) -> None:
+    study = _journal_study(tmp_path)
+    trial = study.ask()
+    storage = _optuna.study_storage(study)
+    assert isinstance(storage, JournalStorage)
+    assert _optuna.study_id_of(study) == storage.get_study_id_from_name(study.study_name)
+    tid = _optuna.trial_id_of(trial)
+    assert storage.get_trial(tid).number == trial.number
+    assert _optuna.cached_frozen_trial(trial).number == trial.number
+    assert not _optuna.heartbeat_enabled(storage)
+    assert _optuna.rdb_backend(storage) is None
+
+    def logs(worker_id: str) -> list[dict[str, object]]:
+        return [{"op_code": _optuna.JournalOperation.SET_TRIAL_SYSTEM_ATTR, "worker_id": worker_id,
+                 "trial_id": tid, "system_attr": {f"{_optuna.CONSTRAINTS_KEY}:c": 0.5}}]
+
+    assert _optuna.journal_append(storage, logs)
+    frozen = storage.get_trial(tid)
+    assert dict(frozen.constraints) == {"c": 0.5}, "Optuna reads constraints from another key"
+    _optuna.fail_trial(study, frozen)
+    assert storage.get_trial(tid).state == TrialState.FAIL
+    done = study.ask()
+    study.tell(done, [1.0, 2.0])
+    assert [t.number for t in _optuna.completed_trials_cached(study)] == [done.number]
+
+
+def test_the_rdb_wrappers_work_on_sqlite(tmp_path: Path) -> None:
+    storage = RDBStorage(f"sqlite:///{tmp_path / 's.db'}")
+    study = optuna.create_study(storage=storage)
+    trial = study.ask()
+    backend = _optuna.rdb_backend(_optuna.study_storage(study))
+    assert backend is not None, "Optuna no longer wraps RDB storages as dse expects"
+    models = _optuna.rdb_models()
+    with _optuna.rdb_session(backend, commit=True) as session:
+        _optuna.rdb_set_attr(backend, session, models.TrialUserAttributeModel,
+                             _optuna.trial_id_of(trial), "k", 1)
+    assert backend.get_trial(_optuna.trial_id_of(trial)).user_attrs == {"k": 1}
+
+
+def test_nsga2_keys_and_hypervolume() -> None:
+    assert _optuna.nsga2_generation_key()
+    assert _optuna.nsga2_parent_cache_key_prefix()
+    points = np.array([[0.0, 0.5], [0.5, 0.0]])
+    assert _optuna.compute_hypervolume(points, [1.0, 1.0]) == pytest.approx(0.75)
+
+
+def test_a_missing_private_name_fails_with_a_clear_message() -> None:
+    with pytest.raises(_optuna.OptunaPrivateError, match=r"optuna\.storages\.no_such\.thing"):
+        _optuna._private("optuna.storages.no_such", "thing")
