@@ -11,8 +11,8 @@ import pytest
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 
-# Accelerator keys of data/hardware_sources.md (public names used by measurement data).
-HARDWARE_SOURCES_KEYS = (
+# Accelerator keys of docs/sources.md#accelerators (public names used by measurement data).
+SOURCED_ACCELERATOR_KEYS = (
     "v100-sxm2-32gb",
     "v100-sxm3-32gb",
     "a100-sxm4-40gb",
@@ -67,8 +67,8 @@ def test_explicit_path_gives_the_same_catalog(cat: Catalog) -> None:
     assert load_catalog(PACKAGED) == cat
 
 
-def test_every_hardware_sources_accelerator_is_present(cat: Catalog) -> None:
-    missing = [k for k in (*HARDWARE_SOURCES_KEYS, "zion-oam") if k not in cat.accelerator]
+def test_every_sourced_accelerator_is_present(cat: Catalog) -> None:
+    missing = [k for k in (*SOURCED_ACCELERATOR_KEYS, "zion-oam") if k not in cat.accelerator]
     assert not missing
 
 

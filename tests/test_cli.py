@@ -1,5 +1,5 @@
 """The ``dse`` command line: ``evaluate`` (readable and JSON), ``--set`` overrides, system files,
-``list``, and one-line errors with exit code 2 (DESIGN.md section 7).
+``list``, and one-line errors with exit code 2 (docs/design.md, section 7).
 
 Most tests drive ``dse.cli.app`` through typer's CliRunner (click >= 8.2 keeps ``result.stderr``
 apart from ``result.stdout``); one runs the installed console script in a subprocess.

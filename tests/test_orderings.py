@@ -1,5 +1,6 @@
-"""Known orderings the model must reproduce (DESIGN.md section 5, "What the published measurements
-show"): fabrics at equal per-accelerator bandwidth, NVSwitch against PCIe, HBM against host DDR."""
+"""Known orderings the model must reproduce (docs/design.md, section 5, "Published effects the
+calibration targets"): fabrics at equal per-accelerator bandwidth, NVSwitch against PCIe, HBM
+against host DDR."""
 
 from __future__ import annotations
 

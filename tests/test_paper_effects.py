@@ -1,4 +1,4 @@
-"""The effects the published measurements show (DESIGN.md section 5), reproduced by the model with
+"""The effects the published measurements show (docs/design.md, section 5), reproduced by the model with
 its default (packaged, fitted) calibration.
 
 Designs are the presets the MLPerf and DeepLearningExamples systems correspond to; the V100 precision

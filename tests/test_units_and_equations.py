@@ -1,7 +1,7 @@
 """Hand-checked numbers for the units, the traffic estimators and the step-time equations.
 
-Every expected value is worked out by hand in the comments (from DESIGN.md sections 4-6 and the
-catalog figures), never by calling the code under test to produce it. Catalog values may be *read*
+Every expected value is worked out by hand in the comments (from docs/design.md, sections 4-6, and
+the catalog figures), never by calling the code under test to produce it. Catalog values may be *read*
 (via ``load_catalog``), but the arithmetic on them is written out here.
 """
 

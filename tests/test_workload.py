@@ -1,6 +1,6 @@
 """Tests of the workload presets and loader (dse.model.workload).
 
-Expected figures are worked out by hand in the comments from /work/shared/data/workloads.md,
+Expected figures are worked out by hand in the comments from docs/sources.md#workloads,
 never by calling the code under test.
 """
 
@@ -40,7 +40,7 @@ PRESETS = (
 SYNTHETIC = ("synthetic-production-a", "synthetic-production-12t", "zion-2019")
 CRITEO = PRESETS[:6]
 
-# Row totals stated in workloads.md.
+# Row totals stated in docs/sources.md#workloads.
 ROWS_SMALL = 32_709_138
 ROWS_LARGE = 177_944_275
 ROWS_MLPERF_V1 = 187_767_399
@@ -83,7 +83,7 @@ def test_criteo_common_shape(name: str) -> None:
     assert w.embedding_dtype == "fp32"
 
 
-# --- row totals and table bytes against workloads.md ----------------------------------------------
+# --- row totals and table bytes against docs/sources.md --------------------------------------------
 
 
 @pytest.mark.parametrize(

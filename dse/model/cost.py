@@ -1,4 +1,4 @@
-"""Capex, power and total cost of ownership of a system (DESIGN.md section 6).
+"""Capex, power and total cost of ownership of a system (docs/design.md, section 6).
 
 Capex sums every part's catalog price; power sums every part's draw at its utilisation and divides
 by the power-supply efficiency (wall power); TCO amortises capex and adds energy at a PUE and price.
@@ -16,7 +16,7 @@ from dse.model.system import System
 HOURS_PER_YEAR = 8766.0
 """365.25 days."""
 CRITEO_EPOCH_SAMPLES = 4_195_197_692
-"""Training samples in one epoch of the Criteo 1TB click logs (DESIGN.md section 6)."""
+"""Training samples in one epoch of the Criteo 1TB click logs (docs/design.md, section 6)."""
 ACCELERATOR_IDLE_FRACTION = 0.15
 """Idle draw as a share of TDP where the catalog gives none [A: an idle H100 SXM draws about
 70-100 W of 700 W; the measured 8x H100 node idled at 2.3-2.7 kW at the wall]."""

@@ -1,7 +1,7 @@
 """Per-shard traffic estimators: the bytes an embedding shard moves per step in each tier.
 
 Placement uses them to balance devices and timing sums them per device, so each traffic equation is
-written once, here (DESIGN.md section 5, "Embedding lookup per device").
+written once, here (docs/design.md, section 5, "Embedding lookup, per tier").
 
 Notation per shard and step: ``L`` rows looked up (forward), ``d`` dim, ``r`` row bytes, ``st`` optimizer
 state bytes per row, ``O`` pooled output rows produced, ``s_c`` bytes per communicated element.

@@ -1,6 +1,6 @@
 """System specification (node + cluster) and its resolution against the hardware catalog.
 
-A :class:`SystemSpec` is what a user writes (DESIGN.md section 7): ``nodes``, a ``[node]`` table, a
+A :class:`SystemSpec` is what a user writes (docs/design.md, section 7): ``nodes``, a ``[node]`` table, a
 ``[network]`` table and an optional ``[pod]`` (a scale-up domain spanning several nodes). Values left
 out default from the accelerator's catalog entry. :func:`resolve_system` turns a spec into a
 :class:`System` of plain numbers in SI-like units (bytes/s, watts, USD) that the model reads.

@@ -14,7 +14,7 @@ Inputs are plain data (workload, resolved system, placement plan, calibration); 
     overhead  = kernel launches counted from the model's structure + a fixed per-step cost
     step      = max(sum of the above, input pipeline)   # input for step i+1 overlaps step i
 
-Notation (DESIGN.md section 5): G accelerators, a per node, b = B/G local batch, s_c bytes per
+Notation (docs/design.md, section 5): G accelerators, a per node, b = B/G local batch, s_c bytes per
 communicated element.
 """
 
@@ -307,8 +307,8 @@ def topology_factor(topology: str, n: int) -> float:
     - ``fully_connected``: 1 while every peer has a direct link (n <= 8, seven links per part as in
       OAM/MI300X); beyond that the extra peers are relayed over 2 hops.
     - ``ring`` (bidirectional): the mean hop distance, sum(min(j, n - j)) / (n - 1): 16/7 = 2.29 at 8.
-    - ``hybrid_cube_mesh``: 1 up to 4 devices (a fully connected quad); 1.55 at 8 (DESIGN.md: 1.4-1.7
-      measured on DGX-1-class boards); growing with hypercube distance beyond.
+    - ``hybrid_cube_mesh``: 1 up to 4 devices (a fully connected quad); 1.55 at 8 (1.4-1.7 measured
+      on DGX-1-class boards: docs/design.md, section 5); growing with hypercube distance beyond.
     - ``none``: 1 here; the PCIe/host bandwidth itself is applied by the caller.
     """
     if n <= 2 or topology in ("switch", "none"):

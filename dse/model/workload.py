@@ -35,7 +35,7 @@ Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 
 EMBEDDING_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "int8": 1}
 INDEX_BYTES = 8
-"""Sparse indices are int64 (DESIGN.md section 5: dense features and indices, 8 bytes each)."""
+"""Sparse indices are int64 (docs/design.md, section 5: dense features and indices, 8 bytes each)."""
 DENSE_FEATURE_BYTES = 8
 
 _STATE_PER_ELEMENT: dict[str, int] = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 0, "adam": 2}
@@ -141,7 +141,7 @@ def _geometric(rng: random.Random, p: float) -> int:
 
 @dataclass(frozen=True)
 class Workload:
-    """A DLRM training workload (DESIGN.md section 3)."""
+    """A DLRM training workload (docs/design.md, section 3)."""
 
     name: str
     tables: tuple[EmbeddingTable, ...]
