@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
 from dse.model.placement import Plan, _place_group, balanced_assign, lpt_assign, plan_placement
 from dse.model.system import System, load_system
@@ -183,7 +182,7 @@ def _plan(
 ) -> tuple[Workload, System, Plan]:
     wl = load_workload(wl_name)
     sysm = load_system(sys_name, ov)
-    return wl, sysm, plan_placement(wl, sysm, load_calibration())
+    return wl, sysm, plan_placement(wl, sysm)
 
 
 @pytest.mark.parametrize(("wl_name", "sys_name", "ov"), CASES)
@@ -274,7 +273,7 @@ def test_equal_tables_split_evenly_whatever_the_bandwidth(nic_gbit_s: float) -> 
     # Hot-row replication off: it gives each table its own hot set, and the tables stop being equal.
     sysm = load_system("dgx-a100", (("nodes", 4), ("node.nic_gbit_s", nic_gbit_s),
                                     ("software.hot_embedding_replication", False)))
-    plan = plan_placement(wl, sysm, load_calibration())
+    plan = plan_placement(wl, sysm)
     placed = [s for s in plan.shards if s.device >= 0]
     assert len(placed) == 32
     assert sorted(s.device for s in placed) == list(range(32))
@@ -342,7 +341,7 @@ def test_heavy_multi_hot_table_is_split_for_load_beyond_its_column_pieces() -> N
     # traffic outweighs the partial sums each piece sends, not into two column pieces.
     wl = load_workload("mlperf-dlrm-dcnv2")
     assert (wl.tables[20].rows, wl.tables[20].dim, wl.tables[20].pooling) == (40_000_000, 128, 100.0)
-    plan = plan_placement(wl, load_system("dgx-h100", (("nodes", 8),)), load_calibration())
+    plan = plan_placement(wl, load_system("dgx-h100", (("nodes", 8),)))
     pieces = [s for s in plan.shards if s.table == 20 and s.sharding != "hot_rows"]
     assert 2 < len(pieces) <= 8 and {s.sharding for s in pieces} == {"row_wise"}
     devices = sorted(s.device for s in pieces)
