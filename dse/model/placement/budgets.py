@@ -3,7 +3,7 @@ every device keeps, and the per-device budgets of the placement rules (docs/desi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dse.model.system import GB, System
 from dse.model.widths import ACTIVATION_BYTES, COMM_BYTES
@@ -41,9 +41,10 @@ def activation_bytes_per_device(workload: Workload, local_batch: float) -> float
     return local_batch * (gemm * s + 2.0 * workload.embedding_output_dim() * s_c)
 
 
-@dataclass(frozen=True, slots=True)
-class Budgets:
-    """Capacities (bytes) and batch figures of one workload on one system, read by every pass."""
+class Budgets(NamedTuple):
+    """Capacities (bytes) and batch figures of one workload on one system, read by every pass.
+    Immutable; a named tuple, as :class:`~dse.model.placement.plan.Shard`, since a plan builds one
+    and a frozen dataclass sets each field through ``object.__setattr__``."""
 
     devices: int
     """G: accelerators in the system."""

@@ -60,8 +60,7 @@ def table_figures(wl: Workload) -> tuple[TableFigures, ...]:
                               float(wl.table_bytes(t))) for t in wl.tables)
 
 
-@dataclass(frozen=True, slots=True)
-class Candidates:
+class Candidates(NamedTuple):
     """The enumerator's answer: copies on every device, and the whole tables left to shard."""
 
     replicas: tuple[Shard, ...]
