@@ -362,3 +362,19 @@ def test_larger_tables_do_not_train_faster(system: str) -> None:
         published = evaluate(wl, sysm).throughput_samples_per_s
         grown = evaluate(scale_tables(wl, 4.0), sysm).throughput_samples_per_s
         assert grown <= 1.03 * published, (nodes, published, grown)
+
+
+@pytest.mark.parametrize("overrides", [
+    (("software.split_tables_to_balance", False),),
+    (("nodes", 1), ("node.accelerators", 1)),
+])
+def test_narrow_multi_hot_tables_place_without_the_balance_split(
+        overrides: tuple[tuple[str, object], ...]) -> None:
+    # synthetic-production-a has multi-hot tables narrower than MIN_COLUMN_DIM. Without the split
+    # for load (software that does not balance, or one device) placement read load ratios it had
+    # not computed (UnboundLocalError); such a table is split row-wise for capacity only.
+    wl = load_workload("synthetic-production-a")
+    assert any(t.dim < 32 and t.pooling > 1.0 for t in wl.tables)
+    plan = plan_placement(wl, load_system("dgx-a100", overrides))
+    assert {s.table for s in plan.shards} == set(range(len(wl.tables))) or not plan.feasible
+    assert all(s.sharding != "column_wise" for s in plan.shards if wl.tables[s.table].dim < 32)

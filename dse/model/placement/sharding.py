@@ -83,7 +83,9 @@ def shard_tables(whole: tuple[Candidate, ...], tables: tuple[TableFigures, ...],
                 k_load = min(g, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
         hot = tables[c.table].pooling <= 1.0  # one-hot
         columns = c.dim // MIN_COLUMN_DIM
-        if not hot and k_load > columns:
+        if balance and not hot and k_load > columns:
+            # Only when splitting for load (else the load ratios are not computed, and k_load = 1
+            # could only matter through row_wise below, where k > columns already decides).
             # Row pieces of a multi-hot table each send partial sums for every output row: they
             # divide its HBM traffic, not its all-to-all bytes, which they multiply. So split past
             # the column pieces only while a piece's HBM share stays above its all-to-all share
