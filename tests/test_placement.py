@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dse.model.evaluate import evaluate
-from dse.model.placement import Plan, _place_group, balanced_assign, lpt_assign, plan_placement
+from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
+from dse.model.placement.partitioning import _place_group
 from dse.model.system import System, load_system
 from dse.model.workload import Workload, load_workload
 

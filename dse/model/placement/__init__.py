@@ -34,13 +34,7 @@ from dse.model.placement.budgets import (
 )
 from dse.model.placement.candidates import enumerate_candidates, hot_rows
 from dse.model.placement.costs import ShardCosts
-from dse.model.placement.partitioning import (
-    _place_group,
-    assign_host,
-    balanced_assign,
-    lpt_assign,
-    place_hbm,
-)
+from dse.model.placement.partitioning import assign_host, balanced_assign, lpt_assign, place_hbm
 from dse.model.placement.plan import Plan, Shard, Sharding, Tier, count_shards, plan_key, with_device
 from dse.model.placement.sharding import shard_tables
 from dse.model.placement.tiers import choose_tiers, host_shards
@@ -55,7 +49,6 @@ __all__ = [
     "Shard",
     "Sharding",
     "Tier",
-    "_place_group",
     "activation_bytes_per_device",
     "balanced_assign",
     "dense_bytes_per_device",
