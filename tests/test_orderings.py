@@ -26,7 +26,7 @@ def fabric(topology: str, gb_s: float = 300.0) -> tuple[tuple[str, object], ...]
 def test_alltoall_fabric_ordering_for_a_fixed_plan(workload: str, gb_s: float) -> None:
     wl = load_workload(workload)
     calib = load_calibration()
-    plan = plan_placement(wl, load_system("dgx-a100", fabric("switch", gb_s)), calib)
+    plan = plan_placement(wl, load_system("dgx-a100", fabric("switch", gb_s)))
     t = {}
     for topo in ("switch", "fully_connected", "hybrid_cube_mesh", "ring"):
         sysm = load_system("dgx-a100", fabric(topo, gb_s))
@@ -64,7 +64,7 @@ def test_scaleup_none_goes_through_pcie() -> None:
     nvlink = load_system("dgx-a100")
     pcie = load_system("dgx-a100", (("node.scaleup", "none"),))
     assert pcie.scaleup == "none" and pcie.scaleup_bytes_s == 0.0
-    plan = plan_placement(wl, nvlink, calib)
+    plan = plan_placement(wl, nvlink)
     t_nv = alltoall_times(wl, plan, nvlink, calib)["a2a_fabric"]
     t_pcie = alltoall_times(wl, plan, pcie, calib)["a2a_fabric"]
     assert t_pcie > 5 * t_nv

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
-from dse.model.placement import Plan, _place_group, balanced_assign, lpt_assign, plan_placement
+from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
+from dse.model.placement.partitioning import _place_group
 from dse.model.system import System, load_system
 from dse.model.workload import Workload, load_workload
 
@@ -183,7 +183,7 @@ def _plan(
 ) -> tuple[Workload, System, Plan]:
     wl = load_workload(wl_name)
     sysm = load_system(sys_name, ov)
-    return wl, sysm, plan_placement(wl, sysm, load_calibration())
+    return wl, sysm, plan_placement(wl, sysm)
 
 
 @pytest.mark.parametrize(("wl_name", "sys_name", "ov"), CASES)
@@ -274,7 +274,7 @@ def test_equal_tables_split_evenly_whatever_the_bandwidth(nic_gbit_s: float) -> 
     # Hot-row replication off: it gives each table its own hot set, and the tables stop being equal.
     sysm = load_system("dgx-a100", (("nodes", 4), ("node.nic_gbit_s", nic_gbit_s),
                                     ("software.hot_embedding_replication", False)))
-    plan = plan_placement(wl, sysm, load_calibration())
+    plan = plan_placement(wl, sysm)
     placed = [s for s in plan.shards if s.device >= 0]
     assert len(placed) == 32
     assert sorted(s.device for s in placed) == list(range(32))
@@ -342,7 +342,7 @@ def test_heavy_multi_hot_table_is_split_for_load_beyond_its_column_pieces() -> N
     # traffic outweighs the partial sums each piece sends, not into two column pieces.
     wl = load_workload("mlperf-dlrm-dcnv2")
     assert (wl.tables[20].rows, wl.tables[20].dim, wl.tables[20].pooling) == (40_000_000, 128, 100.0)
-    plan = plan_placement(wl, load_system("dgx-h100", (("nodes", 8),)), load_calibration())
+    plan = plan_placement(wl, load_system("dgx-h100", (("nodes", 8),)))
     pieces = [s for s in plan.shards if s.table == 20 and s.sharding != "hot_rows"]
     assert 2 < len(pieces) <= 8 and {s.sharding for s in pieces} == {"row_wise"}
     devices = sorted(s.device for s in pieces)
@@ -363,3 +363,19 @@ def test_larger_tables_do_not_train_faster(system: str) -> None:
         published = evaluate(wl, sysm).throughput_samples_per_s
         grown = evaluate(scale_tables(wl, 4.0), sysm).throughput_samples_per_s
         assert grown <= 1.03 * published, (nodes, published, grown)
+
+
+@pytest.mark.parametrize("overrides", [
+    (("software.split_tables_to_balance", False),),
+    (("nodes", 1), ("node.accelerators", 1)),
+])
+def test_narrow_multi_hot_tables_place_without_the_balance_split(
+        overrides: tuple[tuple[str, object], ...]) -> None:
+    # synthetic-production-a has multi-hot tables narrower than MIN_COLUMN_DIM. Without the split
+    # for load (software that does not balance, or one device) placement read load ratios it had
+    # not computed (UnboundLocalError); such a table is split row-wise for capacity only.
+    wl = load_workload("synthetic-production-a")
+    assert any(t.dim < 32 and t.pooling > 1.0 for t in wl.tables)
+    plan = plan_placement(wl, load_system("dgx-a100", overrides))
+    assert {s.table for s in plan.shards} == set(range(len(wl.tables))) or not plan.feasible
+    assert all(s.sharding != "column_wise" for s in plan.shards if wl.tables[s.table].dim < 32)

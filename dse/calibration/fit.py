@@ -63,7 +63,7 @@ def prepare(measurements: Sequence[Measurement], calib: Calibration) -> list[Pre
     out = []
     for m in measurements:
         wl, sysm = measurement_design(m)
-        out.append(Prepared(m, wl, sysm, plan_placement(wl, sysm, calib)))
+        out.append(Prepared(m, wl, sysm, plan_placement(wl, sysm)))
     return out
 
 

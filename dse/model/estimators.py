@@ -13,6 +13,8 @@ import functools
 import math
 from typing import NamedTuple
 
+from dse.model.widths import INDEX_BYTES
+
 HBM_SECTOR_BYTES = 32
 """GPU DRAM access granularity: 32-byte sectors (NVIDIA CUDA C++ Best Practices Guide, "Coalesced
 Access to Global Memory")."""
@@ -21,7 +23,6 @@ HOST_LINE_BYTES = 64
 PCIE_READ_BYTES = 64
 """Granularity of a GPU's zero-copy/UVM read of host memory over PCIe: one 64 B request per row
 segment [A: matches the host cache line; PCIe TLP payloads are 64-256 B]."""
-INDEX_BYTES = 8
 
 
 def granular(nbytes: float, unit: int) -> float:
@@ -35,7 +36,7 @@ class Traffic(NamedTuple):
     """Bytes moved per step by one shard, forward and backward+optimizer, per resource.
 
     ``hbm``: accelerator memory; ``pcie``: the accelerator's host link; ``ddr``: host memory.
-    An immutable named tuple, as :class:`dse.model.placement.Shard` (a plan builds one per shard size).
+    An immutable named tuple, as :class:`dse.model.placement.plan.Shard` (a plan builds one per shard size).
     """
 
     hbm_fwd: float = 0.0

@@ -143,7 +143,7 @@ class Memo:
         pk = plan_key(system)
         plan = self.plans.get(pk)
         if plan is None:
-            plan = self.plans[pk] = plan_placement(self.workload, system, self.calibration)
+            plan = self.plans[pk] = plan_placement(self.workload, system)
         lk = (pk, loads_key(system))
         loads = self.loads.get(lk)
         if loads is None:
@@ -178,7 +178,7 @@ def evaluate(
     if memo is not None and memo.workload is workload and memo.calibration is calib:
         plan, loads = memo.plan_and_loads(system)
     else:
-        plan = plan_placement(workload, system, calib)
+        plan = plan_placement(workload, system)
         loads = step_loads(workload, system, plan, calib)
     if not plan.feasible:
         reasons.append(plan.reason)

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dse.calibration.parameters import Calibration
-from dse.model.placement import ACTIVATION_BYTES, COMM_BYTES, Plan, Shard
+from dse.model.placement import Plan, Shard
 from dse.model.system import GB, System
+from dse.model.widths import ACTIVATION_BYTES, COMM_BYTES
 from dse.model.workload import Workload
 
 STAGES: tuple[str, ...] = (

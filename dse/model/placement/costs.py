@@ -1,0 +1,63 @@
+"""The planner's estimator: each shard's bandwidth-free loads (HBM bytes and all-to-all bytes per
+step) and HBM traffic, from the per-lookup coefficients of :mod:`dse.model.estimators`."""
+
+from __future__ import annotations
+
+from dse.model.estimators import Traffic, hbm_traffic
+from dse.model.placement.plan import new_traffic
+from dse.model.widths import COMM_BYTES, INDEX_BYTES
+from dse.model.workload import Workload, derived
+
+
+def _row_cost_caches(
+    wl: Workload,
+) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[float, float, float]]]:
+    """Empty per-dim caches for :class:`ShardCosts`, kept with ``wl`` (their figures depend on it
+    alone)."""
+    return {}, {}
+
+
+class ShardCosts:
+    """Bandwidth-free shard loads for balancing: HBM bytes and all-to-all bytes, kept apart because
+    the step waits for the slowest device in each. Keeping bandwidths out of the plan makes the plan
+    the same for every link speed, so a faster link can only shorten the step (the timing is
+    monotone for a fixed plan)."""
+
+    def __init__(self, wl: Workload, g: int, b: float) -> None:
+        self.wl, self.g, self.b = wl, g, b
+        self.s_c = COMM_BYTES[wl.precision]
+        self.comm_per_elem = 2.0 * (g - 1) * b * self.s_c
+        # Per-dim figures depend on the workload alone: kept with it, filled as dims come up.
+        self._rows, self._coef = derived(wl, "placement.row_costs", _row_cost_caches)
+
+    def row(self, dim: int) -> tuple[int, int]:
+        """(row bytes, optimizer-state bytes per row) for ``dim``."""
+        got = self._rows.get(dim)
+        if got is None:
+            rb = self.wl.row_bytes(dim)
+            got = self._rows[dim] = (rb, self.wl.row_state_bytes(dim) - rb)
+        return got
+
+    def _coefficients(self, dim: int) -> tuple[float, float, float]:
+        """Per-lookup forward bytes, per-updated-row backward bytes and per-output-row bytes of
+        :func:`~dse.model.estimators.hbm_traffic` for ``dim`` (its traffic is linear in each count).
+        Called on a miss of ``self._coef``, which the callers read first (a method call per shard
+        costs)."""
+        rb, st = self.row(dim)
+        unit = hbm_traffic(1.0, rb, st, 0.0)
+        got = self._coef[dim] = (unit.hbm_fwd, unit.hbm_bwd - INDEX_BYTES, float(dim * self.s_c))
+        return got
+
+    def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
+        """HBM traffic of a shard: :func:`~dse.model.estimators.hbm_traffic`, from its coefficients."""
+        per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
+        out = out_rows * per_out
+        rows = update_rows if update_rows > lookups else lookups  # max(), without its call
+        return new_traffic((lookups * per_lookup + out,  # HBM forward, backward; no host traffic
+                            out + rows * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
+
+    def loads(self, lookups: float, dim: int, out_rows: float, batch: float) -> tuple[float, float]:
+        """(HBM bytes, all-to-all bytes) per step of a shard."""
+        per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
+        mem = lookups * (per_lookup + per_update + INDEX_BYTES) + 2.0 * out_rows * per_out
+        return mem, self.comm_per_elem * dim * out_rows / batch

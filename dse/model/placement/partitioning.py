@@ -1,0 +1,308 @@
+"""The partitioner: which device holds each piece. HBM pieces are balanced on two loads at once
+(HBM bytes and all-to-all bytes), largest first, to the least-loaded device with room (LPT), the
+row-wise pieces of one table inside one scale-up domain; host pieces go to nodes by the same rule
+on their host traffic, then to the node's least-loaded device."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import operator
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from dse.model.estimators import Traffic, host_traffic
+from dse.model.placement.budgets import Budgets
+from dse.model.placement.candidates import Candidate
+from dse.model.placement.costs import ShardCosts
+from dse.model.placement.plan import Shard, new_shard
+from dse.model.workload import Workload
+
+
+def lpt_assign(
+    costs: Sequence[float],
+    sizes: Sequence[float],
+    capacities: Sequence[float],
+    loads: Sequence[float] | None = None,
+) -> list[int | None]:
+    """Assign items (largest cost first) to the least-loaded bin that still has room.
+
+    Returns the bin of each item, ``None`` where no bin has room. ``loads`` are the bins' starting
+    loads (zero by default). Without capacity limits this is Graham's LPT rule: the max load is within
+    4/3 - 1/(3m) of optimal for m bins.
+    """
+    order = sorted(range(len(costs)), key=lambda i: -costs[i])
+    free = list(capacities)
+    start = loads if loads is not None else [0.0] * len(capacities)
+    heap = [(start[b], b) for b in range(len(capacities))]
+    heapq.heapify(heap)
+    out: list[int | None] = [None] * len(costs)
+    for i in order:
+        skipped: list[tuple[float, int]] = []
+        while heap:
+            load, b = heapq.heappop(heap)
+            if sizes[i] <= free[b]:
+                out[i] = b
+                free[b] -= sizes[i]
+                heapq.heappush(heap, (load + costs[i], b))
+                break
+            skipped.append((load, b))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+    return out
+
+
+def _ranked(mem: Sequence[float], comm: Sequence[float], load_mem: Sequence[float],
+            load_comm: Sequence[float]) -> tuple[float, float, list[float], list[int]]:
+    """For :func:`balanced_assign`: the normalisers (1 / all HBM bytes, 1 / all all-to-all bytes),
+    each item's key (its larger normalised load) and the items by key, largest first (the sort is
+    stable: ties keep their order)."""
+    inv_m = 1.0 / ((sum(mem) + sum(load_mem)) or 1.0)
+    inv_c = 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
+    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c in zip(mem, comm, strict=True)]
+    return inv_m, inv_c, keys, sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+
+
+def balanced_assign(
+    mem: Sequence[float],
+    comm: Sequence[float],
+    sizes: Sequence[float],
+    capacities: Sequence[float],
+    load_mem: list[float],
+    load_comm: list[float],
+) -> list[int | None]:
+    """LPT on two loads at once: items (largest normalised load first) go to the device whose larger
+    normalised load (HBM bytes / all HBM bytes, all-to-all bytes / all such bytes) is smallest and
+    that has room. Updates ``load_mem`` and ``load_comm`` (non-negative); returns each item's device
+    or ``None``."""
+    inv_m, inv_c, _, order = _ranked(mem, comm, load_mem, load_comm)
+    free = list(capacities)
+    n = len(free)
+    out: list[int | None] = [None] * len(mem)
+    # A device without load has key 0.0, below every loaded device's: a heap of (key, device) would
+    # yield the idle ones first, in index order. So while the next idle device has room and the last
+    # placement left a key above 0.0, that device is the choice, and the heap is built only if items
+    # are left then (usually none are: fewer items than idle devices).
+    started_idle = not (any(load_mem) or any(load_comm))
+    idle: Sequence[int] = range(n)
+    if not started_idle:
+        idle = ()
+        if 0.0 in load_mem and 0.0 in load_comm and _keys_apart(load_mem, inv_m) and \
+                _keys_apart(load_comm, inv_c):
+            # The loads are non-negative (else the guard above fails), so a zero sum means no load.
+            idle = list(itertools.compress(range(n), map(operator.not_, map(operator.add, load_mem,
+                                                                            load_comm))))
+    placed, n_idle = 0, len(idle)
+    last = 1.0  # the key the last placement left
+    for i in order:
+        if placed == n_idle or not last > 0.0 or sizes[i] > free[idle[placed]]:
+            break
+        d = out[i] = idle[placed]
+        free[d] -= sizes[i]
+        lm = load_mem[d] = load_mem[d] + mem[i]
+        lc = load_comm[d] = load_comm[d] + comm[i]
+        lm *= inv_m
+        lc *= inv_c
+        last = lm if lm > lc else lc
+        placed += 1
+    if placed == len(order):
+        return out
+    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
+    # each pop yields does not depend on the heap's internal order, and replacing the top in place
+    # picks the same devices as a pop followed by a push, with one sift instead of two.
+    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
+            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
+    if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
+        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
+    heapq.heapify(heap)
+    for i in order[placed:]:
+        size = sizes[i]
+        skipped: list[tuple[float, int]] = []
+        while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
+            skipped.append(heapq.heappop(heap))
+        if heap:
+            d = out[i] = heap[0][1]
+            free[d] -= size
+            lm = load_mem[d] = load_mem[d] + mem[i]
+            lc = load_comm[d] = load_comm[d] + comm[i]
+            lm *= inv_m
+            lc *= inv_c
+            heapq.heapreplace(heap, (lm if lm > lc else lc, d))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+    return out
+
+
+def _least_loaded_first(loads: list[float]) -> Iterator[int]:
+    """Indices of ``loads`` from the least (the first of equal ones first), sorting them only if the
+    caller asks for more than the first (a group usually fits the least-loaded domain)."""
+    first = loads.index(min(loads))
+    yield first
+    yield from (j for j in sorted(range(len(loads)), key=loads.__getitem__) if j != first)
+
+
+def _keys_apart(loads: list[float], inv: float) -> bool:
+    """Whether the normalised loads ``load x inv`` stay 0.0 for a zero load and are above 0.0 for the
+    others: every load is non-negative, no product underflows, and ``inv`` is positive and finite."""
+    return 0.0 < inv < math.inf and min(filter(None, loads), default=1.0) * inv > 0.0
+
+
+def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: list[float],
+                 load_mem: list[float], load_comm: list[float]) -> list[int] | None:
+    """:func:`balanced_assign` of a group's pieces on one domain's devices (``room`` and the loads
+    are theirs, copies it may change), or ``None`` unless it places every piece.
+
+    On devices without load it puts the j-th piece (by key) on the j-th device while that device has
+    room and the piece before left a key above 0.0 (see there). Usually the group goes to an idle
+    domain and every piece passes: that is then its answer, found without running it.
+    """
+    if len(mem) <= len(room) and not (any(load_mem) or any(load_comm)):
+        _, _, keys, order = _ranked(mem, comm, load_mem, load_comm)
+        got = [0] * len(order)
+        for j, i in enumerate(order):
+            if sizes[i] > room[j] or (j and not keys[order[j - 1]] > 0.0):
+                break
+            got[i] = j
+        else:
+            return got
+    placed = balanced_assign(mem, comm, sizes, room, load_mem, load_comm)
+    return None if None in placed else [d for d in placed if d is not None]
+
+
+def assign_hbm(
+    cands: list[Candidate], free: list[float], load_mem: list[float], load_comm: list[float], domain: int
+) -> tuple[list[int], list[Candidate]]:
+    """Assign HBM shards to devices (updating the loads; ``free`` is used up): the device of each
+    of ``cands`` (-1 where none has room) and those unplaced, in the order they were tried.
+
+    Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
+    table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric.
+    """
+    # By index: the equal pieces of a split are one object.
+    devices = [-1] * len(cands)
+    groups: defaultdict[int, list[int]] = defaultdict(list)
+    rest: list[int] = []
+    for i, c in enumerate(cands):
+        if c.sharding == "row_wise" and c.partial:
+            groups[c.table].append(i)
+        else:
+            rest.append(i)
+    mem, comm, size = [c.mem for c in cands], [c.comm for c in cands], [c.footprint for c in cands]
+    n = len(free)
+
+    def domain_load(lo: int) -> float:
+        total: float = sum(map(operator.add, load_mem[lo:lo + domain], load_comm[lo:lo + domain]))
+        return total
+
+    def heaviest_first(group: list[int]) -> float:
+        return -sum([mem[i] + comm[i] for i in group])
+
+    # A group changes only the loads of the domain it lands in, so only that domain's sum is
+    # taken again (the same sum as before, hence the same order of domains for the next group).
+    loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
+        else [0.0] * len(range(0, n, domain))
+    for group in sorted(groups.values(), key=heaviest_first):
+        g_mem, g_comm, g_size = [mem[i] for i in group], [comm[i] for i in group], [size[i] for i in group]
+        for j in _least_loaded_first(loads):
+            lo = j * domain
+            hi = lo + domain
+            got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
+            if got is not None:
+                for i, x in zip(group, got, strict=True):
+                    d = devices[i] = lo + x
+                    free[d] -= size[i]
+                    load_mem[d] += mem[i]
+                    load_comm[d] += comm[i]
+                loads[j] = domain_load(lo)
+                break
+        else:
+            rest.extend(group)
+    last = balanced_assign([mem[i] for i in rest], [comm[i] for i in rest], [size[i] for i in rest], free,
+                           load_mem, load_comm)
+    unplaced: list[Candidate] = []
+    for i, dev in zip(rest, last, strict=True):
+        if dev is None:
+            unplaced.append(cands[i])
+        else:
+            devices[i] = dev  # (no one reads ``free`` after this last batch)
+    return devices, unplaced
+
+
+class HostAssignment(NamedTuple):
+    """Where the host-resident pieces went."""
+
+    by_device: dict[int, list[tuple[Candidate, Traffic]]]
+    """Per serving device: its pieces, each with its host traffic (computed once, here)."""
+    ddr_used_bytes: list[float]
+    """Per node: bytes of the pieces in its DDR."""
+    unplaced_bytes: float
+    """Bytes of the pieces no node had room for."""
+
+
+def assign_host(host_set: list[Candidate], device_loads: Sequence[float], ddr_cap: float, nodes: int,
+                per_node: int, wl: Workload, s_c: int) -> HostAssignment:
+    """Host memory is per node: place each piece on a node (LPT on its host traffic, within
+    ``ddr_cap`` bytes a node), then on the node's device with the least load (``device_loads``, HBM
+    bytes of its HBM pieces, plus the host traffic of the pieces placed before)."""
+    ddr_used = [0.0] * nodes
+    if not host_set:
+        return HostAssignment({}, ddr_used, 0.0)
+    traffic: list[Traffic] = []
+    host_costs: list[float] = []
+    for c in host_set:
+        rb = wl.row_bytes(c.dim)
+        t = host_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c)
+        traffic.append(t)
+        host_costs.append(t.ddr_fwd + t.ddr_bwd + t.pcie_fwd + t.pcie_bwd)
+    node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [ddr_cap] * nodes)
+    load = list(device_loads)
+    by_device: dict[int, list[tuple[Candidate, Traffic]]] = {}
+    short = 0.0
+    ranked = sorted(zip(host_set, traffic, host_costs, node_of, strict=True), key=lambda x: -x[2])
+    for c, t, cost, node in ranked:
+        if node is None:
+            short += c.footprint
+            continue
+        dev = min(range(node * per_node, node * per_node + per_node), key=load.__getitem__)
+        load[dev] += cost
+        ddr_used[node] += c.footprint
+        by_device.setdefault(dev, []).append((c, t))
+    return HostAssignment(by_device, ddr_used, short)
+
+
+class HbmAssignment(NamedTuple):
+    """Where the HBM pieces went."""
+
+    shards: list[Shard]
+    """The placed pieces, in the order they were given."""
+    hbm_used_bytes: list[float]
+    """Per device: dense model, activations, replicas and the placed pieces."""
+    loads: list[float]
+    """Per device: HBM bytes per step of its pieces."""
+    unplaced: list[Candidate]
+    """Pieces no device had room for (they go to host DDR)."""
+
+
+def place_hbm(hbm_set: list[Candidate], budgets: Budgets, device_cap: float, replica_bytes: float,
+              costs: ShardCosts) -> HbmAssignment:
+    """Assign the pieces chosen for HBM to devices, each with ``device_cap`` bytes for tables (none
+    on device 0 when it runs the bottom MLP alone: ``budgets.lead``)."""
+    g = budgets.devices
+    hbm_used = [budgets.dense_bytes + budgets.activation_bytes + replica_bytes] * g
+    load_mem = [0.0] * g
+    load_comm = [0.0] * g
+    free = [device_cap] * g
+    if budgets.lead:
+        free[0] = 0.0
+    devices, unplaced = assign_hbm(hbm_set, free, load_mem, load_comm, budgets.domain)
+    traffic = costs.traffic
+    shards: list[Shard] = []
+    for c, d in zip(hbm_set, devices, strict=True):
+        if d >= 0:
+            hbm_used[d] += c.footprint
+            shards.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
+                                     d, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows), 1.0,
+                                     c.partial)))
+    return HbmAssignment(shards, hbm_used, load_mem, unplaced)

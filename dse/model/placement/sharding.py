@@ -1,0 +1,101 @@
+"""The split rules: how many pieces each whole table is cut into, for capacity and for load, and
+how (column-wise, row-wise, or row-wise within one scale-up domain: TorchRec's table-row-wise)."""
+
+from __future__ import annotations
+
+import math
+
+from dse.model.placement.candidates import Candidate, TableFigures
+from dse.model.placement.costs import ShardCosts
+from dse.model.placement.plan import Sharding
+
+MIN_COLUMN_DIM = 32
+"""Smallest column-wise shard width (elements): narrower rows waste DRAM sectors (32 B) in fp32/fp16
+[A: TorchRec's planner uses similar minimum column-shard sizes]."""
+SPLIT_RATIO_TOLERANCE = 1e-9
+"""Relative tolerance on a shard's cost over the ideal per-device cost before rounding up the
+column-wise split count (float sums of equal costs are not exact)."""
+
+
+def split(cand: Candidate, k: int, sharding: Sharding, one_hot: bool, costs: ShardCosts,
+          batch: float) -> list[tuple[Candidate, int]]:
+    """``cand`` in ``k`` pieces of (near-)equal width or rows: the first ``extra`` pieces get one
+    more. Pieces come in at most two sizes: each size once, with its count (building a piece and
+    its Traffic costs more than the arithmetic)."""
+    out: list[tuple[Candidate, int]] = []
+    table = cand.table
+    if sharding == "column_wise":
+        base, extra = divmod(cand.dim, k)
+        rows, lk, o = cand.rows, cand.lookups, cand.out_rows
+        for d, n in ((base + 1, extra), (base, k - extra)):
+            if n:
+                mem, comm = costs.loads(lk, d, o, batch)
+                out.append((Candidate(table, sharding, rows, d, lk, o, rows * sum(costs.row(d)), mem, comm,
+                                      True, costs.traffic(lk, d, o)), n))
+    else:
+        base, extra = divmod(cand.rows, k)
+        dim, row_bytes = cand.dim, sum(costs.row(cand.dim))
+        for r, n in ((base + 1, extra), (base, k - extra)):
+            if n:
+                lk = cand.lookups * r / cand.rows
+                # Row-wise: a shard sees the lookups that hash to its rows but emits partial sums for
+                # the whole batch, which the all-to-all then reduce-scatters. One-hot: a sample's one
+                # lookup lands on one shard, which sends that row only (HugeCTR's distributed one-hot
+                # embedding), so the shard's output is its share of the table's.
+                o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
+                mem, comm = costs.loads(lk, dim, o, batch)
+                out.append((Candidate(table, sharding, r, dim, lk, o, r * row_bytes, mem, comm, not one_hot,
+                                      costs.traffic(lk, dim, o)), n))
+    return out
+
+
+def shard_tables(whole: tuple[Candidate, ...], tables: tuple[TableFigures, ...], g: int, domain: int,
+                 limit: float, balance: bool, costs: ShardCosts,
+                 batch: float) -> list[tuple[Candidate, int]]:
+    """Split each whole table into as many pieces as its capacity needs and, for software that
+    splits to balance, as its load needs: one count from both. (Split for capacity first and for
+    load only if still whole, a large table escaped the balance rule, so a model whose tables grew
+    4x could train faster than the original on the same machine.)
+
+    Capacity: no piece above ``limit`` bytes. Load (``balance``): a table heavier than a device's
+    fair share (1/G of all HBM traffic or of all all-to-all bytes) is split into that many pieces,
+    at most G. A one-hot table split for load goes row-wise (no partial sums to reduce: HugeCTR
+    spreads one-hot tables' rows over all GPUs); otherwise column-wise down to MIN_COLUMN_DIM and
+    row-wise, with partial sums, beyond, for a table whose HBM traffic outweighs its all-to-all
+    bytes: into at most ``domain`` pieces, as those stay in one scale-up domain
+    (:func:`~dse.model.placement.partitioning.assign_hbm`) and more would only share its devices.
+    Returns each size of piece once, with the number of its pieces.
+    """
+    balance = balance and g > 1 and bool(whole)
+    share_mem = g / (sum([c.mem for c in whole]) or 1.0)
+    share_comm = g / (sum([c.comm for c in whole]) or 1.0)
+    out: list[tuple[Candidate, int]] = []
+    for c in whole:
+        k_cap = math.ceil(c.footprint / limit) if 0.0 < limit < c.footprint else 1
+        k_load = 1
+        if balance:
+            # The ratio of equal loads comes out as 2.0000000000000004 after the float sum:
+            # without the tolerance it splits in 3 where 2 balance exactly (16 tables on 32
+            # devices -> 48 shards, and a step that got slower as bandwidth rose).
+            ratio_mem, ratio_comm = c.mem * share_mem, c.comm * share_comm
+            ratio = ratio_comm if ratio_comm > ratio_mem else ratio_mem  # max(), without its call
+            if ratio > 1.0 + SPLIT_RATIO_TOLERANCE:
+                k_load = min(g, math.ceil(ratio - SPLIT_RATIO_TOLERANCE))
+        hot = tables[c.table].pooling <= 1.0  # one-hot
+        columns = c.dim // MIN_COLUMN_DIM
+        if balance and not hot and k_load > columns:
+            # Only when splitting for load (else the load ratios are not computed, and k_load = 1
+            # could only matter through row_wise below, where k > columns already decides).
+            # Row pieces of a multi-hot table each send partial sums for every output row: they
+            # divide its HBM traffic, not its all-to-all bytes, which they multiply. So split past
+            # the column pieces only while a piece's HBM share stays above its all-to-all share
+            # (a lookup-heavy table, like DCNv2's 100-hot one), and within one scale-up domain.
+            k_rows = math.floor(ratio_mem / ratio_comm) if ratio_comm > 0.0 else domain
+            k_load = max(columns, min(k_load, k_rows, domain))
+        k = k_cap if k_cap > k_load else k_load
+        if k < 2:
+            out.append((c, 1))
+            continue
+        row_wise = (hot and k_load >= k_cap) or k > columns
+        out.extend(split(c, k, "row_wise" if row_wise else "column_wise", hot, costs, batch))
+    return out

@@ -1,0 +1,70 @@
+"""Tier choice: the pieces with the most traffic per byte fill HBM, the rest live in host DDR, where
+leftover HBM serves as a cache with a Zipf hit rate."""
+
+from __future__ import annotations
+
+from dse.model.estimators import Traffic, cached_traffic, zipf_hit_rate
+from dse.model.placement.candidates import Candidate
+from dse.model.placement.plan import Shard
+from dse.model.system import GB
+from dse.model.workload import Workload
+
+
+def choose_tiers(pieces: list[tuple[Candidate, int]],
+                 budget: float) -> tuple[list[Candidate], list[Candidate]]:
+    """(pieces for HBM, pieces for host DDR), one entry a piece (the equal pieces of a split are one
+    object), densest first: each piece goes to HBM while the ``budget`` bytes (all table-holding
+    devices together) have room for it.
+
+    The sort is stable: ties keep their order, so sorting each size of piece once puts its pieces
+    where sorting them one by one would.
+    """
+    density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c, _ in pieces]
+    by_density = [pieces[i] for i in sorted(range(len(pieces)), key=density.__getitem__, reverse=True)]
+    hbm_set: list[Candidate] = []
+    host_set: list[Candidate] = []
+    if sum([c.footprint * count for c, count in by_density]) <= budget * (1.0 - 1e-6):
+        # All fit, with more room to spare than the rounding of the running budget below could eat.
+        for c, count in by_density:
+            hbm_set += [c] * count
+    else:
+        for c, count in by_density:
+            for _ in range(count):
+                if c.footprint <= budget:
+                    hbm_set.append(c)
+                    budget -= c.footprint
+                else:
+                    host_set.append(c)
+    return hbm_set, host_set
+
+
+def host_shards(
+    by_device: dict[int, list[tuple[Candidate, Traffic]]],
+    hbm_used: list[float],
+    hbm_cap: float,
+    hbm_cache_gb: float | None,
+    wl: Workload,
+    s_c: int,
+) -> tuple[list[Shard], dict[int, float]]:
+    """Host-resident shards, each with its host traffic, behind an HBM cache where its device has
+    HBM to spare (``hbm_used`` per device, before any cache; at most ``hbm_cache_gb`` when set).
+    Returns the shards and the cache bytes taken on each device."""
+    out: list[Shard] = []
+    caches: dict[int, float] = {}
+    for dev, group in by_device.items():
+        spare = max(hbm_cap - hbm_used[dev], 0.0)
+        cache = caches[dev] = spare if hbm_cache_gb is None else min(spare, hbm_cache_gb * GB)
+        total = sum(c.footprint for c, _ in group)
+        for c, host in group:
+            if cache > 0:
+                rb = wl.row_bytes(c.dim)
+                rows_cached = cache * (c.footprint / total) / wl.row_state_bytes(c.dim)
+                hit = zipf_hit_rate(rows_cached, c.rows, wl.access_zipf)
+                traffic = cached_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb,
+                                         c.out_rows * c.dim * s_c, hit)
+                out.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows,
+                                 c.footprint, dev, "cache", traffic, hit, c.partial))
+            else:
+                out.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows,
+                                 c.footprint, dev, "host", host, 0.0, c.partial))
+    return out, caches
