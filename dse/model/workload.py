@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 
 from dse.errors import DseInputError
 from dse.model.catalog import Precision
+from dse.model.widths import INDEX_BYTES
 from dse.records import apply_override, from_mapping, read_toml
 
 Interaction = Literal["dot", "dcnv2"]
@@ -34,8 +35,6 @@ EmbeddingDtype = Literal["fp32", "fp16", "int8"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 
 EMBEDDING_DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "int8": 1}
-INDEX_BYTES = 8
-"""Sparse indices are int64 (docs/design.md, section 5: dense features and indices, 8 bytes each)."""
 DENSE_FEATURE_BYTES = 8
 
 _STATE_PER_ELEMENT: dict[str, int] = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 0, "adam": 2}
