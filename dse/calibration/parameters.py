@@ -93,7 +93,7 @@ def _packaged() -> Calibration:
 def write_calibration(calib: Calibration, path: Path) -> None:
     """Write ``calib`` as TOML (the format :func:`load_calibration` reads)."""
     lines = [
-        "# dse calibration: written by `dse calibrate`; see dse/calibration/parameters.py for each parameter.",
+        "# dse calibration: written by `dse calibrate`; dse/calibration/parameters.py documents each value.",
         f'version = "{calib.version}"',
     ]
     for f in fields(Calibration):
