@@ -73,13 +73,19 @@ def evaluate_cmd(
         wl = load_workload(workload, wl_over)
         sysm = load_system(system, sys_over)
         ev = evaluate(wl, sysm)
+        # Defaults that decide the answer are listed, never applied silently (issue 13).
+        from dse.model.defaults import sensitive_defaults
+        leaned_on = sensitive_defaults(wl, system, sys_over)
     except DseInputError as exc:
         fail(str(exc))
         return
     if as_json:
-        typer.echo(to_json(ev.to_dict()))
+        typer.echo(to_json({**ev.to_dict(),
+                            "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on]}))
     else:
         print_evaluation(ev, Console())
+        for d in leaned_on:
+            Console().print(escape(f"note: {d.describe()}"))
     if not ev.feasible:
         raise typer.Exit(code=0)
 
