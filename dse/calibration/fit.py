@@ -60,9 +60,11 @@ kernel when each launch was followed by a stream synchronisation, against 3.8 us
 The fit may only raise them."""
 AT_BOUND_REASONS: dict[str, str] = {
     "dense_efficiency_simt": (
-        "Only the fp32 runs on V100 without tensor cores (DeepLearningExamples PyTorch, DGX-1 and "
-        "DGX-2) constrain it, and they are bound by embeddings and the all-to-all, not by fp32 "
-        "GEMMs: the data leave it free, and it rises to its bound where it stops mattering."),
+        "The only fp32 (non tensor-core) points are DeepLearningExamples PyTorch on V100; they "
+        "share one software factor with the mixed-precision runs of the same source, and fp32 "
+        "runs lose less to that software (long GEMMs, short remainder) than tensor-core runs do, "
+        "which one factor per source cannot express. cuBLAS SGEMM reaches 85-95% of fp32 peak on "
+        "large GEMMs (NVIDIA cuBLAS performance pages), so the bound is not far from physics."),
     "memory_efficiency": (
         "The 8- and 16-node DCNv2 points are bound by the embedding stage as a placement made "
         "for one node spreads it (each device keeps whole tables or column pieces; the row-wise "
