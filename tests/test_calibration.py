@@ -51,13 +51,14 @@ TRUTH = Calibration(
     kernel_overhead_s=3e-6,
     step_overhead_s=5e-5,
     software_factor={REFERENCE_FAMILY: 1.0, "hugectr-2020": 0.7, "hugectr-2021": 0.9,
-                     "pytorch-2021": 0.8, "tensorflow-2023": 1.25},
+                     "pytorch-2021": 0.8, "tensorflow-2023": 1.25, "hugectr-2023.04": 1.1,
+                     "hugectr-2023.09": 1.05},
 )
 """A known calibration: efficiencies 0.45-0.8, overheads of microseconds, factors 0.7-1.25."""
 
 
 def synthetic(calib: Calibration) -> list:  # type: ignore[type-arg]
-    """The 33 real designs, their throughput replaced by what ``calib`` predicts."""
+    """The 58 real designs, their throughput replaced by what ``calib`` predicts."""
     return [dataclasses.replace(m, samples_per_s=predict_full(m, calib)) for m in load_measurements()]
 
 
@@ -133,8 +134,8 @@ def test_leave_one_out_on_a_subset_refits_without_the_point() -> None:
 # --- the measurement loader ------------------------------------------------------------------------
 
 
-GOOD_ROW = ("x1,test source,mlperf-dlrm-v1,amp,55296,a100-sxm4-80gb,8,1,switch,40000000,"
-            "net_of_eval,HugeCTR 2022-04")
+GOOD_ROW = ("x1,test source,2022-06,mlperf-dlrm-v1,amp,55296,a100-sxm4-80gb,8,1,switch,40000000,"
+            "net_of_eval,HugeCTR 2022-04,mlcommons/training_results_v2.0:x")
 
 
 def write_csv(tmp_path: Path, *rows: str, header: str = ",".join(COLUMNS)) -> Path:
@@ -150,8 +151,8 @@ def test_loader_reads_a_good_file(tmp_path: Path) -> None:
 
 def test_packaged_measurements_load_and_name_their_sources() -> None:
     ms = load_measurements()
-    assert len(ms) == 33
-    assert all(m.source for m in ms)
+    assert len(ms) == 58
+    assert all(m.source and m.published and m.results for m in ms)
     for m in ms:
         measurement_design(m)  # every row maps to a workload and system preset
 
@@ -169,6 +170,8 @@ def test_packaged_measurements_load_and_name_their_sources() -> None:
         ("global_batch", "many"),
         ("nodes", "0"),
         ("software", "MXNet 2019"),
+        ("published", "2023"),
+        ("published", "2023-13"),
     ],
 )
 def test_loader_names_file_line_and_column(tmp_path: Path, column: str, bad: str) -> None:
@@ -212,7 +215,7 @@ def test_every_family_has_its_capabilities() -> None:
 
 
 def test_write_and_load_calibration_round_trip(tmp_path: Path) -> None:
-    calib = dataclasses.replace(TRUTH, fit={"points": 33.0, "median_abs_pct_error": 7.5})
+    calib = dataclasses.replace(TRUTH, fit={"points": 58.0, "median_abs_pct_error": 7.5})
     path = tmp_path / "c" / "calibration.toml"
     write_calibration(calib, path)
     assert load_calibration(path) == calib
@@ -221,7 +224,7 @@ def test_write_and_load_calibration_round_trip(tmp_path: Path) -> None:
 def test_packaged_calibration_is_a_fitted_version() -> None:
     calib = load_calibration()
     assert calib.version != "prior"
-    assert calib.fit["points"] == 33.0
+    assert calib.fit["points"] == 58.0
     assert calib.software_factor[REFERENCE_FAMILY] == 1.0
 
 
@@ -235,7 +238,7 @@ def test_validate_json_has_the_required_keys() -> None:
     for key in ("median_abs_pct_error", "loo_median_abs_pct_error", "spearman", "points",
                 "mean_abs_pct_error", "worst", "calibration_version"):
         assert key in report
-    assert len(report["points"]) == 33
+    assert len(report["points"]) == 58
     assert report["loo_median_abs_pct_error"] is None  # --no-loo
     point = report["points"][0]
     for key in ("id", "measured", "predicted", "abs_pct_error", "bottleneck"):
@@ -292,7 +295,7 @@ def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     calib = load_calibration(out)
     assert calib.version == "test-1"
-    assert calib.fit["points"] == 33.0 and calib.fit["free_parameters"] <= 14
+    assert calib.fit["points"] == 58.0 and calib.fit["free_parameters"] <= 14
     for name in FIT_PARAMETERS:
         assert name in result.stdout
     # The packaged file was fitted by this command from the same data: the same fit.

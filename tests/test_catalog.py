@@ -116,12 +116,13 @@ def test_scaleup_topologies(cat: Catalog) -> None:
     assert acc["mi300x"].default_scaleup == "fully_connected"
     assert acc["gaudi2"].default_scaleup == "fully_connected"
     assert acc["gb200"].scaleup_domain == 72
+    assert acc["gb300"].scaleup_domain == 72  # NVL72 racks, the only multi-node domains
     for key, a in acc.items():
         if a.form_factor == "pcie":
             assert a.scaleup_gb_s == 0 and a.default_scaleup == "none", key
         else:
             assert a.scaleup_gb_s > 0 and a.default_scaleup != "none", key
-        if key != "gb200":
+        if key not in ("gb200", "gb300"):
             assert a.scaleup_domain == 0, key
 
 

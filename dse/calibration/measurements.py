@@ -1,7 +1,18 @@
 """Published DLRM training-throughput measurements, loaded strictly, and the design each describes.
 
-The data file ``dse/data/dlrm_measurements.csv`` holds public figures (NVIDIA DeepLearningExamples
-tables and MLPerf Training DLRM results); every row names its source. :func:`measurement_design`
+Two data files hold public figures; every row names its source, the date it was published and
+where its logs or table live:
+
+- ``dse/data/dlrm_measurements.csv``: one-hot DLRM, NVIDIA DeepLearningExamples tables and MLPerf
+  Training DLRM v0.7-v2.1 results (plus DeepLearningExamples TensorFlow2 DCNv2 tables, 2023-06).
+- ``dse/data/mlperf_dcnv2_2023.csv``: multi-hot DLRM-DCNv2, MLPerf Training v3.0 and v3.1 closed
+  division (2023), derived from the ``result_*.txt`` logs and ``systems/*.json`` of
+  ``mlcommons/training_results_v3.0`` and ``v3.1``. ``samples_per_s`` is net of the in-run
+  evaluations (samples to target over time-to-train minus summed evaluation time): the model times
+  training steps, and evaluation is not one; the official gross figure and HugeCTR's steady
+  per-iteration rate (where logged) are kept beside it for reference.
+
+:func:`measurement_design`
 turns a row into the workload and system the model scores: the workload preset with the measured
 precision and global batch, and the system preset of the same accelerator and fabric with the
 measured accelerator and node counts.
@@ -22,11 +33,25 @@ from dse.model.system import System, load_system, system_presets
 from dse.model.workload import Workload, load_workload, workload_presets
 
 COLUMNS = (
-    "id", "source", "workload", "precision", "global_batch", "accelerator",
-    "accelerators_per_node", "nodes", "scaleup", "samples_per_s", "metric", "software",
+    "id", "source", "published", "workload", "precision", "global_batch", "accelerator",
+    "accelerators_per_node", "nodes", "scaleup", "samples_per_s", "metric", "software", "results",
 )
+"""Columns of ``dlrm_measurements.csv``."""
+DCNV2_COLUMNS = (
+    "id", "source", "published", "workload", "precision", "global_batch", "accelerator",
+    "accelerators_per_node", "nodes", "scaleup", "scaleup_gb_s", "samples_per_s", "metric",
+    "gross_samples_per_s", "steady_samples_per_s", "software", "submitted_software", "host_cpu",
+    "cpus_per_node", "host_memory", "host_network", "accelerator_interconnect", "results",
+)
+"""Columns of ``mlperf_dcnv2_2023.csv``: the common ones plus the submission's own description
+(free text as the submitter wrote it; ``software`` is the family label, ``submitted_software``
+the submitter's words)."""
+DATA_FILES = ("dlrm_measurements.csv", "mlperf_dcnv2_2023.csv")
+"""The packaged measurement files, loaded in this order."""
 METRICS = ("epoch_average", "synthetic_1000_steps", "net_of_eval")
 SOFTWARE_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("HugeCTR 2023-04", "hugectr-2023.04"),
+    ("HugeCTR 2023-09", "hugectr-2023.09"),
     ("HugeCTR 2020", "hugectr-2020"),
     ("HugeCTR 2021", "hugectr-2021"),
     ("HugeCTR 2022", "hugectr-2022"),
@@ -35,7 +60,10 @@ SOFTWARE_FAMILIES: tuple[tuple[str, str], ...] = (
 )
 """Software generations by prefix of the ``software`` column (first match wins). The calibration
 carries one throughput factor per generation; ``hugectr-2022`` (MLPerf Training v2.0/v2.1) is the
-reference at 1.0, the software the model assumes for every design."""
+reference at 1.0, the software the model assumes for every design. The MLPerf Training v3.0
+(NGC 23.04 containers) and v3.1 (23.09) DCNv2 submissions all run NVIDIA's HugeCTR reference
+implementation, whatever other containers the submitter lists; one family per round keeps the two
+software versions apart."""
 REFERENCE_FAMILY = "hugectr-2022"
 HOT_REPLICATION_FAMILIES = frozenset({"hugectr-2021", "hugectr-2022"})
 """Families that replicate frequently used embedding rows on every device (HugeCTR's hybrid
@@ -51,6 +79,8 @@ SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
     "hugectr-2020": _WHOLE_TABLES,
     "hugectr-2021": (),
     "hugectr-2022": (),
+    "hugectr-2023.04": (),
+    "hugectr-2023.09": (),
     "pytorch-2021": (*_WHOLE_TABLES, ("software.bottom_mlp_on_one_device", True)),
     "tensorflow-2023": _WHOLE_TABLES,
 }
@@ -76,6 +106,11 @@ _SYSTEM_FOR: dict[tuple[str, str], tuple[str, ...]] = {
     ("v100-sxm2-32gb", "hybrid_cube_mesh"): ("dgx-1",),
     ("v100-sxm3-32gb", "switch"): ("dgx-2",),
     ("h100-sxm5-80gb", "switch"): ("dgx-h100",),
+    ("h100-sxm5-80gb", "fully_connected"): ("hgx-h100-4gpu",),
+    ("h100-pcie-80gb", "none"): ("h100-pcie-x8", "h100-pcie-x4"),
+    ("a40", "none"): ("a40-pcie-x8",),
+    ("l40", "none"): ("l40-pcie-x8",),
+    ("l40s", "none"): ("l40s-pcie-x8",),
 }
 """The host platforms each measured (accelerator, fabric) ran in, the first being the default; a
 platform with the measured accelerator count is preferred (4- and 8-GPU PCIe boxes differ in their
@@ -98,6 +133,15 @@ class Measurement:
     samples_per_s: float
     metric: str
     software: str
+    published: str = ""
+    """Month the figure was published, ``YYYY-MM`` (an MLPerf round's results date, or the date a
+    DeepLearningExamples README gives its table); orders the forward validation."""
+    results: str = ""
+    """Where the figure's logs or table live (``repository:path``)."""
+    gross_samples_per_s: float | None = None
+    """Official figure with in-run evaluations included (MLPerf DCNv2 rows only)."""
+    steady_samples_per_s: float | None = None
+    """Median steady training-step rate from the logs, where they print it."""
 
     @property
     def family(self) -> str:
@@ -131,6 +175,14 @@ def _row(raw: dict[str, str], path: str, line: int) -> Measurement:
             raise DseInputError(where, key, f"unknown value {value!r} (known: {', '.join(options)})")
         return value
 
+    def optional(key: str) -> float | None:
+        return num(key, float) if raw.get(key, "").strip() else None
+
+    published = raw["published"].strip()
+    if not _is_month(published):
+        raise DseInputError(where, "published", f"expected YYYY-MM, got {published!r}")
+    if not raw["results"].strip():
+        raise DseInputError(where, "results", "must not be empty")
     software = raw["software"].strip()
     if software_family(software) is None:
         raise DseInputError(where, "software", f"unknown software family in {software!r}")
@@ -149,16 +201,34 @@ def _row(raw: dict[str, str], path: str, line: int) -> Measurement:
         samples_per_s=num("samples_per_s", float),
         metric=choice("metric", METRICS),
         software=software,
+        published=published,
+        results=raw["results"].strip(),
+        gross_samples_per_s=optional("gross_samples_per_s"),
+        steady_samples_per_s=optional("steady_samples_per_s"),
     )
 
 
+def _is_month(text: str) -> bool:
+    """Whether ``text`` is a ``YYYY-MM`` month."""
+    year, _, month = text.partition("-")
+    return (len(year) == 4 and year.isdigit() and len(month) == 2 and month.isdigit()
+            and 1 <= int(month) <= 12)
+
+
 def load_measurements(path: Path | None = None) -> tuple[Measurement, ...]:
-    """Load the measurement CSV strictly: exact columns, known names, positive numbers, unique ids."""
-    if path is None:
-        ref = resources.files("dse") / "data" / "dlrm_measurements.csv"
-        with resources.as_file(ref) as p:
-            return _load(p, "dse/data/dlrm_measurements.csv")
-    return _load(path, str(path))
+    """Load a measurement CSV strictly (exact columns, known names, positive numbers, unique ids);
+    without ``path``, every packaged file of :data:`DATA_FILES`, ids unique across them."""
+    if path is not None:
+        return _load(path, str(path))
+    rows: list[Measurement] = []
+    for name in DATA_FILES:
+        with resources.as_file(resources.files("dse") / "data" / name) as p:
+            rows.extend(_load(p, f"dse/data/{name}"))
+    ids = [m.id for m in rows]
+    duplicate = next((i for i in ids if ids.count(i) > 1), None)
+    if duplicate is not None:
+        raise DseInputError("dse/data", "id", f"duplicate id {duplicate!r}")
+    return tuple(rows)
 
 
 def _load(path: Path, name: str) -> tuple[Measurement, ...]:
@@ -168,16 +238,17 @@ def _load(path: Path, name: str) -> tuple[Measurement, ...]:
         raise DseInputError(name, "", "file not found") from None
     reader = csv.DictReader(text.splitlines())
     header = tuple(reader.fieldnames or ())
-    if header != COLUMNS:
-        missing = [c for c in COLUMNS if c not in header]
-        extra = [c for c in header if c not in COLUMNS]
-        raise DseInputError(name, "header", f"expected columns {', '.join(COLUMNS)}; "
+    if header not in (COLUMNS, DCNV2_COLUMNS):
+        expected = DCNV2_COLUMNS if "submitted_software" in header else COLUMNS
+        missing = [c for c in expected if c not in header]
+        extra = [c for c in header if c not in expected]
+        raise DseInputError(name, "header", f"expected columns {', '.join(expected)}; "
                             f"missing {missing or 'none'}, unknown {extra or 'none'}")
     rows: list[Measurement] = []
     seen: set[str] = set()
     for i, raw in enumerate(reader, start=2):
         if None in raw or any(v is None for v in raw.values()):
-            raise DseInputError(f"{name}:{i}", "", f"expected {len(COLUMNS)} fields")
+            raise DseInputError(f"{name}:{i}", "", f"expected {len(header)} fields")
         m = _row(raw, name, i)
         if m.id in seen:
             raise DseInputError(f"{name}:{i}", "id", f"duplicate id {m.id!r}")

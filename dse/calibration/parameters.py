@@ -48,14 +48,16 @@ class Calibration:
     reach about 80% of line rate [A]."""
     kernel_overhead_s: float = field(default=5e-6, metadata=NONNEG)
     """Launch and scheduling cost per kernel on the critical path. Prior: CUDA kernel launch latency
-    is about 3-10 us (NVIDIA CUDA best-practice guide)."""
+    is about 3-10 us (NVIDIA CUDA best-practice guide). The fit keeps it above a measured floor,
+    a CUDA-graph-launched kernel (``dse.calibration.fit.OVERHEAD_FLOORS_S``)."""
     collective_latency_s: float = field(default=15e-6, metadata=NONNEG)
     """Fixed latency of one collective (launch, synchronisation). Prior: NCCL small-message latency
     on one node is about 10-20 us (nccl-tests)."""
     peer_latency_s: float = field(default=1e-6, metadata=NONNEG)
     """Extra latency per peer of an all-to-all (one message per peer) [A]."""
     step_overhead_s: float = field(default=1e-4, metadata=NONNEG)
-    """Fixed per-step cost outside kernels (data-loader hand-off, host synchronisation) [A]."""
+    """Fixed per-step cost outside kernels (data-loader hand-off, host synchronisation) [A]; the fit
+    keeps it above one measured host synchronisation (``dse.calibration.fit.OVERHEAD_FLOORS_S``)."""
     software_factor: dict[str, float] = field(default_factory=dict)
     """Throughput factor per software generation (measurement source label -> factor), fitted;
     used only when a measurement names its software. Designs are scored with factor 1."""

@@ -73,13 +73,19 @@ def evaluate_cmd(
         wl = load_workload(workload, wl_over)
         sysm = load_system(system, sys_over)
         ev = evaluate(wl, sysm)
+        # Defaults that decide the answer are listed, never applied silently (issue 13).
+        from dse.model.defaults import sensitive_defaults
+        leaned_on = sensitive_defaults(wl, system, sys_over)
     except DseInputError as exc:
         fail(str(exc))
         return
     if as_json:
-        typer.echo(to_json(ev.to_dict()))
+        typer.echo(to_json({**ev.to_dict(),
+                            "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on]}))
     else:
         print_evaluation(ev, Console())
+        for d in leaned_on:
+            Console().print(escape(f"note: {d.describe()}"))
     if not ev.feasible:
         raise typer.Exit(code=0)
 
@@ -280,6 +286,9 @@ def validate_cmd(
     calibration: Annotated[Path | None, typer.Option("--calibration", help="Calibration file.")] = None,
     data: Annotated[Path | None, typer.Option("--data", help="Measurement CSV (default: packaged).")] = None,
     loo: Annotated[bool, typer.Option("--loo/--no-loo", help="Leave-one-out refits.")] = True,
+    forward: Annotated[bool, typer.Option(
+        "--forward", help="Also fit on the points published up to --cut and predict the rest.")] = False,
+    cut: Annotated[str, typer.Option("--cut", help="Last month (YYYY-MM) fitted by --forward.")] = "2022-12",
 ) -> None:
     """Compare the calibrated model with every published measurement (and leave-one-out)."""
     from dse.calibration.fit import validate
@@ -293,7 +302,12 @@ def validate_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
-    report = validate(measurements, calib, leave_one_out=loo)
+    try:
+        report = validate(measurements, calib, leave_one_out=loo,
+                          forward_cut=cut if forward else None)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(render_html(report), encoding="utf-8")

@@ -25,6 +25,7 @@ from dse.records import apply_override, from_mapping, read_toml, to_mapping
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]
 NicAttach = Literal["accelerator", "cpu"]
+InputSource = Literal["local", "network"]
 
 POS = {"min": 0.0, "min_exclusive": True}
 GB = 1e9
@@ -61,7 +62,16 @@ class NodeSpec:
     ``cpu``: NICs on the CPU sockets, traffic staged through host memory (Zion)."""
     frontend_nics: int = field(default=1, metadata={"min": 0})
     frontend_nic_gbit_s: float = field(default=100.0, metadata=POS)
-    """Front-end (data ingestion) NICs feeding the input pipeline."""
+    """Front-end (data ingestion) NICs; they bound the input pipeline when ``input_source`` is
+    ``network``."""
+    input_source: InputSource = "local"
+    """Where each step's input comes from. ``local`` (default): local NVMe storage or host memory,
+    as MLPerf-class training reads its pre-processed dataset (every MLPerf Training DLRM submission
+    stages it on the node), so each device's PCIe link bounds the input. ``network``: streamed from
+    remote readers through the front-end NICs (the compute NICs when there are none), as
+    production training with a separate data-ingestion tier does (Mudigere et al., "Software-
+    hardware co-design for fast and scalable training of deep learning recommendation models",
+    ISCA 2022: ZionEX reader tier); docs/design.md, section 5."""
     ddr_channels_per_socket: int | None = field(default=None, metadata={"min": 1})
     hbm_cache_gb: float | None = field(default=None, metadata={"min": 0.0})
     """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
@@ -149,6 +159,10 @@ class System:
     nic_bytes_s: float
     """Scale-out bandwidth of the whole node per direction (all compute NICs)."""
     frontend_bytes_s: float
+    """Front-end NIC bandwidth of the whole node per direction."""
+    input_nic_bytes_s: float
+    """Bandwidth of the NICs each step's input arrives through: the front-end NICs (or the compute
+    NICs without them) when ``node.input_source = "network"``, 0 when the input is read locally."""
     network: NetworkSpec
 
     @property
@@ -210,6 +224,13 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
     if spec.pod.nodes > 1 and scaleup != "switch":
         raise DseInputError(source, "pod.nodes", "a multi-node scale-up pod needs scaleup = 'switch'")
     peaks, used = _peak_flops(acc)
+    frontend = node.frontend_nics * gbit_s_to_bytes_s(node.frontend_nic_gbit_s)
+    input_nics = frontend if node.input_source == "network" else 0.0
+    if node.input_source == "network" and frontend <= 0:
+        input_nics = node.nics * gbit_s_to_bytes_s(node.nic_gbit_s)
+        if input_nics <= 0:
+            raise DseInputError(source, "node.input_source",
+                                "input_source = 'network' needs frontend_nics or nics")
     return System(
         spec=spec,
         accelerator=acc,
@@ -229,7 +250,8 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         ddr_bytes_s=node.cpu_sockets * channels * ddr.channel_gb_s * GB,
         socket_link_bytes_s=cpu.socket_link_gb_s * GB,
         nic_bytes_s=node.nics * gbit_s_to_bytes_s(node.nic_gbit_s),
-        frontend_bytes_s=node.frontend_nics * gbit_s_to_bytes_s(node.frontend_nic_gbit_s),
+        frontend_bytes_s=frontend,
+        input_nic_bytes_s=input_nics,
         network=spec.network,
     )
 

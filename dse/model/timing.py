@@ -504,15 +504,15 @@ def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
 def input_seconds(per_device: float, sys: System, calib: Calibration) -> float:
     """:func:`input_time` from the bytes one device receives per step."""
     t = per_device / (sys.pcie_bytes_s * calib.host_efficiency)
-    if sys.frontend_bytes_s > 0:
+    if sys.input_nic_bytes_s > 0:
         node = per_device * sys.accelerators_per_node
-        t = max(t, node / (sys.frontend_bytes_s * calib.network_efficiency))
+        t = max(t, node / (sys.input_nic_bytes_s * calib.network_efficiency))
     return t
 
 
 def input_time(wl: Workload, sys: System, calib: Calibration, b: float) -> float:
-    """Seconds to ship one step's input (dense features, indices, labels) to every device: the
-    node's front-end NICs (when the data comes over the network) and each device's PCIe link."""
+    """Seconds to ship one step's input (dense features, indices, labels) to every device: each
+    device's PCIe link and, when ``node.input_source = "network"``, the node's front-end NICs."""
     return input_seconds(b * wl.input_bytes_per_sample(), sys, calib)
 
 

@@ -10,29 +10,68 @@ from plotly.subplots import make_subplots
 from rich.console import Console
 from rich.table import Table
 
-from dse.calibration.fit import FIT_PARAMETERS, Validation
+from dse.calibration.fit import AT_BOUND_REASONS, FIT_PARAMETERS, Validation, at_bound
 
-TARGETS = {"median_abs_pct_error": 15.0, "loo_median_abs_pct_error": 25.0, "spearman": 0.9}
-"""Accuracy targets (issue "Calibrate and validate the model")."""
+TARGETS = {
+    "median_abs_pct_error": 8.0, "loo_median_abs_pct_error": 10.0, "spearman": 0.97,
+    "dcnv2_max_abs_pct_error": 20.0, "dcnv2_multinode_max_abs_pct_error": 15.0,
+    "forward_median_abs_pct_error": 15.0, "forward_spearman": 0.9,
+}
+"""Accuracy targets (issue 13, "Fidelity on today's workload at scale")."""
+DCNV2 = "mlperf-dlrm-dcnv2"
 
 
 def _fmt(value: float | None, suffix: str = "%") -> str:
     return "n/a" if value is None else f"{value:.1f}{suffix}"
 
 
+def _met(ok: bool | None) -> str:
+    return "n/a" if ok is None else "met" if ok else "NOT met"
+
+
 def summary_lines(v: Validation) -> list[str]:
     """The headline figures, each with its target and whether it is met."""
     loo = v.loo_median_abs_pct_error
-    return [
-        f"median |error| {v.median_abs_pct_error:.1f}% (target <= 15%: "
-        f"{'met' if v.median_abs_pct_error <= 15 else 'NOT met'})",
+    t = TARGETS
+    dcn = [p for p in v.points if p.measurement.workload == DCNV2]
+    multi = [p for p in dcn if p.measurement.nodes >= 8]
+    lines = [
+        f"median |error| {v.median_abs_pct_error:.1f}% over {len(v.points)} points (target <= "
+        f"{t['median_abs_pct_error']:.0f}%: {_met(v.median_abs_pct_error <= t['median_abs_pct_error'])})",
         f"mean |error| {v.mean_abs_pct_error:.1f}%",
-        f"leave-one-out median |error| {_fmt(loo)} (target <= 25%: "
-        f"{'n/a' if loo is None else 'met' if loo <= 25 else 'NOT met'})",
-        f"Spearman rank correlation {v.spearman:.3f} (target >= 0.9: "
-        f"{'met' if v.spearman >= 0.9 else 'NOT met'})",
-        f"worst point {v.worst.measurement.id}: {v.worst.abs_pct_error:.1f}%",
+        f"leave-one-out median |error| {_fmt(loo)} (target <= {t['loo_median_abs_pct_error']:.0f}%: "
+        f"{_met(None if loo is None else loo <= t['loo_median_abs_pct_error'])})",
+        f"Spearman rank correlation {v.spearman:.3f} (target >= {t['spearman']}: "
+        f"{_met(v.spearman >= t['spearman'])})",
     ]
+    if dcn:
+        worst = max(p.abs_pct_error for p in dcn)
+        within = sum(p.abs_pct_error <= t["dcnv2_max_abs_pct_error"] for p in dcn)
+        lines.append(f"DCNv2 (MLPerf v3.0/v3.1): {within} of {len(dcn)} within "
+                     f"{t['dcnv2_max_abs_pct_error']:.0f}%, worst {worst:.1f}% (target: all: "
+                     f"{_met(within == len(dcn))})")
+    if multi:
+        worst = max(p.abs_pct_error for p in multi)
+        lines.append(f"DCNv2 on 8 and 16 nodes: worst {worst:.1f}% (target <= "
+                     f"{t['dcnv2_multinode_max_abs_pct_error']:.0f}%: "
+                     f"{_met(worst <= t['dcnv2_multinode_max_abs_pct_error'])})")
+    f = v.forward
+    if f is not None:
+        lines.append(
+            f"forward (fit on {len(f.fitted)} points published through {f.cut}, predict "
+            f"{len(f.points)} later): median |error| {f.median_abs_pct_error:.1f}% (target <= "
+            f"{t['forward_median_abs_pct_error']:.0f}%: "
+            f"{_met(f.median_abs_pct_error <= t['forward_median_abs_pct_error'])}), max "
+            f"{f.max_abs_pct_error:.1f}%, Spearman {f.spearman:.3f} (target >= "
+            f"{t['forward_spearman']}: {_met(f.spearman >= t['forward_spearman'])})")
+    lines.append(f"worst point {v.worst.measurement.id}: {v.worst.abs_pct_error:.1f}%")
+    return lines
+
+
+def bound_lines(v: Validation) -> list[str]:
+    """Every fitted parameter at a bound of its range, with the stated reason."""
+    return [f"`{name}` = {getattr(v.calibration, name):.4g}: "
+            f"{AT_BOUND_REASONS.get(name, 'NO STATED REASON')}" for name in at_bound(v.calibration)]
 
 
 def by_group(v: Validation, key: str) -> dict[str, float]:
@@ -58,9 +97,9 @@ def render_table(v: Validation, console: Console) -> None:
 
 
 ANALYSIS = """\
-What changed in the model for this calibration, and where it still misses and why.
+What the model contains, what this calibration adds, and where it still misses and why.
 
-Physics added (no per-point parameter; 12 free parameters on 33 points):
+Physics added before this calibration (no per-point parameter):
 
 - **Software layouts, not only software speed.** Each measurement source lays the model out its own
   way, and the model scores that layout (`dse.calibration.measurements.SOFTWARE_CAPABILITIES`, applied as
@@ -84,32 +123,38 @@ Physics added (no per-point parameter; 12 free parameters on 33 points):
   element-wise passes around every GEMM (bias and activation forward, activation and bias gradients
   backward), counted from the MLP's structure.
 
-Where it still misses:
+What calibration 2026.12-1 adds (issue 13, first part):
 
-- **fp32 SIMT efficiency fits at its bound (1.0).** The only fp32-SIMT points are DeepLearningExamples
-  PyTorch on V100; they share one software factor with the TF32 and mixed-precision runs of the same
-  source, and fp32 runs lose less to that software (long GEMMs, short remainder) than tensor-core
-  runs do, which one factor per source cannot express. cuBLAS SGEMM reaches 85-95% of fp32 peak on
-  large GEMMs, so the bound is not far from physics.
-- **MLPerf v2.0 on 8 and 14 DGX A100 nodes is under-predicted by 20-26%, and network efficiency fits
-  at its bound (1.0).** HugeCTR 2022 ran the same 64- and 112-GPU designs 1.6x faster than HugeCTR
-  2021 (MLPerf v1.0, fitted within 2%), while its one-node result is fitted within 7%: the software
-  factor is one per source, so a multi-node-only gain of the 2022 software (hierarchical all-to-all
-  with fewer, larger messages) cannot be separated from its single-node speed. The real skew of
-  Criteo's categories is also stronger than the Zipf exponent 1.05 the presets assume
-  (`Workload.access_zipf`, an assumption), which would shrink the all-to-all at scale. Per-kernel and
-  per-step overheads fit at zero for the same reason: any fixed per-step cost widens this gap on the
-  0.6 ms multi-node steps.
-- **8x A30 PCIe (MLPerf v2.0) is over-predicted by about 38%, DGX H100 (v2.1 preview) by about 29%.**
-  The A30 box is bound by the exposed allreduce of replicated rows over shared PCIe; how the Nettrix
-  box wires its PCIe switches is not published (`pcie_switch_share` is an assumption). The H100 run
-  was a preview submission on pre-release software; its 1.6x over the DGX A100 matches the HBM
-  bandwidth ratio (1.64x) better than the compute ratio (3.2x), which the element-wise passes
-  reproduce only in part.
-- **DeepLearningExamples TensorFlow2 DCNv2** spreads from 0.75x (one GPU, mixed precision) to 1.22x
-  (8 GPUs, mixed precision); XLA's fusion of the cross layers is not modelled.
+- **25 MLPerf Training v3.0/v3.1 DLRM-DCNv2 points** (`dse/data/mlperf_dcnv2_2023.csv`): 1-16 nodes,
+  H100 SXM on 8-GPU NVSwitch and 4-GPU NVLink boards, A100, H100 PCIe, A40, L40 and L40S, fitted
+  to samples/s net of the in-run evaluations. Each round's HugeCTR is its own software family.
+- **Fixed step costs with measured floors.** The per-kernel overhead may not fall below a
+  CUDA-graph-launched kernel (0.5 us) nor the per-step cost below one host synchronisation (5 us);
+  the kernels, all-to-alls and allreduce buckets of a step are counted from the model's structure.
+- **Input read locally by default** (`node.input_source`), so a system file without front-end NICs
+  no longer comes out input-bound.
 
-All three targets are met without a per-point parameter and without changing the data."""
+Where it still misses (reported, not tuned away):
+
+- **Multi-node DCNv2 on Eos (v3.1) is under-predicted by 26% (8 nodes) and 36% (16 nodes)**, while
+  the v3.0 runs of the same machines are within 3-8%. The model places 64-128 devices the way it
+  places one node (whole tables or column pieces per device), so the embedding stage stops
+  shrinking past one node; the measured systems split rows across nodes and keep hot rows
+  data-parallel. That is issue 13 item 2 (scale-out placement), not yet in this model; until it
+  lands, memory and network efficiencies fit at their bound of 1 to make up for it, which is a
+  compensation, not physics. MLPerf v2.0 on 8 and 14 DGX A100 nodes (-25%, -30%) misses for the
+  same reason.
+- **4x H100 PCIe (Quanta D54U-3U, v3.1) is over-predicted 3.8x.** Its 1.19 M samples/s is a
+  quarter of the 8x H100 PCIe box's 5.33 M with half the GPUs; nothing in its published system
+  description (PCIe Gen5, 512 GB host memory) explains it, and the model has no mechanism that
+  would. It stays in the fit and in every statistic.
+- **8x A40 (+34%), 8x A30 (+30%) and the DGX H100 v2.1 preview (+29%)** are over-predicted; the
+  PCIe boxes' switch wiring is not published (`pcie_switch_share` is an assumption), and the
+  preview ran pre-release software.
+- **8x A100 SXM on DCNv2 (Dell XE9680, v3.0) is under-predicted by 16%** against 8x H100 within 2-10%:
+  the A100/H100 ratio of the dense part is set by one half-precision efficiency for both.
+
+Targets not met are listed as such in the summary above; no efficiency was set by hand."""
 
 
 def render_markdown(v: Validation) -> str:
@@ -118,10 +163,11 @@ def render_markdown(v: Validation) -> str:
     out = [
         "# Model validation against published DLRM training measurements",
         "",
-        "Generated by `dse validate --markdown docs/validation.md` (do not edit by hand). Data:",
-        "`dse/data/dlrm_measurements.csv` (NVIDIA DeepLearningExamples tables and MLPerf Training",
-        "DLRM results; every row names its source). Calibration version "
-        f"`{c.version}`, fitted by `dse calibrate`.",
+        "Generated by `dse validate --forward --markdown docs/validation.md` (do not edit by hand).",
+        "Data: `dse/data/dlrm_measurements.csv` (NVIDIA DeepLearningExamples tables and MLPerf",
+        "Training DLRM v0.7-v2.1 results) and `dse/data/mlperf_dcnv2_2023.csv` (MLPerf Training",
+        "v3.0/v3.1 DLRM-DCNv2, net of evaluation); every row names its source, publication month and",
+        f"results path. Calibration version `{c.version}`, fitted by `dse calibrate`.",
         "",
         "## Summary",
         "",
@@ -134,6 +180,10 @@ def render_markdown(v: Validation) -> str:
         *[f"| `{name}` | {getattr(c, name):.4g} |" for name in FIT_PARAMETERS],
         *[f"| software factor `{k}` | {f:.3f} |" for k, f in sorted(c.software_factor.items())],
         "",
+        "### Parameters at a bound of their range",
+        "",
+        *([f"- {line}" for line in bound_lines(v)] or ["- none"]),
+        "",
         "## Error by group (median |error|)",
         "",
         "| group | value | median abs error |",
@@ -141,6 +191,17 @@ def render_markdown(v: Validation) -> str:
     ]
     for key in ("family", "accelerator", "workload"):
         out.extend(f"| {key} | {k} | {e:.1f}% |" for k, e in by_group(v, key).items())
+    if v.forward is not None:
+        f = v.forward
+        out += ["", "## Forward validation", "",
+                f"Fitted from the priors on the {len(f.fitted)} measurements published through "
+                f"{f.cut}, then used to predict the {len(f.points)} published later (software "
+                "families unseen at the cut run at the reference family's speed, as a new design "
+                "would).", "",
+                "| id | published | measured (M samples/s) | predicted | abs error |",
+                "|---|---|---|---|---|"]
+        out += [f"| {m.id} | {m.published} | {m.samples_per_s / 1e6:.2f} | {p / 1e6:.2f} | "
+                f"{abs(p - m.samples_per_s) / m.samples_per_s * 100:.1f}% |" for m, p in f.points]
     out += ["", "## Analysis", "", ANALYSIS]
     out += [
         "",
