@@ -131,7 +131,7 @@ def test_network_input_needs_a_nic() -> None:
 def test_fixed_step_costs_are_counted_from_the_structure() -> None:
     wl, sysm = load_workload("mlperf-dlrm-v1"), load_system("dgx-a100")
     calib = load_calibration()
-    plan = plan_placement(wl, sysm, calib)
+    plan = plan_placement(wl, sysm)
     nbytes, buckets = allreduce_bytes(wl, plan, sysm)
     # 2,368,897 dense parameters + 2,621,440 replicated hot-row elements at 2 bytes = 9.98 MB:
     # one 25 MB DDP bucket.
