@@ -7,7 +7,6 @@ study's ``table_scale``, the price perturbations and re-scoring."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
@@ -48,7 +47,6 @@ from dse.search.space import load_space, preset_params, space_from_mapping
 from dse.search.spec import load_study_spec, study_workload
 from dse.search.sweep import run_sweep
 
-importlib.import_module("dse.cli.case")
 PAGES = ROOT / "docs" / "case-studies"
 runner = CliRunner()
 

@@ -307,3 +307,10 @@ def test_console_script_error_exit_code() -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "node.accelerators" in lines[0]
     assert proc.stdout == ""
+
+
+def test_importing_dse_cli_registers_every_command_in_help_order() -> None:
+    # No command module needs importing by hand: the package imports every group.
+    assert [c.name for c in app.registered_commands] == [
+        "evaluate", "list", "calibrate", "validate", "case-study", "run", "worker", "storage-proxy",
+        "status", "pareto", "export", "report", "plot", "sweep"]

@@ -4,7 +4,6 @@ study unless --force, SIGKILL mid-study then resume, --jobs 2), ``dse status``, 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -36,7 +35,6 @@ from dse.search.space import space_names
 from dse.search.spec import study_names
 from dse.search.storage import journal_storage
 
-importlib.import_module("dse.cli.study")  # registers the study commands on the app
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}
 
@@ -321,3 +319,12 @@ def test_two_jobs_share_one_study(tmp_path: Path) -> None:
     result = run_dse("run", str(path), "--jobs", "2", "--trials", "30", "--quiet", "--no-report")
     assert result.returncode == 0, result.stderr
     assert len(complete(stored(journal, "j"))) == 230
+
+
+def test_a_failing_worker_process_reports_one_line_and_exit_code_1(capfd: pytest.CaptureFixture[str]) -> None:
+    from dse.search.parallel import WorkerExits, join_workers, start_workers
+
+    exits = join_workers(start_workers("no-such-study", None, until=1, count=1))
+    assert exits == WorkerExits(failed=(1,), killed=())
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dse: error: ") and "no-such-study" in lines[0], lines

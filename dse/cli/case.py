@@ -1,5 +1,5 @@
 """``dse case-study``: run a worked case study, check its claims and write its page (registered on
-:data:`dse.cli.app`)."""
+:data:`dse.cli._app.app`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dse.cli import app, fail
+from dse.cli._app import app, fail
 from dse.errors import DseInputError
 
 if TYPE_CHECKING:

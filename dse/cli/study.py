@@ -1,9 +1,8 @@
 """Study commands of the ``dse`` CLI: run, worker, storage-proxy, status, pareto, export, report,
-plot (registered on :data:`dse.cli.app`)."""
+plot (registered on :data:`dse.cli._app.app`)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import socket
@@ -19,10 +18,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dse.cli import app, fail, to_json
+from dse.cli._app import app, fail, to_json, wide_console
 from dse.errors import DseInputError
 from dse.outputs.results import load_stored_study, status, trials_frame
 from dse.search.objectives import METRICS as METRIC_NAMES
+from dse.search.parallel import join_workers, start_workers, stop_gracefully
 from dse.search.recovery import WORKER_KEY
 from dse.search.runner import STOP, open_study, run_study, target_of
 from dse.search.runner import Progress as StudyProgress
@@ -42,15 +42,6 @@ def _spec(study: str) -> StudySpec:
         raise  # unreachable: fail() exits
 
 
-def _worker(study: str, storage: str | None, until: int) -> None:
-    """Entry point of a ``--jobs`` worker process."""
-    with _storage_errors():
-        try:
-            run_study(load_study_spec(study), storage, until=until)
-        except DseInputError as exc:
-            fail(str(exc))
-
-
 @contextmanager
 def _storage_errors() -> Iterator[None]:
     """A storage lost mid-run (database down, proxy stopped) ends the command with one line."""
@@ -61,23 +52,6 @@ def _storage_errors() -> Iterator[None]:
         if message is None:
             raise
         fail(message)
-
-
-_STOPPED_BY: list[int] = []
-
-
-def _stop_gracefully() -> None:
-    """SIGTERM (Slurm's time limit or scancel, Kubernetes deleting a pod) and a first Ctrl-C stop
-    the worker once its running trial is done (milliseconds), so nothing is left RUNNING; a second
-    Ctrl-C stops it at once (its trial is failed and re-enqueued)."""
-    def stop(signum: int, _frame: object) -> None:
-        if signum == signal.SIGINT and STOP.is_set():
-            raise KeyboardInterrupt
-        _STOPPED_BY.append(signum)
-        STOP.set()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
 
 
 @app.command("run")
@@ -131,11 +105,7 @@ def run_cmd(
                    f"{study}{join}")
         return
     console = Console(stderr=True)
-    ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_worker, args=(study, url, until), daemon=True)
-               for _ in range(jobs - 1)]
-    for w in workers:
-        w.start()
+    workers = start_workers(study, url, until, jobs - 1)
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=console,
                    disable=quiet or not console.is_terminal)
@@ -155,14 +125,12 @@ def run_cmd(
             fail(str(exc))
             return
         finally:
-            for w in workers:
-                w.join()
+            exits = join_workers(workers)
     summary = status(result)
     typer.echo(f"{spec.name}: {summary['complete']} of {spec.budget} trials complete, "
                f"{summary['feasible']} feasible, front of {summary['front_size']}, hypervolume "
                f"{summary['hypervolume']:.3f}; stored in {shown}")
-    failed = [w.exitcode for w in workers if w.exitcode and w.exitcode > 0]
-    killed = [-w.exitcode for w in workers if w.exitcode and w.exitcode < 0]
+    failed, killed = list(exits.failed), list(exits.killed)
     if failed or (killed and summary["complete"] < until):
         fail(f"{len(failed) + len(killed)} worker process(es) failed (exit codes "
              f"{failed + [-k for k in killed]})")
@@ -199,7 +167,7 @@ def worker_cmd(
     spec = _spec(study)
     url = storage if storage is not None else spec.storage
     shown = redact(url) if url else f"studies/{spec.name}.journal"
-    _stop_gracefully()
+    stopped_by = stop_gracefully()
     try:
         with _storage_errors():
             result = run_study(spec, url, max_trials=trials, create=False)
@@ -217,7 +185,7 @@ def worker_cmd(
     typer.echo(f"{spec.name}: this worker completed {mine} trials; the study has {info['complete']} "
                f"of {info['budget']} complete, {info['running']} running, in {shown}")
     if STOP.is_set():
-        signum = _STOPPED_BY[0] if _STOPPED_BY else signal.SIGTERM
+        signum = stopped_by[0] if stopped_by else signal.SIGTERM
         typer.echo(f"dse: worker stopped by {signal.Signals(signum).name} after its running trial",
                    err=True)
         raise typer.Exit(code=128 + signum)
@@ -326,7 +294,7 @@ def pareto_cmd(
     if as_json:
         typer.echo(to_json(frame.reset_index().to_dict(orient="records")))
     elif csv is None and parquet is None:
-        _print_rows(Console(width=max(Console().width, 160)),
+        _print_rows(wide_console(160),
                     frame.reset_index().to_dict(orient="records"), f"{spec.name}: Pareto front")
 
 
@@ -413,7 +381,3 @@ def plot_cmd(
             fail(f"static export to {target} needs kaleido 1.x and a Chromium browser "
                  f"(pip install kaleido; apt-get install chromium): {str(exc).splitlines()[0]}")
     typer.echo(f"front written to {path}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(app())

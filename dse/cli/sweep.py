@@ -1,5 +1,5 @@
 """``dse sweep``: score every design of a discrete space (or a Sobol sample) and print the exact
-front (registered on :data:`dse.cli.app`)."""
+front (registered on :data:`dse.cli._app.app`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from dse.cli import app, fail, to_json
+from dse.cli._app import app, fail, to_json, wide_console
 from dse.errors import DseInputError
 from dse.model.workload import load_workload
 from dse.search.objectives import load_objectives
@@ -129,7 +129,7 @@ def _print_front(result: SweepResult) -> None:
     """The front, one row per distinct objective vector: designs that tie on every objective (a
     parameter that changes neither, such as the fabric of a one-accelerator node) are counted in
     the ``ties`` column rather than listed."""
-    console = Console(width=max(Console().width, 160))
+    console = wide_console(160)
     frame = result.frame
     metrics = [o.metric for o in result.objectives.objectives]
     params = list(result.grid.names)

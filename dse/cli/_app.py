@@ -1,0 +1,56 @@
+"""The Typer application every command group registers on, and the helpers the groups share:
+one-line errors, strict JSON and console formatting. Imports nothing else of :mod:`dse.cli`, so
+the groups can import it without an import circle."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    help="Design-space exploration of DLRM training systems.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+"""The ``dse`` command; each module of :mod:`dse.cli` adds its commands to it when imported."""
+
+
+def fail(message: str) -> None:
+    """Print one error line to stderr and exit with code 2."""
+    typer.echo(f"dse: error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (JSON has no Infinity or NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def to_json(value: Any) -> str:
+    """Strict JSON (non-finite numbers become null)."""
+    return json.dumps(finite(value), indent=2, allow_nan=False)
+
+
+def wide_console(min_width: int) -> Console:
+    """A console at least ``min_width`` characters wide (tables of many columns stay unwrapped
+    when stdout is a pipe or a narrow terminal)."""
+    return Console(width=max(Console().width, min_width))
+
+
+def si(value: float, unit: str) -> str:
+    """``value`` with an SI prefix (k, M, G, T) and three significant digits, e.g. ``1.23 Msamples/s``."""
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
