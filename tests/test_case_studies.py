@@ -28,6 +28,7 @@ from dse import (
 from dse.cli import app
 from dse.errors import DseInputError
 from dse.model.workload import repeat_tables
+from dse.outputs.cases import case_names, get_case
 from dse.outputs.cases.framework import (
     CaseResult,
     Claim,
@@ -40,7 +41,6 @@ from dse.outputs.cases.framework import (
     scale_network_prices,
     study_data,
 )
-from dse.outputs.cases.studies import case_names, get_case
 from dse.search.encoding import design_system
 from dse.search.runner import run_study
 from dse.search.space import load_space, preset_params, space_from_mapping

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,15 +12,10 @@ from rich.table import Table
 
 from dse.cli._app import app, fail
 from dse.errors import DseInputError
+from dse.outputs.cases.pipeline import CASE_DIR
 
 if TYPE_CHECKING:
-    import optuna
-
     from dse.outputs.cases.framework import CaseResult
-    from dse.search.spec import StudySpec
-
-CASE_DIR = Path(__file__).resolve().parents[2] / "docs" / "case-studies"
-"""``docs/case-studies/`` of the checkout, where the pages live."""
 
 
 @app.command("case-study")
@@ -43,9 +38,8 @@ def case_study_cmd(
     """Run each case study's study (resuming it), check the claims its page makes against the data,
     also with the case's most uncertain assumption moved by ±30%, and write the page
     (OUT/NAME.md) and the study's report (OUT/NAME.html)."""
-    from dse.outputs.cases.framework import analyse_case, case_spec, render_page, study_data
-    from dse.outputs.cases.studies import case_names, get_case
-    from dse.search.runner import run_study
+    from dse.outputs.cases import case_names, get_case
+    from dse.outputs.cases.pipeline import publish_case
 
     chosen = list(case_names()) if not names or names == ["all"] else names
     try:
@@ -57,37 +51,21 @@ def case_study_cmd(
     failed: list[str] = []
     for case in cases:
         try:
-            spec = case_spec(case, trials, storage)
-            study = run_study(spec)
-            result = analyse_case(case, study_data(spec, study))
-            report_file = _write_report(study, spec, storage, out, case.name) if report else None
+            published = publish_case(case, out, trials, storage, report)
         except DseInputError as exc:
             fail(str(exc))
             return
-        page = out / f"{case.name}.md"
-        page.write_text(render_page(result, report_file), encoding="utf-8")
-        _show(case.name, result)
-        typer.echo(f"page: {page}" + (f" (report {out / report_file})" if report_file else ""))
-        failed += [f"{case.name}: {c.text}" for c in result.claims if not c.holds]
+        _show(case.name, published.result)
+        typer.echo(f"page: {published.page}"
+                   + (f" (report {published.report})" if published.report else ""))
+        failed += [f"{case.name}: {c.text}" for c in published.result.claims if not c.holds]
     if failed and check:
         for line in failed:
             typer.echo(f"dse: claim does not hold: {line}", err=True)
         raise typer.Exit(1)
 
 
-def _write_report(study: optuna.Study, spec: StudySpec, storage: str | None, out: Path,
-                  name: str) -> str:
-    from dse.outputs.report import render_report
-    from dse.outputs.results import objective_set_of
-    from dse.search.storage import redact
-
-    html = render_report(study, spec, objective_set_of(study, spec.objectives),
-                         redact(storage or ""), plotlyjs="cdn")
-    (out / f"{name}.html").write_text(html, encoding="utf-8")
-    return f"{name}.html"
-
-
-def _show(name: str, result: CaseResult) -> None:
+def _show(name: str, result: CaseResult[Any]) -> None:
     table = Table(title=f"{name}: claims (as priced, -30%, +30%)")
     table.add_column("claim", overflow="fold")
     for col in ("as priced", "-30%", "+30%"):

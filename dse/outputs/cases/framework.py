@@ -2,14 +2,16 @@
 
 A :class:`CaseStudy` names a study file (``studies/``), an analysis that turns the study's trials
 (and, where a question needs a controlled comparison, a few designs scored directly) into
-*findings*, and the *claims* its page makes in words, each with the predicate over the findings
-that makes it true. :func:`run_case` runs (or resumes) the study and checks every claim, at the
-catalog's prices and with the most uncertain assumption moved by the case's :class:`Sensitivity`;
-:func:`render_page` writes the page (``docs/case-studies/NAME.md``). A claim is text and test at
-once, so a page cannot drift from what the model says: ``tests/test_case_studies.py`` reruns each
-case with fewer trials and checks every claim the page carries.
+*findings* (a frozen dataclass of the case's own), and the *claims* its page makes in words, each
+with the predicate over the findings that makes it true. :func:`run_case` runs (or resumes) the
+study and checks every claim, at the catalog's prices and with the most uncertain assumption moved
+by the case's :class:`Sensitivity`; :func:`render_page` writes the page
+(``docs/case-studies/NAME.md``). A claim is text and test at once, so a page cannot drift from
+what the model says: ``tests/test_case_studies.py`` reruns each case with fewer trials and checks
+every claim the page carries.
 
-The four cases themselves are in :mod:`dse.outputs.cases.studies`.
+The cases themselves are one module each (:mod:`dse.outputs.cases.zion`, ``zionex``, ``today``,
+``growth``), listed by :func:`dse.outputs.cases.get_case`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import optuna
@@ -39,16 +41,19 @@ from dse.search.runner import run_study
 from dse.search.space import SearchSpace, load_space
 from dse.search.spec import StudySpec, load_study_spec, study_workload
 
-Findings = dict[str, Any]
-"""What an analysis measured: numbers, lists and small tables (``pandas.DataFrame``) by name."""
+F = TypeVar("F")
+"""A case's findings: what its analysis measured (numbers, lists and small ``pandas.DataFrame``
+tables), a frozen dataclass of the case's own."""
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
+# Generic classes here are not slotted: Python 3.11 cannot set ``__orig_class__`` on a frozen
+# slotted instance made through a subscripted alias such as ``Claim[ZionFindings](...)``.
+@dataclass(frozen=True)
+class Claim(Generic[F]):
     """A sentence a case-study page states, and the check over the findings that makes it true."""
 
     text: str
-    holds: Callable[[Findings], bool]
+    holds: Callable[[F], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +68,17 @@ class Sensitivity:
     factor: float = 0.3
 
 
-@dataclass(frozen=True, slots=True)
-class CaseStudy:
+@dataclass(frozen=True)
+class CaseStudy(Generic[F]):
     """One worked design question (see the module docstring)."""
 
     name: str
     title: str
     study: str
     question: str
-    analyse: Callable[[CaseData], Findings]
-    claims: tuple[Claim, ...]
-    explain: Callable[[Findings], str]
+    analyse: Callable[[CaseData], F]
+    claims: tuple[Claim[F], ...]
+    explain: Callable[[F], str]
     """Markdown paragraphs that explain the findings (numbers filled in from them)."""
     sensitivity: Sensitivity
     reduced_trials: int = 100
@@ -134,14 +139,14 @@ class ClaimResult:
 
 
 @dataclass(frozen=True)
-class CaseResult:
+class CaseResult(Generic[F]):
     """A case study run: its data and findings, and the same with the assumption moved."""
 
-    case: CaseStudy
+    case: CaseStudy[F]
     data: CaseData
-    findings: Findings
-    low: Findings
-    high: Findings
+    findings: F
+    low: F
+    high: F
     claims: tuple[ClaimResult, ...]
     front_kept_low: float
     """Share of the front's designs still on the front with the assumption at ``1 - factor``."""
@@ -213,7 +218,7 @@ def rescored(data: CaseData, catalog: Catalog) -> CaseData:
 # --- running ------------------------------------------------------------------------------------
 
 
-def case_spec(case: CaseStudy, trials: int | None = None, storage: str | None = None) -> StudySpec:
+def case_spec(case: CaseStudy[Any], trials: int | None = None, storage: str | None = None) -> StudySpec:
     """The study of ``case``; ``trials`` replaces its budget, ``storage`` its storage."""
     spec = load_study_spec(case.study)
     if trials is not None:
@@ -223,8 +228,8 @@ def case_spec(case: CaseStudy, trials: int | None = None, storage: str | None = 
     return spec
 
 
-def run_case(case: CaseStudy, trials: int | None = None, storage: str | None = None,
-             on_trial: Callable[[Any], None] | None = None) -> CaseResult:
+def run_case(case: CaseStudy[F], trials: int | None = None, storage: str | None = None,
+             on_trial: Callable[[Any], None] | None = None) -> CaseResult[F]:
     """Run (or resume) the case's study up to its budget (``trials`` when given), analyse it and
     check every claim, also with the sensitivity assumption at ``1 ± factor``."""
     spec = case_spec(case, trials, storage)
@@ -232,7 +237,7 @@ def run_case(case: CaseStudy, trials: int | None = None, storage: str | None = N
     return analyse_case(case, study_data(spec, study))
 
 
-def analyse_case(case: CaseStudy, data: CaseData) -> CaseResult:
+def analyse_case(case: CaseStudy[F], data: CaseData) -> CaseResult[F]:
     """Findings and claims of ``data``, at the catalog's values and with the assumption moved."""
     findings = case.analyse(data)
     f = case.sensitivity.factor
@@ -246,7 +251,7 @@ def analyse_case(case: CaseStudy, data: CaseData) -> CaseResult:
                       front_kept_low=_kept(front, low_data), front_kept_high=_kept(front, high_data))
 
 
-def _check(claim: Claim, findings: Findings) -> bool:
+def _check(claim: Claim[F], findings: F) -> bool:
     try:
         return bool(claim.holds(findings))
     except (KeyError, IndexError, ValueError, ZeroDivisionError):
@@ -353,7 +358,7 @@ def _mark(ok: bool) -> str:
     return "holds" if ok else "**does not hold**"
 
 
-def render_page(result: CaseResult, report_file: str | None = None) -> str:
+def render_page(result: CaseResult[Any], report_file: str | None = None) -> str:
     """The case study's page (Markdown): question, reproducing command, assumptions, findings
     explained, claims with their checks, and the sensitivity of the answer."""
     case, data = result.case, result.data
@@ -447,7 +452,7 @@ def _cell(v: Any) -> str:
 
 
 __all__ = [
-    "CaseData", "CaseResult", "CaseStudy", "Claim", "ClaimResult", "Findings", "Sensitivity",
+    "CaseData", "CaseResult", "CaseStudy", "Claim", "ClaimResult", "Sensitivity",
     "analyse_case", "case_spec", "describe_bend", "designs_of", "front_bend", "markdown_table",
     "render_page", "rescored", "run_case", "scale_accelerator_prices", "scale_hbm_price",
     "scale_network_prices", "score_row", "study_data",

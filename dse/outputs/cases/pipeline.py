@@ -1,0 +1,66 @@
+"""Publishing a case study (``dse case-study``): run or resume its study, analyse it and check its
+claims, then write its page and its study's interactive report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from dse.outputs.cases.framework import (
+    CaseResult,
+    CaseStudy,
+    analyse_case,
+    case_spec,
+    render_page,
+    study_data,
+)
+from dse.search.runner import run_study
+from dse.search.spec import StudySpec
+
+CASE_DIR = Path(__file__).resolve().parents[3] / "docs" / "case-studies"
+"""``docs/case-studies/`` of the checkout, where the pages live."""
+
+
+@dataclass(frozen=True)
+class PublishedCase:
+    """A case study run and written: its result (claims checked), its page and its report."""
+
+    result: CaseResult[Any]
+    page: Path
+    """``OUT/NAME.md``."""
+    report: Path | None
+    """``OUT/NAME.html``, or ``None`` when no report was asked for."""
+
+
+def publish_case(case: CaseStudy[Any], out: Path, trials: int | None = None,
+                 storage: str | None = None, report: bool = True) -> PublishedCase:
+    """Run (or resume) ``case``'s study, with ``trials`` as its budget and ``storage`` as its
+    storage when given, check its claims, and write its page to ``out`` (and, with ``report``, the
+    study's report beside it, loading plotly.js from its CDN so the page's folder stays small).
+
+    ``out`` must exist. Raises :class:`~dse.errors.DseInputError` for a bad study or storage."""
+    spec = case_spec(case, trials, storage)
+    study = run_study(spec)
+    result = analyse_case(case, study_data(spec, study))
+    report_file = write_case_report(study, spec, storage, out, case.name) if report else None
+    page = out / f"{case.name}.md"
+    page.write_text(render_page(result, report_file), encoding="utf-8")
+    return PublishedCase(result, page, out / report_file if report_file else None)
+
+
+def write_case_report(study: optuna.Study, spec: StudySpec, storage: str | None, out: Path,
+                      name: str) -> str:
+    """Write the study's interactive report to ``out/NAME.html``; returns the file's name (the
+    page links to it relative to its own folder)."""
+    # Imported here: the report pulls in plotly, which analysing a case does not need.
+    from dse.outputs.report import render_report
+    from dse.outputs.results import objective_set_of
+    from dse.search.storage import redact
+
+    html = render_report(study, spec, objective_set_of(study, spec.objectives),
+                         redact(storage or ""), plotlyjs="cdn")
+    (out / f"{name}.html").write_text(html, encoding="utf-8")
+    return f"{name}.html"
