@@ -12,12 +12,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, fail, si, to_json, wide_console
 from dse.errors import DseInputError
 from dse.model.catalog import load_catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import load_system, system_presets
 from dse.model.workload import load_workload, workload_presets
+from dse.outputs.plan import PlanSummary, plan_summary
 from dse.records import parse_override
 
 
@@ -46,6 +48,9 @@ def evaluate_cmd(
                      "workload.global_batch=135168 (repeatable)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    plan: Annotated[bool, typer.Option(
+        "--plan", help="List the placement: every table's sharding, devices, tier and GB per device, "
+        "and every device's memory, embedding and all-to-all time.")] = False,
 ) -> None:
     """Score one design: step time by stage, bottleneck, memory, cost and power."""
     try:
@@ -56,14 +61,18 @@ def evaluate_cmd(
         # Defaults that decide the answer are listed, never applied silently (issue 13).
         from dse.model.defaults import sensitive_defaults
         leaned_on = sensitive_defaults(wl, system, sys_over)
+        summary = plan_summary(ev, load_calibration()) if plan else None
     except DseInputError as exc:
         fail(str(exc))
         return
     if as_json:
+        extra = {"plan": summary.to_dict()} if summary else {}
         typer.echo(to_json({**ev.to_dict(),
-                            "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on]}))
+                            "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on], **extra}))
     else:
         print_evaluation(ev, Console())
+        if summary:
+            print_plan(summary, Console())
         for d in leaned_on:
             Console().print(escape(f"note: {d.describe()}"))
     if not ev.feasible:
@@ -122,6 +131,48 @@ def print_evaluation(ev: Evaluation, console: Console) -> None:
     )
     for note in ev.timing.notes:
         console.print(f"note: {note}")
+
+
+def device_ranges(devices: tuple[int, ...]) -> str:
+    """``0-3, 8, 10-11``: consecutive device numbers as ranges."""
+    parts: list[str] = []
+    start = prev = -2
+    for d in (*devices, -2):
+        if d == prev + 1:
+            prev = d
+            continue
+        if start >= 0:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = d
+    return ", ".join(parts)
+
+
+def print_plan(summary: PlanSummary, console: Console) -> None:
+    """The placement of ``dse evaluate --plan``: a row per table, then a row per device."""
+    tables = Table(title="placement by table")
+    for col in ("table", "sharding", "hot rows", "devices", "tier", "GB/device", "emb. share"):
+        tables.add_column(col, justify="left" if col in ("sharding", "devices", "tier") else "right")
+    for t in summary.tables:
+        where = f"all {len(t.devices)}" if t.copies > 1 else device_ranges(t.devices)
+        tables.add_row(str(t.table), t.sharding.replace("_", "-"), f"{t.hot_rows:,}" if t.hot_rows else "",
+                       where, ", ".join(t.tiers), si(max(t.bytes_by_device.values(), default=0.0), "B"),
+                       f"{t.embedding_share:.1%}")
+    console.print(tables)
+    devices = Table(title="placement by device (embedding, all-to-all: forward + backward)")
+    for col in ("devices", "tables", "HBM GB", "node DDR GB", "embedding ms", "all-to-all ms"):
+        devices.add_column(col, justify="right")
+    # Devices with identical rows share one line (a balanced plan has a handful of kinds).
+    rows: list[tuple[list[int], tuple[str, str, str, str, str]]] = []
+    for d in summary.devices:
+        cells = (str(d.tables), f"{d.hbm_used_gb:.2f}", f"{d.ddr_used_gb:.2f}",
+                 f"{d.embedding_s * 1e3:.3f}", f"{d.alltoall_s * 1e3:.3f}")
+        if rows and rows[-1][1] == cells:
+            rows[-1][0].append(d.device)
+        else:
+            rows.append(([d.device], cells))
+    for group, cells in rows:
+        devices.add_row(device_ranges(tuple(group)), *cells)
+    console.print(devices)
 
 
 @app.command("list")

@@ -1,0 +1,211 @@
+"""The placement plan as a person reads it: one row per table, one per device (``dse evaluate --plan``).
+
+TorchRec's planner prints each table's sharding type, ranks and storage per rank; this is the same
+view of a :class:`~dse.model.placement.Plan`, with the seconds each device spends on embedding
+lookups and on the all-to-all, computed by the timing model's own equations (docs/design.md,
+section 5, "Placement" and "Embedding lookup, per tier"). Pure: computed from an
+:class:`~dse.model.evaluate.Evaluation` and its calibration; the CLI only prints it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from dse.calibration.parameters import Calibration
+from dse.model.evaluate import Evaluation
+from dse.model.placement import Shard
+from dse.model.system import GB
+from dse.model.timing import (
+    EmbeddingLoads,
+    alltoall_elements,
+    alltoall_seconds,
+    embedding_seconds,
+)
+from dse.model.widths import COMM_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class TablePlan:
+    """Where one table lives."""
+
+    table: int
+    """Index in the workload's table list."""
+    sharding: str
+    """``replicated``, ``table_wise``, ``column_wise`` or ``row_wise`` (of the part not replicated)."""
+    hot_rows: int
+    """Rows replicated on every device besides the sharded table (hybrid embedding); 0 if none."""
+    size_bytes: float
+    """The table with its optimizer state, one copy."""
+    copies: int
+    """Copies of ``size_bytes`` across devices: every device for a replicated table, else 1."""
+    devices: tuple[int, ...]
+    """Devices holding a piece (every device for a replicated table)."""
+    tiers: tuple[str, ...]
+    """Tiers of its pieces: ``hbm``, ``host`` (DDR) or ``cache`` (DDR behind an HBM cache)."""
+    bytes_by_device: dict[int, float]
+    """Bytes of the table (not its hot rows) per device; they add up to size x copies (plus, for a
+    column-wise split under a row-wise optimizer, the row state each extra chunk keeps)."""
+    hot_rows_bytes_per_device: float
+    """Bytes of the hot-row copy each device holds."""
+    embedding_share: float
+    """Share of all devices' embedding seconds (lookup, backward and update) spent on this table."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (device keys become strings in JSON; listed here as ``gb_by_device``)."""
+        return {
+            "table": self.table,
+            "sharding": self.sharding,
+            "hot_rows": self.hot_rows,
+            "size_bytes": self.size_bytes,
+            "copies": self.copies,
+            "devices": list(self.devices),
+            "tiers": list(self.tiers),
+            "bytes_by_device": {str(d): b for d, b in self.bytes_by_device.items()},
+            "gb_per_device": max(self.bytes_by_device.values(), default=0.0) / GB,
+            "hot_rows_bytes_per_device": self.hot_rows_bytes_per_device,
+            "embedding_share": self.embedding_share,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePlan:
+    """What one device holds and how long its embedding work and all-to-all take per step."""
+
+    device: int
+    node: int
+    hbm_used_gb: float
+    """Tables, cache, dense model and activations on this device."""
+    ddr_used_gb: float
+    """Host-resident tables on this device's node (shared by the node's devices)."""
+    tables: int
+    """Tables with a piece here (replicated ones included)."""
+    embedding_s: float
+    """Forward lookup plus backward and update, HBM and host work overlapped as in the step."""
+    alltoall_s: float
+    """Forward and backward all-to-all, were this device the busiest."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {"device": self.device, "node": self.node, "hbm_used_gb": self.hbm_used_gb,
+                "ddr_used_gb": self.ddr_used_gb, "tables": self.tables,
+                "embedding_s": self.embedding_s, "alltoall_s": self.alltoall_s}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSummary:
+    """Every table and every device of a plan."""
+
+    tables: tuple[TablePlan, ...]
+    devices: tuple[DevicePlan, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the ``plan`` key of ``dse evaluate --plan --json``)."""
+        return {"tables": [t.to_dict() for t in self.tables],
+                "devices": [d.to_dict() for d in self.devices]}
+
+
+def _device_loads(shards: tuple[Shard, ...], devices: int, per_node: int) -> list[EmbeddingLoads]:
+    """Each device's embedding bytes (its own shards plus every replica), as the timing model's
+    :class:`EmbeddingLoads` of a single device; DDR bytes are its node's."""
+    hbm = [[0.0, 0.0] for _ in range(devices)]
+    pcie = [[0.0, 0.0] for _ in range(devices)]
+    ddr: defaultdict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    rep = [0.0, 0.0]
+    for s in shards:
+        t = s.traffic
+        if s.device < 0:
+            rep[0] += t.hbm_fwd
+            rep[1] += t.hbm_bwd
+            continue
+        hbm[s.device][0] += t.hbm_fwd
+        hbm[s.device][1] += t.hbm_bwd
+        pcie[s.device][0] += t.pcie_fwd
+        pcie[s.device][1] += t.pcie_bwd
+        node = ddr[s.device // per_node]
+        node[0] += t.ddr_fwd
+        node[1] += t.ddr_bwd
+    return [EmbeddingLoads(hbm_fwd=hbm[d][0] + rep[0], hbm_bwd=hbm[d][1] + rep[1],
+                           pcie=(pcie[d][0], pcie[d][1]), ddr=(ddr[d // per_node][0], ddr[d // per_node][1]),
+                           host=bool(pcie[d][0] or pcie[d][1]))
+            for d in range(devices)]
+
+
+def _shard_seconds(s: Shard, ev: Evaluation, calib: Calibration) -> float:
+    """Device-seconds of one shard's embedding traffic: HBM plus host link (a replica's on every
+    device)."""
+    sys = ev.system
+    t = s.traffic
+    mem = sys.hbm_bytes_s * calib.memory_efficiency
+    link = sys.pcie_bytes_s * calib.host_efficiency
+    sec = (t.hbm_fwd + t.hbm_bwd) / mem + ((t.pcie_fwd + t.pcie_bwd) / link if link else 0.0)
+    return sec * (ev.plan.devices if s.device < 0 else 1)
+
+
+def plan_summary(ev: Evaluation, calib: Calibration) -> PlanSummary:
+    """The plan of ``ev`` per table and per device. ``calib``: the calibration ``ev`` was scored
+    with (it sets the efficiencies that turn bytes into seconds)."""
+    plan, wl = ev.plan, ev.workload
+    g = plan.devices
+    by_table: defaultdict[int, list[Shard]] = defaultdict(list)
+    for s in plan.shards:
+        by_table[s.table].append(s)
+    seconds = {ti: sum(_shard_seconds(s, ev, calib) for s in shards) for ti, shards in by_table.items()}
+    total_s = sum(seconds.values())
+    tables = []
+    for ti, table in enumerate(wl.tables):
+        shards = by_table.get(ti, [])
+        hot = [s for s in shards if s.sharding == "hot_rows"]
+        rest = [s for s in shards if s.sharding != "hot_rows"]
+        replicated = any(s.device < 0 for s in rest)
+        by_device: dict[int, float] = {}
+        for s in rest:
+            for d in (range(g) if s.device < 0 else (s.device,)):
+                by_device[d] = by_device.get(d, 0.0) + s.footprint_bytes
+        tables.append(TablePlan(
+            table=ti, sharding=rest[0].sharding if rest else "unplaced",
+            hot_rows=sum(s.rows for s in hot), size_bytes=float(wl.table_bytes(table)),
+            copies=g if replicated else 1, devices=tuple(sorted(by_device)),
+            tiers=tuple(dict.fromkeys(s.tier for s in rest)), bytes_by_device=by_device,
+            hot_rows_bytes_per_device=sum(s.footprint_bytes for s in hot),
+            embedding_share=seconds.get(ti, 0.0) / total_s if total_s else 0.0))
+    return PlanSummary(tuple(tables), _devices(ev, calib))
+
+
+def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
+    """Every device's memory, tables and embedding and all-to-all seconds."""
+    plan, sys = ev.plan, ev.system
+    g, per_node = plan.devices, sys.accelerators_per_node
+    loads = _device_loads(plan.shards, g, per_node)
+    same, cross = _alltoall_sends(ev)
+    everywhere = {s.table for s in plan.shards if s.device < 0}
+    owned: defaultdict[int, set[int]] = defaultdict(set)
+    for s in plan.shards:
+        if s.device >= 0:
+            owned[s.device].add(s.table)
+    out = []
+    for d in range(g):
+        t = embedding_seconds(loads[d], sys, calib)
+        a2a = alltoall_seconds(same[d], cross[d], g, sys, calib)
+        ddr = plan.ddr_used_bytes[d // per_node] if d // per_node < len(plan.ddr_used_bytes) else 0.0
+        out.append(DevicePlan(
+            device=d, node=d // per_node, hbm_used_gb=plan.hbm_used_bytes[d] / GB, ddr_used_gb=ddr / GB,
+            tables=len(owned[d] | everywhere),
+            embedding_s=max(t["emb_fwd"], t["host_fwd"]) + max(t["emb_bwd"], t["host_bwd"]),
+            alltoall_s=2.0 * max(a2a["a2a_fabric"], a2a["a2a_network"])))
+    return tuple(out)
+
+
+def _alltoall_sends(ev: Evaluation) -> tuple[list[float], list[float]]:
+    """Bytes each device sends per all-to-all inside and outside its scale-up domain (the per-device
+    lists behind :func:`dse.model.timing.alltoall_sends`, which keeps only their maxima)."""
+    plan, sys, wl = ev.plan, ev.system, ev.workload
+    g = plan.devices
+    if g <= 1:
+        return [0.0] * g, [0.0] * g
+    s_c = COMM_BYTES[wl.precision]
+    lead_dim = wl.interaction_dim() if sys.spec.software.bottom_mlp_on_one_device else 0
+    same, cross = alltoall_elements(plan, min(sys.scaleup_domain, g), wl.global_batch / g,
+                                    wl.global_batch, lead_dim)
+    return [x * s_c for x in same], [x * s_c for x in cross]
