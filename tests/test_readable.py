@@ -1,4 +1,5 @@
-"""What a person reads (issue 18): the placement plan of ``dse evaluate --plan``, ...
+"""What a person reads (issue 18): the placement plan of ``dse evaluate --plan``; ``dse status`` and
+``dse pareto`` tables that fit 80 columns, one row per design, numbers never cut; ...
 
 Each test drives the CLI as a user would and checks what they read against the model's own numbers.
 """
@@ -6,15 +7,19 @@ Each test drives the CLI as a user would and checks what they read against the m
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from study_helpers import CHEAP, write_study
 from typer.testing import CliRunner
 
 from dse.calibration.parameters import load_calibration
 from dse.cli import app
+from dse.cli.tables import distinct_designs
 from dse.model.evaluate import evaluate
 from dse.model.system import load_system
 from dse.model.workload import load_workload
+from dse.outputs.labels import human_number
 from dse.outputs.plan import plan_summary
 
 runner = CliRunner()
@@ -76,3 +81,71 @@ def test_plan_printed() -> None:
     assert "placement by table" in result.stdout and "placement by device" in result.stdout
     assert "column-wise" in result.stdout and "all 128" in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+# --- terminal tables at 80 columns ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("readable")
+    path = write_study(tmp / "s.toml", name="s", **CHEAP, sampler="random", budget=25, seed=1,
+                       storage=str(tmp / "s.journal"))
+    path.write_text(path.read_text().replace("throughput-vs-capex", "throughput-capex-power"))
+    result = runner.invoke(app, ["run", str(path), "--quiet", "--no-report"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def table_cells(text: str) -> list[list[str]]:
+    """The body cells of every rich table row in ``text`` (lines between vertical bars)."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines()
+            if line.startswith("│")]
+
+
+@pytest.mark.parametrize("command", ["status", "pareto"])
+def test_tables_fit_80_columns_and_cut_nothing(finished: Path, command: str) -> None:
+    result = runner.invoke(app, [command, str(finished)], env=NARROW)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, result.stdout
+    cells = table_cells(result.stdout)
+    assert cells and not any(c.endswith("…") for row in cells for c in row), result.stdout
+    assert "samples/s" in result.stdout and "capex USD" in result.stdout and "power kW" in result.stdout
+    # No internal name is a header.
+    assert "throughput_samples_per_s" not in result.stdout and "param:" not in result.stdout
+
+
+def test_pareto_rows_best_first_with_every_front_trial(finished: Path) -> None:
+    front = json.loads(runner.invoke(app, ["pareto", str(finished), "--json"]).stdout)
+    result = runner.invoke(app, ["pareto", str(finished), "--columns",
+                                 "trials,throughput_samples_per_s,nodes"], env=NARROW)
+    assert result.exit_code == 0, result.output
+    rows = [r for r in table_cells(result.stdout) if r[0]]
+    numbers = [int(n) for r in rows for n in r[0].split()[0].split(",") if n]
+    assert sorted(numbers) == sorted(r["number"] for r in front)
+    throughput = [int(r[1].replace(",", "")) for r in rows]
+    assert throughput == sorted(throughput, reverse=True)
+    assert "capex USD" not in result.stdout  # only the chosen columns
+
+
+def test_unknown_column_is_one_line_error(finished: Path) -> None:
+    result = runner.invoke(app, ["pareto", str(finished), "--columns", "trials,speed"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "--columns" in result.stderr and "speed" in result.stderr
+
+
+def test_one_row_per_distinct_design() -> None:
+    rows = [{"number": n, "baseline": "", "param:nodes": nodes, "capex_usd": capex}
+            for n, nodes, capex in ((3, 2, 200.0), (1, 1, 100.0), (7, 2, 200.0), (4, 4, 400.0))]
+    designs = distinct_designs(rows, [("capex_usd", "minimize")])
+    assert [d.trials for d in designs] == [(1,), (3, 7), (4,)]
+    designs = distinct_designs(rows, [("capex_usd", "maximize")])
+    assert [d.trials for d in designs] == [(4,), (3, 7), (1,)]
+
+
+def test_numbers_never_in_scientific_notation() -> None:
+    for value in (1.278e5, 1.5e-5, 3.0e12, 0.5, 12.0):
+        text = human_number(value)
+        assert "e" not in text.lower()
+        assert float(text.replace(",", "")) == pytest.approx(value, rel=5e-3)

@@ -7,7 +7,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,9 +16,9 @@ import typer
 from optuna.trial import TrialState
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from dse.cli._app import app, fail, to_json, wide_console
+from dse.cli._app import app, fail, to_json
+from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.outputs.results import load_stored_study, status, trials_frame
 from dse.search.objectives import METRICS as METRIC_NAMES
@@ -29,6 +29,9 @@ from dse.search.runner import Progress as StudyProgress
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec
 from dse.search.storage import PROXY_THREADS, is_loopback, open_storage, redact, serve_proxy, storage_failure
 
+ColumnsOpt = Annotated[str | None, typer.Option(
+    "--columns", help="Comma-separated columns: metrics (capex_usd, power_w, ...), parameters "
+    "(nodes, node.nics, ...), trials, design. Default: trials, objectives, bottleneck, design.")]
 StorageOpt = Annotated[str | None, typer.Option(
     "--storage", help="Optuna storage: a .journal path (default: studies/NAME.journal), "
     "postgresql://USER:PASSWORD@HOST:PORT/DB, sqlite:///FILE or grpc://HOST:PORT (a dse storage-proxy).")]
@@ -233,6 +236,7 @@ def status_cmd(
     study: Annotated[str, typer.Argument(help="Study name or file.")],
     storage: StorageOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    columns: ColumnsOpt = None,
 ) -> None:
     """Progress, running and failed trials, and the best designs of a study."""
     spec = _spec(study)
@@ -251,25 +255,20 @@ def status_cmd(
         f"{info['feasible']} feasible; front of {info['front_size']}, hypervolume "
         f"{info['hypervolume']:.3f}; calibration {info['calibration_version']}"
     )
-    _print_rows(console, info["front"], "best designs (front, first objective first)")
+    objectives = [(o["metric"], o["direction"]) for o in info["objectives"]]
+    _print_designs(console, info["front"], objectives, columns,
+                   "best designs (front, first objective first)")
 
 
-def _print_rows(console: Console, rows: list[dict[str, Any]], title: str) -> None:
-    if not rows:
-        console.print("no feasible design yet")
+def _print_designs(console: Console, rows: Sequence[dict[str, Any]], objectives: Sequence[tuple[str, str]],
+                   columns: str | None, title: str) -> None:
+    """One row per distinct design, best first by the first objective (see :mod:`dse.cli.tables`)."""
+    try:
+        chosen = choose_columns(columns, rows, objectives)
+    except DseInputError as exc:
+        fail(str(exc))
         return
-    keys = ["number", "baseline"] + [k for k in rows[0] if k.startswith("param:")] + [
-        "throughput_samples_per_s", "capex_usd", "power_w", "bottleneck"]
-    table = Table(*[k.removeprefix("param:") for k in keys], title=title)
-    for row in rows:
-        table.add_row(*[_cell(row.get(k)) for k in keys])
-    console.print(table)
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-    return "" if value is None else str(value)
+    print_designs(console, distinct_designs(rows, objectives), chosen, title)
 
 
 @app.command("pareto")
@@ -279,11 +278,17 @@ def pareto_cmd(
     csv: Annotated[Path | None, typer.Option("--csv", help="Write the front as CSV.")] = None,
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the front as Parquet.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the front as JSON.")] = False,
+    columns: ColumnsOpt = None,
 ) -> None:
-    """The Pareto front of a study: a table, or CSV / JSON / Parquet."""
+    """The Pareto front of a study: a table (one row per distinct design, best first by the first
+    objective), or CSV / JSON / Parquet (every front trial)."""
+    from dse.outputs.results import objective_set_of
+
     spec = _spec(study)
     try:
-        frame = trials_frame(load_stored_study(spec, storage), only_front=True)
+        stored = load_stored_study(spec, storage)
+        frame = trials_frame(stored, only_front=True)
+        objectives = [(o.metric, o.direction) for o in objective_set_of(stored, spec.objectives).objectives]
     except DseInputError as exc:
         fail(str(exc))
         return
@@ -294,8 +299,8 @@ def pareto_cmd(
     if as_json:
         typer.echo(to_json(frame.reset_index().to_dict(orient="records")))
     elif csv is None and parquet is None:
-        _print_rows(wide_console(160),
-                    frame.reset_index().to_dict(orient="records"), f"{spec.name}: Pareto front")
+        _print_designs(Console(), frame.reset_index().to_dict(orient="records"), objectives, columns,
+                       f"{spec.name}: Pareto front")
 
 
 @app.command("export")

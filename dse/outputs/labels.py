@@ -1,0 +1,139 @@
+"""Human names, units and number formats for every metric and design parameter: the one table the
+terminal tables and the report read, so a column header and an axis title say the same thing.
+
+>>> header("capex_usd"), title("power_w"), show("power_w", 5975.3)
+('capex USD', 'power (kW)', '5.98')
+>>> human_number(1_693_670.3), human_number(29.2093), human_number(0.00108287)
+('1,693,670', '29.2', '0.00108')
+>>> design_phrase({"param:nodes": 1, "param:node.nics": 8, "param:network.oversubscription": 1.0})
+'1 node, 8 NICs, 1:1 oversubscribed'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """How one metric or parameter is shown."""
+
+    header: str
+    """Short column header with its unit (terminal tables)."""
+    title: str
+    """Axis title with its unit (figures)."""
+    scale: float = 1.0
+    """Multiplies the stored value into the unit of ``header`` and ``title`` (W -> kW: 1e-3)."""
+    phrase: str = ""
+    """How a design states the value, ``{}`` standing for it (``"{} nodes"``); empty: not a knob."""
+
+
+LABELS: Mapping[str, Label] = {
+    # Metrics (keys of Evaluation.metrics()).
+    "throughput_samples_per_s": Label("samples/s", "throughput (samples/s)"),
+    "step_time_s": Label("step ms", "step time (ms)", 1e3),
+    "capex_usd": Label("capex USD", "capex (USD)"),
+    "power_w": Label("power kW", "power (kW)", 1e-3),
+    "power_per_node_w": Label("kW/node", "power per node (kW)", 1e-3),
+    "tco_usd_per_year": Label("TCO USD/yr", "TCO (USD per year)"),
+    "usd_per_million_samples": Label("USD/M samples", "cost (USD per million samples)"),
+    "usd_per_billion_samples": Label("USD/G samples", "cost (USD per billion samples)"),
+    "samples_per_s_per_kusd": Label("samples/s/kUSD", "throughput per capex (samples/s per kUSD)"),
+    "samples_per_s_per_w": Label("samples/s/W", "throughput per watt (samples/s per W)"),
+    "energy_per_sample_j": Label("mJ/sample", "energy per sample (mJ)", 1e3),
+    "epoch_time_s": Label("epoch min", "one Criteo epoch (min)", 1 / 60),
+    "epoch_cost_usd": Label("epoch USD", "one Criteo epoch (USD)"),
+    "dataset_time_s": Label("train h", "one pass over the dataset (h)", 1 / 3600),
+    "dataset_cost_usd": Label("train USD", "one pass over the dataset (USD)"),
+    "hbm_used_gb": Label("HBM GB", "HBM used, fullest accelerator (GB)"),
+    "hbm_capacity_gb": Label("HBM cap. GB", "HBM for tables per accelerator (GB)"),
+    "ddr_used_gb": Label("DDR GB", "host DDR used, fullest node (GB)"),
+    "ddr_capacity_gb": Label("DDR cap. GB", "host DDR for tables per node (GB)"),
+    "memory_short_gb": Label("short GB", "memory lacking (GB)"),
+    "accelerators": Label("accel.", "accelerators"),
+    "compute_share": Label("compute %", "compute and HBM share of the step (%)", 100.0),
+    "bottleneck": Label("bound by", "bottleneck"),
+    # Design parameters (search-space keys; nodes is both).
+    "nodes": Label("nodes", "nodes", phrase="{} nodes"),
+    "system": Label("system", "system", phrase="{}"),
+    "node.accelerator": Label("accelerator", "accelerator", phrase="{}"),
+    "node.accelerators": Label("accel./node", "accelerators per node", phrase="{} accelerators"),
+    "node.hbm_gb": Label("HBM GB", "HBM per accelerator (GB)", phrase="{} GB HBM"),
+    "node.ddr_gb": Label("DDR GB", "host DDR per node (GB)", phrase="{} GB DDR"),
+    "node.pcie_gen": Label("PCIe gen", "PCIe generation", phrase="PCIe {}"),
+    "node.scaleup": Label("scale-up", "scale-up fabric", phrase="{}"),
+    "node.scaleup_gb_s": Label("scale-up GB/s", "scale-up bandwidth (GB/s)", phrase="{} GB/s scale-up"),
+    "node.nics": Label("NICs", "NICs per node", phrase="{} NICs"),
+    "node.nic_gbit_s": Label("NIC Gb/s", "NIC speed (Gb/s)", phrase="{} Gb/s"),
+    "node.nic_attach": Label("NIC on", "NICs attached to", phrase="NICs on {}"),
+    "network.topology": Label("network", "network topology", phrase="{}"),
+    "network.oversubscription": Label("oversub.", "network oversubscription", phrase="{}:1 oversubscribed"),
+}
+"""Every metric and parameter a table or figure names; others fall back to :func:`label`."""
+
+
+def label(name: str) -> Label:
+    """The label of ``name``; an unknown one (or an encoded parameter, ``node.pcie_gen_index``) is
+    named after its last part, without underscores."""
+    key = name.removeprefix("param:").removesuffix("_index")
+    found = LABELS.get(key)
+    if found is not None:
+        return found
+    plain = key.rsplit(".", 1)[-1].replace("_", " ")
+    return Label(plain, plain, phrase=f"{plain} {{}}")
+
+
+def header(name: str) -> str:
+    """Short column header with unit."""
+    return label(name).header
+
+
+def title(name: str) -> str:
+    """Axis or legend title with unit."""
+    return label(name).title
+
+
+def human_number(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, thousands separators and never scientific
+    notation; integers of more digits keep them all (1,693,670, not 1.69e+06)."""
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude >= digits - 1:
+        return f"{round(value):,}"
+    decimals = digits - 1 - magnitude
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def show(name: str, value: Any) -> str:
+    """``value`` of metric or parameter ``name`` in its label's unit, as a table cell."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value).lower()
+    if isinstance(value, int):
+        return f"{round(value * label(name).scale):,}" if label(name).scale != 1.0 else f"{value:,}"
+    if isinstance(value, float):
+        return human_number(value * label(name).scale)
+    return str(value)
+
+
+def design_phrase(params: Mapping[str, Any]) -> str:
+    """A design in words from its parameters (``param:`` prefixes allowed), in the order given:
+    ``16 accelerators, 29.2 GB HBM, 2 NICs, 400 Gb/s``; a count and a kind of accelerator read
+    ``8x H100``."""
+    named = {k.removeprefix("param:"): v for k, v in params.items()}
+    parts = []
+    for name, value in named.items():
+        if name == "node.accelerators" and "node.accelerator" in named:
+            parts.append(f"{value}x {named['node.accelerator']}")
+        elif name != "node.accelerator" or "node.accelerators" not in named:
+            phrase, shown = label(name).phrase, show(name, value)
+            if shown == "1" and phrase.endswith("s"):
+                phrase = phrase[:-1]  # 1 node, 1 NIC
+            parts.append(phrase.format(shown))
+    return ", ".join(parts)
