@@ -7,10 +7,17 @@ Each test drives the CLI as a user would and checks what they read against the m
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import optuna
 import pytest
-from study_helpers import CHEAP, write_study
+from optuna.trial import TrialState
+from study_helpers import CHEAP, ROOT, write_study
 from typer.testing import CliRunner
 
 from dse.calibration.parameters import load_calibration
@@ -21,6 +28,8 @@ from dse.model.system import load_system
 from dse.model.workload import load_workload
 from dse.outputs.labels import human_number
 from dse.outputs.plan import plan_summary
+from dse.search.recovery import RETRY_KEY
+from dse.search.storage import journal_storage
 
 runner = CliRunner()
 NARROW = {"COLUMNS": "80"}
@@ -149,3 +158,44 @@ def test_numbers_never_in_scientific_notation() -> None:
         text = human_number(value)
         assert "e" not in text.lower()
         assert float(text.replace(",", "")) == pytest.approx(value, rel=5e-3)
+
+
+# --- Ctrl-C during dse run -----------------------------------------------------------------------
+
+
+def test_ctrl_c_during_run_says_what_was_kept(tmp_path: Path) -> None:
+    """A real SIGINT to ``dse run`` in a subprocess: exit 130, one line on stderr, no traceback;
+    the resume retries a trial the interrupt failed."""
+    path = write_study(tmp_path / "s.toml", name="s", **CHEAP, sampler="random", budget=100_000,
+                       seed=1, storage=str(tmp_path / "s.journal"))
+    journal = tmp_path / "s.journal"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dse", "run", str(path), "--quiet", "--no-report"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # A shell's background job ignores SIGINT; a terminal's Ctrl-C does not.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+            not journal.exists() or journal.read_bytes().count(b'"state":1') < 20):
+        time.sleep(0.2)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted: "), err
+    study = optuna.load_study(study_name="s", storage=journal_storage(journal))
+    kept = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    assert lines[0] == f"interrupted: {kept:,} of 100,000 trials kept; `dse run {path}` resumes"
+    # A trial the interrupt failed, or left running when it came between Optuna's own steps (the
+    # resume then recovers it), is retried by the resume.
+    cut = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL, TrialState.RUNNING))]
+
+    resumed = runner.invoke(app, ["run", str(path), "--quiet", "--no-report", "--trials", "3"])
+    assert resumed.exit_code == 0, resumed.output
+    study = optuna.load_study(study_name="s", storage=journal_storage(journal))
+    retried = {t.user_attrs.get(RETRY_KEY)
+               for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
+    assert set(cut) <= retried, (cut, err)

@@ -3,6 +3,7 @@ plot (registered on :data:`dse.cli._app.app`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -12,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import optuna
 import typer
 from optuna.trial import TrialState
 from rich.console import Console
@@ -22,7 +24,7 @@ from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.outputs.results import load_stored_study, status, trials_frame
 from dse.search.objectives import METRICS as METRIC_NAMES
-from dse.search.parallel import join_workers, start_workers, stop_gracefully
+from dse.search.parallel import WorkerExits, join_workers, start_workers, stop_gracefully
 from dse.search.recovery import WORKER_KEY
 from dse.search.runner import STOP, open_study, run_study, target_of
 from dse.search.runner import Progress as StudyProgress
@@ -107,6 +109,21 @@ def run_cmd(
                    f"complete, {info['waiting']} queued; workers join it with: dse worker "
                    f"{study}{join}")
         return
+    try:
+        with _quiet_interrupted_trials():
+            result = _run_with_progress(spec, study, url, until, jobs, quiet)
+    except KeyboardInterrupt:
+        _interrupted(spec, study, url)
+        return
+    if result is None:
+        return
+    _after_run(result, spec, url, shown, until, report)
+
+
+def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: int,
+                       quiet: bool) -> tuple[optuna.Study, WorkerExits] | None:
+    """Work on the study (with ``jobs - 1`` helper processes) under a progress bar; the stored
+    study and the helpers' exits."""
     console = Console(stderr=True)
     workers = start_workers(study, url, until, jobs - 1)
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -126,9 +143,16 @@ def run_cmd(
                                    until=until)
         except DseInputError as exc:
             fail(str(exc))
-            return
+            return None
         finally:
             exits = join_workers(workers)
+    return result, exits
+
+
+def _after_run(done: tuple[optuna.Study, WorkerExits], spec: StudySpec, url: str, shown: str,
+               until: int, report: bool) -> None:
+    """The closing line of ``dse run``, its helpers' failures, and the report."""
+    result, exits = done
     summary = status(result)
     typer.echo(f"{spec.name}: {summary['complete']} of {spec.budget} trials complete, "
                f"{summary['feasible']} feasible, front of {summary['front_size']}, hypervolume "
@@ -142,6 +166,48 @@ def run_cmd(
                    "their trials were retried by the others", err=True)
     if report:
         typer.echo(f"report: {_write_report(result, spec, url, None)}")
+
+
+class _InterruptedTrialFilter(logging.Filter):
+    """Drops Optuna's two warnings about a trial failed by Ctrl-C (one with a traceback): the
+    command says in one line what was kept (the trial's design is re-enqueued for the resume)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trials: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+            self.trials.add(message.split()[1])  # "Trial N failed with parameters: ..."
+            record.exc_info = None
+            return False
+        words = message.split()
+        return not (len(words) > 2 and words[0] == "Trial" and words[1] in self.trials
+                    and message.endswith("failed with value None."))
+
+
+@contextmanager
+def _quiet_interrupted_trials() -> Iterator[None]:
+    logger = logging.getLogger("optuna.study._optimize")
+    quiet = _InterruptedTrialFilter()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
+def _interrupted(spec: StudySpec, study: str, url: str) -> None:
+    """Ctrl-C: one line saying what the study kept and how to resume, exit code 130 (128 + SIGINT)."""
+    try:
+        kept = status(load_stored_study(spec, url or None))["complete"]
+        what = f"{kept:,} of {spec.budget:,} trials kept"
+    except Exception:  # the storage itself may be what hung: the line must still come
+        what = "the completed trials are kept"
+    resume = f"dse run {study}" + (f" --storage {redact(url)}" if url and url != spec.storage else "")
+    typer.echo(f"interrupted: {what}; `{resume}` resumes", err=True)
+    raise typer.Exit(code=130)
 
 
 def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | None) -> Path:
@@ -172,7 +238,7 @@ def worker_cmd(
     shown = redact(url) if url else f"studies/{spec.name}.journal"
     stopped_by = stop_gracefully()
     try:
-        with _storage_errors():
+        with _storage_errors(), _quiet_interrupted_trials():
             result = run_study(spec, url, max_trials=trials, create=False)
             me = f"{socket.gethostname()}:{os.getpid()}"
             mine = sum(1 for t in result.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
