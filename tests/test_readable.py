@@ -199,3 +199,31 @@ def test_ctrl_c_during_run_says_what_was_kept(tmp_path: Path) -> None:
     retried = {t.user_attrs.get(RETRY_KEY)
                for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
     assert set(cut) <= retried, (cut, err)
+
+
+# --- time and cost to train the workload's own dataset -------------------------------------------
+
+
+def test_training_time_uses_the_workloads_own_dataset() -> None:
+    criteo = evaluate(load_workload("mlperf-dlrm-dcnv2"), load_system("dgx-h100"))
+    seconds, usd = criteo.dataset_pass() or (0.0, 0.0)
+    assert criteo.workload.samples_per_epoch == 4_195_197_692
+    assert seconds == pytest.approx(4_195_197_692 / criteo.throughput_samples_per_s, rel=1e-12)
+    assert usd == pytest.approx(criteo.usd_per_billion_samples * 4.195197692, rel=1e-12)
+    assert criteo.usd_per_billion_samples == pytest.approx(
+        criteo.economics.usd_per_million_samples * 1e3, rel=1e-12)
+    synthetic = evaluate(load_workload("zion-2019"), load_system("zion"))
+    assert synthetic.workload.samples_per_epoch == 0 and synthetic.dataset_pass() is None
+    data = synthetic.to_dict()
+    assert data["dataset_time_s"] is None and data["samples_per_epoch"] is None
+    assert "epoch_time_s" in data  # the Criteo-epoch keys stay (a contract)
+
+
+def test_training_line_printed() -> None:
+    result = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2"],
+                           env={"COLUMNS": "200"})
+    assert "one epoch of its dataset (4,195,197,692 samples) in" in result.stdout
+    assert "USD per billion samples" in result.stdout
+    result = runner.invoke(app, ["evaluate", "-s", "zion", "-w", "zion-2019"], env={"COLUMNS": "200"})
+    assert "no time to train: zion-2019 states no dataset size" in result.stdout
+    assert "Criteo" not in result.stdout

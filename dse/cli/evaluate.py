@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +20,7 @@ from dse.model.catalog import load_catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import load_system, system_presets
 from dse.model.workload import load_workload, workload_presets
+from dse.outputs.labels import human_number
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.records import parse_override
 
@@ -125,10 +127,10 @@ def print_evaluation(ev: Evaluation, console: Console) -> None:
     money.add_row("[bold]total", f"[bold]{ev.cost.capex_usd:,.0f}", f"[bold]{ev.power.power_w:,.0f}")
     console.print(money)
     console.print(
-        f"TCO {m['tco_usd_per_year']:,.0f} USD/year, {m['usd_per_million_samples']:.4f} USD per "
-        f"million samples, {m['energy_per_sample_j'] * 1e3:.3f} mJ/sample, one Criteo epoch in "
-        f"{m['epoch_time_s'] / 60:.1f} min for {m['epoch_cost_usd']:,.2f} USD"
+        f"TCO {m['tco_usd_per_year']:,.0f} USD/year, {human_number(ev.usd_per_billion_samples)} USD "
+        f"per billion samples, {m['energy_per_sample_j'] * 1e3:.3f} mJ/sample"
     )
+    console.print(training_line(ev))
     for note in ev.timing.notes:
         console.print(f"note: {note}")
 
@@ -173,6 +175,27 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
     for group, cells in rows:
         devices.add_row(device_ranges(tuple(group)), *cells)
     console.print(devices)
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` in the largest unit that keeps it above 1 (s, min, h, days), 3 significant
+    figures."""
+    if not math.isfinite(seconds):
+        return "never (no throughput)"
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{human_number(seconds / size)} {unit}"
+    return f"{human_number(seconds)} s"
+
+
+def training_line(ev: Evaluation) -> str:
+    """Time and TCO of one pass over the workload's own dataset, or why there is none."""
+    dataset = ev.dataset_pass()
+    if dataset is None:
+        return f"no time to train: {ev.workload.name} states no dataset size (samples_per_epoch)"
+    seconds, usd = dataset
+    return (f"one epoch of its dataset ({ev.workload.samples_per_epoch:,} samples) in "
+            f"{duration(seconds)} for {human_number(usd)} USD")
 
 
 @app.command("list")

@@ -71,6 +71,22 @@ class Evaluation:
             return 0.0
         return (bd["dense_compute"] + bd["embedding_memory"]) / step
 
+    @property
+    def usd_per_billion_samples(self) -> float:
+        """TCO per billion training samples (USD): differences between designs show in three
+        significant figures, where per million they round away."""
+        return self.economics.usd_per_million_samples * 1e3
+
+    def dataset_pass(self) -> tuple[float, float] | None:
+        """Seconds and TCO (USD) of one pass over the workload's own dataset
+        (``Workload.samples_per_epoch``); None when its file states no dataset size."""
+        samples = self.workload.samples_per_epoch
+        if not samples:
+            return None
+        step = self.step_time_s
+        seconds = samples * step / self.workload.global_batch if 0 < step < math.inf else math.inf
+        return seconds, self.economics.usd_per_million_samples * samples / 1e6
+
     def metrics(self) -> dict[str, float | int | str | bool]:
         """Flat scalar metrics: what objectives, constraints and trial attributes read."""
         plan = self.plan
@@ -119,6 +135,13 @@ class Evaluation:
                 "calibration_version": self.calibration_version,
             }
         )
+        dataset = self.dataset_pass()
+        out.update({
+            "usd_per_billion_samples": self.usd_per_billion_samples,
+            "samples_per_epoch": self.workload.samples_per_epoch or None,
+            "dataset_time_s": dataset[0] if dataset else None,
+            "dataset_cost_usd": dataset[1] if dataset else None,
+        })
         return out
 
 

@@ -161,6 +161,9 @@ class Workload:
     description: str = ""
     source: str = ""
     synthetic: bool = False
+    samples_per_epoch: int = 0
+    """Training samples in one pass over the workload's own dataset; 0 when its file states none
+    (synthetic models and benchmarks on random data)."""
 
     # --- sizes -----------------------------------------------------------------------------------
     @_memo
@@ -312,6 +315,7 @@ class _WorkloadFile:
     dcn_layers: int = field(default=0, metadata={"min": 0})
     dcn_rank: int = field(default=0, metadata={"min": 0})
     access_zipf: float = field(default=1.05, metadata={"min": 0.0})
+    samples_per_epoch: int = field(default=0, metadata={"min": 0})
     description: str = ""
     source: str = ""
 
@@ -377,6 +381,7 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
         description=spec.description,
         source=spec.source,
         synthetic=spec.synthetic is not None,
+        samples_per_epoch=spec.samples_per_epoch,
     )
 
 
