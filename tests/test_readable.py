@@ -25,7 +25,8 @@ from dse.cli import app
 from dse.cli.tables import distinct_designs
 from dse.model.evaluate import evaluate
 from dse.model.system import load_system
-from dse.model.workload import load_workload
+from dse.model.whatif import bottom_mlp_leads, step_from_stages, what_if
+from dse.model.workload import load_workload, workload_presets
 from dse.outputs.labels import human_number
 from dse.outputs.plan import plan_summary
 from dse.search.recovery import RETRY_KEY
@@ -227,3 +228,68 @@ def test_training_line_printed() -> None:
     result = runner.invoke(app, ["evaluate", "-s", "zion", "-w", "zion-2019"], env={"COLUMNS": "200"})
     assert "no time to train: zion-2019 states no dataset size" in result.stdout
     assert "Criteo" not in result.stdout
+
+
+# --- compare and what-if -------------------------------------------------------------------------
+
+
+def test_step_from_stages_reproduces_every_preset() -> None:
+    """The what-if recomputes the step from raw stage durations exactly as the model does."""
+    for workload in workload_presets():
+        for system in ("dgx-h100", "zion", "a100-pcie-x4", "gb200-nvl72"):
+            for over in ((("nodes", 4),), (("nodes", 2), ("software.bottom_mlp_on_one_device", True))):
+                ev = evaluate(load_workload(workload), load_system(system, over))
+                assert step_from_stages(ev.timing.stages_s, bottom_mlp_leads(ev)) == ev.step_time_s
+                faster = what_if(ev)
+                assert all(t <= ev.step_time_s for t in faster.values())
+                # A stage off the critical path gains nothing.
+                for stage, seconds in ev.breakdown_s.items():
+                    if seconds == 0.0 and stage != "input_exposed":
+                        assert faster[stage] == ev.step_time_s
+
+
+def test_what_if_answers_more_than_the_bottleneck_label() -> None:
+    """On 16 DGX H100 the label says embedding memory; halving it still gains the most, and halving
+    dense compute gains nearly as much although it is not the bottleneck."""
+    result = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--set",
+                                 "nodes=16", "--what-if", "--json"])
+    data = json.loads(result.stdout)
+    faster = data["step_s_if_2x_faster"]
+    assert set(faster) == set(data["breakdown_s"])
+    assert min(faster, key=faster.__getitem__) == "embedding_memory" == data["bottleneck"]
+    assert faster["dense_compute"] < data["step_time_s"] * 0.95
+    printed = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--set",
+                                  "nodes=16", "--what-if"], env=NARROW)
+    assert "step time were one stage 2x faster" in printed.stdout
+
+
+def test_compare_two_systems() -> None:
+    result = runner.invoke(app, ["compare", "dgx-h100", "hgx-h200", "-w", "mlperf-dlrm-dcnv2",
+                                 "--set", "nodes=4", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    one = evaluate(load_workload("mlperf-dlrm-dcnv2"), load_system("dgx-h100", (("nodes", 4),)))
+    assert data["designs"] == ["dgx-h100", "hgx-h200"]
+    assert data["metrics"]["throughput_samples_per_s"][0] == one.throughput_samples_per_s
+    assert sum(a for a, _ in data["breakdown_s"].values()) == pytest.approx(one.step_time_s)
+    assert data["bottleneck"][0] == one.bottleneck
+    printed = runner.invoke(app, ["compare", "dgx-h100", "hgx-h200", "-w", "mlperf-dlrm-dcnv2"],
+                            env=NARROW)
+    assert printed.exit_code == 0 and "upgrade first" in printed.stdout and "bound by" in printed.stdout
+    assert max(len(line) for line in printed.stdout.splitlines()) <= 80
+    missing = runner.invoke(app, ["compare", "dgx-h100", "hgx-h200"])
+    assert missing.exit_code == 2 and "--workload" in missing.stderr
+
+
+def test_compare_two_trials(finished: Path) -> None:
+    front = json.loads(runner.invoke(app, ["pareto", str(finished), "--json"]).stdout)
+    a, b = front[0], front[-1]
+    result = runner.invoke(app, ["compare", str(a["number"]), str(b["number"]), "--study",
+                                 str(finished), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["metrics"]["capex_usd"] == [a["capex_usd"], b["capex_usd"]]
+    assert data["metrics"]["throughput_samples_per_s"] == [a["throughput_samples_per_s"],
+                                                           b["throughput_samples_per_s"]]
+    bad = runner.invoke(app, ["compare", "0", "99999", "--study", str(finished)])
+    assert bad.exit_code == 2 and "99999" in bad.stderr

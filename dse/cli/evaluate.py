@@ -19,8 +19,10 @@ from dse.errors import DseInputError
 from dse.model.catalog import load_catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import load_system, system_presets
+from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
-from dse.outputs.labels import human_number
+from dse.outputs.compare import Comparison, compare
+from dse.outputs.labels import header, human_number, show
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.records import parse_override
 
@@ -53,6 +55,8 @@ def evaluate_cmd(
     plan: Annotated[bool, typer.Option(
         "--plan", help="List the placement: every table's sharding, devices, tier and GB per device, "
         "and every device's memory, embedding and all-to-all time.")] = False,
+    what_if_: Annotated[bool, typer.Option(
+        "--what-if", help="The step time were each stage twice as fast: which part to upgrade.")] = False,
 ) -> None:
     """Score one design: step time by stage, bottleneck, memory, cost and power."""
     try:
@@ -68,17 +72,116 @@ def evaluate_cmd(
         fail(str(exc))
         return
     if as_json:
-        extra = {"plan": summary.to_dict()} if summary else {}
+        extra: dict[str, Any] = {"plan": summary.to_dict()} if summary else {}
+        if what_if_:
+            extra["step_s_if_2x_faster"] = what_if(ev)
         typer.echo(to_json({**ev.to_dict(),
                             "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on], **extra}))
     else:
         print_evaluation(ev, Console())
         if summary:
             print_plan(summary, Console())
+        if what_if_:
+            print_what_if(ev, Console())
         for d in leaned_on:
             Console().print(escape(f"note: {d.describe()}"))
     if not ev.feasible:
         raise typer.Exit(code=0)
+
+
+def print_what_if(ev: Evaluation, console: Console) -> None:
+    """``dse evaluate --what-if``: the step were each stage twice as fast, best first."""
+    table = Table(title="step time were one stage 2x faster")
+    for col in ("stage", "now ms", "step ms", "shorter"):
+        table.add_column(col, justify="left" if col == "stage" else "right")
+    options = what_if(ev)
+    for stage in sorted(options, key=options.__getitem__):
+        gain = 1.0 - options[stage] / ev.step_time_s if ev.step_time_s else 0.0
+        table.add_row(stage.replace("_", " "), f"{ev.breakdown_s[stage] * 1e3:.3f}",
+                      f"{options[stage] * 1e3:.3f}", f"{gain:.1%}")
+    console.print(table)
+
+
+@app.command("compare")
+def compare_cmd(
+    first: Annotated[str, typer.Argument(help="A system preset or file (or, with --study, a trial number).")],
+    second: Annotated[str, typer.Argument(help="Another system (or trial number).")],
+    workload: Annotated[str | None, typer.Option(
+        "--workload", "-w", help="Workload preset or TOML file (for two systems).")] = None,
+    study: Annotated[str | None, typer.Option(
+        "--study", help="Compare two trials of this study (name or file).")] = None,
+    storage: Annotated[str | None, typer.Option(
+        "--storage", help="The study's storage (see dse run).")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a field of both systems or the workload (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Two systems, or two trials of a study, side by side: metrics, the critical-path time of
+    every stage and its difference, what binds each, and the stage to upgrade."""
+    try:
+        if study is not None:
+            (ev_a, ev_b), labels = _trial_pair(study, storage, first, second)
+        else:
+            if workload is None:
+                fail("compare: give --workload for two systems (or --study for two trials)")
+                return
+            wl_over, sys_over = split_overrides(set_ or [])
+            wl = load_workload(workload, wl_over)
+            ev_a, ev_b = (evaluate(wl, load_system(s, sys_over)) for s in (first, second))
+            labels = (first, second)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    result = compare(ev_a, ev_b, labels)
+    if as_json:
+        typer.echo(to_json(result.to_dict()))
+    else:
+        print_comparison(result, Console())
+
+
+def _trial_pair(study: str, storage: str | None, first: str,
+                second: str) -> tuple[tuple[Evaluation, Evaluation], tuple[str, str]]:
+    """The evaluations of two trials of ``study`` (rebuilt from their designs, current calibration)."""
+    from dse.outputs.results import load_stored_study
+    from dse.search.encoding import design_system
+    from dse.search.spec import load_study_spec, study_space, study_workload
+
+    spec = load_study_spec(study)
+    stored = load_stored_study(spec, storage)
+    trials = {t.number: t for t in stored.get_trials(deepcopy=False)}
+    wl, space = study_workload(spec), study_space(spec)
+    out = []
+    for given in (first, second):
+        trial = trials.get(int(given)) if given.isdigit() else None
+        if trial is None or "design" not in trial.user_attrs:
+            raise DseInputError(spec.name, "", f"no scored trial {given!r} (give trial numbers, as "
+                                "dse pareto lists them)")
+        out.append(evaluate(wl, design_system(space, trial.user_attrs["design"])))
+    return (out[0], out[1]), (f"trial {first}", f"trial {second}")
+
+
+def print_comparison(c: Comparison, console: Console) -> None:
+    """The side-by-side table of ``dse compare``."""
+    table = Table(title=f"{c.labels[0]} against {c.labels[1]}")
+    table.add_column("")
+    for head in (*c.labels, "change"):
+        table.add_column(head, justify="right")
+    for row in c.metrics:
+        change = row.change
+        table.add_row(header(row.name), show(row.name, row.a), show(row.name, row.b),
+                      "" if change is None else f"{change:+.1%}")
+    table.add_section()
+    for row in c.stages_s:
+        if row.a or row.b:
+            table.add_row(f"{row.name.replace('_', ' ')} ms", f"{row.a * 1e3:.3f}",
+                          f"{row.b * 1e3:.3f}", f"{(row.b - row.a) * 1e3:+.3f}")
+    table.add_section()
+    table.add_row("feasible", *(str(f).lower() for f in c.feasible), "")
+    table.add_row("bound by", *(b.replace("_", " ") for b in c.bottlenecks), "")
+    upgrades = [c.best_upgrade(i) for i in (0, 1)]
+    table.add_row("upgrade first", *(s.replace("_", " ") for s, _ in upgrades), "")
+    table.add_row("step ms after", *(f"{t * 1e3:.3f}" for _, t in upgrades), "")
+    console.print(table)
 
 
 def print_evaluation(ev: Evaluation, console: Console) -> None:
