@@ -6,6 +6,7 @@ many front points as Optuna's own front, and show a design's parameters on hover
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -117,3 +118,71 @@ def test_report_cli_and_static_export(tmp_path: Path) -> None:
                          capture_output=True, text=True, env=env)
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and "Chromium" in run.stderr
+
+
+def test_report_is_readable(tmp_path: Path) -> None:
+    """Issue 18: nothing wider than the window except inside its own scroll box; no axis title,
+    tick or dimension label names an internal metric or parameter; one screenshot per figure
+    (``figure-ID.png`` in the test's temporary folder) for a person to look at."""
+    study, spec = make_study(tmp_path, "throughput-capex-power", 40)
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_report(study, spec, load_objectives(spec.objectives)), encoding="utf-8")
+    internal = [n for n in json.loads(study.user_attrs["dse:space"])["parameters"] if "." in n or "_" in n]
+    internal += ["throughput_samples_per_s", "capex_usd", "power_w", "step_time_s", "_index"]
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.goto(page_file.as_uri(), wait_until="load")
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length > 0")
+        page.wait_for_timeout(500)
+        overflow = page.evaluate("""() => {
+            const w = document.documentElement.clientWidth;
+            return Array.from(document.querySelectorAll('body *'))
+                .filter(e => e.getBoundingClientRect().right > w + 1 && !e.closest('.scroll'))
+                .map(e => e.tagName + '#' + e.id + '.' + e.className);
+        }""")
+        labels = page.evaluate("""() => {
+            const out = [];
+            document.querySelectorAll('.xtitle, .ytitle, .xtick text, .ytick text, .gtitle, '
+                                      + '.parcoords text, .colorbar text').forEach(
+                e => out.push(e.textContent));
+            document.querySelectorAll('.js-plotly-plot').forEach(p => {
+                for (const [key, value] of Object.entries(p._fullLayout)) {
+                    if (/^scene\\d*$/.test(key)) {
+                        for (const a of ['xaxis', 'yaxis', 'zaxis']) out.push(value[a].title.text);
+                    }
+                }
+                for (const trace of p._fullData) {
+                    for (const d of trace.dimensions || []) out.push(d.label, ...(d.ticktext || []));
+                }
+            });
+            return out;
+        }""")
+        widest = page.evaluate("() => document.querySelector('#front').scrollWidth")
+        for figure in page.query_selector_all(".js-plotly-plot"):
+            figure.screenshot(path=str(tmp_path / f"figure-{figure.get_attribute('id')}.png"))
+        browser.close()
+    assert overflow == []
+    assert widest > 0
+    named = [text for text in labels if any(name in text for name in internal)]
+    assert named == [], named
+    shots = list(tmp_path.glob("figure-*.png"))
+    assert len(shots) == 7 and all(s.stat().st_size > 10_000 for s in shots)
+
+
+def test_plot_png_only(tmp_path: Path) -> None:
+    """``dse plot --png F`` writes the PNG only and prints its path."""
+    _, spec = make_study(tmp_path, "throughput-vs-capex", 12)
+    study_file = tmp_path / "s.toml"
+    study_file.write_text(
+        f'name = "{spec.name}"\nworkload = "mlperf-dlrm-v1"\nspace = "scale-out"\n'
+        f'objectives = "throughput-vs-capex"\nbudget = 12\nsampler = "random"\nseed = 7\n'
+        f'storage = "{spec.storage}"\n')
+    png = tmp_path / "front.png"
+    run = subprocess.run([sys.executable, "-m", "dse", "plot", str(study_file), "--png", str(png)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"front written to {png}"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.rglob("*.html"))
+    assert not (Path(__file__).parents[1] / "studies" / f"{spec.name}-front.html").exists()

@@ -416,12 +416,14 @@ def plot_cmd(
     x: Annotated[str | None, typer.Option("--x", help="Objective on x (default: the first).")] = None,
     y: Annotated[str | None, typer.Option("--y", help="Objective on y (default: the second).")] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="HTML file (default: studies/NAME-front.html).")] = None,
-    png: Annotated[Path | None, typer.Option("--png", help="Also export a PNG (kaleido + Chromium).")] = None,
+        "--out", help="HTML file (default: studies/NAME-front.html, unless --png or --svg is "
+        "given).")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Export a PNG (kaleido + Chromium).")] = None,
     svg: Annotated[Path | None, typer.Option(
-        "--svg", help="Also export an SVG (kaleido + Chromium).")] = None,
+        "--svg", help="Export an SVG (kaleido + Chromium).")] = None,
 ) -> None:
-    """A quick single front of two objectives (HTML, and PNG/SVG through kaleido)."""
+    """A quick single front of two objectives: HTML, or PNG/SVG through kaleido (then HTML only
+    with --out)."""
     from dse.outputs.report import gather, pair_figure
     from dse.outputs.results import objective_set_of
     from dse.search.spec import STUDIES_DIR
@@ -440,9 +442,12 @@ def plot_cmd(
         if metric not in names and metric not in METRIC_NAMES:
             fail(f"{flag}: unknown metric {metric!r}")
     fig = pair_figure(gather(stored, spec, objectives), x, y)
-    path = out or STUDIES_DIR / f"{spec.name}-front.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.write_html(path, include_plotlyjs=True)
+    written: list[Path] = []
+    if out is not None or (png is None and svg is None):
+        path = out or STUDIES_DIR / f"{spec.name}-front.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.write_html(path, include_plotlyjs=True)
+        written.append(path)
     for target in (png, svg):
         if target is None:
             continue
@@ -451,4 +456,5 @@ def plot_cmd(
         except Exception as exc:  # kaleido raises several types when no browser is found
             fail(f"static export to {target} needs kaleido 1.x and a Chromium browser "
                  f"(pip install kaleido; apt-get install chromium): {str(exc).splitlines()[0]}")
-    typer.echo(f"front written to {path}")
+        written.append(target)
+    typer.echo(f"front written to {', '.join(str(p) for p in written)}")

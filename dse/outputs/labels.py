@@ -2,7 +2,7 @@
 terminal tables and the report read, so a column header and an axis title say the same thing.
 
 >>> header("capex_usd"), title("power_w"), show("power_w", 5975.3)
-('capex USD', 'power (kW)', '5.98')
+('capex USD', 'power (W)', '5.98')
 >>> human_number(1_693_670.3), human_number(29.2093), human_number(0.00108287)
 ('1,693,670', '29.2', '0.00108')
 >>> design_phrase({"param:nodes": 1, "param:node.nics": 8, "param:network.oversubscription": 1.0})
@@ -24,9 +24,9 @@ class Label:
     header: str
     """Short column header with its unit (terminal tables)."""
     title: str
-    """Axis title with its unit (figures)."""
+    """Axis title with the unit of the stored value (figures plot stored values)."""
     scale: float = 1.0
-    """Multiplies the stored value into the unit of ``header`` and ``title`` (W -> kW: 1e-3)."""
+    """Multiplies the stored value into the unit of ``header`` (W -> kW: 1e-3)."""
     phrase: str = ""
     """How a design states the value, ``{}`` standing for it (``"{} nodes"``); empty: not a knob."""
 
@@ -34,19 +34,19 @@ class Label:
 LABELS: Mapping[str, Label] = {
     # Metrics (keys of Evaluation.metrics()).
     "throughput_samples_per_s": Label("samples/s", "throughput (samples/s)"),
-    "step_time_s": Label("step ms", "step time (ms)", 1e3),
+    "step_time_s": Label("step ms", "step time (s)", 1e3),
     "capex_usd": Label("capex USD", "capex (USD)"),
-    "power_w": Label("power kW", "power (kW)", 1e-3),
-    "power_per_node_w": Label("kW/node", "power per node (kW)", 1e-3),
+    "power_w": Label("power kW", "power (W)", 1e-3),
+    "power_per_node_w": Label("kW/node", "power per node (W)", 1e-3),
     "tco_usd_per_year": Label("TCO USD/yr", "TCO (USD per year)"),
     "usd_per_million_samples": Label("USD/M samples", "cost (USD per million samples)"),
     "usd_per_billion_samples": Label("USD/G samples", "cost (USD per billion samples)"),
     "samples_per_s_per_kusd": Label("samples/s/kUSD", "throughput per capex (samples/s per kUSD)"),
     "samples_per_s_per_w": Label("samples/s/W", "throughput per watt (samples/s per W)"),
-    "energy_per_sample_j": Label("mJ/sample", "energy per sample (mJ)", 1e3),
-    "epoch_time_s": Label("epoch min", "one Criteo epoch (min)", 1 / 60),
+    "energy_per_sample_j": Label("mJ/sample", "energy per sample (J)", 1e3),
+    "epoch_time_s": Label("epoch min", "one Criteo epoch (s)", 1 / 60),
     "epoch_cost_usd": Label("epoch USD", "one Criteo epoch (USD)"),
-    "dataset_time_s": Label("train h", "one pass over the dataset (h)", 1 / 3600),
+    "dataset_time_s": Label("train h", "one pass over the dataset (s)", 1 / 3600),
     "dataset_cost_usd": Label("train USD", "one pass over the dataset (USD)"),
     "hbm_used_gb": Label("HBM GB", "HBM used, fullest accelerator (GB)"),
     "hbm_capacity_gb": Label("HBM cap. GB", "HBM for tables per accelerator (GB)"),
@@ -54,7 +54,7 @@ LABELS: Mapping[str, Label] = {
     "ddr_capacity_gb": Label("DDR cap. GB", "host DDR for tables per node (GB)"),
     "memory_short_gb": Label("short GB", "memory lacking (GB)"),
     "accelerators": Label("accel.", "accelerators"),
-    "compute_share": Label("compute %", "compute and HBM share of the step (%)", 100.0),
+    "compute_share": Label("compute %", "compute and HBM share of the step (fraction)", 100.0),
     "bottleneck": Label("bound by", "bottleneck"),
     # Design parameters (search-space keys; nodes is both).
     "nodes": Label("nodes", "nodes", phrase="{} nodes"),

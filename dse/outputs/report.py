@@ -25,7 +25,9 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.model.timing import STAGES
-from dse.search.objectives import METRICS, ObjectiveSet, loss_sign
+from dse.outputs.labels import design_phrase, show, title
+from dse.outputs.labels import header as short_label
+from dse.search.objectives import ObjectiveSet, loss_sign
 from dse.search.pareto import (
     hypervolume,
     is_feasible,
@@ -150,7 +152,8 @@ def pair_figure(data: ReportData, x: str, y: str) -> go.Figure:
                         textposition="top center", marker={"color": "#2ca02c", "size": 12,
                                                            "symbol": "diamond"}))
     fig.data[-1].update(text=[t.user_attrs[BASELINE_KEY] for t in base])
-    fig.update_layout(title=f"{y} against {x}", xaxis_title=_label(x), yaxis_title=_label(y),
+    fig.update_layout(title=f"{_label(y)} against {_label(x)}", xaxis_title=_label(x),
+                      yaxis_title=_label(y), separators=".,",
                       height=520, legend={"orientation": "h", "y": -0.2},
                       xaxis_type=_axis_type(data, x), yaxis_type=_axis_type(data, y))
     return fig
@@ -166,7 +169,8 @@ def _axis_type(data: ReportData, metric: str) -> str:
 
 
 def _label(metric: str) -> str:
-    return f"{metric} ({METRICS.get(metric, '')})"
+    """Axis title of a metric or parameter: its human name with unit (:mod:`dse.outputs.labels`)."""
+    return title(metric)
 
 
 def front_3d(data: ReportData) -> go.Figure:
@@ -183,18 +187,43 @@ def front_3d(data: ReportData) -> go.Figure:
             z=[_round(_value(t, z, data)) for t in trials], mode="markers", name=name,
             marker={"size": 3 if name == "dominated" else 5, "color": colour},
             customdata=[_custom(t, data) for t in trials], hovertemplate=_template(data)))
-    fig.update_layout(title="three objectives", height=600,
-                      scene={"xaxis_title": x, "yaxis_title": y, "zaxis_title": z})
+    # Short axis titles and a camera pulled back keep every title inside the view.
+    fig.update_layout(title="three objectives", height=650, separators=".,",
+                      margin={"l": 0, "r": 0, "b": 0, "t": 40},
+                      scene={"xaxis_title": _label(x), "yaxis_title": _label(y),
+                             "zaxis_title": _label(z),
+                             "camera": {"eye": {"x": 1.9, "y": 1.9, "z": 1.3}}})
     return fig
 
 
+def distinct_front(data: ReportData, metric: str) -> list[list[FrozenTrial]]:
+    """The front's trials grouped by design (a design found twice is one bar), ordered by
+    ``metric``."""
+    groups: dict[str, list[FrozenTrial]] = {}
+    for t in sorted(data.front, key=lambda t: (_value(t, metric, data), t.number)):
+        groups.setdefault(json.dumps(_design(t), sort_keys=True, default=str), []).append(t)
+    return list(groups.values())
+
+
+def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
+    """A bar's label: the design in words over ``params`` (those that vary on the front), two
+    parts a line, then its trial numbers and baseline name."""
+    design = _design(trials[0])
+    parts = design_phrase({p: design[p] for p in params if p in design}).split(", ")
+    lines = [", ".join(parts[i:i + 2]) for i in range(0, len(parts), 2) if parts[i]]
+    base = trials[0].user_attrs.get(BASELINE_KEY)
+    lines.append(", ".join(f"#{t.number}" for t in trials) + (f" {base}" if base else ""))
+    return "<br>".join(html.escape(line) for line in lines)
+
+
 def breakdown_figure(data: ReportData) -> go.Figure:
-    """Step time of every front design by stage (stacked), in front order, with the bounding stage
-    named; buttons switch between each stage's share of the step and milliseconds."""
+    """Step time of every distinct front design by stage (stacked), in front order, labelled by
+    design, with the bounding stage named; buttons switch between each stage's share of the step
+    and milliseconds."""
     first = data.objectives.objectives[0].metric
-    ordered = sorted(data.front, key=lambda t: _value(t, first, data))
-    labels = [f"#{t.number}" + (f" {t.user_attrs[BASELINE_KEY]}" if t.user_attrs.get(BASELINE_KEY)
-                                else "") for t in ordered]
+    designs = distinct_front(data, first)
+    ordered = [group[0] for group in designs]
+    labels = [design_label(group, varying_params(data)) for group in designs]
     ms = {stage: [1e3 * float((t.user_attrs.get("breakdown_s") or {}).get(stage) or 0.0)
                   for t in ordered] for stage in STAGES}
     totals = [sum(ms[stage][k] for stage in STAGES) or 1.0 for k in range(len(ordered))]
@@ -204,13 +233,13 @@ def breakdown_figure(data: ReportData) -> go.Figure:
     fig = go.Figure()
     for stage in STAGES:
         fig.add_trace(go.Bar(
-            x=labels, y=share[stage], name=stage, marker_color=STAGE_COLOURS[stage],
+            x=labels, y=share[stage], name=stage.replace("_", " "), marker_color=STAGE_COLOURS[stage],
             customdata=list(zip(ms[stage], bounds, strict=True)),
             hovertemplate=(f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
                            "bounded by %{customdata[1]}<extra></extra>")))
     fig.update_layout(
-        barmode="stack", height=520, yaxis_title="share of the step (%)",
-        title=f"step time of the front designs by stage, ordered by {first} (hover: the bound)",
+        barmode="stack", height=600, yaxis_title="share of the step (%)", xaxis_automargin=True,
+        title=f"step time of the front designs by stage, ordered by {_label(first)} (hover: the bound)",
         updatemenus=[{"type": "buttons", "direction": "right", "x": 1.0, "y": 1.15, "buttons": [
             {"label": "share of step", "method": "update",
              "args": [{"y": [share[s] for s in STAGES]}, {"yaxis.title.text": "share of the step (%)"}]},
@@ -220,22 +249,35 @@ def breakdown_figure(data: ReportData) -> go.Figure:
     return fig
 
 
+def varying_params(data: ReportData) -> list[str]:
+    """The design parameters that take more than one value on the front (the others say nothing
+    about the trade-off, and are stated once instead)."""
+    return [p for p in data.params if len({repr(_design(t).get(p)) for t in data.front}) > 1]
+
+
 def parcoords_figure(data: ReportData) -> go.Figure:
-    """Parallel coordinates of the front over the design parameters, coloured by objective 1."""
+    """Parallel coordinates of the front over the design parameters that vary on it, coloured by
+    objective 1."""
     first = data.objectives.objectives[0].metric
     dims = []
-    for p in data.params:
+    for p in varying_params(data) or data.params[:1]:
         values = [_design(t).get(p) for t in data.front]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None):
-            dims.append({"label": p, "values": [math.nan if v is None else float(v) for v in values]})
+            dims.append({"label": short_label(p),
+                         "values": [math.nan if v is None else float(v) for v in values]})
         else:
             cats = sorted({str(v) for v in values})
-            dims.append({"label": p, "values": [cats.index(str(v)) for v in values],
+            dims.append({"label": short_label(p), "values": [cats.index(str(v)) for v in values],
                          "tickvals": list(range(len(cats))), "ticktext": cats})
     colour = [_value(t, first, data) for t in data.front]
     fig = go.Figure(go.Parcoords(line={"color": colour, "colorscale": "Viridis", "showscale": True,
-                                       "colorbar": {"title": first}}, dimensions=dims))
-    fig.update_layout(title=f"the front over the design parameters (colour: {first})", height=500)
+                                       "colorbar": {"title": _label(first)}}, dimensions=dims,
+                                 labelangle=0, tickfont={"size": 10}))
+    constant = [p for p in data.params if p not in varying_params(data)]
+    fixed = design_phrase({p: _design(data.front[0]).get(p) for p in constant}) if constant else ""
+    fig.update_layout(title=f"the front over the design parameters (colour: {_label(first)})"
+                      + (f"<br><sup>every front design: {html.escape(fixed)}</sup>" if fixed else ""),
+                      height=520, margin={"l": 90, "r": 90, "t": 120}, separators=".,")
     return fig
 
 
@@ -293,31 +335,38 @@ def progress_figure(study: optuna.Study, data: ReportData) -> go.Figure:
     xs, ys = hypervolume_curve(study, data)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="hypervolume"), row=1, col=1)
     for metric, imp in importances(study, data).items():
-        fig.add_trace(go.Bar(x=list(imp), y=list(imp.values()), name=metric), row=1, col=2)
+        fig.add_trace(go.Bar(x=[short_label(p) for p in imp], y=list(imp.values()),
+                             name=short_label(metric)), row=1, col=2)
     fig.update_xaxes(title_text="trials", row=1, col=1)
     fig.update_layout(height=480, barmode="group")
     return fig
 
 
 def front_table(data: ReportData) -> str:
-    """The front as an HTML table, sortable by clicking a header (inline script, no network)."""
+    """The front as an HTML table, sortable by clicking a header (inline script, no network), in a
+    box that scrolls sideways inside the page; headers with units, numbers with thousands
+    separators (the raw value stays in ``data-v`` for sorting)."""
     first = data.objectives.objectives[0].metric
     ordered = sorted(data.front, key=lambda t: _value(t, first, data))
     metrics = [o.metric for o in data.objectives.objectives] + [
         m for m in ("throughput_samples_per_s", "capex_usd", "power_w", "step_time_s",
                     "usd_per_million_samples", "bottleneck") if m not in
         [o.metric for o in data.objectives.objectives]]
-    head = ["trial", "baseline", *data.params, *metrics]
+    names = [*data.params, *metrics]
+    head = ["trial", "baseline", *(short_label(n) for n in names)]
     rows = []
     for t in ordered:
         d = _design(t)
-        cells = [t.number, t.user_attrs.get(BASELINE_KEY, ""), *[d.get(p, "") for p in data.params],
-                 *[t.user_attrs.get(m, "") for m in metrics]]
-        rows.append("<tr>" + "".join(f"<td data-v='{html.escape(str(c))}'>{_fmt(c)}</td>"
-                                     for c in cells) + "</tr>")
-    header = "".join(f"<th onclick='sortTable(this)'>{html.escape(h)}</th>" for h in head)
-    return (f"<table id='front'><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody>"
-            "</table>")
+        raw = [t.number, t.user_attrs.get(BASELINE_KEY, ""), *[d.get(p, "") for p in data.params],
+               *[t.user_attrs.get(m, "") for m in metrics]]
+        shown = [str(t.number), str(raw[1]), *(show(n, v) if v != "" else "" for n, v in
+                                                zip(names, raw[2:], strict=True))]
+        rows.append("<tr>" + "".join(f"<td data-v='{html.escape(str(c))}'>{html.escape(v)}</td>"
+                                     for c, v in zip(raw, shown, strict=True)) + "</tr>")
+    cells = "".join(f"<th onclick='sortTable(this)' title='{html.escape(n)}'>{html.escape(h)}</th>"
+                    for n, h in zip(["trial", "baseline", *names], head, strict=True))
+    return (f"<div class='scroll'><table id='front'><thead><tr>{cells}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 SORT_SCRIPT = """<script>
@@ -336,6 +385,7 @@ body { font-family: sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
 th { background: #eee; cursor: pointer; position: sticky; top: 0; }
+.scroll { max-width: 100%; overflow-x: auto; }
 .header td { text-align: left; border: none; padding: 1px 8px; }
 </style>"""
 
