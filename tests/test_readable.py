@@ -6,6 +6,7 @@ Each test drives the CLI as a user would and checks what they read against the m
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -29,6 +30,7 @@ from dse.model.whatif import bottom_mlp_leads, step_from_stages, what_if
 from dse.model.workload import load_workload, workload_presets
 from dse.outputs.labels import human_number
 from dse.outputs.plan import plan_summary
+from dse.outputs.timeline import timeline
 from dse.search.recovery import RETRY_KEY
 from dse.search.storage import journal_storage
 
@@ -293,3 +295,36 @@ def test_compare_two_trials(finished: Path) -> None:
                                                            b["throughput_samples_per_s"]]
     bad = runner.invoke(app, ["compare", "0", "99999", "--study", str(finished)])
     assert bad.exit_code == 2 and "99999" in bad.stderr
+
+
+# --- the step's timeline -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("workload", "system", "over"), [
+    ("mlperf-dlrm-dcnv2", "dgx-h100", (("nodes", 16),)),
+    ("zion-2019", "zion", ()),
+    ("mlperf-dlrm-v1", "dgx-a100", (("nodes", 2), ("software.bottom_mlp_on_one_device", True))),
+])
+def test_timeline_lays_out_the_critical_path(workload: str, system: str,
+                                             over: tuple[tuple[str, object], ...]) -> None:
+    ev = evaluate(load_workload(workload), load_system(system, over))
+    bars = timeline(ev)
+    path = [b for b in bars if b.critical]
+    assert sum(b.end_s - b.start_s for b in path) == pytest.approx(ev.step_time_s, rel=1e-9)
+    # Critical bars follow one another without gaps from 0 to the step's end.
+    path.sort(key=lambda b: b.start_s)
+    assert path[0].start_s == 0.0
+    assert path[-1].end_s == pytest.approx(ev.step_time_s, rel=1e-9)
+    for before, after in itertools.pairwise(path):
+        assert after.start_s == pytest.approx(before.end_s, rel=1e-9, abs=1e-15)
+    assert all(b.end_s <= ev.step_time_s * (1 + 1e-9) for b in bars)
+
+
+def test_evaluate_html_writes_the_timeline(tmp_path: Path) -> None:
+    out = tmp_path / "t" / "timeline.html"
+    result = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--html",
+                                 str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"timeline written to {out}" in result.stdout
+    page = out.read_text(encoding="utf-8")
+    assert "critical path" in page and "embedding backward+update (HBM)" in page

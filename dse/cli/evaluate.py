@@ -57,6 +57,9 @@ def evaluate_cmd(
         "and every device's memory, embedding and all-to-all time.")] = False,
     what_if_: Annotated[bool, typer.Option(
         "--what-if", help="The step time were each stage twice as fast: which part to upgrade.")] = False,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="Write the step's timeline (a Gantt chart of its overlapping stages, the "
+        "critical path outlined) to this HTML file.")] = None,
 ) -> None:
     """Score one design: step time by stage, bottleneck, memory, cost and power."""
     try:
@@ -85,6 +88,12 @@ def evaluate_cmd(
             print_what_if(ev, Console())
         for d in leaned_on:
             Console().print(escape(f"note: {d.describe()}"))
+    if html is not None:
+        from dse.outputs.timeline import timeline_figure
+
+        html.parent.mkdir(parents=True, exist_ok=True)
+        timeline_figure(ev).write_html(html, include_plotlyjs=True)
+        typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)
 

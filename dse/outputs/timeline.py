@@ -1,0 +1,89 @@
+"""The step as a timeline: the overlap tree of :func:`dse.model.timing.step_tree` laid out in time (a
+Gantt chart), so which stages run beside which, and which of them make the critical path, is seen
+rather than read (``dse evaluate --html F``; docs/design.md, section 5, "Overlaps")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from dse.model.evaluate import Evaluation
+from dse.model.timing import Leaf, Node, Seq, step_tree
+from dse.model.whatif import bottom_mlp_leads
+
+STAGE_COLOURS = {
+    "dense_compute": "#1f77b4", "embedding_memory": "#ff7f0e", "host_pcie": "#8c564b",
+    "alltoall_fabric": "#2ca02c", "alltoall_network": "#d62728", "allreduce_exposed": "#9467bd",
+    "input_exposed": "#e377c2", "overhead": "#7f7f7f",
+}
+"""One colour per stage (as the report's breakdown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One stage of the step in time."""
+
+    label: str
+    stage: str
+    start_s: float
+    end_s: float
+    critical: bool
+    """On the critical path (its seconds count in the step time)."""
+
+
+def _lay_out(node: Node, start: float, out: list[tuple[Leaf, float]]) -> float:
+    """Append every leaf of ``node`` with its start time; returns when ``node`` ends. A sequence
+    runs its parts one after another, a parallel block all at once (it ends with its longest)."""
+    if isinstance(node, Leaf):
+        out.append((node, start))
+        return start + node.seconds
+    if isinstance(node, Seq):
+        t = start
+        for part in node.parts:
+            t = _lay_out(part, t, out)
+        return t
+    return max(_lay_out(part, start, out) for part in node.parts)
+
+
+def timeline(ev: Evaluation) -> tuple[Bar, ...]:
+    """Every stage of ``ev``'s step with its start and end, and the input pipeline beside them
+    (it prepares the next step, and binds only when it is the longer)."""
+    stages = ev.timing.stages_s
+    placed: list[tuple[Leaf, float]] = []
+    end = _lay_out(step_tree(dict(stages), bottom_mlp_leads(ev)), 0.0, placed)
+    on_path = set(ev.timing.critical_path)
+    bars = [Bar(leaf.label or leaf.stage, leaf.stage, start, start + leaf.seconds,
+                (leaf.label or leaf.stage) in on_path)
+            for leaf, start in placed if leaf.seconds > 0]
+    bars.append(Bar("input pipeline (next step)", "input_exposed", 0.0, stages["input"],
+                    stages["input"] > end))
+    return tuple(bars)
+
+
+def timeline_figure(ev: Evaluation) -> go.Figure:
+    """The timeline as a Gantt chart in milliseconds; critical-path bars outlined in black."""
+    bars = timeline(ev)
+    fig = go.Figure()
+    for stage, colour in STAGE_COLOURS.items():
+        mine = [b for b in bars if b.stage == stage]
+        if not mine:
+            continue
+        fig.add_trace(go.Bar(
+            y=[b.label for b in mine], x=[(b.end_s - b.start_s) * 1e3 for b in mine],
+            base=[b.start_s * 1e3 for b in mine], orientation="h",
+            name="input pipeline" if stage == "input_exposed" else stage.replace("_", " "),
+            marker={"color": colour, "line": {"color": ["black" if b.critical else colour for b in mine],
+                                              "width": [3 if b.critical else 0 for b in mine]}},
+            customdata=[[b.start_s * 1e3, b.end_s * 1e3, "critical path" if b.critical else "hidden"]
+                        for b in mine],
+            hovertemplate="%{y}: %{customdata[0]:.3f} to %{customdata[1]:.3f} ms "
+                          "(%{customdata[2]})<extra></extra>"))
+    s = ev.system
+    fig.update_layout(
+        title=(f"one step of {ev.workload.name} on {s.nodes} x {s.accelerators_per_node} "
+               f"{s.accelerator.name}: {ev.step_time_s * 1e3:.3f} ms (outlined: critical path)"),
+        xaxis_title="time in the step (ms)", barmode="overlay", height=140 + 28 * len(bars),
+        yaxis={"autorange": "reversed", "categoryorder": "array",
+               "categoryarray": [b.label for b in bars], "automargin": True})
+    return fig
