@@ -20,10 +20,10 @@ from rich.table import Table
 
 from dse.cli._app import app, fail, to_json, wide_console
 from dse.errors import DseInputError
-from dse.outputs.results import load_stored_study, status, trials_frame
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.parallel import join_workers, start_workers, stop_gracefully
 from dse.search.recovery import WORKER_KEY
+from dse.search.results import load_stored_study, status, trials_frame
 from dse.search.runner import STOP, open_study, run_study, target_of
 from dse.search.runner import Progress as StudyProgress
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec
@@ -144,7 +144,7 @@ def run_cmd(
 def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | None) -> Path:
     """Render the study's report into ``folder`` (default ``studies/``) as NAME.html."""
     from dse.outputs.report import render_report
-    from dse.outputs.results import objective_set_of
+    from dse.search.results import objective_set_of
     from dse.search.spec import STUDIES_DIR
 
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
@@ -352,7 +352,7 @@ def plot_cmd(
 ) -> None:
     """A quick single front of two objectives (HTML, and PNG/SVG through kaleido)."""
     from dse.outputs.report import gather, pair_figure
-    from dse.outputs.results import objective_set_of
+    from dse.search.results import objective_set_of
     from dse.search.spec import STUDIES_DIR
 
     spec = _spec(study)

@@ -13,27 +13,22 @@ import html
 import itertools
 import json
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-import optuna
 import plotly.graph_objects as go
-from optuna.trial import FrozenTrial, TrialState
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.model.timing import STAGES
-from dse.search.objectives import METRICS, ObjectiveSet, loss_sign
+from dse.search.analysis import hypervolume_curve, importances
+from dse.search.objectives import METRICS, ObjectiveSet
 from dse.search.pareto import (
-    hypervolume,
     is_feasible,
     pareto_trials,
-    reference_point,
-    study_losses,
 )
 from dse.search.recovery import BASELINE_KEY
+from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.spec import StudySpec
 
 FADED = "rgba(120,120,120,0.25)"
@@ -42,9 +37,6 @@ STAGE_COLOURS = {
     "alltoall_fabric": "#2ca02c", "alltoall_network": "#d62728", "allreduce_exposed": "#9467bd",
     "input_exposed": "#e377c2", "overhead": "#7f7f7f",
 }
-HYPERVOLUME_POINTS = 100
-"""Hypervolume is computed at this many trial counts (each costs a front and a volume)."""
-
 
 @dataclass(frozen=True)
 class ReportData:
@@ -59,7 +51,7 @@ class ReportData:
     params: list[str]
 
 
-def gather(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet) -> ReportData:
+def gather(study: Study, spec: StudySpec, objectives: ObjectiveSet) -> ReportData:
     """Split the completed trials into feasible, infeasible and the front (first objective order)."""
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     feasible = [t for t in trials if is_feasible(t)]
@@ -239,60 +231,16 @@ def parcoords_figure(data: ReportData) -> go.Figure:
     return fig
 
 
-def hypervolume_curve(study: optuna.Study, data: ReportData) -> tuple[list[int], list[float]]:
-    """Hypervolume of the feasible trials among the first n, at up to ``HYPERVOLUME_POINTS`` n,
-    against one reference point (the whole study's)."""
-    if not data.feasible:
-        return [], []
-    ref = reference_point(study, data.feasible)
-    loss = study_losses(study, data.feasible)
-    lo = loss.min(axis=0)
-    numbers = np.array([t.number for t in data.feasible])
-    last = max(t.number for t in data.trials) + 1
-    xs = sorted({int(v) for v in np.linspace(1, last, min(HYPERVOLUME_POINTS, last))})
-    ys = []
-    for n in xs:
-        subset = [data.feasible[i] for i in np.flatnonzero(numbers < n)]
-        ys.append(hypervolume(study, subset, ref, lo) if subset else 0.0)
-    return xs, ys
-
-
-def importances(study: optuna.Study, data: ReportData) -> dict[str, dict[str, float]]:
-    """Parameter importances per objective with Optuna's PED-ANOVA evaluator (fast), over the
-    parameters every completed trial has (conditional ones are left out)."""
-    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
-    common = set.intersection(*(set(t.params) for t in data.trials)) if data.trials else set()
-    out: dict[str, dict[str, float]] = {}
-    if len(data.trials) < 10 or not common:
-        return out
-    for i, o in enumerate(data.objectives.objectives):
-        # PED-ANOVA ranks parameters by how they reach *low* target values.
-        sign = loss_sign(o.direction)
-
-        def target(t: FrozenTrial, i: int = i, sign: float = sign) -> float:
-            return sign * float(t.values[i])
-
-        try:
-            with warnings.catch_warnings():
-                # It warns that it ranks for low targets, which `sign` already arranges.
-                warnings.simplefilter("ignore", UserWarning)
-                out[o.metric] = dict(optuna.importance.get_param_importances(
-                    study, evaluator=evaluator, params=sorted(common), target=target))
-        except (ValueError, RuntimeError):
-            continue
-    return out
-
-
-def progress_figure(study: optuna.Study, data: ReportData) -> go.Figure:
+def progress_figure(study: Study, data: ReportData) -> go.Figure:
     """Hypervolume against trial number, and the importances as grouped bars."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "hypervolume of the feasible front (objectives scaled to the study's range)",
         "parameter importance per objective (PED-ANOVA)"))
-    xs, ys = hypervolume_curve(study, data)
+    xs, ys = hypervolume_curve(study, data.feasible, data.trials)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="hypervolume"), row=1, col=1)
-    for metric, imp in importances(study, data).items():
+    for metric, imp in importances(study, data.trials, data.objectives).items():
         fig.add_trace(go.Bar(x=list(imp), y=list(imp.values()), name=metric), row=1, col=2)
     fig.update_xaxes(title_text="trials", row=1, col=1)
     fig.update_layout(height=480, barmode="group")
@@ -340,7 +288,7 @@ th { background: #eee; cursor: pointer; position: sticky; top: 0; }
 </style>"""
 
 
-def header(study: optuna.Study, data: ReportData, storage: str) -> str:
+def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
     wl = json.loads(attrs.get("dse:workload", "{}"))
@@ -366,7 +314,7 @@ def header(study: optuna.Study, data: ReportData, storage: str) -> str:
     return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
 
 
-def render_report(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet,
+def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                   storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline") -> str:
     """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
     or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git)."""

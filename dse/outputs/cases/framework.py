@@ -23,9 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import numpy as np
-import optuna
 import pandas as pd
-from optuna.trial import TrialState
 
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
@@ -33,10 +31,10 @@ from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import System
 from dse.model.workload import Workload
-from dse.outputs.results import trials_frame
 from dse.search.encoding import design_system
 from dse.search.objectives import ObjectiveSet, load_objectives, losses_of
 from dse.search.pareto import pareto_mask
+from dse.search.results import Study, TrialState, trials_frame
 from dse.search.runner import run_study
 from dse.search.space import SearchSpace, load_space
 from dse.search.spec import StudySpec, load_study_spec, study_workload
@@ -161,7 +159,7 @@ class CaseResult(Generic[F]):
 # --- scoring ------------------------------------------------------------------------------------
 
 
-def study_data(spec: StudySpec, study: optuna.Study, catalog: Catalog | None = None,
+def study_data(spec: StudySpec, study: Study, catalog: Catalog | None = None,
                calibration: Calibration | None = None) -> CaseData:
     """The complete trials of ``study`` as :class:`CaseData`."""
     frame = trials_frame(study)

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import optuna
-
 from dse.outputs.cases.framework import (
     CaseResult,
     CaseStudy,
@@ -17,6 +15,7 @@ from dse.outputs.cases.framework import (
     render_page,
     study_data,
 )
+from dse.search.results import Study
 from dse.search.runner import run_study
 from dse.search.spec import StudySpec
 
@@ -51,13 +50,13 @@ def publish_case(case: CaseStudy[Any], out: Path, trials: int | None = None,
     return PublishedCase(result, page, out / report_file if report_file else None)
 
 
-def write_case_report(study: optuna.Study, spec: StudySpec, storage: str | None, out: Path,
+def write_case_report(study: Study, spec: StudySpec, storage: str | None, out: Path,
                       name: str) -> str:
     """Write the study's interactive report to ``out/NAME.html``; returns the file's name (the
     page links to it relative to its own folder)."""
     # Imported here: the report pulls in plotly, which analysing a case does not need.
     from dse.outputs.report import render_report
-    from dse.outputs.results import objective_set_of
+    from dse.search.results import objective_set_of
     from dse.search.storage import redact
 
     html = render_report(study, spec, objective_set_of(study, spec.objectives),
