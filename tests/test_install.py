@@ -183,3 +183,18 @@ def test_list_parts(kind: str) -> None:
     rows = json.loads(runner.invoke(app, ["list", kind, "--json"]).output)
     assert rows and all("key" in r and "source" in r for r in rows)
     assert runner.invoke(app, ["list", kind]).exit_code == 0
+
+
+def test_own_study_resumes_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(app, ["init", "mine"]).exit_code == 0
+    (tmp_path / "mine" / "my-parts.toml").write_text(PARTS)
+    first = runner.invoke(app, ["run", "mine/my-study.toml", "--trials", "1", "--no-report", "--quiet"])
+    assert first.exit_code == 0 and "stored in mine/my-study.journal" in first.output
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    again = runner.invoke(app, ["run", "../mine/my-study.toml", "--trials", "1", "--no-report", "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert "2 of 300 trials complete" in again.output
+    front = runner.invoke(app, ["pareto", "../mine/my-study.toml", "--csv", "front.csv"])
+    assert front.exit_code == 0 and "written to front.csv" in front.output

@@ -69,9 +69,11 @@ STOP = threading.Event()
 def _describe(spec: StudySpec) -> dict[str, str]:
     """What a study is made of, compared on resume (a change is refused unless forced)."""
     wl = study_workload(spec)
-    # Only a study with a user catalog records it, so studies made before catalogs existed resume.
-    catalog = {"dse:catalog": json.dumps([dataclasses.asdict(c) for c in study_catalog(spec).changes])
-               } if spec.catalog else {}
+    # Only a study with a user catalog records it, so studies made before catalogs existed resume;
+    # its changes are recorded by file name, so the study resumes from any working directory.
+    changes = [{**dataclasses.asdict(c), "source": Path(c.source).name}
+               for c in study_catalog(spec).changes]
+    catalog = {"dse:catalog": json.dumps(changes)} if spec.catalog else {}
     return {
         "dse:workload": json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
                                     **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
