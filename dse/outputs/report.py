@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import plotly.graph_objects as go
@@ -21,6 +22,8 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.model.timing import STAGES
+from dse.model.user_catalog import CatalogChange
+from dse.records import STUDY
 from dse.search.analysis import hypervolume_curve, importances
 from dse.search.objectives import METRICS, ObjectiveSet
 from dse.search.pareto import (
@@ -288,12 +291,24 @@ th { background: #eee; cursor: pointer; position: sticky; top: 0; }
 </style>"""
 
 
+def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]]:
+    """The header row listing a study's user catalog and every change it made to the packaged
+    catalog (none for a study priced with the packaged catalog alone)."""
+    if "dse:catalog" not in attrs:
+        return []
+    changes = [CatalogChange(**c) for c in json.loads(attrs["dse:catalog"])]
+    listed = "; ".join(html.escape(c.describe()) for c in changes) or "no changes"
+    return [("catalog", f"packaged catalog with the user catalog {html.escape(spec.catalog)}: {listed}")]
+
+
 def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
     wl = json.loads(attrs.get("dse:workload", "{}"))
     spec = data.spec
-    command = f"dse run {spec.name}" + (f" --storage {storage}" if storage else "")
+    # A user's own study file is rerun by its path; a built-in one by its name.
+    own = spec.file and not STUDY.is_builtin(Path(spec.file))
+    command = f"dse run {spec.file if own else spec.name}" + (f" --storage {storage}" if storage else "")
     rows = [
         ("study", f"{spec.name}: {spec.description}"),
         ("workload", f"{wl.get('name')}: {wl.get('tables')} tables, "
@@ -308,6 +323,7 @@ def header(study: Study, data: ReportData, storage: str) -> str:
                    f"{spec.sampler}, seed {spec.seed}"),
         ("versions", f"dse {attrs.get('dse:version')} (report by dse {__version__}), calibration "
                      f"{attrs.get('dse:calibration_version')}, model {attrs.get('dse:model')}"),
+        *catalog_rows(attrs, spec),
         ("reproduce", f"<code>{html.escape(command)}</code>"),
     ]
     body = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)

@@ -15,10 +15,10 @@ from optuna import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
-from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_mapping
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, RETRY_KEY
-from dse.search.spec import StudySpec
+from dse.search.spec import FILES_KEY, StudySpec
 from dse.search.storage import default_storage_path, open_storage, storage_file
 
 
@@ -101,9 +101,26 @@ def trials_frame(study: Study, only_front: bool = False) -> pd.DataFrame:
 
 
 def objective_set_of(study: Study, fallback: str) -> ObjectiveSet:
-    """The objective set recorded in the study (its name), else ``fallback``."""
-    recorded = json.loads(study.user_attrs.get("dse:objectives", "{}"))
-    return load_objectives(recorded.get("name", fallback))
+    """The objective set the study was made with, wherever its file lives now.
+
+    Tried in order: the file recorded in ``dse:files`` (a study made from the user's own files),
+    ``fallback`` (the study file's ``objectives``, resolved), the recorded set's name; when none
+    of them loads the set the study recorded, the recorded set itself (without its description).
+    """
+    attrs = study.user_attrs
+    recorded: dict[str, Any] = json.loads(attrs.get("dse:objectives", "{}"))
+    files: dict[str, str] = json.loads(attrs.get(FILES_KEY, "{}"))
+    candidates = [c for c in (files.get("objectives"), fallback, recorded.get("name")) if c]
+    for candidate in candidates:
+        try:
+            found = load_objectives(candidate)
+        except DseInputError:
+            continue
+        if not recorded or found.to_dict() == recorded:
+            return found
+    if not recorded:
+        return load_objectives(fallback)  # raises the one-line error naming it
+    return objectives_from_mapping(recorded, f"study {study.study_name}")
 
 
 __all__ = [
