@@ -158,18 +158,73 @@ def to_mapping(obj: Any) -> Any:
     return obj
 
 
-def named_file(name_or_path: str, folder: Path, kind: str) -> Path:
-    """The TOML file a user named: a path as given, or ``folder/NAME.toml`` for a known name.
+PACKAGE_DIR = Path(__file__).resolve().parent
+"""The installed ``dse`` package (site-packages in a wheel, the checkout in a source tree)."""
 
-    Unknown names raise a :class:`DseInputError` listing the known ones.
+
+def builtin_folder(folder: str) -> Path:
+    """The built-in presets of the repository's top-level ``folder`` (``studies``...).
+
+    A wheel carries them as ``dse/presets/FOLDER`` (copied there by ``setup.py`` when the wheel is
+    built); a source checkout or an editable install reads the top-level folder itself, the one
+    canonical, editable copy.
+    """
+    packaged = PACKAGE_DIR / "presets" / folder
+    return packaged if packaged.is_dir() else PACKAGE_DIR.parent / folder
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FileKind:
+    """One kind of TOML file a user names: where names are looked up, and what errors call it."""
+
+    noun: str
+    """What an unknown name is called in the error (``study``, ``workload preset``)."""
+    folder: str
+    """The folder looked in under the working directory (``studies``)."""
+    builtin: Path
+    """The built-in presets shipped with dse."""
+
+    def folders(self) -> tuple[Path, Path]:
+        """Where names are looked up, first match wins: ``./FOLDER``, then the built-in presets."""
+        return Path(self.folder), self.builtin
+
+    def names(self) -> tuple[str, ...]:
+        """Every name this kind resolves, from both folders."""
+        return tuple(sorted({p.stem for folder in self.folders() for p in folder.glob("*.toml")}))
+
+    def is_builtin(self, path: Path) -> bool:
+        """Whether ``path`` is one of the built-in presets (results then go under ``./FOLDER``)."""
+        return path.resolve().parent == self.builtin.resolve()
+
+
+STUDY = FileKind("study", "studies", builtin_folder("studies"))
+SPACE = FileKind("search space", "search_spaces", builtin_folder("search_spaces"))
+OBJECTIVES = FileKind("objective set", "objectives", builtin_folder("objectives"))
+WORKLOAD = FileKind("workload preset", "workloads", PACKAGE_DIR / "data" / "workloads")
+SYSTEM = FileKind("system preset", "systems", PACKAGE_DIR / "data" / "systems")
+
+
+def named_file(name_or_path: str, kind: FileKind) -> Path:
+    """The TOML file a user named, by one lookup order for every kind of file.
+
+    A path as given (it ends in ``.toml`` or exists); else ``./FOLDER/NAME.toml`` under the working
+    directory (the user's own copies); else the built-in preset ``NAME``. Unknown names raise a
+    :class:`DseInputError` listing the known ones.
     """
     path = Path(name_or_path)
     if name_or_path.endswith(".toml") or path.exists():
         return path
-    known = sorted(p.stem for p in folder.glob("*.toml"))
-    if name_or_path not in known:
-        raise DseInputError(name_or_path, "", f"unknown {kind} (known: {', '.join(known)})")
-    return folder / f"{name_or_path}.toml"
+    for folder in kind.folders():
+        candidate = folder / f"{name_or_path}.toml"
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(kind.names())
+    raise DseInputError(name_or_path, "", f"unknown {kind.noun} (known: {known})")
+
+
+def source_name(path: Path, kind: FileKind) -> str:
+    """How errors name a file: ``workload preset NAME`` for a built-in preset, else its path."""
+    return f"{kind.noun} {path.stem}" if kind.is_builtin(path) else str(path)
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -24,11 +24,11 @@ import dse
 import dse.search.objective as objective_mod
 from dse import evaluate, load_system, load_workload
 from dse.calibration.parameters import load_calibration
-from dse.outputs.results import status, trials_frame
 from dse.search.encoding import decode_params, suggest_design
 from dse.search.objectives import load_objectives
 from dse.search.pareto import hypervolume, non_dominated, pareto_trials, reference_point, study_losses
 from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
+from dse.search.results import status, trials_frame
 from dse.search.runner import run_study
 from dse.search.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
 from dse.search.space import load_space, preset_params

@@ -14,7 +14,6 @@ import optuna
 import pytest
 from typer.testing import CliRunner
 
-import dse.cli.sweep  # noqa: F401  (registers the sweep command)
 from dse.cli import app
 from dse.errors import DseInputError
 from dse.model.evaluate import Memo, evaluate

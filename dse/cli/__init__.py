@@ -2,7 +2,7 @@
 
 One module per command group, each registering its commands on the Typer :data:`app` of
 :mod:`dse.cli._app` when imported: :mod:`~dse.cli.evaluate` (evaluate, list, calibrate, validate),
-:mod:`~dse.cli.case` (case-study), :mod:`~dse.cli.study` (run, worker, storage-proxy, status,
+:mod:`~dse.cli.case` (case-study), :mod:`~dse.cli.study` (init, run, worker, storage-proxy, status,
 pareto, export, report, plot) and :mod:`~dse.cli.sweep` (sweep). Importing this package imports
 them all, in the order ``dse --help`` lists them. Every command turns
 :class:`~dse.errors.DseInputError` into one line on stderr and exit code 2.

@@ -34,6 +34,9 @@ def case_study_cmd(
                                          "its page (plotly.js from its CDN).")] = True,
     check: Annotated[bool, typer.Option("--check/--no-check",
                                         help="Exit 1 when a claim does not hold.")] = True,
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", help="A user catalog (your parts and prices) to price the studies with; "
+        "the pages list its changes.")] = None,
 ) -> None:
     """Run each case study's study (resuming it), check the claims its page makes against the data,
     also with the case's most uncertain assumption moved by ±30%, and write the page
@@ -51,7 +54,8 @@ def case_study_cmd(
     failed: list[str] = []
     for case in cases:
         try:
-            published = publish_case(case, out, trials, storage, report)
+            published = publish_case(case, out, trials, storage, report,
+                                     str(catalog) if catalog else "")
         except DseInputError as exc:
             fail(str(exc))
             return

@@ -16,21 +16,28 @@ from rich.table import Table
 from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, fail, si, to_json, wide_console
 from dse.errors import DseInputError
-from dse.model.catalog import load_catalog
+from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import load_system, system_presets
+from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
 from dse.outputs.compare import Comparison, compare
 from dse.outputs.labels import header, human_number, show
 from dse.outputs.plan import PlanSummary, plan_summary
-from dse.records import parse_override
+from dse.records import parse_override, to_mapping
+
+Overrides = tuple[tuple[str, Any], ...]
+
+CatalogOpt = Annotated[Path | None, typer.Option(
+    "--catalog", help="A user catalog: your own accelerators, CPUs, NICs, prices and facility "
+    "figures on top of the packaged catalog.")]
 
 
-def split_overrides(
-    items: list[str],
-) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
-    """Split ``--set`` items into (workload, system) overrides; ``workload.`` keys go to the workload."""
+def split_overrides(items: list[str]) -> tuple[Overrides, Overrides, Overrides]:
+    """Split ``--set`` items into (workload, system, catalog) overrides: ``workload.`` keys go to
+    the workload; ``price.``, ``facility.``, ``accelerator.``, ``cpu.``, ``nic.``, ``ddr.`` and
+    ``chassis.`` keys to the catalog; the rest to the system."""
     wl: list[tuple[str, Any]] = []
     sysov: list[tuple[str, Any]] = []
     for item in items:
@@ -39,7 +46,8 @@ def split_overrides(
             wl.append((key.removeprefix("workload."), value))
         else:
             sysov.append((key.removeprefix("system."), value))
-    return tuple(wl), tuple(sysov)
+    catalog, system = split_catalog_overrides(tuple(sysov))
+    return tuple(wl), system, catalog
 
 
 @app.command("evaluate")
@@ -49,7 +57,8 @@ def evaluate_cmd(
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Override a field: node.accelerators=4, nodes=16, "
-                     "workload.global_batch=135168 (repeatable)."),
+                     "workload.global_batch=135168, price.h100-sxm5-80gb=25000, "
+                     "facility.usd_per_kwh=0.2 (repeatable)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     plan: Annotated[bool, typer.Option(
@@ -60,16 +69,18 @@ def evaluate_cmd(
     html: Annotated[Path | None, typer.Option(
         "--html", help="Write the step's timeline (a Gantt chart of its overlapping stages, the "
         "critical path outlined) to this HTML file.")] = None,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Score one design: step time by stage, bottleneck, memory, cost and power."""
     try:
-        wl_over, sys_over = split_overrides(set_ or [])
+        wl_over, sys_over, cat_over = split_overrides(set_ or [])
+        user = load_user_catalog(catalog, cat_over)
         wl = load_workload(workload, wl_over)
-        sysm = load_system(system, sys_over)
-        ev = evaluate(wl, sysm)
+        sysm = load_system(system, sys_over, user.catalog)
+        ev = evaluate(wl, sysm, catalog=user.catalog)
         # Defaults that decide the answer are listed, never applied silently (issue 13).
         from dse.model.defaults import sensitive_defaults
-        leaned_on = sensitive_defaults(wl, system, sys_over)
+        leaned_on = sensitive_defaults(wl, system, sys_over, catalog=user.catalog)
         summary = plan_summary(ev, load_calibration()) if plan else None
     except DseInputError as exc:
         fail(str(exc))
@@ -78,8 +89,11 @@ def evaluate_cmd(
         extra: dict[str, Any] = {"plan": summary.to_dict()} if summary else {}
         if what_if_:
             extra["step_s_if_2x_faster"] = what_if(ev)
+        if user.changes:
+            extra["catalog_changes"] = [dataclasses.asdict(c) for c in user.changes]
         typer.echo(to_json({**ev.to_dict(),
-                            "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on], **extra}))
+                            "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on],
+                            **extra}))
     else:
         print_evaluation(ev, Console())
         if summary:
@@ -88,6 +102,8 @@ def evaluate_cmd(
             print_what_if(ev, Console())
         for d in leaned_on:
             Console().print(escape(f"note: {d.describe()}"))
+        for change in user.changes:
+            Console().print(escape(f"catalog: {change.describe()}"))
     if html is not None:
         from dse.outputs.timeline import timeline_figure
 
@@ -124,6 +140,7 @@ def compare_cmd(
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a field of both systems or the workload (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Two systems, or two trials of a study, side by side: metrics, the critical-path time of
     every stage and its difference, what binds each, and the stage to upgrade."""
@@ -134,9 +151,11 @@ def compare_cmd(
             if workload is None:
                 fail("compare: give --workload for two systems (or --study for two trials)")
                 return
-            wl_over, sys_over = split_overrides(set_ or [])
+            wl_over, sys_over, cat_over = split_overrides(set_ or [])
+            user = load_user_catalog(catalog, cat_over)
             wl = load_workload(workload, wl_over)
-            ev_a, ev_b = (evaluate(wl, load_system(s, sys_over)) for s in (first, second))
+            ev_a, ev_b = (evaluate(wl, load_system(s, sys_over, user.catalog), catalog=user.catalog)
+                          for s in (first, second))
             labels = (first, second)
     except DseInputError as exc:
         fail(str(exc))
@@ -151,21 +170,21 @@ def compare_cmd(
 def _trial_pair(study: str, storage: str | None, first: str,
                 second: str) -> tuple[tuple[Evaluation, Evaluation], tuple[str, str]]:
     """The evaluations of two trials of ``study`` (rebuilt from their designs, current calibration)."""
-    from dse.outputs.results import load_stored_study
     from dse.search.encoding import design_system
-    from dse.search.spec import load_study_spec, study_space, study_workload
+    from dse.search.results import load_stored_study
+    from dse.search.spec import load_study_spec, study_catalog, study_space, study_workload
 
     spec = load_study_spec(study)
     stored = load_stored_study(spec, storage)
     trials = {t.number: t for t in stored.get_trials(deepcopy=False)}
-    wl, space = study_workload(spec), study_space(spec)
+    wl, space, cat = study_workload(spec), study_space(spec), study_catalog(spec).catalog
     out = []
     for given in (first, second):
         trial = trials.get(int(given)) if given.isdigit() else None
         if trial is None or "design" not in trial.user_attrs:
             raise DseInputError(spec.name, "", f"no scored trial {given!r} (give trial numbers, as "
                                 "dse pareto lists them)")
-        out.append(evaluate(wl, design_system(space, trial.user_attrs["design"])))
+        out.append(evaluate(wl, design_system(space, trial.user_attrs["design"], cat), catalog=cat))
     return (out[0], out[1]), (f"trial {first}", f"trial {second}")
 
 
@@ -310,15 +329,33 @@ def training_line(ev: Evaluation) -> str:
             f"{duration(seconds)} for {human_number(usd)} USD")
 
 
+PART_KINDS = ("accelerators", "cpus", "nics", "switches")
+"""``dse list`` kinds read from the catalog (with ``--json`` and ``--catalog``)."""
+LIST_KINDS = ("workloads", "systems", *PART_KINDS, "spaces", "objectives", "studies")
+
+
 @app.command("list")
 def list_cmd(
-    what: Annotated[str, typer.Argument(
-        help="workloads, systems, accelerators, spaces, objectives or studies")],
+    what: Annotated[str, typer.Argument(help=", ".join(LIST_KINDS))],
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the parts as JSON (accelerators, cpus, nics, switches).")] = False,
+    catalog: CatalogOpt = None,
 ) -> None:
-    """List what is available: workloads, systems, accelerators, spaces, objectives or studies."""
+    """List what is available: workloads, systems, accelerators, CPUs, NICs, switches, spaces,
+    objective sets or studies."""
     console = wide_console(200)
+    if what not in LIST_KINDS:
+        fail(f"list: unknown kind {what!r} (known: {', '.join(LIST_KINDS)})")
+    if (as_json or catalog is not None) and what not in PART_KINDS:
+        fail(f"list {what}: --json and --catalog list parts only ({', '.join(PART_KINDS)})")
     try:
-        if what == "workloads":
+        if what in PART_KINDS:
+            rows = part_rows(what, load_user_catalog(catalog).catalog)
+            if as_json:
+                typer.echo(to_json(rows))
+                return
+            table = _part_table(what, rows)
+        elif what == "workloads":
             table = Table("name", "tables", "params", "footprint GB", "MFLOP/sample", "batch",
                           "precision", "synthetic")
             for name in workload_presets():
@@ -333,23 +370,52 @@ def list_cmd(
                 table.add_row(name, str(s.nodes), f"{s.accelerators_per_node} x {s.accelerator.name}",
                               s.scaleup, f"{s.spec.node.nics} x {s.spec.node.nic_gbit_s:g} Gb/s",
                               s.spec.description)
-        elif what == "accelerators":
-            table = Table("key", "name", "HBM GB", "HBM GB/s", "bf16/fp16 TF", "scale-up GB/s",
-                          "TDP W", "price USD")
-            for key, a in sorted(load_catalog().accelerator.items()):
-                half = a.peak_tflops.bf16 or a.peak_tflops.fp16 or 0.0
-                table.add_row(key, a.name, f"{a.hbm_gb:g}", f"{a.hbm_gb_s:g}", f"{half:g}",
-                              f"{a.scaleup_gb_s:g}", f"{a.tdp_w:g}", f"{a.price_usd:,.0f}")
-        elif what in ("spaces", "objectives", "studies"):
-            table = _list_study_files(what)
         else:
-            fail(f"list: unknown kind {what!r} (known: workloads, systems, accelerators, spaces, "
-                 "objectives, studies)")
-            return
+            table = _list_study_files(what)
     except DseInputError as exc:
         fail(str(exc))
         return
     console.print(table)
+
+
+PART_COLUMNS = {
+    "accelerators": ("key", "name", "hbm_gb", "hbm_gb_s", "peak_tflops", "scaleup_gb_s",
+                     "default_scaleup", "pcie_gen", "tdp_w", "price_usd", "source"),
+    "cpus": ("key", "name", "cores", "ddr", "ddr_channels", "pcie_gen", "pcie_lanes", "tdp_w",
+             "price_usd", "source"),
+    "nics": ("key", "gbit_s", "tdp_w", "price_usd", "source"),
+    "switches": ("key", "radix", "usd_per_port_per_400g", "usd_per_accelerator", "latency_s",
+                 "hop_latency_s", "source"),
+}
+"""The table columns of ``dse list``: the key a system file names, the figures it needs (a system's
+``node.accelerator``, ``node.cpu``, ``node.nic_gbit_s``), the price and the source; ``--json``
+has every field."""
+
+
+def part_rows(what: str, catalog: Catalog) -> list[dict[str, Any]]:
+    """Every part of kind ``what`` (:data:`PART_KINDS`) as a plain record led by its key."""
+    by_kind: dict[str, dict[str, Any]] = {
+        "accelerators": catalog.accelerator, "cpus": catalog.cpu, "nics": catalog.nic,
+        "switches": {"network": catalog.network_switch, "scaleup": catalog.scaleup_switch},
+    }
+    entries = by_kind[what]
+    return [{"key": key, **to_mapping(entry)} for key, entry in sorted(entries.items())]
+
+
+def _part_table(what: str, rows: list[dict[str, Any]]) -> Table:
+    columns = PART_COLUMNS[what]
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*(escape(_part_cell(row.get(col))) for col in columns))
+    return table
+
+
+def _part_cell(value: Any) -> str:
+    if isinstance(value, dict):  # peak_tflops by precision
+        return " ".join(f"{k} {v:g}" for k, v in value.items())
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value >= 1000 else f"{value:g}"
+    return "" if value is None else str(value)
 
 
 def _list_study_files(what: str) -> Table:

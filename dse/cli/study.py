@@ -1,10 +1,11 @@
-"""Study commands of the ``dse`` CLI: run, worker, storage-proxy, status, pareto, export, report,
+"""Study commands of the ``dse`` CLI: init, run, worker, storage-proxy, status, pareto, export, report,
 plot (registered on :data:`dse.cli._app.app`)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import socket
 import sys
@@ -22,29 +23,48 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dse.cli._app import app, fail, to_json
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
-from dse.outputs.results import load_stored_study, status, trials_frame
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.parallel import WorkerExits, join_workers, start_workers, stop_gracefully
 from dse.search.recovery import WORKER_KEY
+from dse.search.results import load_stored_study, status, trials_frame
 from dse.search.runner import STOP, open_study, run_study, target_of
 from dse.search.runner import Progress as StudyProgress
-from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec
-from dse.search.storage import PROXY_THREADS, is_loopback, open_storage, redact, serve_proxy, storage_failure
+from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec, results_dir, with_catalog
+from dse.search.storage import (
+    PROXY_THREADS,
+    default_storage_path,
+    is_loopback,
+    open_storage,
+    redact,
+    serve_proxy,
+    storage_failure,
+)
 
 ColumnsOpt = Annotated[str | None, typer.Option(
     "--columns", help="Comma-separated columns: metrics (capex_usd, power_w, ...), parameters "
     "(nodes, node.nics, ...), trials, design. Default: trials, objectives, bottleneck, design.")]
 StorageOpt = Annotated[str | None, typer.Option(
-    "--storage", help="Optuna storage: a .journal path (default: studies/NAME.journal), "
+    "--storage", help="Optuna storage: a .journal path (default: NAME.journal beside the study file; "
+    "./studies/NAME.journal for a built-in study), "
     "postgresql://USER:PASSWORD@HOST:PORT/DB, sqlite:///FILE or grpc://HOST:PORT (a dse storage-proxy).")]
 
 
-def _spec(study: str) -> StudySpec:
+CatalogOpt = Annotated[Path | None, typer.Option(
+    "--catalog", help="A user catalog (your parts, prices, facility figures) instead of the "
+    "study's own catalog key.")]
+
+
+def _spec(study: str, catalog: Path | None = None) -> StudySpec:
     try:
-        return load_study_spec(study)
+        return with_catalog(load_study_spec(study), str(catalog) if catalog else "")
     except DseInputError as exc:
         fail(str(exc))
         raise  # unreachable: fail() exits
+
+
+def _shown(url: str, spec: StudySpec) -> str:
+    """The storage as messages name it: the journal's path, or the URL without its password."""
+    return redact(url) if url else str(default_storage_path(spec))
 
 
 @contextmanager
@@ -59,9 +79,28 @@ def _storage_errors() -> Iterator[None]:
         fail(message)
 
 
+@app.command("init")
+def init_cmd(
+    folder: Annotated[Path, typer.Argument(help="Folder for the files (created).")] = Path("my-dse"),
+) -> None:
+    """Copy the example study, its workload, search space and objectives, and a user catalog into
+    a folder for editing, and print the command that runs it."""
+    from dse.search.starter import write_starter
+
+    try:
+        starter = write_starter(folder)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    for path in starter.files:
+        typer.echo(f"wrote {path}")
+    typer.echo(f"next: dse run {shlex.quote(str(starter.study))}  (results land beside it)")
+
+
 @app.command("run")
 def run_cmd(
-    study: Annotated[str, typer.Argument(help="Study name (studies/NAME.toml) or file.")] = DEFAULT_STUDY,
+    study: Annotated[str, typer.Argument(
+        help="Study file, or name (./studies/NAME.toml, else a built-in study).")] = DEFAULT_STUDY,
     storage: StorageOpt = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes on this machine.")] = 1,
     trials: Annotated[int | None, typer.Option(
@@ -71,16 +110,17 @@ def run_cmd(
                                         "space or objectives changed (the change is recorded).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report",
-                                         help="Write studies/NAME.html when done.")] = True,
+                                         help="Write NAME.html beside the journal when done.")] = True,
     warm_start: Annotated[str | None, typer.Option(
         "--warm-start", help="'sweep': before the sampler starts, enqueue the exact front of a "
         "coarse sweep of the space (at most a fifth of the budget); once per study.")] = None,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
     write its report."""
-    spec = _spec(study)
+    spec = _spec(study, catalog)
     url = storage if storage is not None else spec.storage
-    shown = redact(url) if url else f"studies/{spec.name}.journal"
+    shown = _shown(url, spec)
     if jobs > 1 and url.startswith("sqlite"):
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
@@ -111,7 +151,8 @@ def run_cmd(
         return
     try:
         with _quiet_interrupted_trials():
-            result = _run_with_progress(spec, study, url, until, jobs, quiet)
+            result = _run_with_progress(spec, study, url, until, jobs, quiet,
+                                        spec.catalog if catalog else "")
     except KeyboardInterrupt:
         _interrupted(spec, study, url)
         return
@@ -121,11 +162,11 @@ def run_cmd(
 
 
 def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: int,
-                       quiet: bool) -> tuple[optuna.Study, WorkerExits] | None:
-    """Work on the study (with ``jobs - 1`` helper processes) under a progress bar; the stored
-    study and the helpers' exits."""
+                       quiet: bool, catalog: str) -> tuple[optuna.Study, WorkerExits] | None:
+    """Work on the study (with ``jobs - 1`` helper processes, given the user ``catalog`` file or
+    "") under a progress bar; the stored study and the helpers' exits."""
     console = Console(stderr=True)
-    workers = start_workers(study, url, until, jobs - 1)
+    workers = start_workers(study, url, until, jobs - 1, catalog)
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=console,
                    disable=quiet or not console.is_terminal)
@@ -211,13 +252,13 @@ def _interrupted(spec: StudySpec, study: str, url: str) -> None:
 
 
 def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | None) -> Path:
-    """Render the study's report into ``folder`` (default ``studies/``) as NAME.html."""
+    """Render the study's report into ``folder`` (default: beside the journal, :func:`results_dir`)
+    as NAME.html."""
     from dse.outputs.report import render_report
-    from dse.outputs.results import objective_set_of
-    from dse.search.spec import STUDIES_DIR
+    from dse.search.results import objective_set_of
 
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
-    folder = folder or STUDIES_DIR
+    folder = folder or results_dir(spec)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec.name}.html"
     path.write_text(page, encoding="utf-8")
@@ -226,16 +267,18 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
 
 @app.command("worker")
 def worker_cmd(
-    study: Annotated[str, typer.Argument(help="Study name (studies/NAME.toml) or file.")],
+    study: Annotated[str, typer.Argument(
+        help="Study file, or name (./studies/NAME.toml, else a built-in study).")],
     storage: StorageOpt = None,
     trials: Annotated[int | None, typer.Option(
         "--trials", min=1, help="Complete at most this many trials in this worker.")] = None,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Join an existing study and work on it until its budget is complete (shared by all workers:
     together they stop at the total). Start any number, on any machines that reach the storage."""
-    spec = _spec(study)
+    spec = _spec(study, catalog)
     url = storage if storage is not None else spec.storage
-    shown = redact(url) if url else f"studies/{spec.name}.journal"
+    shown = _shown(url, spec)
     stopped_by = stop_gracefully()
     try:
         with _storage_errors(), _quiet_interrupted_trials():
@@ -348,7 +391,7 @@ def pareto_cmd(
 ) -> None:
     """The Pareto front of a study: a table (one row per distinct design, best first by the first
     objective), or CSV / JSON / Parquet (every front trial)."""
-    from dse.outputs.results import objective_set_of
+    from dse.search.results import objective_set_of
 
     spec = _spec(study)
     try:
@@ -358,10 +401,10 @@ def pareto_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
-    if csv is not None:
-        frame.to_csv(csv)
-    if parquet is not None:
-        frame.to_parquet(parquet)
+    for target, write in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
+        if target is not None:
+            write(target)
+            typer.echo(f"front of {len(frame)} designs written to {target}", err=True)
     if as_json:
         typer.echo(to_json(frame.reset_index().to_dict(orient="records")))
     elif csv is None and parquet is None:
@@ -396,7 +439,7 @@ def export_cmd(
 def report_cmd(
     study: Annotated[str, typer.Argument(help="Study name or file.")],
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Folder for the page (default: studies/).")] = None,
+        "--out", help="Folder for the page (default: beside the journal).")] = None,
     storage: StorageOpt = None,
 ) -> None:
     """Write the study's interactive Pareto report: one self-contained HTML file."""
@@ -416,8 +459,8 @@ def plot_cmd(
     x: Annotated[str | None, typer.Option("--x", help="Objective on x (default: the first).")] = None,
     y: Annotated[str | None, typer.Option("--y", help="Objective on y (default: the second).")] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="HTML file (default: studies/NAME-front.html, unless --png or --svg is "
-        "given).")] = None,
+        "--out", help="HTML file (default: NAME-front.html beside the journal, unless --png or "
+        "--svg is given).")] = None,
     png: Annotated[Path | None, typer.Option("--png", help="Export a PNG (kaleido + Chromium).")] = None,
     svg: Annotated[Path | None, typer.Option(
         "--svg", help="Export an SVG (kaleido + Chromium).")] = None,
@@ -425,8 +468,7 @@ def plot_cmd(
     """A quick single front of two objectives: HTML, or PNG/SVG through kaleido (then HTML only
     with --out)."""
     from dse.outputs.report import gather, pair_figure
-    from dse.outputs.results import objective_set_of
-    from dse.search.spec import STUDIES_DIR
+    from dse.search.results import objective_set_of
 
     spec = _spec(study)
     try:
@@ -444,7 +486,7 @@ def plot_cmd(
     fig = pair_figure(gather(stored, spec, objectives), x, y)
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
-        path = out or STUDIES_DIR / f"{spec.name}-front.html"
+        path = out or results_dir(spec) / f"{spec.name}-front.html"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.write_html(path, include_plotlyjs=True)
         written.append(path)

@@ -18,6 +18,7 @@ from typing import Any, get_args, get_origin
 
 from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
+from dse.model.catalog import Catalog
 from dse.model.evaluate import evaluate
 from dse.model.system import (
     NetworkSpec,
@@ -88,21 +89,23 @@ def sensitive_defaults(
     overrides: tuple[tuple[str, Any], ...] = (),
     calibration: Calibration | None = None,
     threshold: float = THRESHOLD,
+    catalog: Catalog | None = None,
 ) -> list[DefaultEffect]:
     """Defaulted fields of ``system`` (preset or file, with ``overrides``) whose stated
-    alternatives change throughput by more than ``threshold``; the largest change per field."""
+    alternatives change throughput by more than ``threshold``; the largest change per field
+    (parts resolved in ``catalog``, the packaged one by default)."""
     data, source = read_system_data(system)
     for key, value in overrides:
         data = apply_override(data, key, value)
-    base = evaluate(workload, resolve_system(system_spec_from_mapping(data, source)),
-                    calibration).throughput_samples_per_s
+    base = evaluate(workload, resolve_system(system_spec_from_mapping(data, source), catalog),
+                    calibration, catalog).throughput_samples_per_s
     found = []
     for key, default, annotation in defaulted_fields(data):
         worst: DefaultEffect | None = None
         for alt in alternatives(default, annotation):
             try:
                 spec = system_spec_from_mapping(apply_override(data, key, alt), source)
-                got = evaluate(workload, resolve_system(spec), calibration)
+                got = evaluate(workload, resolve_system(spec, catalog), calibration, catalog)
             except DseInputError:  # an alternative the rest of the file rules out
                 continue
             change = got.throughput_samples_per_s / base - 1.0 if base > 0 else 0.0

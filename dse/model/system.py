@@ -15,13 +15,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
 from dse.model.catalog import Accelerator, Catalog, Cpu, Topology, load_catalog
-from dse.records import apply_override, from_mapping, read_toml, to_mapping
+from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name, to_mapping
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]
 NicAttach = Literal["accelerator", "cpu"]
@@ -257,22 +255,14 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
 
 
 def system_presets() -> tuple[str, ...]:
-    """Names of the packaged system presets."""
-    folder = resources.files("dse") / "data" / "systems"
-    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
+    """Names of the system presets: ``./systems`` under the working directory and the packaged ones."""
+    return SYSTEM.names()
 
 
 def read_system_data(name_or_path: str) -> tuple[dict[str, Any], str]:
     """The raw table of a system preset or file, and the source name used in errors."""
-    path = Path(name_or_path)
-    if name_or_path.endswith(".toml") or path.exists():
-        return read_toml(path), str(path)
-    if name_or_path not in system_presets():
-        known = ", ".join(system_presets())
-        raise DseInputError(name_or_path, "", f"unknown system preset (known: {known})")
-    ref = resources.files("dse") / "data" / "systems" / f"{name_or_path}.toml"
-    with resources.as_file(ref) as p:
-        return read_toml(p), f"system preset {name_or_path}"
+    path = named_file(name_or_path, SYSTEM)
+    return read_toml(path), source_name(path, SYSTEM)
 
 
 def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:

@@ -21,14 +21,12 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from dse.errors import DseInputError
 from dse.model.catalog import Precision
 from dse.model.widths import INDEX_BYTES
-from dse.records import apply_override, from_mapping, read_toml
+from dse.records import WORKLOAD, apply_override, from_mapping, named_file, read_toml, source_name
 
 Interaction = Literal["dot", "dcnv2"]
 EmbeddingDtype = Literal["fp32", "fp16", "int8"]
@@ -386,22 +384,14 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
 
 
 def workload_presets() -> tuple[str, ...]:
-    """Names of the packaged workload presets."""
-    folder = resources.files("dse") / "data" / "workloads"
-    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
+    """Names of the workload presets: ``./workloads`` under the working directory and the packaged ones."""
+    return WORKLOAD.names()
 
 
 def read_workload_data(name_or_path: str) -> tuple[dict[str, Any], str]:
     """The raw table of a workload preset or file, and the source name used in errors."""
-    path = Path(name_or_path)
-    if name_or_path.endswith(".toml") or path.exists():
-        return read_toml(path), str(path)
-    if name_or_path not in workload_presets():
-        known = ", ".join(workload_presets())
-        raise DseInputError(name_or_path, "", f"unknown workload preset (known: {known})")
-    ref = resources.files("dse") / "data" / "workloads" / f"{name_or_path}.toml"
-    with resources.as_file(ref) as p:
-        return read_toml(p), f"workload preset {name_or_path}"
+    path = named_file(name_or_path, WORKLOAD)
+    return read_toml(path), source_name(path, WORKLOAD)
 
 
 def load_workload(name_or_path: str, overrides: tuple[tuple[str, Any], ...] = ()) -> Workload:

@@ -13,29 +13,27 @@ import html
 import itertools
 import json
 import math
-import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-import optuna
 import plotly.graph_objects as go
-from optuna.trial import FrozenTrial, TrialState
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.model.timing import STAGES
+from dse.model.user_catalog import CatalogChange
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
-from dse.search.objectives import ObjectiveSet, loss_sign
+from dse.records import STUDY
+from dse.search.analysis import hypervolume_curve, importances
+from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import (
-    hypervolume,
     is_feasible,
     pareto_trials,
-    reference_point,
-    study_losses,
 )
 from dse.search.recovery import BASELINE_KEY
+from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.spec import StudySpec
 
 FADED = "rgba(120,120,120,0.25)"
@@ -44,9 +42,6 @@ STAGE_COLOURS = {
     "alltoall_fabric": "#2ca02c", "alltoall_network": "#d62728", "allreduce_exposed": "#9467bd",
     "input_exposed": "#e377c2", "overhead": "#7f7f7f",
 }
-HYPERVOLUME_POINTS = 100
-"""Hypervolume is computed at this many trial counts (each costs a front and a volume)."""
-
 
 @dataclass(frozen=True)
 class ReportData:
@@ -61,7 +56,7 @@ class ReportData:
     params: list[str]
 
 
-def gather(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet) -> ReportData:
+def gather(study: Study, spec: StudySpec, objectives: ObjectiveSet) -> ReportData:
     """Split the completed trials into feasible, infeasible and the front (first objective order)."""
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     feasible = [t for t in trials if is_feasible(t)]
@@ -281,60 +276,16 @@ def parcoords_figure(data: ReportData) -> go.Figure:
     return fig
 
 
-def hypervolume_curve(study: optuna.Study, data: ReportData) -> tuple[list[int], list[float]]:
-    """Hypervolume of the feasible trials among the first n, at up to ``HYPERVOLUME_POINTS`` n,
-    against one reference point (the whole study's)."""
-    if not data.feasible:
-        return [], []
-    ref = reference_point(study, data.feasible)
-    loss = study_losses(study, data.feasible)
-    lo = loss.min(axis=0)
-    numbers = np.array([t.number for t in data.feasible])
-    last = max(t.number for t in data.trials) + 1
-    xs = sorted({int(v) for v in np.linspace(1, last, min(HYPERVOLUME_POINTS, last))})
-    ys = []
-    for n in xs:
-        subset = [data.feasible[i] for i in np.flatnonzero(numbers < n)]
-        ys.append(hypervolume(study, subset, ref, lo) if subset else 0.0)
-    return xs, ys
-
-
-def importances(study: optuna.Study, data: ReportData) -> dict[str, dict[str, float]]:
-    """Parameter importances per objective with Optuna's PED-ANOVA evaluator (fast), over the
-    parameters every completed trial has (conditional ones are left out)."""
-    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
-    common = set.intersection(*(set(t.params) for t in data.trials)) if data.trials else set()
-    out: dict[str, dict[str, float]] = {}
-    if len(data.trials) < 10 or not common:
-        return out
-    for i, o in enumerate(data.objectives.objectives):
-        # PED-ANOVA ranks parameters by how they reach *low* target values.
-        sign = loss_sign(o.direction)
-
-        def target(t: FrozenTrial, i: int = i, sign: float = sign) -> float:
-            return sign * float(t.values[i])
-
-        try:
-            with warnings.catch_warnings():
-                # It warns that it ranks for low targets, which `sign` already arranges.
-                warnings.simplefilter("ignore", UserWarning)
-                out[o.metric] = dict(optuna.importance.get_param_importances(
-                    study, evaluator=evaluator, params=sorted(common), target=target))
-        except (ValueError, RuntimeError):
-            continue
-    return out
-
-
-def progress_figure(study: optuna.Study, data: ReportData) -> go.Figure:
+def progress_figure(study: Study, data: ReportData) -> go.Figure:
     """Hypervolume against trial number, and the importances as grouped bars."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "hypervolume of the feasible front (objectives scaled to the study's range)",
         "parameter importance per objective (PED-ANOVA)"))
-    xs, ys = hypervolume_curve(study, data)
+    xs, ys = hypervolume_curve(study, data.feasible, data.trials)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="hypervolume"), row=1, col=1)
-    for metric, imp in importances(study, data).items():
+    for metric, imp in importances(study, data.trials, data.objectives).items():
         fig.add_trace(go.Bar(x=[short_label(p) for p in imp], y=list(imp.values()),
                              name=short_label(metric)), row=1, col=2)
     fig.update_xaxes(title_text="trials", row=1, col=1)
@@ -390,12 +341,24 @@ th { background: #eee; cursor: pointer; position: sticky; top: 0; }
 </style>"""
 
 
-def header(study: optuna.Study, data: ReportData, storage: str) -> str:
+def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]]:
+    """The header row listing a study's user catalog and every change it made to the packaged
+    catalog (none for a study priced with the packaged catalog alone)."""
+    if "dse:catalog" not in attrs:
+        return []
+    changes = [CatalogChange(**c) for c in json.loads(attrs["dse:catalog"])]
+    listed = "; ".join(html.escape(c.describe()) for c in changes) or "no changes"
+    return [("catalog", f"packaged catalog with the user catalog {html.escape(spec.catalog)}: {listed}")]
+
+
+def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
     wl = json.loads(attrs.get("dse:workload", "{}"))
     spec = data.spec
-    command = f"dse run {spec.name}" + (f" --storage {storage}" if storage else "")
+    # A user's own study file is rerun by its path; a built-in one by its name.
+    own = spec.file and not STUDY.is_builtin(Path(spec.file))
+    command = f"dse run {spec.file if own else spec.name}" + (f" --storage {storage}" if storage else "")
     rows = [
         ("study", f"{spec.name}: {spec.description}"),
         ("workload", f"{wl.get('name')}: {wl.get('tables')} tables, "
@@ -410,13 +373,14 @@ def header(study: optuna.Study, data: ReportData, storage: str) -> str:
                    f"{spec.sampler}, seed {spec.seed}"),
         ("versions", f"dse {attrs.get('dse:version')} (report by dse {__version__}), calibration "
                      f"{attrs.get('dse:calibration_version')}, model {attrs.get('dse:model')}"),
+        *catalog_rows(attrs, spec),
         ("reproduce", f"<code>{html.escape(command)}</code>"),
     ]
     body = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
     return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
 
 
-def render_report(study: optuna.Study, spec: StudySpec, objectives: ObjectiveSet,
+def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                   storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline") -> str:
     """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
     or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git)."""

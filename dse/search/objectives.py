@@ -23,17 +23,15 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
 
 from dse.errors import DseInputError
-from dse.records import from_mapping, named_file, read_toml
+from dse.records import OBJECTIVES, from_mapping, named_file, read_toml
 
 Direction = Literal["maximize", "minimize"]
-OBJECTIVES_DIR = Path(__file__).resolve().parents[2] / "objectives"
 
 METRICS: dict[str, str] = {
     "throughput_samples_per_s": "training samples per second",
@@ -206,8 +204,8 @@ def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
 
 
 def objective_names() -> tuple[str, ...]:
-    """Objective sets shipped in ``objectives/``."""
-    return tuple(sorted(p.stem for p in OBJECTIVES_DIR.glob("*.toml")))
+    """Objective sets: ``./objectives`` under the working directory and the built-in ones."""
+    return OBJECTIVES.names()
 
 
 def load_objectives(name_or_path: str) -> ObjectiveSet:
@@ -217,5 +215,5 @@ def load_objectives(name_or_path: str) -> ObjectiveSet:
 
 @functools.lru_cache(maxsize=32)
 def _load(name_or_path: str) -> ObjectiveSet:
-    path = named_file(name_or_path, OBJECTIVES_DIR, "objective set")
+    path = named_file(name_or_path, OBJECTIVES)
     return objectives_from_mapping(read_toml(path), str(path))

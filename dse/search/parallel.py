@@ -17,7 +17,7 @@ from multiprocessing.process import BaseProcess
 
 from dse.errors import DseInputError
 from dse.search.runner import STOP, run_study
-from dse.search.spec import load_study_spec
+from dse.search.spec import load_study_spec, with_catalog
 from dse.search.storage import storage_failure
 
 WORKER_ERROR_EXIT = 1
@@ -34,11 +34,13 @@ class WorkerExits:
     """Numbers of the signals that killed workers (their running trials are retried by others)."""
 
 
-def start_workers(study: str, storage: str | None, until: int, count: int) -> tuple[BaseProcess, ...]:
+def start_workers(study: str, storage: str | None, until: int, count: int,
+                  catalog: str = "") -> tuple[BaseProcess, ...]:
     """Start ``count`` worker processes on the study file ``study`` (name or path) in ``storage``
-    (``None``: the study's own), each working until ``until`` trials are complete in total."""
+    (``None``: the study's own), each working until ``until`` trials are complete in total;
+    ``catalog`` replaces the study's user catalog (``dse run --catalog``)."""
     ctx = multiprocessing.get_context("spawn")
-    workers = tuple(ctx.Process(target=_work, args=(study, storage, until), daemon=True)
+    workers = tuple(ctx.Process(target=_work, args=(study, storage, until, catalog), daemon=True)
                     for _ in range(count))
     for w in workers:
         w.start()
@@ -54,11 +56,11 @@ def join_workers(workers: tuple[BaseProcess, ...]) -> WorkerExits:
                        killed=tuple(-c for c in codes if c and c < 0))
 
 
-def _work(study: str, storage: str | None, until: int) -> None:
+def _work(study: str, storage: str | None, until: int, catalog: str = "") -> None:
     """Entry point of a worker process: an input error or a lost storage is one line on stderr
     and exit code :data:`WORKER_ERROR_EXIT`."""
     try:
-        run_study(load_study_spec(study), storage, until=until)
+        run_study(with_catalog(load_study_spec(study), catalog), storage, until=until)
     except DseInputError as exc:
         _exit_with(str(exc))
     except Exception as exc:

@@ -12,6 +12,7 @@ retried (:mod:`dse.search.recovery`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -41,7 +42,15 @@ from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, recover
 from dse.search.samplers import make_sampler
 from dse.search.space import SearchSpace, preset_params
-from dse.search.spec import StudySpec, study_objectives, study_space, study_workload
+from dse.search.spec import (
+    FILES_KEY,
+    StudySpec,
+    study_catalog,
+    study_files,
+    study_objectives,
+    study_space,
+    study_workload,
+)
 from dse.search.storage import open_storage, state_counts, storage_file
 
 RECOVER_EVERY_S = 2.0
@@ -58,7 +67,13 @@ STOP = threading.Event()
 
 
 def _describe(spec: StudySpec) -> dict[str, str]:
+    """What a study is made of, compared on resume (a change is refused unless forced)."""
     wl = study_workload(spec)
+    # Only a study with a user catalog records it, so studies made before catalogs existed resume;
+    # its changes are recorded by file name, so the study resumes from any working directory.
+    changes = [{**dataclasses.asdict(c), "source": Path(c.source).name}
+               for c in study_catalog(spec).changes]
+    catalog = {"dse:catalog": json.dumps(changes)} if spec.catalog else {}
     return {
         "dse:workload": json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
                                     **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
@@ -66,6 +81,7 @@ def _describe(spec: StudySpec) -> dict[str, str]:
                                     **wl.summary()}, sort_keys=True),
         "dse:space": json.dumps(study_space(spec).to_dict(), sort_keys=True),
         "dse:objectives": json.dumps(study_objectives(spec).to_dict(), sort_keys=True),
+        **catalog,
     }
 
 
@@ -158,6 +174,9 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
             study.set_user_attr(key, value)
     if len(log) > len(attrs.get("dse:changes", [])):
         study.set_user_attr("dse:changes", log)
+    files = json.dumps(study_files(spec), sort_keys=True)
+    if attrs.get(FILES_KEY) != files:  # the files moved, or the study predates the record
+        study.set_user_attr(FILES_KEY, files)
     study.set_user_attr("dse:budget", spec.budget)
     return study
 
@@ -171,6 +190,7 @@ def _record_new(study: optuna.Study, spec: StudySpec) -> None:
     study.set_user_attr("dse:calibration_version", load_calibration().version)
     study.set_user_attr("dse:model", model_fingerprint())
     study.set_user_attr("dse:study", json.dumps(_spec_dict(spec), sort_keys=True))
+    study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, study_space(spec))
     study.set_user_attr("dse:budget", spec.budget)
@@ -191,7 +211,7 @@ def _spec_dict(spec: StudySpec) -> dict[str, Any]:
     return {"name": spec.name, "workload": spec.workload, "space": spec.space,
             "objectives": spec.objectives, "sampler": spec.sampler, "budget": spec.budget,
             "seed": spec.seed, "workload_overrides": spec.workload_overrides,
-            "table_scale": spec.table_scale}
+            "table_scale": spec.table_scale, **({"catalog": spec.catalog} if spec.catalog else {})}
 
 
 def enqueue_baselines(study: optuna.Study, space: SearchSpace) -> list[str]:
@@ -272,7 +292,7 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
     """Work on ``study`` until ``budget`` trials are complete (or this worker has completed
     ``max_trials``); returns the number this worker completed."""
     objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
-                                heartbeat=heartbeat_enabled(study))
+                                catalog=study_catalog(spec).catalog, heartbeat=heartbeat_enabled(study))
     tracker = _Tracker(study, budget, on_trial)
     own = 0
     last_recovery = time.monotonic()

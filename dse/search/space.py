@@ -22,19 +22,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
 from dse.model.system import SystemSpec, load_system_spec, system_presets
 from dse.model.workload import workload_presets
-from dse.records import from_mapping, named_file, read_toml
+from dse.records import SPACE, from_mapping, named_file, read_toml
 
 ParamType = Literal["int", "float", "categorical", "ordinal"]
 Scalar = int | float | str | bool
 SYSTEM_PARAM = "system"
 """The parameter that chooses the base system per design (a categorical over system presets)."""
-SPACES_DIR = Path(__file__).resolve().parents[2] / "search_spaces"
 """``search_spaces/`` of the checkout (spaces are project files, not package data)."""
 
 
@@ -243,8 +241,8 @@ def probe_values(p: Parameter) -> tuple[Any, ...]:
 
 
 def space_names() -> tuple[str, ...]:
-    """Search spaces shipped in ``search_spaces/``."""
-    return tuple(sorted(p.stem for p in SPACES_DIR.glob("*.toml")))
+    """Search spaces: ``./search_spaces`` under the working directory and the built-in ones."""
+    return SPACE.names()
 
 
 def load_space(name_or_path: str) -> SearchSpace:
@@ -254,7 +252,7 @@ def load_space(name_or_path: str) -> SearchSpace:
 
 @functools.lru_cache(maxsize=32)
 def _load(name_or_path: str) -> SearchSpace:
-    path = named_file(name_or_path, SPACES_DIR, "search space")
+    path = named_file(name_or_path, SPACE)
     return space_from_mapping(read_toml(path), str(path))
 
 

@@ -13,14 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
+from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import Workload, load_workload, scale_tables
-from dse.records import from_mapping, named_file, read_toml
+from dse.records import OBJECTIVES, SPACE, STUDY, WORKLOAD, FileKind, from_mapping, named_file, read_toml
 from dse.search.encoding import grid_of
 from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.samplers import SAMPLERS
 from dse.search.space import SearchSpace, load_space
 
-STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+STUDIES_DIR = Path(STUDY.folder)
+"""Where the results of a built-in study go: ``./studies`` under the working directory."""
+FILES_KEY = "dse:files"
+"""The study attribute recording where a study's files were (:func:`study_files`), so its results
+can be read again wherever the files live."""
+INTERNAL_KEYS = ("file",)
+"""StudySpec fields set by :func:`load_study_spec`, never read from a study file."""
 DEFAULT_STUDY = "zion-2020"
 
 
@@ -43,16 +50,30 @@ class StudySpec:
     table_scale: float = field(default=1.0, metadata={"min": 0.0, "min_exclusive": True})
     """Every embedding table's rows multiplied by this (the growth question: 4 = tables 4x larger;
     :func:`dse.model.workload.scale_tables`)."""
+    catalog: str = ""
+    """A user catalog file (:mod:`dse.model.user_catalog`) on top of the packaged catalog; empty =
+    the packaged catalog. A relative path is looked for beside the study file."""
+    file: str = ""
+    """The study file this was loaded from: set by :func:`load_study_spec`, never read from the
+    file; empty for a spec built in code (its results then go under ``./studies``)."""
 
 
 def study_names() -> tuple[str, ...]:
-    """Studies defined in ``studies/``."""
-    return tuple(sorted(p.stem for p in STUDIES_DIR.glob("*.toml")))
+    """Studies: ``./studies`` under the working directory and the built-in ones."""
+    return STUDY.names()
 
 
 def study_path(name_or_path: str) -> Path:
-    """The file of a study given by name or path."""
-    return named_file(name_or_path, STUDIES_DIR, "study")
+    """The file of a study given by name or path (:func:`dse.records.named_file`)."""
+    return named_file(name_or_path, STUDY)
+
+
+def results_dir(spec: StudySpec) -> Path:
+    """Where the journal and pages of ``spec`` go: beside the study file the user named, or
+    ``./studies`` for a built-in study (whose folder may be inside the installed package)."""
+    if not spec.file or STUDY.is_builtin(Path(spec.file)):
+        return STUDIES_DIR
+    return Path(spec.file).parent
 
 
 def load_study_spec(name_or_path: str) -> StudySpec:
@@ -60,19 +81,26 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     objectives may only name metrics the model reports."""
     path = study_path(name_or_path)
     source = str(path)
-    spec = from_mapping(StudySpec, read_toml(path), source)
+    raw = read_toml(path)
+    for key in INTERNAL_KEYS:
+        if key in raw:
+            raise DseInputError(source, key, "set by dse, not by a study file")
+    spec = from_mapping(StudySpec, raw, source)
     # A file named by a relative path is looked for beside the study file first.
     def beside(v: str) -> str:
         near = path.parent / v
         return str(near) if v.endswith(".toml") and not Path(v).is_absolute() and near.exists() else v
 
     spec = dataclasses.replace(spec, workload=beside(spec.workload), space=beside(spec.space),
-                               objectives=beside(spec.objectives))
+                               objectives=beside(spec.objectives),
+                               catalog=str(path.parent / spec.catalog) if spec.catalog and not
+                               Path(spec.catalog).is_absolute() else spec.catalog,
+                               file=str(path))
     if spec.sampler not in SAMPLERS:
         raise DseInputError(source, "sampler", f"unknown sampler {spec.sampler!r} "
                             f"(known: {', '.join(SAMPLERS)})")
     loaders = (("workload", study_workload), ("space", study_space),
-               ("objectives", study_objectives))
+               ("objectives", study_objectives), ("catalog", study_catalog))
     for key, loader in loaders:
         try:
             loader(spec)
@@ -99,3 +127,39 @@ def study_space(spec: StudySpec) -> SearchSpace:
 def study_objectives(spec: StudySpec) -> ObjectiveSet:
     """The objective set a study optimises."""
     return load_objectives(spec.objectives)
+
+
+def study_catalog(spec: StudySpec) -> UserCatalog:
+    """The catalog a study prices its designs with: the packaged one, or with its user catalog."""
+    return load_user_catalog(Path(spec.catalog) if spec.catalog else None)
+
+
+def study_files(spec: StudySpec) -> dict[str, str]:
+    """Where the files of a study were when it ran (recorded as ``dse:files``): absolute paths of
+    the study and of every file it names, or the preset name of a built-in one."""
+    def where(value: str, kind: FileKind) -> str:
+        try:
+            path = named_file(value, kind)
+        except DseInputError:
+            return value
+        return value if kind.is_builtin(path) else str(path.resolve())
+
+    files = {"study": str(Path(spec.file).resolve()) if spec.file else spec.name,
+             "workload": where(spec.workload, WORKLOAD), "space": where(spec.space, SPACE),
+             "objectives": where(spec.objectives, OBJECTIVES)}
+    if spec.catalog:
+        files["catalog"] = str(Path(spec.catalog).resolve())
+    return files
+
+
+def with_catalog(spec: StudySpec, catalog: str) -> StudySpec:
+    """``spec`` priced with the user catalog file ``catalog`` instead of its own (``--catalog``;
+    empty: unchanged), validated."""
+    if not catalog:
+        return spec
+    changed = dataclasses.replace(spec, catalog=catalog)
+    try:
+        study_catalog(changed)
+    except DseInputError as exc:
+        raise DseInputError("--catalog", "", str(exc)) from None
+    return changed

@@ -1,11 +1,12 @@
 """Storages of studies: the journal file by default, database servers and the gRPC proxy.
 
 :func:`open_storage` opens the storage of a study. The default is Optuna's journal file
-``studies/NAME.journal``, written under an ``flock`` (:class:`FlockLock`; Optuna's default symlink
-lock outlives a SIGKILLed writer) and safe for several processes on one host; SQLite is unsafe for
-several processes. Measured on this 2-core machine under load (``benchmarks/bench_study.py``):
-about 15 ms per trial on the journal for the default study, most of it Optuna (sampling and one
-fsynced append per parameter); SQLite about 87 ms per trial. A record torn by power loss is cut off
+``NAME.journal`` beside the study file (under ``./studies/`` for a built-in study), written under
+an ``flock`` (:class:`FlockLock`; Optuna's default symlink lock outlives a SIGKILLed writer) and
+safe for several processes on one host; SQLite is unsafe for several processes. Measured on this
+2-core machine under load (``benchmarks/bench_study.py``): about 15 ms per trial on the journal for
+the default study, most of it Optuna (sampling and one fsynced append per parameter); SQLite about
+87 ms per trial. A record torn by power loss is cut off
 (:func:`repair_journal_tail`). Every other URL is a database server or the proxy in front of one:
 
 - ``postgresql://...`` (also ``postgres://``) opens PostgreSQL through the psycopg 3 driver
@@ -45,7 +46,7 @@ from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search._optuna import BaseJournalFileLock, rdb_backend
 from dse.search.recovery import MAX_RETRIES, RetryStaleTrial
-from dse.search.spec import STUDIES_DIR, StudySpec
+from dse.search.spec import StudySpec, results_dir
 
 HEARTBEAT_S = 2
 """Seconds between a running trial's heartbeats on a database server (Optuna records one when a
@@ -70,8 +71,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 def default_storage_path(spec: StudySpec) -> Path:
-    """Where the default journal of ``spec`` lives."""
-    return STUDIES_DIR / f"{spec.name}.journal"
+    """Where the default journal of ``spec`` lives: ``NAME.journal`` beside the study file, or under
+    ``./studies`` for a built-in study (:func:`dse.search.spec.results_dir`)."""
+    return results_dir(spec) / f"{spec.name}.journal"
 
 
 def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:

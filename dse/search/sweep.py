@@ -46,7 +46,7 @@ from dse.search.encoding import design_system, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.pareto import non_dominated
 from dse.search.space import SYSTEM_PARAM, Parameter, SearchSpace, probe_values
-from dse.search.spec import StudySpec, study_objectives, study_space, study_workload
+from dse.search.spec import StudySpec, study_catalog, study_objectives, study_space, study_workload
 
 CHUNK_DESIGNS = 4096
 """Designs per work item handed to a worker process."""
@@ -521,6 +521,7 @@ def warm_start(
     max_trials: int | None = None,
     max_designs: int = 20_000,
     jobs: int | None = 1,
+    catalog: Catalog | None = None,
 ) -> list[dict[str, Any]]:
     """Enqueue the exact front of a coarse sweep of ``space`` (at most ``max_designs`` designs)
     into the Optuna ``study``, spread to at most ``max_trials`` designs, so its sampler starts from
@@ -529,7 +530,7 @@ def warm_start(
     if WARM_START_KEY in study.user_attrs:
         return []
     coarse, grid = coarse_grid(space, max_designs)
-    result = run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid)
+    result = run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid, catalog=catalog)
     designs = result.front_designs()
     if max_trials is not None and len(designs) > max_trials:
         designs = [designs[i] for i in spread_front(result.losses(), max_trials)]
@@ -545,7 +546,7 @@ def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None)
     fifth of the budget (and at least one design) is spent on the coarse front."""
     cap = max_trials if max_trials is not None else max(1, spec.budget // 5)
     return warm_start(study, study_space(spec), study_workload(spec), study_objectives(spec),
-                      max_trials=cap)
+                      max_trials=cap, catalog=study_catalog(spec).catalog)
 
 
 __all__ = [

@@ -23,9 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import numpy as np
-import optuna
 import pandas as pd
-from optuna.trial import TrialState
 
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
@@ -33,13 +31,13 @@ from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import System
 from dse.model.workload import Workload
-from dse.outputs.results import trials_frame
 from dse.search.encoding import design_system
 from dse.search.objectives import ObjectiveSet, load_objectives, losses_of
 from dse.search.pareto import pareto_mask
+from dse.search.results import Study, TrialState, trials_frame
 from dse.search.runner import run_study
 from dse.search.space import SearchSpace, load_space
-from dse.search.spec import StudySpec, load_study_spec, study_workload
+from dse.search.spec import StudySpec, load_study_spec, study_catalog, study_workload
 
 F = TypeVar("F")
 """A case's findings: what its analysis measured (numbers, lists and small ``pandas.DataFrame``
@@ -161,7 +159,7 @@ class CaseResult(Generic[F]):
 # --- scoring ------------------------------------------------------------------------------------
 
 
-def study_data(spec: StudySpec, study: optuna.Study, catalog: Catalog | None = None,
+def study_data(spec: StudySpec, study: Study, catalog: Catalog | None = None,
                calibration: Calibration | None = None) -> CaseData:
     """The complete trials of ``study`` as :class:`CaseData`."""
     frame = trials_frame(study)
@@ -358,6 +356,15 @@ def _mark(ok: bool) -> str:
     return "holds" if ok else "**does not hold**"
 
 
+def _user_catalog_lines(spec: StudySpec) -> list[str]:
+    """The page's list of the user catalog's changes (nothing for the packaged catalog alone)."""
+    if not spec.catalog:
+        return []
+    changes = study_catalog(spec).changes
+    return [f"- User catalog `{spec.catalog}`:" + ("" if changes else " no changes"),
+            *(f"  - `{c.key}` = {c.value}" for c in changes)]
+
+
 def render_page(result: CaseResult[Any], report_file: str | None = None) -> str:
     """The case study's page (Markdown): question, reproducing command, assumptions, findings
     explained, claims with their checks, and the sensitivity of the answer."""
@@ -397,6 +404,7 @@ def render_page(result: CaseResult[Any], report_file: str | None = None) -> str:
         f"- Most uncertain assumption here: {s.assumption}; moved by ±{pct} below.",
         "- Prices (catalog):",
         *("  " + line for line in _prices(data)),
+        *_user_catalog_lines(spec),
         "",
         "## What the study shows",
         "",

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import optuna
-
 from dse.outputs.cases.framework import (
     CaseResult,
     CaseStudy,
@@ -17,11 +15,15 @@ from dse.outputs.cases.framework import (
     render_page,
     study_data,
 )
+from dse.records import PACKAGE_DIR
+from dse.search.results import Study
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec
+from dse.search.spec import StudySpec, study_catalog, with_catalog
 
-CASE_DIR = Path(__file__).resolve().parents[3] / "docs" / "case-studies"
-"""``docs/case-studies/`` of the checkout, where the pages live."""
+_CHECKOUT_CASES = PACKAGE_DIR.parent / "docs" / "case-studies"
+CASE_DIR = _CHECKOUT_CASES if _CHECKOUT_CASES.is_dir() else Path("case-studies")
+"""``docs/case-studies/`` of the checkout, where the pages live; ``./case-studies`` under the
+working directory for an installed dse (never the installed package)."""
 
 
 @dataclass(frozen=True)
@@ -36,28 +38,29 @@ class PublishedCase:
 
 
 def publish_case(case: CaseStudy[Any], out: Path, trials: int | None = None,
-                 storage: str | None = None, report: bool = True) -> PublishedCase:
+                 storage: str | None = None, report: bool = True, catalog: str = "") -> PublishedCase:
     """Run (or resume) ``case``'s study, with ``trials`` as its budget and ``storage`` as its
     storage when given, check its claims, and write its page to ``out`` (and, with ``report``, the
     study's report beside it, loading plotly.js from its CDN so the page's folder stays small).
 
+    ``catalog``: a user catalog file to price the study with (listed on the page and report).
     ``out`` must exist. Raises :class:`~dse.errors.DseInputError` for a bad study or storage."""
-    spec = case_spec(case, trials, storage)
+    spec = with_catalog(case_spec(case, trials, storage), catalog)
     study = run_study(spec)
-    result = analyse_case(case, study_data(spec, study))
+    result = analyse_case(case, study_data(spec, study, study_catalog(spec).catalog))
     report_file = write_case_report(study, spec, storage, out, case.name) if report else None
     page = out / f"{case.name}.md"
     page.write_text(render_page(result, report_file), encoding="utf-8")
     return PublishedCase(result, page, out / report_file if report_file else None)
 
 
-def write_case_report(study: optuna.Study, spec: StudySpec, storage: str | None, out: Path,
+def write_case_report(study: Study, spec: StudySpec, storage: str | None, out: Path,
                       name: str) -> str:
     """Write the study's interactive report to ``out/NAME.html``; returns the file's name (the
     page links to it relative to its own folder)."""
     # Imported here: the report pulls in plotly, which analysing a case does not need.
     from dse.outputs.report import render_report
-    from dse.outputs.results import objective_set_of
+    from dse.search.results import objective_set_of
     from dse.search.storage import redact
 
     html = render_report(study, spec, objective_set_of(study, spec.objectives),

@@ -1,4 +1,8 @@
-"""Reading stored studies: status, the Pareto front and every trial as pandas tables."""
+"""Reading stored studies: status, the Pareto front and every trial as pandas tables.
+
+The outputs (report, case studies) read studies through this module: ``Study``, ``FrozenTrial`` and
+``TrialState`` are Optuna's, named here so that only the search layer imports Optuna and an Optuna
+upgrade is met in one layer."""
 
 from __future__ import annotations
 
@@ -7,17 +11,18 @@ from typing import Any
 
 import optuna
 import pandas as pd
+from optuna import Study
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
-from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_mapping
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, RETRY_KEY
-from dse.search.spec import StudySpec
+from dse.search.spec import FILES_KEY, StudySpec
 from dse.search.storage import default_storage_path, open_storage, storage_file
 
 
-def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> optuna.Study:
+def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> Study:
     """The stored study of ``spec``, or a clear error when it has never been run there."""
     where = storage_url or spec.storage or str(default_storage_path(spec))
     missing = DseInputError(spec.name, "", f"no stored study in {where} (run the study first)")
@@ -31,7 +36,7 @@ def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> optuna
     return optuna.load_study(study_name=spec.name, storage=storage)
 
 
-def status(study: optuna.Study) -> dict[str, Any]:
+def status(study: Study) -> dict[str, Any]:
     """Progress, failures and the best designs of a study (``dse status --json``)."""
     trials = study.get_trials(deepcopy=False)
     counts = {state: 0 for state in TrialState}
@@ -76,7 +81,7 @@ def _row(t: FrozenTrial) -> dict[str, Any]:
     return out
 
 
-def trials_frame(study: optuna.Study, only_front: bool = False) -> pd.DataFrame:
+def trials_frame(study: Study, only_front: bool = False) -> pd.DataFrame:
     """Every trial (or the front) with its state, design parameters (``param:`` columns),
     metrics, step breakdown (``breakdown_s:`` columns) and constraint values."""
     trials = pareto_trials(study) if only_front else study.get_trials(deepcopy=False)
@@ -95,7 +100,29 @@ def trials_frame(study: optuna.Study, only_front: bool = False) -> pd.DataFrame:
     return frame
 
 
-def objective_set_of(study: optuna.Study, fallback: str) -> ObjectiveSet:
-    """The objective set recorded in the study (its name), else ``fallback``."""
-    recorded = json.loads(study.user_attrs.get("dse:objectives", "{}"))
-    return load_objectives(recorded.get("name", fallback))
+def objective_set_of(study: Study, fallback: str) -> ObjectiveSet:
+    """The objective set the study was made with, wherever its file lives now.
+
+    Tried in order: the file recorded in ``dse:files`` (a study made from the user's own files),
+    ``fallback`` (the study file's ``objectives``, resolved), the recorded set's name; when none
+    of them loads the set the study recorded, the recorded set itself (without its description).
+    """
+    attrs = study.user_attrs
+    recorded: dict[str, Any] = json.loads(attrs.get("dse:objectives", "{}"))
+    files: dict[str, str] = json.loads(attrs.get(FILES_KEY, "{}"))
+    candidates = [c for c in (files.get("objectives"), fallback, recorded.get("name")) if c]
+    for candidate in candidates:
+        try:
+            found = load_objectives(candidate)
+        except DseInputError:
+            continue
+        if not recorded or found.to_dict() == recorded:
+            return found
+    if not recorded:
+        return load_objectives(fallback)  # raises the one-line error naming it
+    return objectives_from_mapping(recorded, f"study {study.study_name}")
+
+
+__all__ = [
+    "FrozenTrial", "Study", "TrialState", "load_stored_study", "objective_set_of", "status", "trials_frame",
+]

@@ -1,0 +1,62 @@
+"""What a finished study says beyond its front: hypervolume as the trials accumulate, and which
+parameters matter for each objective (Optuna's PED-ANOVA). The study page draws both."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial
+
+from dse.search.objectives import ObjectiveSet, loss_sign
+from dse.search.pareto import hypervolume, reference_point, study_losses
+
+HYPERVOLUME_POINTS = 100
+"""Hypervolume is computed at this many trial counts (each costs a front and a volume)."""
+
+
+def hypervolume_curve(study: optuna.Study, feasible: list[FrozenTrial], trials: list[FrozenTrial],
+                      points: int = HYPERVOLUME_POINTS) -> tuple[list[int], list[float]]:
+    """Hypervolume of the feasible trials among the first n, at up to ``points`` n,
+    against one reference point (the whole study's)."""
+    if not feasible:
+        return [], []
+    ref = reference_point(study, feasible)
+    loss = study_losses(study, feasible)
+    lo = loss.min(axis=0)
+    numbers = np.array([t.number for t in feasible])
+    last = max(t.number for t in trials) + 1
+    xs = sorted({int(v) for v in np.linspace(1, last, min(points, last))})
+    ys = []
+    for n in xs:
+        subset = [feasible[i] for i in np.flatnonzero(numbers < n)]
+        ys.append(hypervolume(study, subset, ref, lo) if subset else 0.0)
+    return xs, ys
+
+
+def importances(study: optuna.Study, trials: list[FrozenTrial],
+                objectives: ObjectiveSet) -> dict[str, dict[str, float]]:
+    """Parameter importances per objective with Optuna's PED-ANOVA evaluator (fast), over the
+    parameters every completed trial has (conditional ones are left out)."""
+    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+    common = set.intersection(*(set(t.params) for t in trials)) if trials else set()
+    out: dict[str, dict[str, float]] = {}
+    if len(trials) < 10 or not common:
+        return out
+    for i, o in enumerate(objectives.objectives):
+        # PED-ANOVA ranks parameters by how they reach *low* target values.
+        sign = loss_sign(o.direction)
+
+        def target(t: FrozenTrial, i: int = i, sign: float = sign) -> float:
+            return sign * float(t.values[i])
+
+        try:
+            with warnings.catch_warnings():
+                # It warns that it ranks for low targets, which `sign` already arranges.
+                warnings.simplefilter("ignore", UserWarning)
+                out[o.metric] = dict(optuna.importance.get_param_importances(
+                    study, evaluator=evaluator, params=sorted(common), target=target))
+        except (ValueError, RuntimeError):
+            continue
+    return out

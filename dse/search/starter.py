@@ -1,0 +1,86 @@
+"""``dse init``: a folder of the user's own study files to edit, copied from the default study.
+
+The default study (:data:`~dse.search.spec.DEFAULT_STUDY`) and the workload, search space and
+objective set it names are copied under ``my-*`` names, the study's references rewritten to the
+copies beside it, plus a user catalog of commented examples (prices, parts, facility) that the
+study names. Run it with ``dse run DIR/my-study.toml``: its results land beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from dse.errors import DseInputError
+from dse.records import OBJECTIVES, SPACE, WORKLOAD, named_file, read_toml
+from dse.search.spec import DEFAULT_STUDY, study_path
+
+STUDY_FILE = "my-study.toml"
+CATALOG_FILE = "my-parts.toml"
+COPIES = {"workload": (WORKLOAD, "my-workload"), "space": (SPACE, "my-space"),
+          "objectives": (OBJECTIVES, "my-objectives")}
+"""Study key -> (kind of file, name of its copy)."""
+
+CATALOG_EXAMPLE = """\
+# Your own parts, prices and facility figures, on top of dse's catalog (dse list accelerators,
+# dse list cpus, dse list nics show its keys and figures). Uncomment and edit; unknown keys are
+# errors naming this file. The study page lists every change made here.
+#
+# [price]                          # price_usd of an accelerator, CPU or NIC, by its key
+# h100-sxm5-80gb = 25000
+# xeon-8480p = 9000
+#
+# [facility]
+# usd_per_kwh = 0.12               # electricity
+# pue = 1.2
+# server_amortisation_years = 4
+#
+# [accelerator.h100-sxm5-80gb]     # change any figure of a part ...
+# tdp_w = 650
+#
+# [cpu.my-cpu]                     # ... or add a part: every key an entry of `dse list cpus --json` has
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Starter:
+    """The files ``dse init`` wrote, the study first."""
+
+    study: Path
+    files: tuple[Path, ...]
+
+
+def _rename(text: str, key: str, value: str) -> str:
+    """``text`` with the top-level string ``key = "..."`` set to ``value`` (comments kept)."""
+    pattern = re.compile(rf'^{key}\s*=\s*"[^"]*"', re.MULTILINE)
+    if not pattern.search(text):
+        raise DseInputError("dse init", key, "the example study has no such key to rewrite")
+    return pattern.sub(f'{key} = "{value}"', text, count=1)
+
+
+def write_starter(folder: Path) -> Starter:
+    """Copy the default study and its files into ``folder`` (created) for editing.
+
+    Existing files are never overwritten: a folder that already holds one is refused.
+    """
+    source = study_path(DEFAULT_STUDY)
+    spec = read_toml(source)
+    texts = {folder / STUDY_FILE: _rename(source.read_text(encoding="utf-8"), "name", "my-study")}
+    for key, (kind, copy) in COPIES.items():
+        original = named_file(str(spec[key]), kind)
+        texts[folder / f"{copy}.toml"] = _rename(original.read_text(encoding="utf-8"), "name", copy)
+        texts[folder / STUDY_FILE] = _rename(texts[folder / STUDY_FILE], key, f"{copy}.toml")
+    study = texts[folder / STUDY_FILE]
+    line = 'objectives = "my-objectives.toml"'
+    texts[folder / STUDY_FILE] = study.replace(line, f'{line}\ncatalog = "{CATALOG_FILE}"  # your parts '
+                                               "and prices (all commented out at first)", 1)
+    texts[folder / CATALOG_FILE] = CATALOG_EXAMPLE
+    for path in texts:
+        if path.exists():
+            raise DseInputError(str(path), "", "already exists; dse init never overwrites "
+                                "(choose another folder)")
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
+    return Starter(folder / STUDY_FILE, tuple(texts))
