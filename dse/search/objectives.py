@@ -151,12 +151,11 @@ class ObjectiveSet:
         """Constraint values for ``trial.set_constraint`` (<= 0 feasible): memory, every
         buildability rule (``rule:<name>``, from ``Evaluation.rule_violations``) and this set's own."""
         rules = rules or {}
-        broken_rule = any(v > 0 for v in rules.values())
         out = {
             "memory": float(metrics["memory_short_gb"]),
-            # Every other infeasibility (batch < accelerators, no NICs, unsupported precision).
-            "feasible": 0.0 if metrics["feasible"] or metrics["memory_short_gb"] > 0 or broken_rule
-            else 1.0,
+            # Every other infeasibility (batch < accelerators, no NICs, unsupported precision, a
+            # broken rule: each rule is also its own constraint below, graded by how far over).
+            "feasible": 0.0 if metrics["feasible"] or metrics["memory_short_gb"] > 0 else 1.0,
         }
         out.update({f"{RULE_PREFIX}{name}": float(rules.get(name, 0.0)) for name in RULE_NAMES})
         for c in self.constraints:
