@@ -258,12 +258,14 @@ def front_table(data: ReportData) -> str:
         m for m in ("throughput_samples_per_s", "capex_usd", "power_w", "step_time_s",
                     "usd_per_million_samples", "bottleneck") if m not in
         [o.metric for o in data.objectives.objectives]]
-    head = ["trial", "baseline", *data.params, *metrics]
+    what_if = any(t.user_attrs.get("what_if") for t in ordered)
+    head = ["trial", "baseline", *data.params, *metrics, *(["what-if part"] if what_if else [])]
     rows = []
     for t in ordered:
         d = _design(t)
         cells = [t.number, t.user_attrs.get(BASELINE_KEY, ""), *[d.get(p, "") for p in data.params],
-                 *[t.user_attrs.get(m, "") for m in metrics]]
+                 *[t.user_attrs.get(m, "") for m in metrics],
+                 *([t.user_attrs.get("what_if", "")] if what_if else [])]
         rows.append("<tr>" + "".join(f"<td data-v='{html.escape(str(c))}'>{_fmt(c)}</td>"
                                      for c in cells) + "</tr>")
     header = "".join(f"<th onclick='sortTable(this)'>{html.escape(h)}</th>" for h in head)
@@ -301,6 +303,21 @@ def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]
     return [("catalog", f"packaged catalog with the user catalog {html.escape(spec.catalog)}: {listed}")]
 
 
+def parts_line(study: Study, data: ReportData) -> str:
+    """Which parts the space allows (its ``constraints.year`` and ``constraints.hypothetical``)
+    and how many designs on the front are what-ifs (parts nobody sells)."""
+    fixed = json.loads(study.user_attrs.get("dse:space", "{}")).get("fixed", {})
+    year = fixed.get("constraints.year")
+    line = f"parts on sale by {year}" if year is not None else "any catalogued part"
+    line += "; buildability rules (link budgets, PCIe, DDR slots, HBM offers) as constraints"
+    if fixed.get("constraints.hypothetical"):
+        what_if = sum(1 for t in data.front if t.user_attrs.get("what_if"))
+        line += (f"; <b>hypothetical parts allowed</b>: {what_if} of the {len(data.front)} designs on "
+                 "the front use a what-if part (an HBM size or speed the accelerator is not sold "
+                 "with), marked in the table")
+    return line
+
+
 def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
@@ -316,6 +333,7 @@ def header(study: Study, data: ReportData, storage: str) -> str:
                      f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, batch "
                      f"{wl.get('global_batch')}, {wl.get('precision')}"),
         ("space", f"{spec.space}: " + ", ".join(data.params)),
+        ("parts", parts_line(study, data)),
         ("objectives", ", ".join(f"{o.direction} {o.metric}" for o in data.objectives.objectives)
          + "".join(f"; {c.metric} <= {c.max}" for c in data.objectives.constraints if c.max)),
         ("trials", f"{len(data.trials)} complete, {len(data.feasible)} feasible, "

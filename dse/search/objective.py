@@ -85,7 +85,8 @@ class DesignObjective:
         attrs["design"] = design
         attrs["infeasible_reasons"] = list(ev.reasons) + self.objectives.violated(metrics)
         if ev.what_if:
-            attrs["what_if"] = list(ev.what_if)
+            # One string (not a list), so the CSV and Parquet exports keep a plain text column.
+            attrs["what_if"] = "; ".join(ev.what_if)
         write_trial_attrs(trial, attrs, constraints)
         return self.objectives.values(metrics)
 
