@@ -24,6 +24,7 @@ from dse.model.evaluate import evaluate
 from dse.model.rules import RULE_NAMES, check_rules, fabric_capacity_gb_s
 from dse.model.system import load_system, system_presets
 from dse.model.workload import load_workload
+from dse.outputs.report import render_report
 from dse.search.encoding import design_system
 from dse.search.objectives import load_objectives
 from dse.search.pareto import pareto_trials
@@ -199,3 +200,21 @@ def test_no_front_of_a_shipped_study_breaks_a_rule(name: str, tmp_path: Path) ->
         system = design_system(space, t.user_attrs["design"])
         assert broken(system) == {}, (name, t.user_attrs["design"])
         assert all(t.constraints[f"rule:{r}"] <= 0 for r in RULE_NAMES)
+
+
+def test_catalog_links_carry_each_parts_own_scaleup_bandwidth() -> None:
+    for key, acc in load_catalog().accelerator.items():
+        assert acc.scaleup_links * acc.scaleup_link_gb_s >= acc.scaleup_gb_s, key
+        assert (acc.scaleup_links == 0) == (acc.default_scaleup == "none"), key
+
+
+def test_report_says_when_a_space_allows_hypothetical_parts(tmp_path: Path) -> None:
+    spec = dataclasses.replace(load_study_spec("mlperf-dcnv2"), space="full", budget=8,
+                               sampler="random", storage=storage_for(tmp_path, "journal"))
+    study = run_study(spec)
+    page = render_report(study, spec, load_objectives(spec.objectives), plotlyjs="cdn")
+    assert "hypothetical parts allowed" in page
+    plain = render_report(run_study(dataclasses.replace(
+        load_study_spec("zion-2020"), budget=4, storage=storage_for(tmp_path, "journal", "z"))),
+        load_study_spec("zion-2020"), load_objectives("throughput-vs-capex"), plotlyjs="cdn")
+    assert "parts on sale by 2020" in plain and "hypothetical parts allowed" not in plain
