@@ -205,7 +205,7 @@ def test_no_front_of_a_shipped_study_breaks_a_rule(name: str, tmp_path: Path) ->
 def test_catalog_links_carry_each_parts_own_scaleup_bandwidth() -> None:
     for key, acc in load_catalog().accelerator.items():
         assert acc.scaleup_links * acc.scaleup_link_gb_s >= acc.scaleup_gb_s, key
-        assert (acc.scaleup_links == 0) == (acc.default_scaleup == "none"), key
+        assert acc.scaleup_links or acc.default_scaleup == "none", key
 
 
 def test_report_says_when_a_space_allows_hypothetical_parts(tmp_path: Path) -> None:
