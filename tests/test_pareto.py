@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dse.model.rules import RULE_NAMES
 from dse.search.objectives import (
     UNSCORABLE_CONSTRAINTS,
     WORST_LOSS,
@@ -59,4 +60,5 @@ def test_every_user_of_the_sign_rule_agrees() -> None:
         [-WORST_LOSS, WORST_LOSS]
     assert objectives.worst_values() == [-1e300, 1e300]
     assert objectives.losses([objectives.worst_values()]).tolist() == [[WORST_LOSS, WORST_LOSS]]
-    assert dict(UNSCORABLE_CONSTRAINTS) == {"feasible": 1.0, "memory": 0.0}
+    assert dict(UNSCORABLE_CONSTRAINTS) == {"feasible": 1.0, "memory": 0.0,
+                                            **{f"rule:{name}": 0.0 for name in RULE_NAMES}}

@@ -12,6 +12,7 @@ from study_helpers import CHEAP, GRID_PARAMS, SPACE_HEAD, write_study
 
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
+from dse.model.rules import RULE_NAMES
 from dse.search.encoding import decode_params, encode_design, grid_of
 from dse.search.objectives import METRICS, Constraint, load_objectives, objective_names
 from dse.search.samplers import SAMPLERS, make_sampler
@@ -190,8 +191,11 @@ def test_grid_of_a_discrete_unconditional_space(tmp_path: Path) -> None:
 def test_memory_and_feasibility_are_always_constraints() -> None:
     obj = load_objectives("throughput-vs-power")  # names power_per_node_w <= 15 kW
     ev = evaluate(load_workload("mlperf-dlrm-v1"), load_system("dgx-a100"))
-    violations = obj.violations(ev.metrics())
-    assert set(violations) == {"memory", "feasible", "power_per_node_w"}
+    violations = obj.violations(ev.metrics(), ev.rule_violations())
+    # Memory, feasibility and every buildability rule, whatever the objective set names.
+    assert set(violations) == {"memory", "feasible", "power_per_node_w",
+                               *(f"rule:{name}" for name in RULE_NAMES)}
+    assert all(violations[f"rule:{name}"] == 0 for name in RULE_NAMES)
     assert violations["memory"] <= 0 and violations["feasible"] <= 0
     too_big = evaluate(load_workload("zion-2019"),
                        load_system("dgx-a100", (("node.ddr_gb", 64.0), ("node.hbm_gb", 8.0))))

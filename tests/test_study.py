@@ -24,9 +24,17 @@ import dse
 import dse.search.objective as objective_mod
 from dse import evaluate, load_system, load_workload
 from dse.calibration.parameters import load_calibration
+from dse.model.rules import RULE_NAMES
 from dse.search.encoding import decode_params, suggest_design
 from dse.search.objectives import load_objectives
-from dse.search.pareto import hypervolume, non_dominated, pareto_trials, reference_point, study_losses
+from dse.search.pareto import (
+    hypervolume,
+    is_feasible,
+    non_dominated,
+    pareto_trials,
+    reference_point,
+    study_losses,
+)
 from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
 from dse.search.results import status, trials_frame
 from dse.search.runner import run_study
@@ -82,7 +90,8 @@ def test_study_and_trial_attributes(tmp_path: Path, kind: str) -> None:
         assert isinstance(breakdown, dict) and breakdown
         assert sum(breakdown.values()) == pytest.approx(t.user_attrs["step_time_s"], rel=1e-9)
         assert t.user_attrs["design"] == decode_params(space, t.params)
-        assert set(t.constraints) == {"memory", "feasible", "power_per_node_w"}
+        assert set(t.constraints) == {"memory", "feasible", "power_per_node_w",
+                                      *(f"rule:{name}" for name in RULE_NAMES)}
         assert t.system_attrs[WORKER_KEY] == f"{socket.gethostname()}:{os.getpid()}"
         assert t.values == [t.user_attrs["throughput_samples_per_s"], t.user_attrs["power_w"]]
         # The stored metrics are the model's for that design.
@@ -127,7 +136,10 @@ def test_feasible_attribute_is_the_study_verdict(tmp_path: Path) -> None:
     spec = make_spec(tmp_path, objectives=str(obj), budget=20, seed=2)
     study = run_study(spec)
     done = complete(study)
-    hot = [t for t in done if t.user_attrs["power_per_node_w"] > 7000.0]
+    # Hot designs the model itself accepts (buildable, memory fits): only the objective set's
+    # power bound keeps them off the front.
+    hot = [t for t in done if t.user_attrs["power_per_node_w"] > 7000.0
+           and t.user_attrs["model_feasible"]]
     assert hot and len(hot) < len(done)
     for t in done:
         assert t.user_attrs["feasible"] == all(v <= 0 for v in t.constraints.values())
@@ -355,7 +367,7 @@ def test_auto_hands_over_to_nsga2_breeding_from_earlier_trials(
     parents = [t for t in all_trials if t._trial_id in parent_ids]
     assert len(parents) == NSGA2_POPULATION
     assert all(t.number < AUTO_SWITCH_TRIALS for t in parents)
-    front = {t.number for t in pareto_trials(study, before)}
+    front = {t.number for t in pareto_trials(study, [t for t in before if is_feasible(t)])}
     numbers = {t.number for t in parents}
     assert (front <= numbers) if len(front) <= NSGA2_POPULATION else (numbers <= front)
 

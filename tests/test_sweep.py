@@ -212,7 +212,9 @@ def test_coarse_grid_stays_in_space() -> None:
     assert 0 < len(grid) <= 5_000
     for name, p in coarse.parameters.items():
         assert all(space.parameters[name].contains(v) for v in p.grid())
-    assert coarse_space(space, 2).parameters["node.hbm_gb"].choices == (16.0, 192.0)
+    # A float range coarsened to two points keeps its ends (zion-node's HBM is now the part's
+    # offered sizes, an ordinal; its host DDR is still a range).
+    assert coarse_space(space, 2).parameters["node.ddr_gb"].choices == (256.0, 8192.0)
 
 
 def test_warm_start_enqueues_coarse_front_once() -> None:

@@ -223,6 +223,8 @@ def print_evaluation(ev: Evaluation, console: Console) -> None:
     )
     status = "[green]feasible[/]" if ev.feasible else "[red]INFEASIBLE[/]: " + "; ".join(ev.reasons)
     console.print(status)
+    if ev.what_if:
+        console.print("[yellow]WHAT-IF parts[/] (not on sale): " + "; ".join(ev.what_if))
     console.print(
         f"throughput [bold]{si(ev.throughput_samples_per_s, 'samples/s')}[/], "
         f"step {ev.step_time_s * 1e3:.3f} ms, bottleneck [bold]{ev.bottleneck}[/]"

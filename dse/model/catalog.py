@@ -56,6 +56,17 @@ class Accelerator:
     scaleup_gb_s: float = field(metadata=NON_NEGATIVE)
     """Scale-up link bandwidth per accelerator per direction (vendor bidirectional figure halved)."""
     default_scaleup: Topology
+    scaleup_links: int = field(metadata={"min": 0})
+    """Scale-up links per accelerator (NVLink, Infinity Fabric, on-die Ethernet ports); 0 = none."""
+    scaleup_link_gb_s: float = field(metadata=NON_NEGATIVE)
+    """Bandwidth of one scale-up link per direction (GB/s); links x this bounds any fabric."""
+    switch_domain_max: int = field(metadata={"min": 0})
+    """Most accelerators one switched scale-up fabric of this part joins (the switch generation's
+    ports and radix: DGX-2 16, HGX H100 8, NVL72 72); 0 = no scale-up switch exists for the part."""
+    host_pcie_lanes: int = field(metadata={"min": 1})
+    """Width of the host link (PCIe lanes)."""
+    available: int = field(metadata={"min": 2000})
+    """Year the part was first on sale (era rules: ``[constraints] year``)."""
     pcie_gen: int = field(metadata={"min": 3, "max": 6})
     tdp_w: float = field(metadata=POSITIVE)
     price_usd: float = field(metadata=POSITIVE)
@@ -73,8 +84,19 @@ class Accelerator:
     price_includes_system: bool = False
     """True when ``price_usd`` is a share of a whole-rack price that already covers host CPUs, DDR,
     scale-up switches and chassis (GB200 NVL72): those parts are then not priced again."""
+    hbm_gb_options: tuple[float, ...] = ()
+    """HBM capacities the part is offered with (GB); empty = only ``hbm_gb``."""
+    nic_ports: int = field(default=0, metadata={"min": 0})
+    """Scale-out Ethernet ports on the die (Gaudi 2); NICs attached to the accelerator then use
+    these ports and no PCIe lanes. 0 = NICs are separate PCIe cards."""
+    nic_port_gbit_s: float = field(default=0.0, metadata=NON_NEGATIVE)
+    """Speed of one on-die scale-out port (Gb/s)."""
     assumed: tuple[str, ...] = ()
     """Names of fields whose values are assumptions rather than published figures."""
+
+    def offered_hbm_gb(self) -> tuple[float, ...]:
+        """HBM capacities (GB) the part is sold with."""
+        return self.hbm_gb_options or (self.hbm_gb,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +111,11 @@ class Cpu:
     ddr_channels: int = field(metadata={"min": 1})
     pcie_gen: int = field(metadata={"min": 3, "max": 6})
     pcie_lanes: int = field(metadata={"min": 1})
+    available: int = field(metadata={"min": 2000})
+    """Year the part was first on sale."""
+    dimms_per_channel: int = field(metadata={"min": 1})
+    """DIMM slots per memory channel the platform supports (DDR capacity = channels x this x the
+    largest DIMM of the DDR generation)."""
     socket_link_gb_s: float = field(metadata=POSITIVE)
     """Socket-to-socket bandwidth per direction (UPI / Infinity Fabric), for traffic crossing sockets."""
     price_usd: float = field(metadata=POSITIVE)
@@ -102,6 +129,8 @@ class Ddr:
     """One DDR generation and speed."""
 
     channel_gb_s: float = field(metadata=POSITIVE)
+    max_dimm_gb: float = field(metadata=POSITIVE)
+    """Largest DIMM (or soldered device per channel) of this generation on sale (GB)."""
     usd_per_gb: float = field(metadata=POSITIVE)
     w_per_gb: float = field(metadata=POSITIVE)
     source: str
@@ -117,6 +146,10 @@ class Pcie:
     switch_usd: float = field(metadata=NON_NEGATIVE)
     """Price of one PCIe switch chip of this generation (for boxes with shared switches)."""
     switch_w: float = field(metadata=NON_NEGATIVE)
+    available: int = field(metadata={"min": 2000})
+    """Year the first hosts and switches of this generation were on sale."""
+    switch_lanes: int = field(metadata={"min": 32})
+    """Lanes of one PCIe switch chip of this generation (an x16 uplink and x16 downstream ports)."""
     source: str
     assumed: tuple[str, ...] = ()
 
@@ -128,6 +161,8 @@ class Nic:
     gbit_s: float = field(metadata=POSITIVE)
     price_usd: float = field(metadata=POSITIVE)
     tdp_w: float = field(metadata=POSITIVE)
+    available: int = field(metadata={"min": 2000})
+    """Year NICs of this speed were first on sale."""
     source: str
     assumed: tuple[str, ...] = ()
 

@@ -23,6 +23,7 @@ from dse.model.cost import (
     power,
 )
 from dse.model.placement import Plan, plan_key, plan_placement
+from dse.model.rules import RuleCheck, check_rules, what_if_parts
 from dse.model.system import GB, System
 from dse.model.timing import StepLoads, StepTime, loads_key, step_loads, step_time
 from dse.model.workload import Workload
@@ -42,6 +43,21 @@ class Evaluation:
     feasible: bool
     reasons: tuple[str, ...]
     calibration_version: str
+    rules: tuple[RuleCheck, ...] = ()
+    """Every buildability rule's verdict (:mod:`dse.model.rules`); broken ones are also reasons."""
+    what_if: tuple[str, ...] = ()
+    """What-if parts the design uses (allowed by ``[constraints] hypothetical = true``)."""
+
+    @property
+    def feasible_without_rules(self) -> bool:
+        """The model's own verdict (memory, batch, NICs, precision), buildability rules aside: what
+        properties of the step-time model are stated over, on designs nobody would build."""
+        broken = sum(c.broken for c in self.rules)
+        return len(self.reasons) == broken
+
+    def rule_violations(self) -> dict[str, float]:
+        """Violation of each buildability rule (0 kept, > 0 broken), for named constraints."""
+        return {c.name: c.violation for c in self.rules}
 
     @property
     def throughput_samples_per_s(self) -> float:
@@ -133,6 +149,8 @@ class Evaluation:
                 "workload": self.workload.name,
                 "system": self.system.spec.name or self.system.accelerator.name,
                 "calibration_version": self.calibration_version,
+                "rules_broken": [c.name for c in self.rules if c.broken],
+                "what_if": list(self.what_if),
             }
         )
         dataset = self.dataset_pass()
@@ -198,6 +216,8 @@ def evaluate(
         reasons.append(f"global batch {workload.global_batch} is smaller than {g} accelerators")
     if g > system.scaleup_domain and system.nic_bytes_s <= 0:
         reasons.append(f"{system.nodes} nodes need scale-out NICs but node.nics = 0")
+    rules = check_rules(system, cat)
+    reasons.extend(f"{c.name}: {c.message}" for c in rules if c.broken)
     if memo is not None and memo.workload is workload and memo.calibration is calib:
         plan, loads = memo.plan_and_loads(system)
     else:
@@ -223,4 +243,6 @@ def evaluate(
         feasible=not reasons,
         reasons=tuple(reasons),
         calibration_version=calib.version,
+        rules=rules,
+        what_if=what_if_parts(system) if system.spec.constraints.hypothetical else (),
     )

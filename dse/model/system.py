@@ -113,6 +113,18 @@ class SoftwareSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ConstraintsSpec:
+    """Which parts a design may use (the buildability rules, docs/design.md, section 4)."""
+
+    year: int | None = field(default=None, metadata={"min": 2000})
+    """Only parts on sale by this year (accelerator, CPU, PCIe generation, NIC speed); ``None``:
+    any catalogued part."""
+    hypothetical: bool = False
+    """Allow what-if parts the model can price but nobody sells (an HBM capacity or bandwidth the
+    accelerator is not offered with); every output marks such a design as a what-if."""
+
+
+@dataclass(frozen=True, slots=True)
 class SystemSpec:
     """A cluster of identical nodes (the system file)."""
 
@@ -121,6 +133,7 @@ class SystemSpec:
     network: NetworkSpec = NetworkSpec()
     pod: PodSpec = PodSpec()
     software: SoftwareSpec = SoftwareSpec()
+    constraints: ConstraintsSpec = ConstraintsSpec()
     name: str = ""
     description: str = ""
     source: str = ""

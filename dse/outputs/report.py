@@ -303,8 +303,9 @@ def front_table(data: ReportData) -> str:
         m for m in ("throughput_samples_per_s", "capex_usd", "power_w", "step_time_s",
                     "usd_per_million_samples", "bottleneck") if m not in
         [o.metric for o in data.objectives.objectives]]
+    what_if = any(t.user_attrs.get("what_if") for t in ordered)
     names = [*data.params, *metrics]
-    head = ["trial", "baseline", *(short_label(n) for n in names)]
+    head = ["trial", "baseline", *(short_label(n) for n in names), *(["what-if part"] if what_if else [])]
     rows = []
     for t in ordered:
         d = _design(t)
@@ -312,10 +313,14 @@ def front_table(data: ReportData) -> str:
                *[t.user_attrs.get(m, "") for m in metrics]]
         shown = [str(t.number), str(raw[1]), *(show(n, v) if v != "" else "" for n, v in
                                                 zip(names, raw[2:], strict=True))]
+        if what_if:
+            raw.append(t.user_attrs.get("what_if", ""))
+            shown.append(str(raw[-1]))
         rows.append("<tr>" + "".join(f"<td data-v='{html.escape(str(c))}'>{html.escape(v)}</td>"
                                      for c, v in zip(raw, shown, strict=True)) + "</tr>")
+    titles = ["trial", "baseline", *names, *(["what_if"] if what_if else [])]
     cells = "".join(f"<th onclick='sortTable(this)' title='{html.escape(n)}'>{html.escape(h)}</th>"
-                    for n, h in zip(["trial", "baseline", *names], head, strict=True))
+                    for n, h in zip(titles, head, strict=True))
     return (f"<div class='scroll'><table id='front'><thead><tr>{cells}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
@@ -351,6 +356,21 @@ def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]
     return [("catalog", f"packaged catalog with the user catalog {html.escape(spec.catalog)}: {listed}")]
 
 
+def parts_line(study: Study, data: ReportData) -> str:
+    """Which parts the space allows (its ``constraints.year`` and ``constraints.hypothetical``)
+    and how many designs on the front are what-ifs (parts nobody sells)."""
+    fixed = json.loads(study.user_attrs.get("dse:space", "{}")).get("fixed", {})
+    year = fixed.get("constraints.year")
+    line = f"parts on sale by {year}" if year is not None else "any catalogued part"
+    line += "; buildability rules (link budgets, PCIe, DDR slots, HBM offers) as constraints"
+    if fixed.get("constraints.hypothetical"):
+        what_if = sum(1 for t in data.front if t.user_attrs.get("what_if"))
+        line += (f"; <b>hypothetical parts allowed</b>: {what_if} of the {len(data.front)} designs on "
+                 "the front use a what-if part (an HBM size or speed the accelerator is not sold "
+                 "with), marked in the table")
+    return line
+
+
 def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
@@ -366,6 +386,7 @@ def header(study: Study, data: ReportData, storage: str) -> str:
                      f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, batch "
                      f"{wl.get('global_batch')}, {wl.get('precision')}"),
         ("space", f"{spec.space}: " + ", ".join(data.params)),
+        ("parts", parts_line(study, data)),
         ("objectives", ", ".join(f"{o.direction} {o.metric}" for o in data.objectives.objectives)
          + "".join(f"; {c.metric} <= {c.max}" for c in data.objectives.constraints if c.max)),
         ("trials", f"{len(data.trials)} complete, {len(data.feasible)} feasible, "

@@ -74,7 +74,7 @@ class DesignObjective:
             return self.objectives.worst_values()
         ev = evaluate(self.workload, system, self.calibration, self.catalog)
         metrics = ev.metrics()
-        constraints = self.objectives.violations(metrics)
+        constraints = self.objectives.violations(metrics, ev.rule_violations())
         attrs: dict[str, Any] = {key: _jsonable(value) for key, value in metrics.items()}
         # `feasible` is the study's verdict (the model's and the objective set's constraints: what
         # keeps a design off the front), so tools that ignore Optuna's constraints, such as
@@ -84,6 +84,9 @@ class DesignObjective:
         attrs["breakdown_s"] = {k: _jsonable(v) for k, v in ev.breakdown_s.items()}
         attrs["design"] = design
         attrs["infeasible_reasons"] = list(ev.reasons) + self.objectives.violated(metrics)
+        if ev.what_if:
+            # One string (not a list), so the CSV and Parquet exports keep a plain text column.
+            attrs["what_if"] = "; ".join(ev.what_if)
         write_trial_attrs(trial, attrs, constraints)
         return self.objectives.values(metrics)
 

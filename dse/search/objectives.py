@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dse.errors import DseInputError
+from dse.model.rules import RULE_NAMES
 from dse.records import OBJECTIVES, from_mapping, named_file, read_toml
 
 Direction = Literal["maximize", "minimize"]
@@ -59,9 +60,12 @@ WORST_LOSS = 1e300
 """The loss of a design that cannot be scored, or of a non-finite objective value: worse than any
 real design, yet finite (Optuna refuses infinite values)."""
 
-UNSCORABLE_CONSTRAINTS: Mapping[str, float] = MappingProxyType({"feasible": 1.0, "memory": 0.0})
+RULE_PREFIX = "rule:"
+"""Constraint name prefix of the buildability rules (``rule:pcie_lanes``...)."""
+UNSCORABLE_CONSTRAINTS: Mapping[str, float] = MappingProxyType(
+    {"feasible": 1.0, "memory": 0.0, **{f"{RULE_PREFIX}{name}": 0.0 for name in RULE_NAMES}})
 """Constraint values of a design the system schema cannot express: infeasible (the model's verdict),
-with no memory shortfall measured. Constraints of the objective set are not computed for it."""
+with no memory shortfall or rule measured. Constraints of the objective set are not computed for it."""
 
 
 def loss_sign(direction: str) -> float:
@@ -142,13 +146,18 @@ class ObjectiveSet:
         (:func:`losses_of`)."""
         return losses_of(values, self.directions)
 
-    def violations(self, metrics: dict[str, Any]) -> dict[str, float]:
-        """Constraint values for ``trial.set_constraint`` (<= 0 feasible), memory always included."""
+    def violations(self, metrics: dict[str, Any],
+                   rules: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Constraint values for ``trial.set_constraint`` (<= 0 feasible): memory, every
+        buildability rule (``rule:<name>``, from ``Evaluation.rule_violations``) and this set's own."""
+        rules = rules or {}
         out = {
             "memory": float(metrics["memory_short_gb"]),
-            # Every other infeasibility (batch < accelerators, no NICs, unsupported precision).
+            # Every other infeasibility (batch < accelerators, no NICs, unsupported precision, a
+            # broken rule: each rule is also its own constraint below, graded by how far over).
             "feasible": 0.0 if metrics["feasible"] or metrics["memory_short_gb"] > 0 else 1.0,
         }
+        out.update({f"{RULE_PREFIX}{name}": float(rules.get(name, 0.0)) for name in RULE_NAMES})
         for c in self.constraints:
             out[f"{c.metric}"] = c.violation(float(metrics[c.metric]))
         return out

@@ -287,7 +287,7 @@ def _evaluate_chunk(bounds: tuple[int, int]) -> dict[str, np.ndarray]:
             cols[f"breakdown_s:{s}"].append(v)
         cols["feasible"].append(metrics["feasible"])
         cols["bottleneck"].append(metrics["bottleneck"])
-        violations = objectives.violations(metrics)
+        violations = objectives.violations(metrics, ev.rule_violations())
         ok = True
         for c in constraint_names:
             v = violations[c]

@@ -180,7 +180,8 @@ def score_row(data: CaseData, design: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {f"param:{k}": v for k, v in design.items()}
     row.update(metrics)
     row["model_feasible"] = bool(metrics["feasible"])
-    row["feasible"] = all(v <= 0 for v in data.objectives.violations(metrics).values())
+    row["feasible"] = all(v <= 0 for v in data.objectives.violations(
+        metrics, ev.rule_violations()).values())
     row.update({f"breakdown_s:{k}": v for k, v in ev.breakdown_s.items()})
     row["reasons"] = "; ".join(ev.reasons)
     return row
