@@ -106,12 +106,6 @@ def _template(data: ReportData) -> str:
     return "<br>".join(lines) + "<extra></extra>"
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return html.escape(str(v))
-
-
 def _value(t: FrozenTrial, metric: str, data: ReportData) -> float:
     names = [o.metric for o in data.objectives.objectives]
     if metric in names and t.values is not None:
