@@ -21,14 +21,25 @@ from rich.table import Table
 from dse.cli._app import app, fail, to_json, wide_console
 from dse.errors import DseInputError
 from dse.outputs.results import load_stored_study, status, trials_frame
+from dse.search.journal import repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.parallel import join_workers, start_workers, stop_gracefully
 from dse.search.recovery import WORKER_KEY
 from dse.search.runner import STOP, open_study, run_study, target_of
 from dse.search.runner import Progress as StudyProgress
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec
-from dse.search.storage import PROXY_THREADS, is_loopback, open_storage, redact, serve_proxy, storage_failure
+from dse.search.storage import (
+    PROXY_THREADS,
+    is_loopback,
+    open_storage,
+    redact,
+    serve_proxy,
+    storage_failure,
+    storage_file,
+)
 
+REPAIR_SHOWN = 20
+"""Damaged lines ``dse repair`` lists one by one (then only their number)."""
 StorageOpt = Annotated[str | None, typer.Option(
     "--storage", help="Optuna storage: a .journal path (default: studies/NAME.journal), "
     "postgresql://USER:PASSWORD@HOST:PORT/DB, sqlite:///FILE or grpc://HOST:PORT (a dse storage-proxy).")]
@@ -170,8 +181,8 @@ def worker_cmd(
     stopped_by = stop_gracefully()
     try:
         with _storage_errors():
-            result = run_study(spec, url, max_trials=trials, create=False)
             me = f"{socket.gethostname()}:{os.getpid()}"
+            result = run_study(spec, url, max_trials=trials, create=False, worker=me)
             mine = sum(1 for t in result.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                        if t.system_attrs.get(WORKER_KEY) == me)
             info = status(result)
@@ -226,6 +237,41 @@ def storage_proxy_cmd(
     except DseInputError as exc:
         fail(str(exc))
     typer.echo("dse storage-proxy: stopped")
+
+
+@app.command("repair")
+def repair_cmd(
+    study: Annotated[str, typer.Argument(help="Study name or file.")],
+    storage: StorageOpt = None,
+) -> None:
+    """Write a repaired copy of a damaged study journal beside it (the original is left as it
+    is): every intact record kept, the damage listed."""
+    spec = _spec(study)
+    path = storage_file(storage, spec)
+    if path is None or not str(path).endswith(".journal"):
+        fail(f"{study}: repair works on journal files; its storage is {redact(str(path or storage))}")
+        return
+    if not path.is_file():
+        fail(f"{path}: no journal to repair")
+        return
+    try:
+        out, scan = repair_journal(path)
+    except OSError as exc:
+        fail(f"{exc.filename or path}: cannot write the repaired journal: {exc.strerror or exc}")
+        return
+    shown = scan.damage[:REPAIR_SHOWN]
+    for d in shown:
+        typer.echo(f"{path}: line {d.line}: {d.problem}", err=True)
+    if len(scan.damage) > len(shown):
+        typer.echo(f"{path}: ... and {len(scan.damage) - len(shown)} more damaged lines", err=True)
+    if scan.tail_bytes:
+        typer.echo(f"{path}: from line {scan.tail_from_line}: a damaged tail of {scan.tail_bytes} "
+                   "bytes, cut", err=True)
+    restored = sum(scan.missing.values())
+    typer.echo(f"{out}: {scan.records} records of {path.name} kept"
+               + (f", {restored} lost trial creation record(s) restored" if restored else "")
+               + f"; {path.name} left as it is. Resume with: dse run {study} --storage {out} "
+               f"(or move it over {path})")
 
 
 @app.command("status")

@@ -39,7 +39,7 @@ from dse.search.objective import DesignObjective
 from dse.search.objectives import loss_sign
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, recover
-from dse.search.samplers import make_sampler
+from dse.search.samplers import make_sampler, worker_seed
 from dse.search.space import SearchSpace, preset_params
 from dse.search.spec import StudySpec, study_objectives, study_space, study_workload
 from dse.search.storage import open_storage, state_counts, storage_file
@@ -96,7 +96,7 @@ def model_fingerprint() -> str:
 
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
-               create: bool = True, where: str = "") -> optuna.Study:
+               create: bool = True, where: str = "", worker: str = "") -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
     objectives (refused unless ``force``, which records the change in ``dse:changes``).
 
@@ -106,7 +106,8 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     ``dse:budget`` last; the others wait for that before they work.
     """
     objectives = study_objectives(spec)
-    sampler = make_sampler(spec.sampler, spec.seed, grid_of(study_space(spec)), spec.name)
+    seed = worker_seed(spec.seed, worker)
+    sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name)
     if create:
         try:
             study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
@@ -238,6 +239,7 @@ def run_study(
     until: int | None = None,
     max_trials: int | None = None,
     create: bool = True,
+    worker: str = "",
 ) -> optuna.Study:
     """Create or resume ``spec`` and work until its budget (or ``trials`` more) is complete.
 
@@ -245,12 +247,15 @@ def run_study(
     give them one absolute target ``until`` (:func:`target_of`), computed once before they start:
     ``trials`` counted by each worker from its own start would overshoot. ``max_trials`` caps
     the trials this worker completes itself; ``create=False`` joins an existing study only.
+    ``worker`` names this worker among the study's others (empty for the first): its sampler
+    seed is drawn from it (:func:`~dse.search.samplers.worker_seed`).
     The worker stops when the target is complete, not merely started: while the last trials run
     elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`).
     """
     storage = open_storage(storage_url, spec)
     url = spec.storage if storage_url is None else storage_url
-    study = open_study(spec, storage, force, create=create, where=url or "the default journal")
+    study = open_study(spec, storage, force, create=create, where=url or "the default journal",
+                       worker=worker)
     with WorkerLock(storage_file(storage_url, spec)) as lock:
         recover(study, alone=lock.exclusive())
         lock.share()
