@@ -54,12 +54,13 @@ def _spec(study: str) -> StudySpec:
 
 
 @contextmanager
-def _storage_errors() -> Iterator[None]:
-    """A storage lost mid-run (database down, proxy stopped) ends the command with one line."""
+def _storage_errors(where: str = "") -> Iterator[None]:
+    """A storage lost mid-run (database down, proxy stopped, the journal ``where`` on a full or
+    read-only disk) ends the command with one line."""
     try:
         yield
     except Exception as exc:
-        message = storage_failure(exc)
+        message = storage_failure(exc, where)
         if message is None:
             raise
         fail(message)
@@ -91,7 +92,7 @@ def run_cmd(
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
     try:
-        with _storage_errors():
+        with _storage_errors(shown):
             # Checks and records before workers start, and fixes the target once, so `--trials N`
             # means N more for all workers together.
             created = open_study(spec, open_storage(url, spec), force)
@@ -129,7 +130,7 @@ def run_cmd(
                 f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f}"))
 
         try:
-            with _storage_errors():
+            with _storage_errors(shown):
                 result = run_study(spec, url, force=False, on_trial=None if bar.disable else show,
                                    until=until)
         except DseInputError as exc:
@@ -160,9 +161,12 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
 
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
     folder = folder or STUDIES_DIR
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec.name}.html"
-    path.write_text(page, encoding="utf-8")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{exc.filename or path}: cannot write the report: {exc.strerror or exc}")
     return path
 
 
@@ -180,7 +184,7 @@ def worker_cmd(
     shown = redact(url) if url else f"studies/{spec.name}.journal"
     stopped_by = stop_gracefully()
     try:
-        with _storage_errors():
+        with _storage_errors(shown):
             me = f"{socket.gethostname()}:{os.getpid()}"
             result = run_study(spec, url, max_trials=trials, create=False, worker=me)
             mine = sum(1 for t in result.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))

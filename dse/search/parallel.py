@@ -71,7 +71,7 @@ def _work(study: str, storage: str | None, until: int, index: int, parent: int) 
     except DseInputError as exc:
         _exit_with(str(exc))
     except Exception as exc:
-        message = storage_failure(exc)
+        message = storage_failure(exc, storage or "the study's journal")
         if message is None:
             raise
         _exit_with(message)

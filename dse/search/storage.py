@@ -25,6 +25,7 @@ passwords never appear in messages (:func:`redact`).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import signal
@@ -127,12 +128,15 @@ def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
     """Optuna's journal in ``path`` with an :class:`FlockLock`, checked first: a damaged tail is
     cut off, any other damage refused without writing (:func:`dse.search.journal.check_journal`;
     ``study`` names the study in the message's ``dse repair`` advice)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FlockLock(str(path))
-    if path.exists() and check_journal(path, study, thorough=False).tail_bytes:
-        repair_journal_tail(path, lock, study)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FlockLock(str(path))
+        if path.exists() and check_journal(path, study, thorough=False).tail_bytes:
+            repair_journal_tail(path, lock, study)
         return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    except OSError as exc:
+        raise DseInputError(str(exc.filename or path), "", f"cannot open the journal: "
+                            f"{exc.strerror or exc}") from None
     except Exception:
         # The quick check reads only the start of each line; Optuna's reading (which decodes
         # every line, before anything is written) failed on the rest of one: find and name it.
@@ -327,9 +331,16 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
             signal.signal(sig, handler)
 
 
-def storage_failure(exc: BaseException) -> str | None:
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS,
+                             errno.EIO})
+"""File errors that are the machine's, not dse's: a full disk or quota, no permission, a
+read-only or failing file system."""
+
+
+def storage_failure(exc: BaseException, where: str = "") -> str | None:
     """One line for an error that says the storage was lost mid-run (the database went down,
-    the proxy stopped), or ``None`` for any other error. The storage error may be the cause or
+    the proxy stopped, the journal's disk is full or read-only: ``where`` names the journal when
+    the error does not), or ``None`` for any other error. The storage error may be the cause or
     context of the one raised (Optuna's trial loop can raise another while handling it)."""
     import sys
 
@@ -341,6 +352,10 @@ def storage_failure(exc: BaseException) -> str | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in RESOURCE_ERRNOS:
+            return (f"{current.filename or where or 'the storage'}: {current.strerror}; what was "
+                    "written before stays intact: free space (or fix the permissions) and rerun "
+                    "to resume")
         if isinstance(current, SQLAlchemyError | StorageInternalError):
             return f"lost the database: {_first_line(current)}"
         if grpc is not None and isinstance(current, grpc.RpcError):
