@@ -24,6 +24,11 @@ from dse.errors import DseInputError
 T = TypeVar("T")
 
 _HINTS: dict[type, dict[str, Any]] = {}
+_FLOAT_MAX_INT = 2**1023
+"""Integers above this (about 9e307) overflow when a float field converts them."""
+MAX_FILE_BYTES = 64 * 2**20
+"""Largest TOML file read (64 MiB): the largest shipped file is a few kB, and a 1,000-table workload
+written out in full about 20 kB; anything larger is a mistaken path (a journal, a dataset)."""
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -35,11 +40,26 @@ def _hints(cls: type) -> dict[str, Any]:
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file, turning syntax errors into a one-line :class:`DseInputError`."""
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise DseInputError(str(path), "", f"larger than {MAX_FILE_BYTES // 2**20} MiB; "
+                                "not a dse file")
         with path.open("rb") as f:
             return tomllib.load(f)
     except FileNotFoundError:
         raise DseInputError(str(path), "", "file not found") from None
+    except IsADirectoryError:
+        raise DseInputError(str(path), "", "is a directory, not a TOML file") from None
+    except OSError as exc:
+        raise DseInputError(str(path), "", f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DseInputError(str(path), "", f"not UTF-8 text (byte {exc.start}); TOML files are "
+                            "UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
+        raise DseInputError(str(path), "", f"malformed TOML: {exc}") from None
+    except RecursionError:
+        raise DseInputError(str(path), "", "malformed TOML: nested too deeply") from None
+    except ValueError as exc:
+        # tomllib lets int()'s limit on digits (4,300 in Python 3.11) escape as a ValueError.
         raise DseInputError(str(path), "", f"malformed TOML: {exc}") from None
 
 
@@ -49,16 +69,23 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+def _shown(value: float) -> str:
+    """A number for an error line: huge integers by size (printing one may itself fail)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length():,} bits"
+    return str(value)
+
+
 def _check_bounds(value: float, meta: Mapping[str, Any], source: str, key: str) -> None:
     lo = meta.get("min")
     hi = meta.get("max")
     if lo is not None:
         if meta.get("min_exclusive") and not value > lo:
-            raise DseInputError(source, key, f"must be greater than {lo}, got {value}")
+            raise DseInputError(source, key, f"must be greater than {lo}, got {_shown(value)}")
         if value < lo:
-            raise DseInputError(source, key, f"must be at least {lo}, got {value}")
+            raise DseInputError(source, key, f"must be at least {lo}, got {_shown(value)}")
     if hi is not None and value > hi:
-        raise DseInputError(source, key, f"must be at most {hi}, got {value}")
+        raise DseInputError(source, key, f"must be at most {hi}, got {_shown(value)}")
 
 
 def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] | None = None) -> Any:
@@ -107,6 +134,9 @@ def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] 
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise DseInputError(source, key, f"expected a number, got {value!r}")
+        if isinstance(value, int) and abs(value) > _FLOAT_MAX_INT:
+            raise DseInputError(source, key, "expected a finite number, got an integer of "
+                                f"{value.bit_length():,} bits")
         if value != value or value in (float("inf"), float("-inf")):
             raise DseInputError(source, key, f"expected a finite number, got {value!r}")
         _check_bounds(float(value), meta, source, key)
@@ -242,7 +272,7 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise DseInputError("--set", text, "empty key")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # TOMLDecodeError, too many digits, too deep
         value = raw
     return key, value
 

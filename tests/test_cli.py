@@ -313,4 +313,4 @@ def test_importing_dse_cli_registers_every_command_in_help_order() -> None:
     # No command module needs importing by hand: the package imports every group.
     assert [c.name for c in app.registered_commands] == [
         "evaluate", "compare", "list", "calibrate", "validate", "case-study", "init", "run", "worker",
-        "storage-proxy", "status", "pareto", "export", "report", "plot", "sweep"]
+        "storage-proxy", "repair", "status", "pareto", "export", "report", "plot", "sweep"]

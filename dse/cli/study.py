@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dse.cli._app import app, fail, to_json
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
+from dse.search.journal import repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.parallel import WorkerExits, join_workers, start_workers, stop_gracefully
 from dse.search.recovery import WORKER_KEY
@@ -38,11 +39,15 @@ from dse.search.storage import (
     redact,
     serve_proxy,
     storage_failure,
+    storage_file,
 )
 
 ColumnsOpt = Annotated[str | None, typer.Option(
     "--columns", help="Comma-separated columns: metrics (capex_usd, power_w, ...), parameters "
     "(nodes, node.nics, ...), trials, design. Default: trials, objectives, bottleneck, design.")]
+
+REPAIR_SHOWN = 20
+"""Damaged lines ``dse repair`` lists one by one (then only their number)."""
 StorageOpt = Annotated[str | None, typer.Option(
     "--storage", help="Optuna storage: a .journal path (default: NAME.journal beside the study file; "
     "./studies/NAME.journal for a built-in study), "
@@ -68,12 +73,13 @@ def _shown(url: str, spec: StudySpec) -> str:
 
 
 @contextmanager
-def _storage_errors() -> Iterator[None]:
-    """A storage lost mid-run (database down, proxy stopped) ends the command with one line."""
+def _storage_errors(where: str = "") -> Iterator[None]:
+    """A storage lost mid-run (database down, proxy stopped, the journal ``where`` on a full or
+    read-only disk) ends the command with one line."""
     try:
         yield
     except Exception as exc:
-        message = storage_failure(exc)
+        message = storage_failure(exc, where)
         if message is None:
             raise
         fail(message)
@@ -125,7 +131,7 @@ def run_cmd(
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
     try:
-        with _storage_errors():
+        with _storage_errors(shown):
             # Checks and records before workers start, and fixes the target once, so `--trials N`
             # means N more for all workers together.
             created = open_study(spec, open_storage(url, spec), force)
@@ -179,7 +185,7 @@ def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: 
                 f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f}"))
 
         try:
-            with _storage_errors():
+            with _storage_errors(_shown(url, spec)):
                 result = run_study(spec, url, force=False, on_trial=None if bar.disable else show,
                                    until=until)
         except DseInputError as exc:
@@ -259,9 +265,12 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
 
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
     folder = folder or results_dir(spec)
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec.name}.html"
-    path.write_text(page, encoding="utf-8")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{exc.filename or path}: cannot write the report: {exc.strerror or exc}")
     return path
 
 
@@ -281,9 +290,9 @@ def worker_cmd(
     shown = _shown(url, spec)
     stopped_by = stop_gracefully()
     try:
-        with _storage_errors(), _quiet_interrupted_trials():
-            result = run_study(spec, url, max_trials=trials, create=False)
+        with _storage_errors(shown), _quiet_interrupted_trials():
             me = f"{socket.gethostname()}:{os.getpid()}"
+            result = run_study(spec, url, max_trials=trials, create=False, worker=me)
             mine = sum(1 for t in result.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                        if t.system_attrs.get(WORKER_KEY) == me)
             info = status(result)
@@ -338,6 +347,41 @@ def storage_proxy_cmd(
     except DseInputError as exc:
         fail(str(exc))
     typer.echo("dse storage-proxy: stopped")
+
+
+@app.command("repair")
+def repair_cmd(
+    study: Annotated[str, typer.Argument(help="Study name or file.")],
+    storage: StorageOpt = None,
+) -> None:
+    """Write a repaired copy of a damaged study journal beside it (the original is left as it
+    is): every intact record kept, the damage listed."""
+    spec = _spec(study)
+    path = storage_file(storage, spec)
+    if path is None or not str(path).endswith(".journal"):
+        fail(f"{study}: repair works on journal files; its storage is {redact(str(path or storage))}")
+        return
+    if not path.is_file():
+        fail(f"{path}: no journal to repair")
+        return
+    try:
+        out, scan = repair_journal(path)
+    except OSError as exc:
+        fail(f"{exc.filename or path}: cannot write the repaired journal: {exc.strerror or exc}")
+        return
+    shown = scan.damage[:REPAIR_SHOWN]
+    for d in shown:
+        typer.echo(f"{path}: line {d.line}: {d.problem}", err=True)
+    if len(scan.damage) > len(shown):
+        typer.echo(f"{path}: ... and {len(scan.damage) - len(shown)} more damaged lines", err=True)
+    if scan.tail_bytes:
+        typer.echo(f"{path}: from line {scan.tail_from_line}: a damaged tail of {scan.tail_bytes} "
+                   "bytes, cut", err=True)
+    restored = sum(scan.missing.values())
+    typer.echo(f"{out}: {scan.records} records of {path.name} kept"
+               + (f", {restored} lost trial creation record(s) restored" if restored else "")
+               + f"; {path.name} left as it is. Resume with: dse run {study} --storage {out} "
+               f"(or move it over {path})")
 
 
 @app.command("status")

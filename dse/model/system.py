@@ -19,13 +19,26 @@ from typing import Any, Literal
 
 from dse.errors import DseInputError
 from dse.model.catalog import Accelerator, Catalog, Cpu, Topology, load_catalog
+from dse.model.limits import (
+    MAX_ACCELERATORS_PER_NODE,
+    MAX_ACCELERATORS_TOTAL,
+    MAX_BANDWIDTH_GB_S,
+    MAX_CPU_SOCKETS,
+    MAX_DDR_CHANNELS_PER_SOCKET,
+    MAX_LINK_GBIT_S,
+    MAX_MEMORY_GB,
+    MAX_NICS_PER_NODE,
+    MAX_NODES,
+    MAX_OVERSUBSCRIPTION,
+    positive,
+    upto,
+)
 from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name, to_mapping
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]
 NicAttach = Literal["accelerator", "cpu"]
 InputSource = Literal["local", "network"]
 
-POS = {"min": 0.0, "min_exclusive": True}
 GB = 1e9
 """Decimal gigabyte: capacities and bandwidths in this package are GB = 1e9 bytes."""
 BITS_PER_BYTE = 8
@@ -41,25 +54,25 @@ class NodeSpec:
     """One node; fields left ``None`` default from the accelerator's catalog entry."""
 
     accelerator: str
-    accelerators: int = field(metadata={"min": 1})
+    accelerators: int = field(metadata=upto(MAX_ACCELERATORS_PER_NODE, 1))
     cpu: str
-    cpu_sockets: int = field(metadata={"min": 1})
-    ddr_gb: float = field(metadata={"min": 0.0})
-    nics: int = field(metadata={"min": 0})
-    nic_gbit_s: float = field(metadata=POS)
-    hbm_gb: float | None = field(default=None, metadata=POS)
-    hbm_gb_s: float | None = field(default=None, metadata=POS)
+    cpu_sockets: int = field(metadata=upto(MAX_CPU_SOCKETS, 1))
+    ddr_gb: float = field(metadata=positive(MAX_MEMORY_GB))
+    nics: int = field(metadata=upto(MAX_NICS_PER_NODE))
+    nic_gbit_s: float = field(metadata=positive(MAX_LINK_GBIT_S))
+    hbm_gb: float | None = field(default=None, metadata=positive(MAX_MEMORY_GB))
+    hbm_gb_s: float | None = field(default=None, metadata=positive(MAX_BANDWIDTH_GB_S))
     pcie_gen: int | None = field(default=None, metadata={"min": 3, "max": 6})
-    pcie_switch_share: int = field(default=1, metadata={"min": 1})
+    pcie_switch_share: int = field(default=1, metadata=upto(MAX_ACCELERATORS_PER_NODE, 1))
     """Accelerators sharing one upstream x16 PCIe link to the host (1 = each has its own)."""
     scaleup: Topology | None = None
-    scaleup_gb_s: float | None = field(default=None, metadata=POS)
+    scaleup_gb_s: float | None = field(default=None, metadata=positive(MAX_BANDWIDTH_GB_S))
     """Scale-up bandwidth per accelerator per direction (GB/s)."""
     nic_attach: NicAttach = "accelerator"
     """``accelerator``: NICs beside the accelerators on PCIe switches (GPUDirect, ZionEX/DGX);
     ``cpu``: NICs on the CPU sockets, traffic staged through host memory (Zion)."""
-    frontend_nics: int = field(default=1, metadata={"min": 0})
-    frontend_nic_gbit_s: float = field(default=100.0, metadata=POS)
+    frontend_nics: int = field(default=1, metadata=upto(MAX_NICS_PER_NODE))
+    frontend_nic_gbit_s: float = field(default=100.0, metadata=positive(MAX_LINK_GBIT_S))
     """Front-end (data ingestion) NICs; they bound the input pipeline when ``input_source`` is
     ``network``."""
     input_source: InputSource = "local"
@@ -70,8 +83,9 @@ class NodeSpec:
     production training with a separate data-ingestion tier does (Mudigere et al., "Software-
     hardware co-design for fast and scalable training of deep learning recommendation models",
     ISCA 2022: ZionEX reader tier); docs/design.md, section 5."""
-    ddr_channels_per_socket: int | None = field(default=None, metadata={"min": 1})
-    hbm_cache_gb: float | None = field(default=None, metadata={"min": 0.0})
+    ddr_channels_per_socket: int | None = field(default=None,
+                                                 metadata=upto(MAX_DDR_CHANNELS_PER_SOCKET, 1))
+    hbm_cache_gb: float | None = field(default=None, metadata=upto(MAX_MEMORY_GB))
     """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
     placement leaves free."""
 
@@ -81,14 +95,14 @@ class NetworkSpec:
     """Scale-out network among nodes."""
 
     topology: NetworkTopology = "fat_tree"
-    oversubscription: float = field(default=1.0, metadata={"min": 1.0})
+    oversubscription: float = field(default=1.0, metadata=upto(MAX_OVERSUBSCRIPTION, 1.0))
 
 
 @dataclass(frozen=True, slots=True)
 class PodSpec:
     """A scale-up domain spanning ``nodes`` nodes (NVL72-style); 1 = the fabric stays in the node."""
 
-    nodes: int = field(default=1, metadata={"min": 1})
+    nodes: int = field(default=1, metadata=upto(MAX_NODES, 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +142,7 @@ class ConstraintsSpec:
 class SystemSpec:
     """A cluster of identical nodes (the system file)."""
 
-    nodes: int = field(metadata={"min": 1})
+    nodes: int = field(metadata=upto(MAX_NODES, 1))
     node: NodeSpec
     network: NetworkSpec = NetworkSpec()
     pod: PodSpec = PodSpec()
@@ -279,8 +293,15 @@ def read_system_data(name_or_path: str) -> tuple[dict[str, Any], str]:
 
 
 def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:
-    """Validate a system table (as read from TOML)."""
-    return from_mapping(SystemSpec, data, source)
+    """Validate a system table (as read from TOML), including the cluster-size limit that no single
+    field can express (:data:`~dse.model.limits.MAX_ACCELERATORS_TOTAL`)."""
+    spec = from_mapping(SystemSpec, data, source)
+    total = spec.nodes * spec.node.accelerators
+    if total > MAX_ACCELERATORS_TOTAL:
+        raise DseInputError(source, "nodes", f"{spec.nodes:,} nodes of {spec.node.accelerators:,} "
+                            f"accelerators make {total:,}; at most {MAX_ACCELERATORS_TOTAL:,} "
+                            "accelerators per cluster are supported")
+    return spec
 
 
 def load_system_spec(

@@ -25,6 +25,20 @@ from typing import Any, Literal, TypeVar
 
 from dse.errors import DseInputError
 from dse.model.catalog import Precision
+from dse.model.limits import (
+    MAX_EMBEDDING_DIM,
+    MAX_EMBEDDING_PARAMS,
+    MAX_GLOBAL_BATCH,
+    MAX_MLP_LAYERS,
+    MAX_MLP_WIDTH,
+    MAX_POOLING,
+    MAX_ROWS_PER_TABLE,
+    MAX_SIZE_SIGMA,
+    MAX_TABLES,
+    MAX_ZIPF,
+    positive,
+    upto,
+)
 from dse.model.widths import INDEX_BYTES
 from dse.records import WORKLOAD, apply_override, from_mapping, named_file, read_toml, source_name
 
@@ -40,7 +54,6 @@ _STATE_PER_ROW: dict[str, int] = {"sgd": 0, "adagrad": 0, "rowwise_adagrad": 1, 
 OPTIMIZER_STATE_BYTES = 4
 """Optimizer state is kept in fp32 (PyTorch, TorchRec FBGEMM and HugeCTR defaults)."""
 
-POS = {"min": 0, "min_exclusive": True}
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
@@ -93,9 +106,9 @@ class EmbeddingTable:
 class TableSet:
     """Explicit table list in a workload file; ``dim`` and ``pooling`` may be scalars (broadcast)."""
 
-    rows: tuple[int, ...]
-    dim: tuple[int, ...]
-    pooling: tuple[float, ...]
+    rows: tuple[int, ...] = field(metadata=upto(MAX_ROWS_PER_TABLE, 1))
+    dim: tuple[int, ...] = field(metadata=upto(MAX_EMBEDDING_DIM, 1))
+    pooling: tuple[float, ...] = field(metadata=upto(MAX_POOLING))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +121,11 @@ class SyntheticTables:
     """
 
     seed: int
-    count: int = field(metadata={"min": 1})
-    total_params: float = field(metadata=POS)
-    dims: tuple[int, ...]
-    pooling_mean: float = field(metadata={"min": 1.0})
-    size_sigma: float = field(default=1.5, metadata={"min": 0.0})
+    count: int = field(metadata=upto(MAX_TABLES, 1))
+    total_params: float = field(metadata=positive(MAX_EMBEDDING_PARAMS))
+    dims: tuple[int, ...] = field(metadata=upto(MAX_EMBEDDING_DIM, 1))
+    pooling_mean: float = field(metadata=upto(MAX_POOLING, 1.0))
+    size_sigma: float = field(default=1.5, metadata=upto(MAX_SIZE_SIGMA, 0.0))
 
     def generate(self) -> tuple[EmbeddingTable, ...]:
         """The tables, identical for the same fields on every platform (``random.Random``)."""
@@ -299,20 +312,20 @@ class _WorkloadFile:
     """The on-disk form of a workload (tables explicit or synthetic)."""
 
     name: str
-    dense_features: int = field(metadata={"min": 1})
-    bottom_mlp: tuple[int, ...] = field(metadata={"min": 1})
-    top_mlp: tuple[int, ...] = field(metadata={"min": 1})
+    dense_features: int = field(metadata=upto(MAX_MLP_WIDTH, 1))
+    bottom_mlp: tuple[int, ...] = field(metadata=upto(MAX_MLP_WIDTH, 1))
+    top_mlp: tuple[int, ...] = field(metadata=upto(MAX_MLP_WIDTH, 1))
     interaction: Interaction
-    global_batch: int = field(metadata={"min": 1})
+    global_batch: int = field(metadata=upto(MAX_GLOBAL_BATCH, 1))
     precision: Precision
     embedding_dtype: EmbeddingDtype
     embedding_optimizer: Optimizer
     dense_optimizer: Optimizer
     tables: TableSet | None = None
     synthetic: SyntheticTables | None = None
-    dcn_layers: int = field(default=0, metadata={"min": 0})
-    dcn_rank: int = field(default=0, metadata={"min": 0})
-    access_zipf: float = field(default=1.05, metadata={"min": 0.0})
+    dcn_layers: int = field(default=0, metadata=upto(MAX_MLP_LAYERS))
+    dcn_rank: int = field(default=0, metadata=upto(MAX_MLP_WIDTH))
+    access_zipf: float = field(default=1.05, metadata=upto(MAX_ZIPF, 0.0))
     samples_per_epoch: int = field(default=0, metadata={"min": 0})
     description: str = ""
     source: str = ""
@@ -325,6 +338,7 @@ def _broadcast_tables(data: dict[str, Any], source: str) -> dict[str, Any]:
     rows = tables.get("rows")
     if not isinstance(rows, list):
         raise DseInputError(source, "tables.rows", "expected a list of row counts")
+    _check_count(len(rows), MAX_TABLES, source, "tables.rows", "tables")
     out = dict(tables)
     for key in ("dim", "pooling"):
         value = out.get(key)
@@ -335,6 +349,29 @@ def _broadcast_tables(data: dict[str, Any], source: str) -> dict[str, Any]:
                 source, f"tables.{key}", f"has {len(value)} entries but tables.rows has {len(rows)}"
             )
     return {**data, "tables": out}
+
+
+def _check_count(n: int, limit: int, source: str, key: str, what: str) -> None:
+    """Refuse a list of more than ``limit`` entries (limits in :mod:`dse.model.limits`)."""
+    if n > limit:
+        raise DseInputError(source, key, f"has {n:,} {what}; at most {limit:,} are supported")
+
+
+def _check_shape(spec: _WorkloadFile, tables: tuple[EmbeddingTable, ...], source: str) -> None:
+    """A DLRM has at least one table and a top MLP; no table exceeds the row limit (a synthetic
+    population may concentrate ``total_params`` in a few tables)."""
+    if not tables:
+        raise DseInputError(source, "tables.rows", "a workload needs at least one embedding table")
+    if not spec.top_mlp:
+        raise DseInputError(source, "top_mlp", "a workload needs at least one top-MLP layer")
+    for key, layers in (("bottom_mlp", spec.bottom_mlp), ("top_mlp", spec.top_mlp)):
+        _check_count(len(layers), MAX_MLP_LAYERS, source, key, "layers")
+    if spec.synthetic is not None:
+        largest = max(t.rows for t in tables)
+        if largest > MAX_ROWS_PER_TABLE:
+            raise DseInputError(source, "synthetic.total_params",
+                                f"makes a table of {largest:.3g} rows; at most "
+                                f"{MAX_ROWS_PER_TABLE:.0e} rows per table are supported")
 
 
 def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
@@ -356,7 +393,10 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
         )
     else:
         assert spec.synthetic is not None
+        if not spec.synthetic.dims:
+            raise DseInputError(source, "synthetic.dims", "needs at least one dim")
         tables = spec.synthetic.generate()
+    _check_shape(spec, tables, source)
     if spec.interaction == "dcnv2" and (spec.dcn_layers < 1 or spec.dcn_rank < 1):
         raise DseInputError(source, "dcn_layers", "dcnv2 needs dcn_layers >= 1 and dcn_rank >= 1")
     # A dot interaction needs equal widths; tables of other dims are taken as projected to the

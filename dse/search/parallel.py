@@ -10,8 +10,10 @@ the parent's open storage connections and Optuna's threads into the child.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import sys
+import threading
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 
@@ -20,6 +22,8 @@ from dse.search.runner import STOP, run_study
 from dse.search.spec import load_study_spec, with_catalog
 from dse.search.storage import storage_failure
 
+PARENT_POLL_S = 0.5
+"""How often a ``--jobs`` worker checks that its parent lives."""
 WORKER_ERROR_EXIT = 1
 """Exit code of a worker process that stopped on an error it reported in one line."""
 
@@ -40,8 +44,10 @@ def start_workers(study: str, storage: str | None, until: int, count: int,
     (``None``: the study's own), each working until ``until`` trials are complete in total;
     ``catalog`` replaces the study's user catalog (``dse run --catalog``)."""
     ctx = multiprocessing.get_context("spawn")
-    workers = tuple(ctx.Process(target=_work, args=(study, storage, until, catalog), daemon=True)
-                    for _ in range(count))
+    parent = os.getpid()
+    workers = tuple(ctx.Process(target=_work, args=(study, storage, until, i + 1, parent, catalog),
+                                daemon=True)
+                    for i in range(count))
     for w in workers:
         w.start()
     return workers
@@ -56,18 +62,35 @@ def join_workers(workers: tuple[BaseProcess, ...]) -> WorkerExits:
                        killed=tuple(-c for c in codes if c and c < 0))
 
 
-def _work(study: str, storage: str | None, until: int, catalog: str = "") -> None:
-    """Entry point of a worker process: an input error or a lost storage is one line on stderr
-    and exit code :data:`WORKER_ERROR_EXIT`."""
+def _work(study: str, storage: str | None, until: int, index: int, parent: int,
+          catalog: str = "") -> None:
+    """Entry point of worker ``index`` (from 1; the parent is worker 0) of process ``parent``: an
+    input error or a lost storage is one line on stderr and exit code
+    :data:`WORKER_ERROR_EXIT`. It stops after its running trial when the parent dies."""
+    stop_gracefully()
+    _stop_with_parent(parent)
     try:
-        run_study(with_catalog(load_study_spec(study), catalog), storage, until=until)
+        run_study(with_catalog(load_study_spec(study), catalog), storage, until=until,
+                  worker=f"jobs-{index}")
     except DseInputError as exc:
         _exit_with(str(exc))
     except Exception as exc:
-        message = storage_failure(exc)
+        message = storage_failure(exc, storage or "the study's journal")
         if message is None:
             raise
         _exit_with(message)
+
+
+def _stop_with_parent(parent: int) -> None:
+    """Set :data:`~dse.search.runner.STOP` once process ``parent`` is gone (this process is then
+    re-parented), so ``dse run --jobs N`` killed by SIGKILL leaves no worker running alone; its
+    trial in progress completes first. Polled every :data:`PARENT_POLL_S` seconds."""
+    def watch() -> None:
+        while not STOP.wait(PARENT_POLL_S):
+            if os.getppid() != parent:
+                STOP.set()
+
+    threading.Thread(target=watch, name="dse-parent-watch", daemon=True).start()
 
 
 def _exit_with(message: str) -> None:

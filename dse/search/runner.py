@@ -18,6 +18,8 @@ import hashlib
 import json
 import logging
 import math
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -35,12 +37,13 @@ from optuna.trial import FrozenTrial, TrialState
 from dse import __version__
 from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
+from dse.search import _optuna
 from dse.search.encoding import encode_design, grid_of
 from dse.search.objective import DesignObjective
 from dse.search.objectives import loss_sign
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, recover
-from dse.search.samplers import make_sampler
+from dse.search.samplers import make_sampler, worker_seed
 from dse.search.space import SearchSpace, preset_params
 from dse.search.spec import (
     FILES_KEY,
@@ -60,6 +63,9 @@ before they stop."""
 WAIT_POLL_S = 0.2
 OPEN_WAIT_S = 15.0
 """How long a process that finds a study being created by another waits for it to be ready."""
+CREATOR_KEY = "dse:creator"
+"""Study system attribute: ``HOST:PID`` of the process that records the study, so a process on
+the same host that finds the recording unfinished and its creator dead completes it at once."""
 
 log = logging.getLogger("dse")
 STOP = threading.Event()
@@ -112,7 +118,7 @@ def model_fingerprint() -> str:
 
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
-               create: bool = True, where: str = "") -> optuna.Study:
+               create: bool = True, where: str = "", worker: str = "") -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
     objectives (refused unless ``force``, which records the change in ``dse:changes``).
 
@@ -122,7 +128,8 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     ``dse:budget`` last; the others wait for that before they work.
     """
     objectives = study_objectives(spec)
-    sampler = make_sampler(spec.sampler, spec.seed, grid_of(study_space(spec)), spec.name)
+    seed = worker_seed(spec.seed, worker)
+    sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name)
     if create:
         try:
             study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
@@ -138,7 +145,7 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
                             f"it first with dse run {spec.name} --storage URL --trials 0") from None
     attrs = _wait_until_recorded(study)
     described = _describe(spec)
-    if "dse:space" not in attrs:  # made by plain Optuna, or its creator died before recording it
+    if "dse:budget" not in attrs:  # made by plain Optuna, or its creator died while recording it
         _record_new(study, spec)
         return study
     changed = [k.removeprefix("dse:") for k, v in described.items() if attrs.get(k) != v]
@@ -183,7 +190,10 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
 
 def _record_new(study: optuna.Study, spec: StudySpec) -> None:
     """Record a new study's definition and enqueue its baselines; ``dse:budget`` comes last and
-    tells other processes the study is ready."""
+    tells other processes the study is ready. Also completes a recording its creator did not
+    finish (killed at any step): baselines already enqueued are not enqueued again."""
+    _optuna.study_storage(study).set_study_system_attr(
+        _optuna.study_id_of(study), CREATOR_KEY, _this_process())
     for key, value in _describe(spec).items():
         study.set_user_attr(key, value)
     study.set_user_attr("dse:version", __version__)
@@ -196,14 +206,41 @@ def _record_new(study: optuna.Study, spec: StudySpec) -> None:
     study.set_user_attr("dse:budget", spec.budget)
 
 
+def _this_process() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _creator_gone(study: optuna.Study) -> bool:
+    """Whether the process recording this study is known to be dead (it ran on this host)."""
+    creator = str(_optuna.study_storage(study).get_study_system_attrs(
+        _optuna.study_id_of(study)).get(CREATOR_KEY, ""))
+    host, _, pid = creator.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def _wait_until_recorded(study: optuna.Study) -> dict[str, Any]:
-    """The study's user attributes once its creator has recorded it (``dse:budget`` set), or as
-    they are after :data:`OPEN_WAIT_S` seconds."""
+    """The study's user attributes once its creator has recorded it (``dse:budget`` set), at once
+    when the creator is known dead, or as they are after :data:`OPEN_WAIT_S` seconds (announced
+    on the log: a creator on another host may be alive)."""
     deadline = time.monotonic() + OPEN_WAIT_S
+    announced = False
     while True:
         attrs: dict[str, Any] = study.user_attrs
-        if "dse:budget" in attrs or time.monotonic() > deadline:
+        if "dse:budget" in attrs or time.monotonic() > deadline or _creator_gone(study):
             return attrs
+        if not announced:
+            log.warning("dse: study %s is being created by another process; waiting up to %g s "
+                        "for it (then this process completes the creation)",
+                        study.study_name, OPEN_WAIT_S)
+            announced = True
         time.sleep(0.1)
 
 
@@ -215,10 +252,13 @@ def _spec_dict(spec: StudySpec) -> dict[str, Any]:
 
 
 def enqueue_baselines(study: optuna.Study, space: SearchSpace) -> list[str]:
-    """Enqueue the system presets the space can express, so every front is compared with real
-    machines; returns their names."""
+    """Enqueue the system presets the space can express (but not those already in the study),
+    so every front is compared with real machines; returns their names."""
     baselines = preset_params(space)
+    present = {t.user_attrs.get(BASELINE_KEY) for t in study.get_trials(deepcopy=False)}
     for name, design in baselines.items():
+        if name in present:
+            continue
         study.enqueue_trial(encode_design(space, design), user_attrs={BASELINE_KEY: name})
     return list(baselines)
 
@@ -258,6 +298,7 @@ def run_study(
     until: int | None = None,
     max_trials: int | None = None,
     create: bool = True,
+    worker: str = "",
 ) -> optuna.Study:
     """Create or resume ``spec`` and work until its budget (or ``trials`` more) is complete.
 
@@ -265,12 +306,15 @@ def run_study(
     give them one absolute target ``until`` (:func:`target_of`), computed once before they start:
     ``trials`` counted by each worker from its own start would overshoot. ``max_trials`` caps
     the trials this worker completes itself; ``create=False`` joins an existing study only.
+    ``worker`` names this worker among the study's others (empty for the first): its sampler
+    seed is drawn from it (:func:`~dse.search.samplers.worker_seed`).
     The worker stops when the target is complete, not merely started: while the last trials run
     elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`).
     """
     storage = open_storage(storage_url, spec)
     url = spec.storage if storage_url is None else storage_url
-    study = open_study(spec, storage, force, create=create, where=url or "the default journal")
+    study = open_study(spec, storage, force, create=create, where=url or "the default journal",
+                       worker=worker)
     with WorkerLock(storage_file(storage_url, spec)) as lock:
         recover(study, alone=lock.exclusive())
         lock.share()

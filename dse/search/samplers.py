@@ -10,6 +10,7 @@ trial) rather than with random ones.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from collections.abc import Sequence
 from typing import Any
@@ -123,6 +124,17 @@ class HandoverNSGAIISampler(NSGAIISampler):
                 _optuna.study_storage(study).set_trial_system_attr(_optuna.trial_id_of(trial), key, 1)
                 return 1
         return super().get_trial_generation(study, trial)
+
+
+def worker_seed(seed: int | None, worker: str) -> int | None:
+    """The sampler seed of one worker of a study: the study's ``seed`` for the first worker
+    (``worker`` empty), so a single-process study is reproducible, and for every other worker a
+    seed drawn from the study's seed and the worker's name, so two workers never draw the same
+    designs from the same history (``None`` stays ``None``: each process seeds from the OS)."""
+    if seed is None or not worker:
+        return seed
+    digest = hashlib.sha256(f"{seed}/{worker}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")  # NumPy seeds are below 2**32
 
 
 def make_sampler(name: str, seed: int | None, grid: dict[str, list[Any]] | None = None,

@@ -8,11 +8,13 @@ and optionally a storage; :func:`load_study_spec` validates it and everything it
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
+from dse.model.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, upto
 from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import Workload, load_workload, scale_tables
 from dse.records import OBJECTIVES, SPACE, STUDY, WORKLOAD, FileKind, from_mapping, named_file, read_toml
@@ -29,6 +31,10 @@ can be read again wherever the files live."""
 INTERNAL_KEYS = ("file",)
 """StudySpec fields set by :func:`load_study_spec`, never read from a study file."""
 DEFAULT_STUDY = "zion-2020"
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A study name: a plain identifier, since it names files (``studies/NAME.journal``, the report)
+and so may hold no path separator, may not be empty and may not start with a dot."""
+_TABLE_SCALE = "table_scale"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +45,15 @@ class StudySpec:
     workload: str
     space: str
     objectives: str
-    budget: int = field(metadata={"min": 1})
+    budget: int = field(metadata=upto(MAX_BUDGET, 1))
     sampler: str = "auto"
-    seed: int | None = None
+    seed: int | None = field(default=None, metadata=upto(MAX_SEED))
     storage: str = ""
     """Optuna storage URL; empty = the journal file ``studies/NAME.journal``."""
     description: str = ""
     workload_overrides: dict[str, Any] = field(default_factory=dict)
     """Workload fields changed for this study (``global_batch = 135168``)."""
-    table_scale: float = field(default=1.0, metadata={"min": 0.0, "min_exclusive": True})
+    table_scale: float = field(default=1.0, metadata=upto(MAX_TABLE_SCALE, 0.0, exclusive=True))
     """Every embedding table's rows multiplied by this (the growth question: 4 = tables 4x larger;
     :func:`dse.model.workload.scale_tables`)."""
     catalog: str = ""
@@ -86,6 +92,9 @@ def load_study_spec(name_or_path: str) -> StudySpec:
         if key in raw:
             raise DseInputError(source, key, "set by dse, not by a study file")
     spec = from_mapping(StudySpec, raw, source)
+    if not NAME_PATTERN.fullmatch(spec.name):
+        raise DseInputError(source, "name", f"expected a plain name of letters, digits, '.', '_' "
+                            f"and '-' (at most 100, not starting with '.'), got {spec.name!r}")
     # A file named by a relative path is looked for beside the study file first.
     def beside(v: str) -> str:
         near = path.parent / v
@@ -105,6 +114,8 @@ def load_study_spec(name_or_path: str) -> StudySpec:
         try:
             loader(spec)
         except DseInputError as exc:
+            if exc.source == _TABLE_SCALE:
+                raise DseInputError(source, _TABLE_SCALE, exc.message) from None
             raise DseInputError(source, key, str(exc)) from None
     if spec.sampler == "grid" and grid_of(study_space(spec)) is None:
         raise DseInputError(source, "sampler", f"grid search needs a discrete space without "
@@ -116,7 +127,13 @@ def load_study_spec(name_or_path: str) -> StudySpec:
 def study_workload(spec: StudySpec) -> Workload:
     """The workload a study scores: its preset or file, overrides applied, tables scaled."""
     wl = load_workload(spec.workload, tuple(spec.workload_overrides.items()))
-    return wl if spec.table_scale == 1.0 else scale_tables(wl, spec.table_scale)
+    if spec.table_scale == 1.0:
+        return wl
+    largest = max(t.rows for t in wl.tables) * spec.table_scale
+    if largest > MAX_ROWS_PER_TABLE:
+        raise DseInputError(_TABLE_SCALE, "", f"{spec.table_scale:g} makes a table of "
+                            f"{largest:.3g} rows; at most {MAX_ROWS_PER_TABLE:.0e} are supported")
+    return scale_tables(wl, spec.table_scale)
 
 
 def study_space(spec: StudySpec) -> SearchSpace:

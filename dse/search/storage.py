@@ -26,6 +26,7 @@ passwords never appear in messages (:func:`redact`).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import signal
@@ -45,6 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search._optuna import BaseJournalFileLock, rdb_backend
+from dse.search.journal import check_journal
 from dse.search.recovery import MAX_RETRIES, RetryStaleTrial
 from dse.search.spec import StudySpec, results_dir
 
@@ -87,9 +89,9 @@ def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
     """
     url = spec.storage if url is None else url
     if not url:
-        return journal_storage(default_storage_path(spec))
+        return journal_storage(default_storage_path(spec), spec.name)
     if url.startswith("journal:") or url.endswith(".journal"):
-        return journal_storage(Path(url.removeprefix("journal:")))
+        return journal_storage(Path(url.removeprefix("journal:")), spec.name)
     if "://" not in url:
         raise DseInputError("--storage", url, "expected an Optuna storage URL or a .journal path")
     if url.startswith("grpc://"):
@@ -124,16 +126,30 @@ class FlockLock(BaseJournalFileLock):
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
-def journal_storage(path: Path) -> JournalStorage:
-    """Optuna's journal in ``path`` with an :class:`FlockLock`, its tail repaired first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FlockLock(str(path))
-    repair_journal_tail(path, lock)
-    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
+    """Optuna's journal in ``path`` with an :class:`FlockLock`, checked first: a damaged tail is
+    cut off, any other damage refused without writing (:func:`dse.search.journal.check_journal`;
+    ``study`` names the study in the message's ``dse repair`` advice)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FlockLock(str(path))
+        if path.exists() and check_journal(path, study, thorough=False).tail_bytes:
+            repair_journal_tail(path, lock, study)
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    except OSError as exc:
+        raise DseInputError(str(exc.filename or path), "", f"cannot open the journal: "
+                            f"{exc.strerror or exc}") from None
+    except Exception:
+        # The quick check reads only the start of each line; Optuna's reading (which decodes
+        # every line, before anything is written) failed on the rest of one: find and name it.
+        check_journal(path, study)
+        raise
 
 
-def repair_journal_tail(path: Path, lock: BaseJournalFileLock) -> bool:
-    """Cut a partial last record (an append that power loss interrupted) off the journal.
+def repair_journal_tail(path: Path, lock: BaseJournalFileLock, study: str = "STUDY") -> bool:
+    """Cut the damaged last lines off the journal: a partial record (an append that power loss
+    interrupted) or lines that hold no record (garbage, even ending in a newline), when no intact
+    record follows them.
 
     Optuna's reader skips a last line without its newline, but the next append would be glued
     to it and make the whole journal unreadable. Writes happen under the lock, so a partial line
@@ -143,23 +159,11 @@ def repair_journal_tail(path: Path, lock: BaseJournalFileLock) -> bool:
         return False
     lock.acquire()
     try:
+        scan = check_journal(path, study)  # again under the lock: a writer may have finished
+        if not scan.tail_bytes:
+            return False
         with path.open("rb+") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return False
-            keep = 0
-            chunk = 1 << 16
-            pos = size
-            while pos > 0:
-                start = max(0, pos - chunk)
-                f.seek(start)
-                found = f.read(pos - start).rfind(b"\n")
-                if found >= 0:
-                    keep = start + found + 1
-                    break
-                pos = start
-            f.truncate(keep)
+            f.truncate(f.seek(0, os.SEEK_END) - scan.tail_bytes)
             f.flush()
             os.fsync(f.fileno())
         return True
@@ -329,9 +333,16 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
             signal.signal(sig, handler)
 
 
-def storage_failure(exc: BaseException) -> str | None:
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS,
+                             errno.EIO})
+"""File errors that are the machine's, not dse's: a full disk or quota, no permission, a
+read-only or failing file system."""
+
+
+def storage_failure(exc: BaseException, where: str = "") -> str | None:
     """One line for an error that says the storage was lost mid-run (the database went down,
-    the proxy stopped), or ``None`` for any other error. The storage error may be the cause or
+    the proxy stopped, the journal's disk is full or read-only: ``where`` names the journal when
+    the error does not), or ``None`` for any other error. The storage error may be the cause or
     context of the one raised (Optuna's trial loop can raise another while handling it)."""
     import sys
 
@@ -343,6 +354,10 @@ def storage_failure(exc: BaseException) -> str | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in RESOURCE_ERRNOS:
+            return (f"{current.filename or where or 'the storage'}: {current.strerror}; what was "
+                    "written before stays intact: free space (or fix the permissions) and rerun "
+                    "to resume")
         if isinstance(current, SQLAlchemyError | StorageInternalError):
             return f"lost the database: {_first_line(current)}"
         if grpc is not None and isinstance(current, grpc.RpcError):

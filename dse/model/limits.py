@@ -1,0 +1,82 @@
+"""Upper limits on every count and size a user may write (docs/design.md, section 7).
+
+Each limit is far above any machine built or announced and any model trained, so no real design
+is refused; it exists so that an absurd value (``nodes = 2**70``, a table of 10**18 rows) fails
+at load time with one line naming the file and key, instead of exhausting memory or overflowing
+in the model minutes later. The reason for each number stands beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_NODES = 100_000
+"""Nodes per cluster. The largest training clusters announced hold about 100,000 accelerators
+(xAI Colossus, 100,000 H100 in 2024, i.e. 12,500 nodes of 8); a node count of 100,000 leaves
+eight times that headroom."""
+MAX_ACCELERATORS_PER_NODE = 1_024
+"""Accelerators per node (or per NIC/PCIe grouping). Today's densest node is a 72-GPU NVL72 rack
+(NVIDIA GB200 NVL72) and the largest announced scale-up domain 576 GPUs (NVL576)."""
+MAX_ACCELERATORS_TOTAL = 2**20
+"""Accelerators of a whole cluster (nodes x accelerators per node): ten times the largest cluster
+announced (about 100,000 GPUs, above). The model's placement and timing are linear in devices, so
+at this limit one evaluation still takes about a second; 100,000 nodes of 1,024 would take minutes
+and gigabytes."""
+MAX_NICS_PER_NODE = 1_024
+"""NICs of either kind per node: at most one or two per accelerator in every shipping design."""
+MAX_CPU_SOCKETS = 32
+"""CPU sockets per node: the largest shared-memory x86 server (HPE Superdome Flex) has 32."""
+MAX_DDR_CHANNELS_PER_SOCKET = 64
+"""DDR channels per socket: 12 on AMD EPYC 9004 and Intel Xeon 6; 64 leaves ample headroom."""
+MAX_MEMORY_GB = 1e6
+"""Host DDR or HBM capacity of one node or device in GB (1 PB). HPE Superdome Flex holds 48 TB of
+DDR; an accelerator holds at most a few hundred GB of HBM (B200: 192 GB)."""
+MAX_BANDWIDTH_GB_S = 1e6
+"""A memory or scale-up bandwidth in GB/s (1 PB/s). B200 HBM3e is 8 TB/s, NVLink 5 900 GB/s per
+direction: the limit is two orders of magnitude above today."""
+MAX_LINK_GBIT_S = 1e6
+"""A NIC's speed in Gb/s (1 Pb/s); the fastest shipping NICs run at 800 Gb/s."""
+MAX_OVERSUBSCRIPTION = 1_000.0
+"""Network oversubscription ratio; real fabrics are 1:1 to about 1:8."""
+MAX_TABLES = 1_000_000
+"""Embedding tables per workload. Production DLRMs have about 1,000 (Mudigere et al., ISCA 2022:
+"up to a thousand" sparse features); a thousand times that still fits in memory (100,000 tables
+take about 150 MB and 10 s to evaluate; a million, minutes), where a billion would exhaust it."""
+MAX_ROWS_PER_TABLE = 10**13
+"""Rows of one embedding table. The largest published DLRM has 12 trillion parameters in total
+(Mudigere et al., ISCA 2022), about 10**11 rows at dim 128; 10**13 is a hundredfold."""
+MAX_EMBEDDING_DIM = 65_536
+"""Elements per embedding row; published models use 16 to 512."""
+MAX_POOLING = 1e6
+"""Average lookups per sample per table; production features pool tens to hundreds of rows."""
+MAX_MLP_WIDTH = 1_048_576
+"""Units of one MLP layer (and input dense features, DCN rank); published DLRMs stay below 10,000."""
+MAX_MLP_LAYERS = 1_000
+"""Layers of one MLP and of the DCNv2 cross network; published DLRMs have fewer than 20."""
+MAX_GLOBAL_BATCH = 2**30
+"""Samples per step; MLPerf DLRM runs at up to 2**16 (DCNv2 at 2**17 samples)."""
+MAX_EMBEDDING_PARAMS = 1e16
+"""Embedding parameters of a synthetic population (a thousand times the 12-trillion-parameter
+model of Mudigere et al., ISCA 2022)."""
+MAX_SIZE_SIGMA = 10.0
+"""Log-normal spread of synthetic table sizes; 1.5 matches production spreads, and beyond about 10
+the draws overflow a float."""
+MAX_ZIPF = 100.0
+"""Zipf exponent of row popularity; measured click logs sit near 1."""
+MAX_TABLE_SCALE = 1e6
+"""A study's table-row multiplier; the growth question asks about 2x to 10x."""
+MAX_BUDGET = 10_000_000
+"""Trials of one study: a journal of 3,000 trials is 22 MB, so ten million would be 70 GB."""
+MAX_SEED = 2**32 - 1
+"""Largest sampler seed: NumPy's random generators take seeds in [0, 2**32)."""
+
+
+def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[str, Any]:
+    """Field metadata for :mod:`dse.records` bounds: ``minimum < value <= maximum`` with
+    ``exclusive``, else ``minimum <= value <= maximum``."""
+    return {"min": minimum, "min_exclusive": exclusive, "max": maximum}
+
+
+def positive(maximum: float) -> dict[str, Any]:
+    """Field metadata for a value that must be greater than zero and at most ``maximum``."""
+    return upto(maximum, 0.0, exclusive=True)
