@@ -19,7 +19,7 @@ import pytest
 from dse.outputs.report import render_report
 from dse.search.objectives import load_objectives
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec
+from dse.search.spec import StudySpec, study_space
 from dse.search.storage import open_storage
 
 CHROMIUM = shutil.which("chromium")
@@ -74,10 +74,10 @@ def open_page(path: Path, shot: Path) -> dict[str, object]:
 
 @pytest.mark.parametrize(("objectives", "figures"), [
     ("throughput-vs-capex", {"front-throughput_samples_per_s-capex_usd", "breakdown", "parcoords",
-                             "progress"}),
+                             "progress", "timeline"}),
     ("throughput-capex-power", {"front-throughput_samples_per_s-capex_usd",
                                 "front-throughput_samples_per_s-power_w", "front-capex_usd-power_w",
-                                "front-3d", "breakdown", "parcoords", "progress"}),
+                                "front-3d", "breakdown", "parcoords", "progress", "timeline"}),
 ])
 def test_report_in_chromium(tmp_path: Path, objectives: str, figures: set[str]) -> None:
     study, spec = make_study(tmp_path, objectives, 60)
@@ -167,7 +167,70 @@ def test_report_is_readable(tmp_path: Path) -> None:
     named = [text for text in labels if any(name in text for name in internal)]
     assert named == [], named
     shots = list(tmp_path.glob("figure-*.png"))
-    assert len(shots) == 7 and all(s.stat().st_size > 10_000 for s in shots)
+    assert len(shots) == 8 and all(s.stat().st_size > 10_000 for s in shots)
+
+
+def _evaluate_plan(spec: StudySpec, design: dict[str, object]) -> dict[str, object]:
+    """``dse evaluate --plan --json`` of one design of ``spec``'s space: its base system with the
+    space's fixed keys and the design's parameters as ``--set`` overrides."""
+    space = study_space(spec)
+    sets = [f"{k}={json.dumps(v) if isinstance(v, str) else v}"
+            for k, v in space.overrides(design)]
+    run = subprocess.run([sys.executable, "-m", "dse", "evaluate", "-s", space.base_for(design),
+                          "-w", spec.workload, "--plan", "--json",
+                          *[a for s in sets for a in ("--set", s)]],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    plan: dict[str, object] = json.loads(run.stdout)["plan"]
+    return plan
+
+
+def test_report_plan_and_timeline_of_a_chosen_design(tmp_path: Path) -> None:
+    """Issue 18: choosing a second front design in the report changes its plan table and its
+    timeline, and the plan shown is ``dse evaluate --plan --json``'s for that design."""
+    study, spec = make_study(tmp_path, "throughput-vs-capex", 40)
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_report(study, spec, load_objectives(spec.objectives)), encoding="utf-8")
+    read = """() => {
+        const shown = document.querySelector('.chosen-plan:not([style*="none"])');
+        const rows = sel => Array.from(shown.querySelectorAll(sel)).map(
+            r => Array.from(r.children).map(c => JSON.parse(c.dataset.v)));
+        const gd = document.getElementById('timeline');
+        return {k: shown.dataset.k, tables: rows('tr.table-row'), devices: rows('tr.device-row'),
+                timeline: gd.layout.title.text, bars: gd.data.map(t => t.x),
+                options: document.querySelectorAll('#design-choice option').length};
+    }"""
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_file.as_uri(), wait_until="load")
+        page.wait_for_function("document.getElementById('timeline')?._fullLayout !== undefined")
+        first = page.evaluate(read)
+        page.select_option("#design-choice", "1")
+        page.wait_for_timeout(300)
+        second = page.evaluate(read)
+        page.query_selector("#timeline").screenshot(path=str(tmp_path / "figure-timeline-1.png"))
+        browser.close()
+    assert errors == []
+    assert first["options"] >= 2 and first["k"] == "0" and second["k"] == "1"
+    assert second["tables"] != first["tables"] or second["devices"] != first["devices"]
+    assert second["timeline"] != first["timeline"] and second["bars"] != first["bars"]
+    # The second design offered: the second distinct front design, best throughput first.
+    from dse.outputs.report import chosen_designs, gather
+
+    _, design = chosen_designs(gather(study, spec, load_objectives(spec.objectives)))[1]
+    plan = _evaluate_plan(spec, design)
+    tables = plan["tables"]
+    assert isinstance(tables, list)
+    assert second["tables"] == [[t["table"], t["sharding"], t["hot_rows"], t["devices"], t["tiers"],
+                                 t["gb_per_device"], t["embedding_share"]] for t in tables]
+    devices = plan["devices"]
+    assert isinstance(devices, list)
+    expanded = [[d, *row[1:]] for row in second["devices"] for d in row[0]]
+    assert expanded == [[d["device"], d["tables"], d["hbm_used_gb"], d["ddr_used_gb"],
+                         d["embedding_s"], d["alltoall_s"]] for d in devices]
 
 
 def test_plot_png_only(tmp_path: Path) -> None:

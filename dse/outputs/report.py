@@ -4,7 +4,8 @@ Sections: a header (study, workload, space, objectives, trials, versions, the re
 the front for every pair of objectives (and a 3-D view for three) with dominated designs faded,
 infeasible ones marked apart, front points joined and baselines labelled; the step time of every
 front design by stage; parallel coordinates of the front over the design parameters; hypervolume
-against trial number and parameter importances per objective; a sortable table of the front.
+against trial number and parameter importances per objective; one front design's placement plan
+and step timeline, chosen from a list (:mod:`dse.outputs.chosen`); a sortable table of the front.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 from dse import __version__
 from dse.model.timing import STAGES
 from dse.model.user_catalog import CatalogChange
+from dse.outputs.chosen import MAX_DESIGNS, chosen_section, score_designs
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
@@ -238,6 +240,18 @@ def breakdown_figure(data: ReportData) -> go.Figure:
     return fig
 
 
+def chosen_designs(data: ReportData) -> list[tuple[str, dict[str, Any]]]:
+    """The distinct front designs offered in the report's plan-and-timeline section, best first by
+    the first objective, each with its bar label in plain text."""
+    first = data.objectives.objectives[0]
+    designs = distinct_front(data, first.metric)
+    if first.direction.lower() == "maximize":
+        designs.reverse()
+    params = varying_params(data)
+    return [(html.unescape(design_label(group, params).replace("<br>", "; ")), _design(group[0]))
+            for group in designs[:MAX_DESIGNS]]
+
+
 def varying_params(data: ReportData) -> list[str]:
     """The design parameters that take more than one value on the front (the others say nothing
     about the trade-off, and are stated once instead)."""
@@ -336,6 +350,8 @@ table { border-collapse: collapse; font-size: 12px; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
 th { background: #eee; cursor: pointer; position: sticky; top: 0; }
 .scroll { max-width: 100%; overflow-x: auto; }
+select { max-width: 100%; }
+caption { text-align: left; font-weight: bold; padding: 4px 0; }
 .header td { text-align: left; border: none; padding: 1px 8px; }
 </style>"""
 
@@ -422,5 +438,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     for div_id, fig in figures:
         parts.append(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                                  config={"displaylogo": False}))
+    if data.front:
+        parts.append(chosen_section(score_designs(spec, chosen_designs(data))))
     parts += ["<h2>the front</h2>", front_table(data), "</body></html>"]
     return "\n".join(parts)

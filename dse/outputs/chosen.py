@@ -1,0 +1,156 @@
+"""One front design of a study, chosen from a list: its placement plan and its step's timeline.
+
+The report's section "One front design: its plan and its timeline". Only the designs offered are
+scored again (the trials store the design, not its plan), by the same path a study trial takes:
+design -> :func:`~dse.search.encoding.design_system` -> :func:`~dse.model.evaluate.evaluate`, with
+the study's workload, catalog and the calibration in force. The plan is
+:func:`~dse.outputs.plan.plan_summary` (as ``dse evaluate --plan``) and the timeline
+:func:`~dse.outputs.timeline.timeline_figure` (as ``dse evaluate --html``); docs/design.md,
+section 5, "Placement" and "Overlaps".
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.utils import PlotlyJSONEncoder
+
+from dse.calibration.parameters import Calibration, load_calibration
+from dse.errors import DseInputError
+from dse.model.evaluate import evaluate
+from dse.model.system import GB
+from dse.outputs.plan import PlanSummary, plan_summary
+from dse.outputs.timeline import timeline_figure
+from dse.search.encoding import design_system
+from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
+
+MAX_DESIGNS = 30
+"""Designs offered in the list: each is scored again and carries its plan and timeline in the page,
+so the page grows with every one (a front rarely has more distinct designs worth a look)."""
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """One design offered: its label in words, its plan and its timeline (Plotly JSON)."""
+
+    label: str
+    plan: PlanSummary
+    figure: dict[str, Any]
+
+
+def score_designs(spec: StudySpec, designs: Sequence[tuple[str, dict[str, Any]]],
+                  calibration: Calibration | None = None) -> list[Chosen]:
+    """Plan and timeline of each ``(label, design)``, scored as the study scored it; a design the
+    schema cannot express (none reaches the front) is left out."""
+    space, workload = study_space(spec), study_workload(spec)
+    catalog = study_catalog(spec).catalog
+    calib = calibration or load_calibration()
+    out = []
+    for label, design in designs[:MAX_DESIGNS]:
+        try:
+            system = design_system(space, design, catalog)
+        except DseInputError:
+            continue
+        ev = evaluate(workload, system, calib, catalog)
+        out.append(Chosen(label, plan_summary(ev, calib), timeline_figure(ev).to_plotly_json()))
+    return out
+
+
+def device_ranges(devices: Sequence[int]) -> str:
+    """Device numbers as ranges, e.g. ``0-7, 12``."""
+    runs: list[list[int]] = []
+    for d in sorted(devices):
+        if runs and runs[-1][1] == d - 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _cell(raw: Any, shown: str) -> str:
+    return f"<td data-v='{html.escape(json.dumps(raw))}'>{html.escape(shown)}</td>"
+
+
+def _table(head: Sequence[str], rows: list[str], caption: str) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return (f"<div class='scroll'><table class='plan'><caption>{html.escape(caption)}</caption>"
+            f"<thead><tr>{cells}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def plan_tables(plan: PlanSummary) -> str:
+    """The plan as two HTML tables, as ``dse evaluate --plan`` prints it: a row per table, then a
+    row per group of devices with identical rows. Each cell keeps its raw value (the JSON of
+    ``dse evaluate --plan --json``) in ``data-v``."""
+    rows = []
+    for t in plan.tables:
+        gb = max(t.bytes_by_device.values(), default=0.0) / GB
+        where = f"all {len(t.devices)}" if t.copies > 1 else device_ranges(t.devices)
+        rows.append("<tr class='table-row'>" + "".join([
+            _cell(t.table, str(t.table)), _cell(t.sharding, t.sharding.replace("_", "-")),
+            _cell(t.hot_rows, f"{t.hot_rows:,}" if t.hot_rows else ""),
+            _cell(list(t.devices), where), _cell(list(t.tiers), ", ".join(t.tiers)),
+            _cell(gb, f"{gb:,.3f}"), _cell(t.embedding_share, f"{t.embedding_share:.1%}")]) + "</tr>")
+    by_table = _table(("table", "sharding", "hot rows", "devices", "tier", "GB per device",
+                       "share of embedding time"), rows, "placement by table")
+    groups: list[tuple[list[int], tuple[Any, ...]]] = []
+    for d in plan.devices:
+        key = (d.tables, d.hbm_used_gb, d.ddr_used_gb, d.embedding_s, d.alltoall_s)
+        if groups and groups[-1][1] == key:
+            groups[-1][0].append(d.device)
+        else:
+            groups.append(([d.device], key))
+    rows = []
+    for devices, (tables, hbm, ddr, emb, a2a) in groups:
+        rows.append("<tr class='device-row'>" + "".join([
+            _cell(devices, device_ranges(devices)), _cell(tables, str(tables)),
+            _cell(hbm, f"{hbm:,.2f}"), _cell(ddr, f"{ddr:,.2f}"), _cell(emb, f"{emb * 1e3:,.3f}"),
+            _cell(a2a, f"{a2a * 1e3:,.3f}")]) + "</tr>")
+    by_device = _table(("devices", "tables", "HBM used (GB)", "node DDR used (GB)",
+                        "embedding (ms)", "all-to-all (ms)"), rows,
+                       "placement by device (embedding and all-to-all: forward + backward)")
+    return by_table + by_device
+
+
+CHOOSE_SCRIPT = """<script>
+function chooseDesign(k) {
+  document.querySelectorAll('.chosen-plan').forEach(
+    e => { e.style.display = e.dataset.k === String(k) ? '' : 'none'; });
+  const gd = document.getElementById('timeline');
+  const fig = JSON.parse(document.getElementById('timeline-' + k).textContent);
+  fig.layout.template = gd.layout.template;
+  Plotly.react(gd, fig.data, fig.layout, {displaylogo: false});
+}
+</script>"""
+
+
+def _figure_json(figure: dict[str, Any]) -> str:
+    """A timeline for the page's script: without Plotly's template (the drawn figure lends its
+    own), and with no ``</`` (which would end the script element early)."""
+    layout = {k: v for k, v in figure["layout"].items() if k != "template"}
+    text = json.dumps({"data": figure["data"], "layout": layout}, cls=PlotlyJSONEncoder)
+    return text.replace("</", "<\\/")
+
+
+def chosen_section(chosen: Sequence[Chosen]) -> str:
+    """The section: a list of the designs, the chosen one's plan tables and its timeline (the
+    first design's drawn at load, the others drawn into it when chosen)."""
+    if not chosen:
+        return ""
+    options = "".join(f"<option value='{k}'>{html.escape(c.label)}</option>"
+                      for k, c in enumerate(chosen))
+    hidden = " style='display:none'"
+    plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}>"
+                    f"{plan_tables(c.plan)}</div>" for k, c in enumerate(chosen))
+    figures = "".join(f"<script type='application/json' id='timeline-{k}'>{_figure_json(c.figure)}"
+                      "</script>" for k, c in enumerate(chosen))
+    first = go.Figure(chosen[0].figure).to_html(full_html=False, include_plotlyjs=False,
+                                                div_id="timeline", config={"displaylogo": False})
+    return ("<h2>One front design: its plan and its timeline</h2>"
+            f"<p>design (best first by the first objective; at most {MAX_DESIGNS}): "
+            f"<select id='design-choice' onchange='chooseDesign(this.value)'>{options}</select></p>"
+            f"{CHOOSE_SCRIPT}{figures}{first}{plans}")
