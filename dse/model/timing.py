@@ -363,7 +363,11 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
     cat = load_catalog()
     a = sys.accelerators_per_node
     domain = min(sys.scaleup_domain, g)
-    latency = calib.collective_latency_s + calib.peer_latency_s * (g - 1)
+    # Latency per level: the fabric exchanges with the domain's other devices, the network with
+    # one device per other domain (NCCL 2.12+ PXN aggregates a node's messages for one rail peer
+    # over the fabric: NVIDIA, "Doubling all2all performance with NCCL 2.12", 2022).
+    fabric_latency = calib.collective_latency_s + calib.peer_latency_s * (domain - 1)
+    network_latency = calib.collective_latency_s + calib.peer_latency_s * (math.ceil(g / domain) - 1)
     fabric = 0.0
     if send_same > 0:
         if sys.scaleup == "none":
@@ -375,7 +379,7 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
         else:
             bw = sys.scaleup_bytes_s * calib.fabric_efficiency / topology_factor(sys.scaleup, domain)
             fabric = send_same / bw + cat.scaleup_switch.latency_s
-        fabric += latency
+        fabric += fabric_latency
     network = 0.0
     if send_cross > 0:
         cross = send_cross
@@ -390,7 +394,7 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
         if sys.spec.node.nic_attach == "cpu":
             t = max(t, 2.0 * per_node / (sys.ddr_bytes_s * calib.host_efficiency))
         sw = cat.network_switch
-        network = t + latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
+        network = t + network_latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
     return {"a2a_fabric": fabric, "a2a_network": network}
 
 
@@ -413,7 +417,9 @@ def alltoall_elements(
     A table-wise or column-wise shard sends its pooled output for every other device's local batch:
     b x dim to each of G - 1 peers. The k row-wise shards of one table first reduce-scatter their
     partial sums among themselves (B x dim / k to each co-shard), then each sends its 1/k of the
-    result to the G - 1 peers. A row-wise shard of a one-hot table (no partial sums) sends like a
+    result to the G - 1 peers; across domains, the reduce-scatter stays within each domain and
+    each domain's sum goes to the peers (hierarchical: the peers add one sum a domain).
+    A row-wise shard of a one-hot table (no partial sums) sends like a
     table-wise one, for its share of the samples. A shard whose hot rows are replicated sends only
     for the samples that need it (``out_rows`` of the global ``batch``). ``lead_dim``: width of the bottom-MLP
     output device 0 sends like a table-wise shard when the bottom MLP runs model-parallel there.
@@ -448,10 +454,18 @@ def alltoall_elements(
         else:
             for d in devices:
                 per_domain[d // domain] = per_domain.get(d // domain, 0) + 1
-        chunk = g * b * dim / k
-        # What a device sends depends on how many co-shards share its domain: one sum per domain.
-        sends = {dom: ((n - 1) * chunk + to_same * dim / k, (k - n) * chunk + to_cross * dim / k)
-                 for dom, n in per_domain.items()}
+        if len(per_domain) == 1:
+            chunk = g * b * dim / k
+            sends = {dom: ((n - 1) * chunk + to_same * dim / k, (k - n) * chunk + to_cross * dim / k)
+                     for dom, n in per_domain.items()}
+        else:
+            # Hierarchical: the n co-shards of a domain reduce-scatter their partial sums on the
+            # fabric ((n - 1) / n of B x dim each), and each sends its 1/n of its domain's sum to
+            # every peer, which adds the domains' sums: one partial sum a domain crosses the
+            # network, as HugeCTR's hierarchical embedding collection and TorchRec's
+            # table-row-wise sharding exchange them.
+            sends = {dom: ((n - 1) * (g * b * dim / n) + to_same * dim / n, to_cross * dim / n)
+                     for dom, n in per_domain.items()}
         for d in devices:
             to_peers, to_others = sends[d // domain]
             same[d] += to_peers

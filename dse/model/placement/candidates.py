@@ -41,6 +41,9 @@ class Candidate:
     partial: bool = True
     traffic: Traffic | None = None
     """HBM traffic, when known already: the pieces of a split share one."""
+    per_domain: int = 0
+    """Row-wise pieces of one table spread over several scale-up domains: how many go to each
+    (0: the whole group in one domain, when it has room)."""
 
 
 class TableFigures(NamedTuple):
