@@ -79,8 +79,11 @@ SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
     "hugectr-2020": _WHOLE_TABLES,
     "hugectr-2021": (),
     "hugectr-2022": (),
-    "hugectr-2023.04": (),
-    "hugectr-2023.09": (),
+    "hugectr-2023.04": (("software.hot_embedding_replication", False),
+                        ("software.replicate_small_tables", False),
+                        ("software.overlap_weight_gradients", True)),
+    "hugectr-2023.09": (("software.hot_embedding_replication", False),
+                        ("software.overlap_weight_gradients", True)),
     "pytorch-2021": (*_WHOLE_TABLES, ("software.bottom_mlp_on_one_device", True)),
     "tensorflow-2023": _WHOLE_TABLES,
 }

@@ -191,6 +191,7 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
     n_bottom = len(wl.bottom_mlp)
     fwd = [0.0, 0.0]  # bottom, top
     bwd = [0.0, 0.0]
+    wgrad = [0.0, 0.0]
     layers: dict[tuple[float, int, int], tuple[float, float, float, float]] = {}
     for i, (k, n) in enumerate(wl.mlp_layers()):
         part = 0 if i < n_bottom else 1
@@ -209,9 +210,11 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
         fwd[part] += forward
         bwd[part] += data_grad
         bwd[part] += weight_grad
+        wgrad[part] += weight_grad
         fwd[part] += ACTIVATION_PASSES_FORWARD * act
         bwd[part] += ACTIVATION_PASSES_BACKWARD * act
-    out = {"bottom_fwd": fwd[0], "bottom_bwd": bwd[0], "top_fwd": fwd[1], "top_bwd": bwd[1]}
+    out = {"bottom_fwd": fwd[0], "bottom_bwd": bwd[0], "top_fwd": fwd[1], "top_bwd": bwd[1],
+           "top_wgrad": wgrad[1]}
     if wl.interaction == "dot":
         f = wl.interaction_features()
         pairs = f * (f - 1) // 2
@@ -363,9 +366,12 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
     cat = load_catalog()
     a = sys.accelerators_per_node
     domain = min(sys.scaleup_domain, g)
-    # Latency per level: the fabric exchanges with the domain's other devices, the network with
-    # one device per other domain (NCCL 2.12+ PXN aggregates a node's messages for one rail peer
-    # over the fabric: NVIDIA, "Doubling all2all performance with NCCL 2.12", 2022).
+    # Latency per level: the fabric exchanges one message with each of the domain's other devices;
+    # across domains the all-to-all is hierarchical, a node's messages for one remote node gathered
+    # over the fabric and sent as one (HugeCTR since v3.1, used from MLPerf Training v1.0 on:
+    # "Hierarchical multi-node all-to-all for NVLINK aggregation", HugeCTR v3.1 release notes;
+    # ``CommunicationStrategy.Hierarchical`` in the MLPerf v3.0/v3.1 DCNv2 train.py), so the
+    # network pays one message latency per other domain.
     fabric_latency = calib.collective_latency_s + calib.peer_latency_s * (domain - 1)
     network_latency = calib.collective_latency_s + calib.peer_latency_s * (math.ceil(g / domain) - 1)
     fabric = 0.0
@@ -547,7 +553,10 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
 def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     """The overlap structure of one step (see the module docstring). ``lead``: the bottom MLP runs
     model-parallel on device 0, so its output enters the all-to-all (forward) and its gradient
-    leaves it (backward) instead of overlapping it."""
+    leaves it (backward) instead of overlapping it. ``t["top_wgrad"]`` (part of ``top_bwd``; 0
+    unless the software computes weight gradients on a side stream): the top part's weight
+    gradients run beside the backward all-to-all and embedding update, before the bottom MLP's
+    backward, instead of before the all-to-all."""
     fwd_lookup = Par((Leaf("embedding_memory", t["emb_fwd"], "embedding forward (HBM)"),
                       Leaf("host_pcie", t["host_fwd"], "embedding forward (host)")))
     a2a_fwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all forward (fabric)"),
@@ -557,7 +566,10 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     bwd_update = Par((Leaf("embedding_memory", t["emb_bwd"], "embedding backward+update (HBM)"),
                       Leaf("host_pcie", t["host_bwd"], "embedding backward+update (host)")))
     bottom_fwd = Leaf("dense_compute", t["bottom_fwd"], "bottom MLP forward")
-    bottom_bwd = Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward")
+    bottom_bwd: Node = Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward")
+    wgrad = t.get("top_wgrad", 0.0)
+    if wgrad > 0.0:
+        bottom_bwd = Seq((Leaf("dense_compute", wgrad, "top MLP weight gradients (side stream)"), bottom_bwd))
     if lead:
         forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
         backward: Node = Seq((a2a_bwd, Par((bwd_update, bottom_bwd))))
@@ -566,7 +578,7 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
         backward = Par((Seq((a2a_bwd, bwd_update)), bottom_bwd))
     return Seq((
         forward,
-        Leaf("dense_compute", t["top_fwd"] + t["top_bwd"], "interaction + top MLP fwd/bwd"),
+        Leaf("dense_compute", t["top_fwd"] + t["top_bwd"] - wgrad, "interaction + top MLP fwd/bwd"),
         backward,
         Leaf("allreduce_exposed", t["allreduce_exposed"], "allreduce (exposed)"),
         Leaf("dense_compute", t["optimizer"], "dense optimizer"),
@@ -601,7 +613,7 @@ def loads_key(sys: System) -> tuple[object, ...]:
     """Everything :func:`step_loads` reads from ``sys`` besides what the plan already fixes (see
     :func:`dse.model.placement.plan_key`): designs with equal keys share their loads."""
     return (sys.accelerator.name, sys.hbm_bytes_s, sys.scaleup_domain, sys.accelerators_per_node,
-            sys.spec.software.bottom_mlp_on_one_device)
+            sys.spec.software.bottom_mlp_on_one_device, sys.spec.software.overlap_weight_gradients)
 
 
 def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> StepLoads:
@@ -611,11 +623,14 @@ def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> Ste
     lead = g > 1 and sys.spec.software.bottom_mlp_on_one_device
     same, cross = alltoall_sends(wl, plan, sys)
     nbytes, buckets = allreduce_bytes(wl, plan, sys)
+    dense = dense_times(wl, sys, calib, b, wl.global_batch if lead else b)
+    if not (g > 1 and sys.spec.software.overlap_weight_gradients):
+        del dense["top_wgrad"]  # no side stream (or no all-to-all to hide behind)
     return StepLoads(
         devices=g,
         local_batch=b,
         lead=lead,
-        dense=dense_times(wl, sys, calib, b, wl.global_batch if lead else b),
+        dense=dense,
         embedding=embedding_loads(plan, sys.accelerators_per_node),
         send_same=same,
         send_cross=cross,

@@ -155,6 +155,6 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
                                            "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
                 lk *= 1.0 - hit
                 out_rows *= 1.0 - hit ** pooling
-        mem, comm = costs.loads(lk, dim, out_rows, batch)
+        mem, comm = costs.loads(lk, dim, out_rows, batch, rows)
         whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm))
     return Candidates(tuple(replicas), tuple(whole), tables)

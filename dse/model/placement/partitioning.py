@@ -270,7 +270,7 @@ def assign_host(host_set: list[Candidate], device_loads: Sequence[float], ddr_ca
     host_costs: list[float] = []
     for c in host_set:
         rb = wl.row_bytes(c.dim)
-        t = host_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c)
+        t = host_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c, c.rows)
         traffic.append(t)
         host_costs.append(t.ddr_fwd + t.ddr_bwd + t.pcie_fwd + t.pcie_bwd)
     node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [ddr_cap] * nodes)
@@ -320,6 +320,7 @@ def place_hbm(hbm_set: list[Candidate], budgets: Budgets, device_cap: float, rep
         if d >= 0:
             hbm_used[d] += c.footprint
             shards.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
-                                     d, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows), 1.0,
-                                     c.partial)))
+                                     d, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0,
+                                                                    c.rows),
+                                     1.0, c.partial)))
     return HbmAssignment(shards, hbm_used, load_mem, unplaced)

@@ -29,9 +29,9 @@ def split(cand: Candidate, k: int, sharding: Sharding, one_hot: bool, costs: Sha
         rows, lk, o = cand.rows, cand.lookups, cand.out_rows
         for d, n in ((base + 1, extra), (base, k - extra)):
             if n:
-                mem, comm = costs.loads(lk, d, o, batch)
+                mem, comm = costs.loads(lk, d, o, batch, rows)
                 out.append((Candidate(table, sharding, rows, d, lk, o, rows * sum(costs.row(d)), mem, comm,
-                                      True, costs.traffic(lk, d, o)), n))
+                                      True, costs.traffic(lk, d, o, 0.0, rows)), n))
     else:
         base, extra = divmod(cand.rows, k)
         dim, row_bytes = cand.dim, sum(costs.row(cand.dim))
@@ -43,9 +43,30 @@ def split(cand: Candidate, k: int, sharding: Sharding, one_hot: bool, costs: Sha
                 # lookup lands on one shard, which sends that row only (HugeCTR's distributed one-hot
                 # embedding), so the shard's output is its share of the table's.
                 o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
-                mem, comm = costs.loads(lk, dim, o, batch)
+                mem, comm = costs.loads(lk, dim, o, batch, r)
                 out.append((Candidate(table, sharding, r, dim, lk, o, r * row_bytes, mem, comm, not one_hot,
-                                      costs.traffic(lk, dim, o)), n))
+                                      costs.traffic(lk, dim, o, 0.0, r)), n))
+    return out
+
+
+def slice_columns(cand: Candidate, slices: int, columns: int, costs: ShardCosts,
+                  batch: float) -> list[tuple[Candidate, int]]:
+    """``cand`` cut row-wise into ``slices`` slices of (near-)equal rows, each split column-wise
+    into ``columns`` pieces: grid sharding (TorchRec's ``ShardingType.GRID_SHARD``: rows across
+    nodes, columns within a node). A piece holds ``1 / slices`` of the rows and lookups and emits
+    partial sums for every output row of its columns, so for the all-to-all it is a column-wise piece
+    (:func:`~dse.model.timing.alltoall_elements`); each size of piece is returned once, with its
+    count."""
+    base, extra = divmod(cand.rows, slices)
+    row_bytes = sum(costs.row(cand.dim))
+    out: list[tuple[Candidate, int]] = []
+    for r, n in ((base + 1, extra), (base, slices - extra)):
+        if n:
+            lk = cand.lookups * r / cand.rows
+            piece = Candidate(cand.table, "row_wise", r, cand.dim, lk, cand.out_rows, r * row_bytes, 0.0, 0.0)
+            for c, count in split(piece, columns, "column_wise", False, costs, batch):
+                c.sharding = "grid"
+                out.append((c, count * n))
     return out
 
 
@@ -65,7 +86,9 @@ def shard_tables(whole: tuple[Candidate, ...], tables: tuple[TableFigures, ...],
     bytes: into at most ``domain`` pieces a scale-up domain, as those stay in one domain
     (:func:`~dse.model.placement.partitioning.assign_hbm`) and more would only share its devices,
     over as many domains as its load needs (TorchRec's table-row-wise sharding, HugeCTR's
-    hierarchical embedding collection).
+    hierarchical embedding collection). A multi-hot table whose rows may not split further inside
+    a domain but whose load exceeds its column pieces is cut into row slices across domains, each
+    split column-wise (:func:`slice_columns`, grid sharding).
     Returns each size of piece once, with the number of its pieces.
     """
     balance = balance and g > 1 and bool(whole)
@@ -100,13 +123,27 @@ def shard_tables(whole: tuple[Candidate, ...], tables: tuple[TableFigures, ...],
             # sum a domain over the network: :func:`~dse.model.timing.alltoall_elements`), so each
             # further domain's n pieces send what the first domain's do: no piece's all-to-all
             # grows, and every piece's HBM share falls. Spread over as many domains as the load
-            # needs (HugeCTR's DCNv2 planner splits the hottest table over up to every GPU of
-            # every node: MLPerf Training v3.0-v5.0 NVIDIA dlrm_dcnv2 sharding/planner.py).
+            # needs (NVIDIA's multi-node MLPerf Training v3.0/v3.1 DCNv2 runs plan their sharding
+            # across nodes, ``SHARDING_PLAN=hier_auto`` in config_DGXH100_8x8x2112.sh, with
+            # hierarchical communication).
             spread = min(domains, math.ceil(k_load / n)) if n > columns else 1
             if spread > 1:
                 # As many pieces as the load needs, evenly over the domains (at most n each).
                 per_domain = math.ceil(k_load / spread)
                 k_load = per_domain * spread
+            elif columns and domains > 1:
+                # A table whose rows may not split further inside a domain (its all-to-all share
+                # is too large for that) is cut in row slices, one a domain, each split column-wise
+                # there: a slice's column pieces send their partial sums for every sample, reduced
+                # by the receiving device, so each piece's all-to-all stays what it is whole while
+                # its HBM share falls with the slices. At most as many slices as keep a piece's
+                # HBM share above its all-to-all share (``k_rows``, as for row pieces above), and
+                # enough for the load.
+                slices = min(domains, math.ceil(k_load / columns), k_rows)
+                if slices > 1 and slices * columns >= k_cap:
+                    out.extend(slice_columns(c, slices, columns, costs, batch))
+                    continue
+                k_load = columns
             else:
                 k_load = max(columns, n)
         k = k_cap if k_cap > k_load else k_load
