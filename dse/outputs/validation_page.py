@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from rich.console import Console
 from rich.table import Table
 
-from dse.calibration.fit import AT_BOUND_REASONS, FIT_PARAMETERS, Validation, at_bound
+from dse.calibration.fit import AT_BOUND_REASONS, FIT_PARAMETERS, PRIOR_REASONS, Validation, at_bound
 
 TARGETS = {
     "median_abs_pct_error": 8.0, "loo_median_abs_pct_error": 10.0, "spearman": 0.97,
@@ -183,6 +183,10 @@ def render_markdown(v: Validation) -> str:
         "### Parameters at a bound of their range",
         "",
         *([f"- {line}" for line in bound_lines(v)] or ["- none"]),
+        "",
+        "### Parameters kept at their priors",
+        "",
+        *[f"- `{name}` = {getattr(c, name):.4g}: {why}" for name, why in PRIOR_REASONS.items()],
         "",
         "## Error by group (median |error|)",
         "",
