@@ -67,3 +67,14 @@ class ShardCosts:
         mem = (lookups * (per_lookup + INDEX_BYTES) + unique_rows(lookups, table_rows) * per_update
                + 2.0 * out_rows * per_out)
         return mem, self.comm_per_elem * dim * out_rows / batch
+
+    def piece(self, lookups: float, dim: int, out_rows: float, batch: float,
+              table_rows: float) -> tuple[float, float, Traffic]:
+        """:meth:`loads` and :meth:`traffic` of one piece together (its distinct rows counted once)."""
+        per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
+        touched = unique_rows(lookups, table_rows)
+        out = out_rows * per_out
+        mem = lookups * (per_lookup + INDEX_BYTES) + touched * per_update + 2.0 * out
+        traffic = new_traffic((lookups * per_lookup + out,
+                               out + touched * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
+        return mem, self.comm_per_elem * dim * out_rows / batch, traffic

@@ -29,9 +29,9 @@ def split(cand: Candidate, k: int, sharding: Sharding, one_hot: bool, costs: Sha
         rows, lk, o = cand.rows, cand.lookups, cand.out_rows
         for d, n in ((base + 1, extra), (base, k - extra)):
             if n:
-                mem, comm = costs.loads(lk, d, o, batch, rows)
+                mem, comm, traffic = costs.piece(lk, d, o, batch, rows)
                 out.append((Candidate(table, sharding, rows, d, lk, o, rows * sum(costs.row(d)), mem, comm,
-                                      True, costs.traffic(lk, d, o, 0.0, rows)), n))
+                                      True, traffic), n))
     else:
         base, extra = divmod(cand.rows, k)
         dim, row_bytes = cand.dim, sum(costs.row(cand.dim))
@@ -43,9 +43,9 @@ def split(cand: Candidate, k: int, sharding: Sharding, one_hot: bool, costs: Sha
                 # lookup lands on one shard, which sends that row only (HugeCTR's distributed one-hot
                 # embedding), so the shard's output is its share of the table's.
                 o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
-                mem, comm = costs.loads(lk, dim, o, batch, r)
+                mem, comm, traffic = costs.piece(lk, dim, o, batch, r)
                 out.append((Candidate(table, sharding, r, dim, lk, o, r * row_bytes, mem, comm, not one_hot,
-                                      costs.traffic(lk, dim, o, 0.0, r)), n))
+                                      traffic), n))
     return out
 
 
