@@ -107,7 +107,7 @@ Physics added before this calibration (no per-point parameter):
   the whole global batch, with no tables there, and keeps every table whole on one of the other GPUs
   (its README, "Embedding table placement and load balancing"); that layout is why its 8- and
   16-GPU runs scale about 4x, not 8x, from one GPU, and why mixed precision gains less on 8 V100s
-  than on one (model 2.6x against 2.7x; measured 2.4x against 3.1x). DeepLearningExamples
+  than on one (model 2.9x against 3.2x; measured 2.4x against 3.1x). DeepLearningExamples
   TensorFlow2 and HugeCTR 2020 (MLPerf v0.7) keep whole tables too; only HugeCTR 2021+ (MLPerf v1.0
   onward) replicates hot rows and small tables (hybrid embedding).
 - **One-hot tables have no partial sums.** A one-hot table split row-wise sends each sample's single
