@@ -360,3 +360,21 @@ def test_larger_batch_can_spill_tables_to_host() -> None:
     assert new.plan.activation_bytes_per_device > old.plan.activation_bytes_per_device
     host = [sum(s.footprint_bytes for s in ev.plan.shards if s.tier != "hbm") for ev in (old, new)]
     assert host[1] > host[0]
+
+
+def test_embedding_time_per_device_never_rises_with_more_nodes() -> None:
+    """Issue 13: DCNv2 on DGX H100 from 1 to 16 nodes at MLPerf's fixed global batch (135,168):
+    the embedding work spreads over the nodes (row pieces of the 100-hot table in several domains,
+    reduced hierarchically; grid pieces, row slices across domains cut in columns within one, of the
+    other heavy tables), so no device's embedding time grows as nodes are added, and on 16 nodes it
+    is well under half of one node's."""
+    wl = load_workload("mlperf-dlrm-dcnv2", (("global_batch", 135168),))
+    previous = first = math.inf
+    for nodes in range(1, 17):
+        ev = evaluate(wl, load_system("dgx-h100", (("nodes", nodes),)))
+        t = ev.timing.stages_s
+        per_device = t["emb_fwd"] + t["emb_bwd"] + t["host_fwd"] + t["host_bwd"]
+        assert per_device <= previous * (1.0 + 1e-9), nodes
+        previous = per_device
+        first = per_device if nodes == 1 else first
+    assert previous < 0.4 * first

@@ -215,14 +215,16 @@ def test_alltoall_elements_row_wise_same_domain() -> None:
 
 
 def test_alltoall_elements_row_wise_across_domains() -> None:
-    # The same two shards on devices 0 and 2 (different domains): the co-shard is remote.
-    #   same  = 0 x 128,000 + 1 x 1000 x 64 / 2 =            32,000
-    #   cross = 1 x 128,000 + 2 x 1000 x 64 / 2 = 128,000 + 64,000 = 192,000
+    # The same two shards on devices 0 and 2 (different domains), reduced hierarchically (issue 13):
+    # each domain has n = 1 co-shard, so no reduce-scatter; each sends its domain's partial sum,
+    # 1/n = all of b x dim, to every peer, which adds the two domains' sums:
+    #   same  = 0 + (2 - 1) x 1000 x 64 / 1 =  64,000
+    #   cross = 0 + (4 - 2) x 1000 x 64 / 1 = 128,000 (the flat reduce-scatter sent 192,000)
     plan = make_plan(4, (shard(0, "row_wise", 64, 0, rows=500),
                          shard(0, "row_wise", 64, 2, rows=500)))
     same, cross = alltoall_elements(plan, 2, 1000.0)
-    assert same == [32_000.0, 0.0, 32_000.0, 0.0]
-    assert cross == [192_000.0, 0.0, 192_000.0, 0.0]
+    assert same == [64_000.0, 0.0, 64_000.0, 0.0]
+    assert cross == [128_000.0, 0.0, 128_000.0, 0.0]
 
 
 # --- GEMM roofline and wave quantisation ----------------------------------------------------------

@@ -65,18 +65,6 @@ AT_BOUND_REASONS: dict[str, str] = {
         "runs lose less to that software (long GEMMs, short remainder) than tensor-core runs do, "
         "which one factor per source cannot express. cuBLAS SGEMM reaches 85-95% of fp32 peak on "
         "large GEMMs (NVIDIA cuBLAS performance pages), so the bound is not far from physics."),
-    "memory_efficiency": (
-        "The 8- and 16-node DCNv2 points are bound by the embedding stage as a placement made "
-        "for one node spreads it (each device keeps whole tables or column pieces; the row-wise "
-        "and hybrid splits across nodes the measured systems use are issue 13 item 2, not in "
-        "this model yet) and are under-predicted; the fit raises the HBM efficiency to its bound "
-        "to narrow that gap. FBGEMM and HugeCTR embedding kernels reach 60-90% of HBM peak, so "
-        "this value is expected to come off the bound once scale-out placement lands."),
-    "network_efficiency": (
-        "Multi-node points are bound by the embedding stage and the all-to-all as the single-node "
-        "placement spreads them (scale-out placement, issue 13 item 2, is not in this model yet); "
-        "the fit runs the NICs at line rate to make up for the missing multi-node placement "
-        "rather than because NCCL reaches line rate."),
     "kernel_overhead_s": (
         "At its measured floor (a CUDA-graph-launched kernel, 0.5 us): the measured systems launch "
         "their steps as CUDA graphs (HugeCTR and DeepLearningExamples PyTorch use them), and the "
@@ -87,6 +75,23 @@ AT_BOUND_REASONS: dict[str, str] = {
 }
 """Why a fitted parameter may end at a bound of its range; ``docs/validation.md`` lists every
 parameter at a bound with its reason, and a parameter at a bound without one fails the tests."""
+PRIOR_REASONS: dict[str, str] = {
+    "host_efficiency": (
+        "Not fitted: no measurement places tables in host memory (every measured system holds its "
+        "tables in HBM), so the data cannot constrain it; it keeps its prior, half of stream "
+        "bandwidth for random 64 B gathers, and matters only for designs that spill tables to DDR."),
+    "collective_latency_s": (
+        "Not fitted: the fixed cost of one collective is not separable from the per-kernel overhead "
+        "with these data (both add a constant per step); it keeps the nccl-tests small-message "
+        "latency on one node, 15 us."),
+    "peer_latency_s": (
+        "Not fitted: a free fit drives it to 0, trading it against the network efficiency on the "
+        "few multi-node points (one message per peer can cost no less than a network or NVLink "
+        "message latency, about 1 us), so it keeps that prior; the hierarchical all-to-all pays it "
+        "once per peer in the domain and once per other domain."),
+}
+"""Why each calibration parameter outside :data:`FIT_PARAMETERS` keeps its prior (listed in
+``docs/validation.md`` beside the fitted ones)."""
 
 
 def parameter_bounds(name: str) -> tuple[float, float]:

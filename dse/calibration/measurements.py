@@ -79,8 +79,11 @@ SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
     "hugectr-2020": _WHOLE_TABLES,
     "hugectr-2021": (),
     "hugectr-2022": (),
-    "hugectr-2023.04": (),
-    "hugectr-2023.09": (),
+    "hugectr-2023.04": (("software.hot_embedding_replication", False),
+                        ("software.replicate_small_tables", False),
+                        ("software.overlap_weight_gradients", True)),
+    "hugectr-2023.09": (("software.hot_embedding_replication", False),
+                        ("software.overlap_weight_gradients", True)),
     "pytorch-2021": (*_WHOLE_TABLES, ("software.bottom_mlp_on_one_device", True)),
     "tensorflow-2023": _WHOLE_TABLES,
 }
@@ -90,7 +93,14 @@ table whole on one device, all-to-all for all of them. ``pytorch-2021``: DeepLea
 PyTorch DLRM README, "Embedding table placement and load balancing": the bottom MLP on GPU 0 with
 no tables, whole tables (at most ceil(tables / (GPUs - 1)) per GPU) on the others.
 ``tensorflow-2023``: DeepLearningExamples TensorFlow2 DLRM_and_DCNv2 README (Merlin Distributed
-Embeddings): data-parallel MLPs, "each smaller table is placed entirely on a single device"."""
+Embeddings): data-parallel MLPs, "each smaller table is placed entirely on a single device".
+``hugectr-2023.04`` and ``hugectr-2023.09`` (MLPerf Training v3.0/v3.1 DCNv2): the reference builds
+an embedding collection whose tables are sharded model- or data-parallel as a whole, with no
+frequent-row hybrid (that was the one-hot DLRM's hybrid embedding), and computes weight gradients
+on a side stream (``use_embedding_collection=True``, ``DenseLayerComputeConfig(async_wgrad=True)``
+in NVIDIA's dlrm_dcnv2 train.py); v3.1's multi-node configuration makes small tables
+data-parallel (``DP_SHARDING_THRESHOLD=0.0125`` in config_DGXH100_8x8x2112.sh), v3.0's sets no
+such threshold, so its small tables stay model-parallel."""
 
 
 def software_family(software: str) -> str | None:

@@ -47,44 +47,76 @@ class Traffic(NamedTuple):
     ddr_bwd: float = 0.0
 
 
+def unique_rows(lookups: float, rows: float) -> float:
+    """Expected distinct rows among ``lookups`` looked up in a shard of ``rows`` rows (``rows`` 0:
+    unknown, every lookup counted): rows x (1 - exp(-lookups / rows)), the count for uniform access,
+    which no skew exceeds (a skewed access repeats its popular rows more often). The synthetic
+    multi-hot lookups of MLPerf DLRM-DCNv2 are drawn uniformly (mlcommons/training
+    recommendation_v2/torchrec_dlrm README, ``--multi_hot_distribution_type uniform``), so for them
+    it is the count itself.
+
+    >>> round(unique_rows(1_000_000, 10), 6)
+    10.0
+    """
+    if rows <= 0.0 or lookups <= 0.0:
+        return lookups
+    return rows * -math.expm1(-lookups / rows)
+
+
 def hbm_traffic(
-    lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, update_rows: float = 0.0
+    lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, update_rows: float = 0.0,
+    rows: float = 0.0,
 ) -> Traffic:
     """A shard resident in HBM: gathers rows (forward), then reads the pooled gradient and
-    reads/writes each looked-up row and its optimizer state (backward + fused optimizer update).
+    reads/writes each distinct looked-up row and its optimizer state once (backward + fused
+    optimizer update).
 
     ``out_bytes`` = pooled output rows x dim x s_c (written forward, read back as the gradient).
-    ``update_rows``: rows updated densely (a replica whose gradient arrives allreduced); the
-    backward then touches ``max(lookups, update_rows)`` rows.
+    ``rows``: the shard's rows; the backward sorts the step's indices (``INDEX_BYTES`` a lookup) and
+    sums the gradients of repeated rows before the update, so each distinct row
+    (:func:`unique_rows`) is read and written once, as FBGEMM's table-batched embedding backward
+    (sort, then segment reduction per row) and HugeCTR's embedding collection (unique compression)
+    do. ``update_rows``: rows updated densely (a replica whose gradient arrives allreduced); the
+    backward then touches at least that many rows.
     """
     row = granular(row_bytes, HBM_SECTOR_BYTES)
     state = granular(state_bytes, HBM_SECTOR_BYTES)
     fwd = lookups * (row + INDEX_BYTES) + out_bytes
-    bwd = out_bytes + max(lookups, update_rows) * 2.0 * (row + state) + lookups * INDEX_BYTES
+    touched = max(unique_rows(lookups, rows), update_rows)
+    bwd = out_bytes + touched * 2.0 * (row + state) + lookups * INDEX_BYTES
     return Traffic(hbm_fwd=fwd, hbm_bwd=bwd)
 
 
-def host_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: float) -> Traffic:
+def host_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: float,
+                 rows: float = 0.0) -> Traffic:
     """A shard resident in host DDR, pooled by the CPU (Zion's large-memory design): the CPU gathers
     rows in 64 B lines and ships pooled vectors over PCIe; backward ships gradients back and the CPU
-    updates rows and state in place."""
+    updates each distinct row (:func:`unique_rows` of ``rows``) and its state in place."""
     row = granular(row_bytes, HOST_LINE_BYTES)
     state = granular(state_bytes, HOST_LINE_BYTES)
     return Traffic(
         ddr_fwd=lookups * (row + INDEX_BYTES),
-        ddr_bwd=lookups * 2.0 * (row + state),
+        ddr_bwd=unique_rows(lookups, rows) * 2.0 * (row + state),
         pcie_fwd=out_bytes,
         pcie_bwd=out_bytes,
     )
 
 
 def cached_traffic(
-    lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, hit_rate: float
+    lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, hit_rate: float,
+    rows: float = 0.0,
 ) -> Traffic:
     """A host-resident shard behind an HBM cache: hits are served from HBM, misses are gathered by
-    the accelerator over PCIe from DDR (UVM) and written back on update."""
-    hit = hbm_traffic(lookups * hit_rate, row_bytes, state_bytes, out_bytes)
+    the accelerator over PCIe from DDR (UVM) and written back on update (each distinct row once,
+    :func:`unique_rows` of ``rows``, shared between hits and misses as the lookups are)."""
+    dedup = unique_rows(lookups, rows) / lookups if lookups > 0.0 else 1.0
+    hits = lookups * hit_rate
+    row = granular(row_bytes, HBM_SECTOR_BYTES)
+    state = granular(state_bytes, HBM_SECTOR_BYTES)
+    hit = Traffic(hbm_fwd=hits * (row + INDEX_BYTES) + out_bytes,
+                  hbm_bwd=out_bytes + hits * dedup * 2.0 * (row + state) + hits * INDEX_BYTES)
     miss = lookups * (1.0 - hit_rate)
+    update_miss = miss * dedup
     p_row = granular(row_bytes, PCIE_READ_BYTES)
     p_state = granular(state_bytes, PCIE_READ_BYTES)
     d_row = granular(row_bytes, HOST_LINE_BYTES)
@@ -93,9 +125,9 @@ def cached_traffic(
         hbm_fwd=hit.hbm_fwd + miss * INDEX_BYTES,
         hbm_bwd=hit.hbm_bwd,
         pcie_fwd=miss * p_row,
-        pcie_bwd=miss * 2.0 * (p_row + p_state),
+        pcie_bwd=update_miss * 2.0 * (p_row + p_state),
         ddr_fwd=miss * d_row,
-        ddr_bwd=miss * 2.0 * (d_row + d_state),
+        ddr_bwd=update_miss * 2.0 * (d_row + d_state),
     )
 
 

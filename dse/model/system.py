@@ -120,6 +120,12 @@ class SoftwareSpec:
     """Split a table column-wise when its load exceeds a device's fair share (TorchRec, HugeCTR).
     Off: whole tables, split only when one does not fit a device (NVIDIA DeepLearningExamples: "each
     smaller table is placed entirely on a single device")."""
+    overlap_weight_gradients: bool = False
+    """Compute the top part's weight gradients on a side stream while the all-to-all and the
+    embedding update of the backward run (HugeCTR's DCNv2 reference: ``DenseLayerComputeConfig(
+    async_wgrad=True)``, MLPerf Training v3.0/v3.1 NVIDIA dlrm_dcnv2 train.py). Off: the top
+    part's whole backward precedes the all-to-all, as in the reference software the model is
+    calibrated to (MLPerf v2.0/v2.1 HugeCTR)."""
     bottom_mlp_on_one_device: bool = False
     """Run the bottom MLP model-parallel on device 0 for the whole global batch, with no tables on
     that device; its output joins the all-to-all and its gradients skip the allreduce (NVIDIA

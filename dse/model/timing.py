@@ -191,6 +191,7 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
     n_bottom = len(wl.bottom_mlp)
     fwd = [0.0, 0.0]  # bottom, top
     bwd = [0.0, 0.0]
+    wgrad = [0.0, 0.0]
     layers: dict[tuple[float, int, int], tuple[float, float, float, float]] = {}
     for i, (k, n) in enumerate(wl.mlp_layers()):
         part = 0 if i < n_bottom else 1
@@ -209,9 +210,11 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
         fwd[part] += forward
         bwd[part] += data_grad
         bwd[part] += weight_grad
+        wgrad[part] += weight_grad
         fwd[part] += ACTIVATION_PASSES_FORWARD * act
         bwd[part] += ACTIVATION_PASSES_BACKWARD * act
-    out = {"bottom_fwd": fwd[0], "bottom_bwd": bwd[0], "top_fwd": fwd[1], "top_bwd": bwd[1]}
+    out = {"bottom_fwd": fwd[0], "bottom_bwd": bwd[0], "top_fwd": fwd[1], "top_bwd": bwd[1],
+           "top_wgrad": wgrad[1]}
     if wl.interaction == "dot":
         f = wl.interaction_features()
         pairs = f * (f - 1) // 2
@@ -363,7 +366,14 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
     cat = load_catalog()
     a = sys.accelerators_per_node
     domain = min(sys.scaleup_domain, g)
-    latency = calib.collective_latency_s + calib.peer_latency_s * (g - 1)
+    # Latency per level: the fabric exchanges one message with each of the domain's other devices;
+    # across domains the all-to-all is hierarchical, a node's messages for one remote node gathered
+    # over the fabric and sent as one (HugeCTR since v3.1, used from MLPerf Training v1.0 on:
+    # "Hierarchical multi-node all-to-all for NVLINK aggregation", HugeCTR v3.1 release notes;
+    # ``CommunicationStrategy.Hierarchical`` in the MLPerf v3.0/v3.1 DCNv2 train.py), so the
+    # network pays one message latency per other domain.
+    fabric_latency = calib.collective_latency_s + calib.peer_latency_s * (domain - 1)
+    network_latency = calib.collective_latency_s + calib.peer_latency_s * (math.ceil(g / domain) - 1)
     fabric = 0.0
     if send_same > 0:
         if sys.scaleup == "none":
@@ -375,7 +385,7 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
         else:
             bw = sys.scaleup_bytes_s * calib.fabric_efficiency / topology_factor(sys.scaleup, domain)
             fabric = send_same / bw + cat.scaleup_switch.latency_s
-        fabric += latency
+        fabric += fabric_latency
     network = 0.0
     if send_cross > 0:
         cross = send_cross
@@ -390,7 +400,7 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
         if sys.spec.node.nic_attach == "cpu":
             t = max(t, 2.0 * per_node / (sys.ddr_bytes_s * calib.host_efficiency))
         sw = cat.network_switch
-        network = t + latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
+        network = t + network_latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
     return {"a2a_fabric": fabric, "a2a_network": network}
 
 
@@ -413,7 +423,9 @@ def alltoall_elements(
     A table-wise or column-wise shard sends its pooled output for every other device's local batch:
     b x dim to each of G - 1 peers. The k row-wise shards of one table first reduce-scatter their
     partial sums among themselves (B x dim / k to each co-shard), then each sends its 1/k of the
-    result to the G - 1 peers. A row-wise shard of a one-hot table (no partial sums) sends like a
+    result to the G - 1 peers; across domains, the reduce-scatter stays within each domain and
+    each domain's sum goes to the peers (hierarchical: the peers add one sum a domain).
+    A row-wise shard of a one-hot table (no partial sums) sends like a
     table-wise one, for its share of the samples. A shard whose hot rows are replicated sends only
     for the samples that need it (``out_rows`` of the global ``batch``). ``lead_dim``: width of the bottom-MLP
     output device 0 sends like a table-wise shard when the bottom MLP runs model-parallel there.
@@ -448,10 +460,18 @@ def alltoall_elements(
         else:
             for d in devices:
                 per_domain[d // domain] = per_domain.get(d // domain, 0) + 1
-        chunk = g * b * dim / k
-        # What a device sends depends on how many co-shards share its domain: one sum per domain.
-        sends = {dom: ((n - 1) * chunk + to_same * dim / k, (k - n) * chunk + to_cross * dim / k)
-                 for dom, n in per_domain.items()}
+        if len(per_domain) == 1:
+            chunk = g * b * dim / k
+            sends = {dom: ((n - 1) * chunk + to_same * dim / k, (k - n) * chunk + to_cross * dim / k)
+                     for dom, n in per_domain.items()}
+        else:
+            # Hierarchical: the n co-shards of a domain reduce-scatter their partial sums on the
+            # fabric ((n - 1) / n of B x dim each), and each sends its 1/n of its domain's sum to
+            # every peer, which adds the domains' sums: one partial sum a domain crosses the
+            # network, as HugeCTR's hierarchical embedding collection and TorchRec's
+            # table-row-wise sharding exchange them.
+            sends = {dom: ((n - 1) * (g * b * dim / n) + to_same * dim / n, to_cross * dim / n)
+                     for dom, n in per_domain.items()}
         for d in devices:
             to_peers, to_others = sends[d // domain]
             same[d] += to_peers
@@ -533,7 +553,10 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
 def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     """The overlap structure of one step (see the module docstring). ``lead``: the bottom MLP runs
     model-parallel on device 0, so its output enters the all-to-all (forward) and its gradient
-    leaves it (backward) instead of overlapping it."""
+    leaves it (backward) instead of overlapping it. ``t["top_wgrad"]`` (part of ``top_bwd``; 0
+    unless the software computes weight gradients on a side stream): the top part's weight
+    gradients run beside the backward all-to-all and embedding update, before the bottom MLP's
+    backward, instead of before the all-to-all."""
     fwd_lookup = Par((Leaf("embedding_memory", t["emb_fwd"], "embedding forward (HBM)"),
                       Leaf("host_pcie", t["host_fwd"], "embedding forward (host)")))
     a2a_fwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all forward (fabric)"),
@@ -543,7 +566,10 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     bwd_update = Par((Leaf("embedding_memory", t["emb_bwd"], "embedding backward+update (HBM)"),
                       Leaf("host_pcie", t["host_bwd"], "embedding backward+update (host)")))
     bottom_fwd = Leaf("dense_compute", t["bottom_fwd"], "bottom MLP forward")
-    bottom_bwd = Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward")
+    bottom_bwd: Node = Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward")
+    wgrad = t.get("top_wgrad", 0.0)
+    if wgrad > 0.0:
+        bottom_bwd = Seq((Leaf("dense_compute", wgrad, "top MLP weight gradients (side stream)"), bottom_bwd))
     if lead:
         forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
         backward: Node = Seq((a2a_bwd, Par((bwd_update, bottom_bwd))))
@@ -552,7 +578,7 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
         backward = Par((Seq((a2a_bwd, bwd_update)), bottom_bwd))
     return Seq((
         forward,
-        Leaf("dense_compute", t["top_fwd"] + t["top_bwd"], "interaction + top MLP fwd/bwd"),
+        Leaf("dense_compute", t["top_fwd"] + t["top_bwd"] - wgrad, "interaction + top MLP fwd/bwd"),
         backward,
         Leaf("allreduce_exposed", t["allreduce_exposed"], "allreduce (exposed)"),
         Leaf("dense_compute", t["optimizer"], "dense optimizer"),
@@ -587,7 +613,7 @@ def loads_key(sys: System) -> tuple[object, ...]:
     """Everything :func:`step_loads` reads from ``sys`` besides what the plan already fixes (see
     :func:`dse.model.placement.plan_key`): designs with equal keys share their loads."""
     return (sys.accelerator.name, sys.hbm_bytes_s, sys.scaleup_domain, sys.accelerators_per_node,
-            sys.spec.software.bottom_mlp_on_one_device)
+            sys.spec.software.bottom_mlp_on_one_device, sys.spec.software.overlap_weight_gradients)
 
 
 def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> StepLoads:
@@ -597,11 +623,14 @@ def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> Ste
     lead = g > 1 and sys.spec.software.bottom_mlp_on_one_device
     same, cross = alltoall_sends(wl, plan, sys)
     nbytes, buckets = allreduce_bytes(wl, plan, sys)
+    dense = dense_times(wl, sys, calib, b, wl.global_batch if lead else b)
+    if not (g > 1 and sys.spec.software.overlap_weight_gradients):
+        del dense["top_wgrad"]  # no side stream (or no all-to-all to hide behind)
     return StepLoads(
         devices=g,
         local_batch=b,
         lead=lead,
-        dense=dense_times(wl, sys, calib, b, wl.global_batch if lead else b),
+        dense=dense,
         embedding=embedding_loads(plan, sys.accelerators_per_node),
         send_same=same,
         send_cross=cross,

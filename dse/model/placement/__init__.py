@@ -13,7 +13,9 @@ functions over frozen data, one module a pass (docs/design.md, section 5, "Place
   step, never its bandwidths;
 - :mod:`~dse.model.placement.sharding`: a table larger than half a device's free HBM is split
   column-wise when its dim allows chunks of at least ``MIN_COLUMN_DIM``, otherwise row-wise; a table
-  whose load alone exceeds the ideal per-device load is split to balance;
+  whose load alone exceeds the ideal per-device load is split to balance, across scale-up domains
+  when one domain cannot take its load (row pieces in several domains, or grid pieces: row slices
+  across domains, cut column-wise within one);
 - :mod:`~dse.model.placement.tiers` (proposer): pieces are ranked by traffic per byte; the hottest
   fill HBM, the rest go to host DDR, where leftover HBM serves as a cache with a Zipf hit rate;
 - :mod:`~dse.model.placement.partitioning`: pieces are assigned largest load first to the

@@ -41,6 +41,9 @@ class Candidate:
     partial: bool = True
     traffic: Traffic | None = None
     """HBM traffic, when known already: the pieces of a split share one."""
+    per_domain: int = 0
+    """Row-wise pieces of one table spread over several scale-up domains: how many go to each
+    (0: the whole group in one domain, when it has room)."""
 
 
 class TableFigures(NamedTuple):
@@ -152,6 +155,6 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
                                            "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
                 lk *= 1.0 - hit
                 out_rows *= 1.0 - hit ** pooling
-        mem, comm = costs.loads(lk, dim, out_rows, batch)
+        mem, comm = costs.loads(lk, dim, out_rows, batch, rows)
         whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm))
     return Candidates(tuple(replicas), tuple(whole), tables)

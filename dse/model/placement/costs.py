@@ -3,7 +3,7 @@ step) and HBM traffic, from the per-lookup coefficients of :mod:`dse.model.estim
 
 from __future__ import annotations
 
-from dse.model.estimators import Traffic, hbm_traffic
+from dse.model.estimators import Traffic, hbm_traffic, unique_rows
 from dse.model.placement.plan import new_traffic
 from dse.model.widths import COMM_BYTES, INDEX_BYTES
 from dse.model.workload import Workload, derived
@@ -48,16 +48,33 @@ class ShardCosts:
         got = self._coef[dim] = (unit.hbm_fwd, unit.hbm_bwd - INDEX_BYTES, float(dim * self.s_c))
         return got
 
-    def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0) -> Traffic:
-        """HBM traffic of a shard: :func:`~dse.model.estimators.hbm_traffic`, from its coefficients."""
+    def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0,
+                table_rows: float = 0.0) -> Traffic:
+        """HBM traffic of a shard of ``table_rows`` rows (0: every lookup updates a row):
+        :func:`~dse.model.estimators.hbm_traffic`, from its coefficients."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         out = out_rows * per_out
-        rows = update_rows if update_rows > lookups else lookups  # max(), without its call
+        touched = unique_rows(lookups, table_rows)
+        rows = update_rows if update_rows > touched else touched  # max(), without its call
         return new_traffic((lookups * per_lookup + out,  # HBM forward, backward; no host traffic
                             out + rows * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
 
-    def loads(self, lookups: float, dim: int, out_rows: float, batch: float) -> tuple[float, float]:
-        """(HBM bytes, all-to-all bytes) per step of a shard."""
+    def loads(self, lookups: float, dim: int, out_rows: float, batch: float,
+              table_rows: float = 0.0) -> tuple[float, float]:
+        """(HBM bytes, all-to-all bytes) per step of a shard of ``table_rows`` rows (see
+        :meth:`traffic`)."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
-        mem = lookups * (per_lookup + per_update + INDEX_BYTES) + 2.0 * out_rows * per_out
+        mem = (lookups * (per_lookup + INDEX_BYTES) + unique_rows(lookups, table_rows) * per_update
+               + 2.0 * out_rows * per_out)
         return mem, self.comm_per_elem * dim * out_rows / batch
+
+    def piece(self, lookups: float, dim: int, out_rows: float, batch: float,
+              table_rows: float) -> tuple[float, float, Traffic]:
+        """:meth:`loads` and :meth:`traffic` of one piece together (its distinct rows counted once)."""
+        per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
+        touched = unique_rows(lookups, table_rows)
+        out = out_rows * per_out
+        mem = lookups * (per_lookup + INDEX_BYTES) + touched * per_update + 2.0 * out
+        traffic = new_traffic((lookups * per_lookup + out,
+                               out + touched * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
+        return mem, self.comm_per_elem * dim * out_rows / batch, traffic

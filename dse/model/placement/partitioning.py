@@ -10,7 +10,7 @@ import itertools
 import math
 import operator
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from dse.model.estimators import Traffic, host_traffic
@@ -171,6 +171,19 @@ def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: 
     return None if None in placed else [d for d in placed if d is not None]
 
 
+def _domain_slices(groups: Iterable[list[int]], cands: list[Candidate],
+                   key: Callable[[list[int]], float]) -> Iterator[tuple[list[int], set[int]]]:
+    """The row-wise groups (indices into ``cands``), heaviest first, each as the slices that go to
+    one scale-up domain apiece, with the set of domains its table's slices took so far (shared by
+    them, so two slices of one table never share a domain). A group whose pieces carry
+    ``per_domain`` is cut in slices of that many pieces; any other group is one slice."""
+    for group in sorted(groups, key=key):
+        used: set[int] = set()
+        step = cands[group[0]].per_domain or len(group)
+        for lo in range(0, len(group), step):
+            yield group[lo:lo + step], used
+
+
 def assign_hbm(
     cands: list[Candidate], free: list[float], load_mem: list[float], load_comm: list[float], domain: int
 ) -> tuple[list[int], list[Candidate]]:
@@ -178,7 +191,8 @@ def assign_hbm(
     of ``cands`` (-1 where none has room) and those unplaced, in the order they were tried.
 
     Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
-    table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric.
+    table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric; a table
+    spread over several domains (``per_domain`` pieces each) puts each slice in its own domain.
     """
     # By index: the equal pieces of a split are one object.
     devices = [-1] * len(cands)
@@ -203,13 +217,16 @@ def assign_hbm(
     # taken again (the same sum as before, hence the same order of domains for the next group).
     loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
         else [0.0] * len(range(0, n, domain))
-    for group in sorted(groups.values(), key=heaviest_first):
+    for group, used in _domain_slices(groups.values(), cands, heaviest_first):
         g_mem, g_comm, g_size = [mem[i] for i in group], [comm[i] for i in group], [size[i] for i in group]
         for j in _least_loaded_first(loads):
+            if j in used:
+                continue
             lo = j * domain
             hi = lo + domain
             got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
             if got is not None:
+                used.add(j)
                 for i, x in zip(group, got, strict=True):
                     d = devices[i] = lo + x
                     free[d] -= size[i]
@@ -253,7 +270,7 @@ def assign_host(host_set: list[Candidate], device_loads: Sequence[float], ddr_ca
     host_costs: list[float] = []
     for c in host_set:
         rb = wl.row_bytes(c.dim)
-        t = host_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c)
+        t = host_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c, c.rows)
         traffic.append(t)
         host_costs.append(t.ddr_fwd + t.ddr_bwd + t.pcie_fwd + t.pcie_bwd)
     node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [ddr_cap] * nodes)
@@ -303,6 +320,7 @@ def place_hbm(hbm_set: list[Candidate], budgets: Budgets, device_cap: float, rep
         if d >= 0:
             hbm_used[d] += c.footprint
             shards.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
-                                     d, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows), 1.0,
-                                     c.partial)))
+                                     d, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0,
+                                                                    c.rows),
+                                     1.0, c.partial)))
     return HbmAssignment(shards, hbm_used, load_mem, unplaced)

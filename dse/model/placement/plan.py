@@ -15,8 +15,10 @@ from dse.model.system import System
 
 Tier = Literal["hbm", "host", "cache"]
 """Where a shard's rows live: accelerator HBM, host DDR, or host DDR behind an HBM cache."""
-Sharding = Literal["table_wise", "row_wise", "column_wise", "replicated", "hot_rows"]
-"""How a shard was cut from its table (a replicated table or its hot rows: a copy per device)."""
+Sharding = Literal["table_wise", "row_wise", "column_wise", "grid", "replicated", "hot_rows"]
+"""How a shard was cut from its table (a replicated table or its hot rows: a copy per device;
+``grid``: a column piece of one row slice of the table, TorchRec's grid sharding, rows split across
+scale-up domains and columns within one)."""
 
 
 class Shard(NamedTuple):

@@ -61,7 +61,7 @@ def host_shards(
                 rows_cached = cache * (c.footprint / total) / wl.row_state_bytes(c.dim)
                 hit = zipf_hit_rate(rows_cached, c.rows, wl.access_zipf)
                 traffic = cached_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb,
-                                         c.out_rows * c.dim * s_c, hit)
+                                         c.out_rows * c.dim * s_c, hit, c.rows)
                 out.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows,
                                  c.footprint, dev, "cache", traffic, hit, c.partial))
             else:
