@@ -255,3 +255,23 @@ def test_a_bad_answer_deadline_is_one_line(tmp_path: Path, value: str) -> None:
     pytest.importorskip("psycopg")
     with pytest.raises(DseInputError, match="dse_answer_timeout: expected seconds >= 0"):
         open_storage(f"postgresql://dse@127.0.0.1:1/dse?dse_answer_timeout={value}", spec)
+
+
+def test_the_url_reaches_libpq_as_given() -> None:
+    """dse takes only its own parameter out of the URL (the rest byte for byte, ``+`` included:
+    libpq does not read it as a space) and puts its settings before the URL's own options."""
+    pytest.importorskip("psycopg")
+    from dse.search.postgres import libpq_params, split_url
+
+    uri, query, answer_s = split_url("postgresql+psycopg://u:p%40w@h:5/db?options=-c%20search_path"
+                                     "%3Da+b&dse_answer_timeout=7.5&sslmode=require")
+    assert uri == "postgresql://u:p%40w@h:5/db?options=-c%20search_path%3Da+b&sslmode=require"
+    assert query == {"options": "-c search_path=a+b", "sslmode": "require"}
+    assert answer_s == 7.5
+    assert split_url("postgres://h/db")[1:] == ({}, 20)
+    params = libpq_params(query)
+    assert params["options"].endswith(" -c search_path=a+b")
+    assert "synchronous_commit" not in params["options"]  # the URL has options: durable commits
+    assert params["options"].startswith("-c statement_timeout=15000 ")
+    assert libpq_params({"connect_timeout": "3", "keepalives": "0"}).keys() == {
+        "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout", "options"}

@@ -15,8 +15,10 @@ the default study, most of it Optuna (sampling and one fsynced append per parame
   :data:`GRACE_S`) with a retry callback, a small connection pool per process
   (:data:`POOL_SIZE` + :data:`POOL_OVERFLOW`, checked before use) and a connect timeout
   (:data:`CONNECT_TIMEOUT_S`), so a database that is down fails in seconds with one line.
-  PostgreSQL sessions commit asynchronously (``synchronous_commit=off``) unless the URL gives
-  its own ``options``.
+  PostgreSQL connections also get statement, idle-in-transaction and keepalive timeouts and a
+  deadline on every answer (:mod:`dse.search.postgres`), so a hung or vanished server ends a
+  worker with one line within 30 s; its sessions commit asynchronously
+  (``synchronous_commit=off``) unless the URL gives its own ``options``.
 - ``grpc://HOST:PORT`` reaches a ``dse storage-proxy`` (Optuna's gRPC storage proxy) in front of
   the database: the workers then hold no database connection at all, the proxy a fixed pool.
 
@@ -224,9 +226,12 @@ def rdb_storage(url: str,
     """Optuna's RDB storage for an SQLAlchemy URL.
 
     On a database server: a pool of ``pool_size`` (+ ``overflow``) connections checked before
-    use, a connect timeout, and (``heartbeat``) Optuna's heartbeat calling ``stale_callback`` for
-    each trial it fails as stale. SQLite keeps SQLAlchemy's defaults and no heartbeat (a
-    heartbeat per trial is one more fsynced commit, and dse's own recovery covers a local file).
+    use, a connect timeout (on PostgreSQL all of :mod:`dse.search.postgres`'s timeouts), and
+    (``heartbeat``) Optuna's heartbeat calling ``stale_callback`` for each trial it fails as
+    stale. A worker (``heartbeat``) gives up on a PostgreSQL server that stopped answering; the
+    storage proxy (no heartbeat) keeps trying, as the server may come back. SQLite keeps
+    SQLAlchemy's defaults and no heartbeat (a heartbeat per trial is one more fsynced commit, and
+    dse's own recovery covers a local file).
     Raises :class:`DseInputError` when the database cannot be reached or its driver is missing.
     """
     shown = redact(url)
@@ -267,7 +272,7 @@ def _postgres_connector(url: str, shown: str, give_up: bool) -> tuple[str, Calla
     except ModuleNotFoundError as exc:
         raise DseInputError("--storage", shown, f"the database driver is not installed "
                             f"({exc.name}): pip install 'dse[cluster]'") from None
-    uri, _ = postgres.split_url(url)
+    uri, _, _ = postgres.split_url(url)
     return ("postgresql+psycopg://" + uri.removeprefix("postgresql://"),
             postgres.connector(url, shown, give_up))
 
