@@ -275,3 +275,52 @@ def test_the_url_reaches_libpq_as_given() -> None:
     assert params["options"].startswith("-c statement_timeout=15000 ")
     assert libpq_params({"connect_timeout": "3", "keepalives": "0"}).keys() == {
         "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout", "options"}
+
+
+def test_a_lost_server_is_reported_once() -> None:
+    """Within ``quiet_lost_storage``: a helper thread dying of the lost server reports nothing
+    (the main thread does), nor does Optuna's note on falling back to a slower query; other
+    errors and notes pass on as before, and the hooks are put back after."""
+    psycopg = pytest.importorskip("psycopg")
+    import logging
+    import threading
+
+    from sqlalchemy.exc import OperationalError
+
+    import dse.search.postgres  # noqa: F401  (loaded for a PostgreSQL URL)
+    from dse.search.storage import quiet_lost_storage
+
+    lost = OperationalError("SELECT 1", {}, psycopg.OperationalError(
+        "consuming input failed: server closed the connection unexpectedly"))
+    bug = ValueError("a bug")
+    notes = logging.getLogger("optuna.storages._rdb.storage")
+    seen: list[str] = []
+    collect = logging.Handler()
+    collect.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    died: list[BaseException | None] = []
+    before = threading.excepthook
+
+    def record(args: threading.ExceptHookArgs) -> None:
+        died.append(args.exc_value)
+
+    threading.excepthook = record
+    notes.addHandler(collect)
+
+    def die(exc: BaseException) -> None:
+        raise exc
+
+    try:
+        with quiet_lost_storage():
+            for exc in (lost, bug):
+                thread = threading.Thread(target=die, args=(exc,))
+                thread.start()
+                thread.join()
+            for error in (lost, OperationalError("SELECT 1", {}, ValueError("too many SQL variables"))):
+                notes.warning(f"Caught an error from sqlalchemy: {error!s}. Falling back to a "
+                              "slower alternative.")
+        assert threading.excepthook is record and not notes.filters
+    finally:
+        threading.excepthook = before
+        notes.removeHandler(collect)
+    assert died == [bug]
+    assert len(seen) == 1 and "too many SQL variables" in seen[0], seen
