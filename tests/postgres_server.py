@@ -74,8 +74,8 @@ def start(folder: Path) -> str:
     pwfile.unlink()
     port = _free_port()
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c max_connections=100"
-    _run([*user, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-w",
-          "-t", "60", "-o", options, "start"])
+    (folder / "options").write_text(options + "\n", encoding="utf-8")
+    restart(folder)
     env = {**os.environ, "PGPASSWORD": password}
     _run([str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dse", "dse"], env=env)
     url = f"postgresql://dse:{password}@127.0.0.1:{port}/dse"
@@ -83,14 +83,39 @@ def start(folder: Path) -> str:
     return url
 
 
-def stop(folder: Path) -> None:
-    """Stop the server started in ``folder`` (nothing if it is not running)."""
+def restart(folder: Path) -> None:
+    """Start the server of ``folder`` (created by :func:`start`) again, on the same port."""
+    bindir = server_bin()
+    assert bindir is not None
+    options = (folder / "options").read_text(encoding="utf-8").strip()
+    _run([*_as_server_user(), str(bindir / "pg_ctl"), "-D", str(folder / "data"), "-l",
+          str(folder / "server.log"), "-w", "-t", "60", "-o", options, "start"])
+
+
+def stop(folder: Path, mode: str = "fast") -> None:
+    """Stop the server started in ``folder`` (nothing if it is not running); ``mode`` is
+    pg_ctl's: ``fast`` (roll back and disconnect), ``immediate`` (quit at once, as a crash)."""
     bindir = server_bin()
     data = folder / "data"
     if bindir is None or not (data / "postmaster.pid").exists():
         return
-    subprocess.run([*_as_server_user(), str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast",
+    subprocess.run([*_as_server_user(), str(bindir / "pg_ctl"), "-D", str(data), "-m", mode,
                     "-w", "stop"], capture_output=True, timeout=60, check=False)
+
+
+def server_pids(folder: Path) -> list[int]:
+    """The server's processes: its postmaster (first) and the postmaster's children (backends,
+    checkpointer, WAL writer, ...)."""
+    postmaster = int((folder / "data" / "postmaster.pid").read_text().split()[0])
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(fields[1]) == postmaster:
+            children.append(int(stat.parent.name))
+    return [postmaster, *children]
 
 
 def watch(pid: int, folder: Path) -> None:

@@ -36,6 +36,7 @@ from dse.search.storage import (
     default_storage_path,
     is_loopback,
     open_storage,
+    quiet_lost_storage,
     redact,
     serve_proxy,
     storage_failure,
@@ -74,10 +75,11 @@ def _shown(url: str, spec: StudySpec) -> str:
 
 @contextmanager
 def _storage_errors(where: str = "") -> Iterator[None]:
-    """A storage lost mid-run (database down, proxy stopped, the journal ``where`` on a full or
-    read-only disk) ends the command with one line."""
+    """A storage lost mid-run (database down or hung, proxy stopped, the journal ``where`` on a
+    full or read-only disk) ends the command with one line (none from its helper threads)."""
     try:
-        yield
+        with quiet_lost_storage():
+            yield
     except Exception as exc:
         message = storage_failure(exc, where)
         if message is None:

@@ -20,7 +20,7 @@ from multiprocessing.process import BaseProcess
 from dse.errors import DseInputError
 from dse.search.runner import STOP, run_study
 from dse.search.spec import load_study_spec, with_catalog
-from dse.search.storage import storage_failure
+from dse.search.storage import quiet_lost_storage, redact, storage_failure
 
 PARENT_POLL_S = 0.5
 """How often a ``--jobs`` worker checks that its parent lives."""
@@ -70,12 +70,13 @@ def _work(study: str, storage: str | None, until: int, index: int, parent: int,
     stop_gracefully()
     _stop_with_parent(parent)
     try:
-        run_study(with_catalog(load_study_spec(study), catalog), storage, until=until,
-                  worker=f"jobs-{index}")
+        with quiet_lost_storage():
+            run_study(with_catalog(load_study_spec(study), catalog), storage, until=until,
+                      worker=f"jobs-{index}")
     except DseInputError as exc:
         _exit_with(str(exc))
     except Exception as exc:
-        message = storage_failure(exc, storage or "the study's journal")
+        message = storage_failure(exc, redact(storage) if storage else "the study's journal")
         if message is None:
             raise
         _exit_with(message)

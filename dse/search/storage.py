@@ -15,8 +15,10 @@ the default study, most of it Optuna (sampling and one fsynced append per parame
   :data:`GRACE_S`) with a retry callback, a small connection pool per process
   (:data:`POOL_SIZE` + :data:`POOL_OVERFLOW`, checked before use) and a connect timeout
   (:data:`CONNECT_TIMEOUT_S`), so a database that is down fails in seconds with one line.
-  PostgreSQL sessions commit asynchronously (``synchronous_commit=off``) unless the URL gives
-  its own ``options``.
+  PostgreSQL connections also get statement, idle-in-transaction and keepalive timeouts and a
+  deadline on every answer (:mod:`dse.search.postgres`), so a hung or vanished server ends a
+  worker with one line within 30 s; its sessions commit asynchronously
+  (``synchronous_commit=off``) unless the URL gives its own ``options``.
 - ``grpc://HOST:PORT`` reaches a ``dse storage-proxy`` (Optuna's gRPC storage proxy) in front of
   the database: the workers then hold no database connection at all, the proxy a fixed pool.
 
@@ -28,12 +30,15 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import signal
+import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +67,8 @@ POOL_SIZE = 2
 POOL_OVERFLOW = 1
 CONNECT_TIMEOUT_S = 10
 """A database that does not answer fails the connection after this long (libpq's
-``connect_timeout``; a refused connection fails at once)."""
+``connect_timeout``; a refused connection fails at once). PostgreSQL's other timeouts are in
+:mod:`dse.search.postgres`."""
 GRPC_READY_TIMEOUT_S = 10.0
 PROXY_THREADS = 8
 """Requests a ``dse storage-proxy`` serves at once, and so its database connections."""
@@ -220,9 +226,12 @@ def rdb_storage(url: str,
     """Optuna's RDB storage for an SQLAlchemy URL.
 
     On a database server: a pool of ``pool_size`` (+ ``overflow``) connections checked before
-    use, a connect timeout, and (``heartbeat``) Optuna's heartbeat calling ``stale_callback`` for
-    each trial it fails as stale. SQLite keeps SQLAlchemy's defaults and no heartbeat (a
-    heartbeat per trial is one more fsynced commit, and dse's own recovery covers a local file).
+    use, a connect timeout (on PostgreSQL all of :mod:`dse.search.postgres`'s timeouts), and
+    (``heartbeat``) Optuna's heartbeat calling ``stale_callback`` for each trial it fails as
+    stale. A worker (``heartbeat``) gives up on a PostgreSQL server that stopped answering; the
+    storage proxy (no heartbeat) keeps trying, as the server may come back. SQLite keeps
+    SQLAlchemy's defaults and no heartbeat (a heartbeat per trial is one more fsynced commit, and
+    dse's own recovery covers a local file).
     Raises :class:`DseInputError` when the database cannot be reached or its driver is missing.
     """
     shown = redact(url)
@@ -232,14 +241,10 @@ def rdb_storage(url: str,
     if is_server_url(url):
         engine = {"pool_size": pool_size, "max_overflow": overflow, "pool_pre_ping": True,
                   "pool_recycle": 1800}
-        if url.startswith(("postgresql", "mysql")):
+        if url.startswith("postgresql+psycopg://"):
+            url, engine["creator"] = _postgres_connector(url, shown, give_up=heartbeat)
+        elif url.startswith("mysql"):
             engine["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
-        if url.startswith("postgresql") and "options=" not in url:
-            # Commits return before the WAL is on disk: ~11 commits per trial cost about 2 ms
-            # each otherwise. A server crash may lose the last ~0.6 s of commits (never a
-            # consistent state): those trials are redone. ?options=-csynchronous_commit%3Don in
-            # the URL restores full durability.
-            engine["connect_args"]["options"] = "-c synchronous_commit=off"
         if heartbeat:
             kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S,
                       "heartbeat_stale_trial_callback": stale_callback}
@@ -252,8 +257,24 @@ def rdb_storage(url: str,
                             f"the database driver is not installed ({exc.name}): "
                             "pip install 'dse[cluster]'") from None
     except Exception as exc:  # SQLAlchemy, the driver and Optuna raise several types
+        said = database_failure(exc)
+        if said is not None:
+            raise DseInputError("--storage", shown, f"PostgreSQL {said}") from None
         raise DseInputError("--storage", shown,
                             f"cannot open the database: {_first_line(exc)}") from None
+
+
+def _postgres_connector(url: str, shown: str, give_up: bool) -> tuple[str, Callable[[], Any]]:
+    """The URL SQLAlchemy gets (without dse's own query parameter) and the function that opens
+    each connection with dse's timeouts (:func:`dse.search.postgres.connector`)."""
+    try:
+        from dse.search import postgres
+    except ModuleNotFoundError as exc:
+        raise DseInputError("--storage", shown, f"the database driver is not installed "
+                            f"({exc.name}): pip install 'dse[cluster]'") from None
+    uri, _, _ = postgres.split_url(url)
+    return ("postgresql+psycopg://" + uri.removeprefix("postgresql://"),
+            postgres.connector(url, shown, give_up))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -340,32 +361,96 @@ read-only or failing file system."""
 
 
 def storage_failure(exc: BaseException, where: str = "") -> str | None:
-    """One line for an error that says the storage was lost mid-run (the database went down,
-    the proxy stopped, the journal's disk is full or read-only: ``where`` names the journal when
-    the error does not), or ``None`` for any other error. The storage error may be the cause or
-    context of the one raised (Optuna's trial loop can raise another while handling it)."""
-    import sys
-
+    """One line for an error that says the storage was lost mid-run (the database went down or
+    hung, the proxy stopped, the journal's disk is full or read-only: ``where`` names the storage
+    when the error does not), or ``None`` for any other error. The storage error may be the cause
+    or context of the one raised (Optuna's trial loop can raise another while handling it)."""
     from optuna.exceptions import StorageInternalError
     from sqlalchemy.exc import SQLAlchemyError
 
     grpc = sys.modules.get("grpc")
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _chain(exc):
         if isinstance(current, OSError) and current.errno in RESOURCE_ERRNOS:
             return (f"{current.filename or where or 'the storage'}: {current.strerror}; what was "
                     "written before stays intact: free space (or fix the permissions) and rerun "
                     "to resume")
         if isinstance(current, SQLAlchemyError | StorageInternalError):
-            return f"lost the database: {_first_line(current)}"
+            said = database_failure(current)
+            at = f" at {where}" if where else ""
+            if said is None:
+                # Optuna's StorageInternalError guesses at "invalid data in the commit": the
+                # driver's error it wraps says what happened.
+                cause = next((c for c in _chain(current) if isinstance(c, SQLAlchemyError)),
+                             current)
+                return f"lost the database{at}: {_first_line(cause)}"
+            return (f"PostgreSQL{at} {said}; the completed trials are kept: rerun when it is "
+                    "back to resume")
         if grpc is not None and isinstance(current, grpc.RpcError):
             code = current.code() if hasattr(current, "code") else None
             details = current.details() if hasattr(current, "details") else str(current)
             return f"lost the storage proxy: {getattr(code, 'name', code)}: {details}"
-        current = current.__cause__ or current.__context__
     return None
+
+
+@contextmanager
+def quiet_lost_storage() -> Iterator[None]:
+    """Within: losing the storage is reported once, by the caller (:func:`storage_failure`), not
+    also by Optuna on the way. A helper thread (Optuna's heartbeat) that dies of it prints
+    nothing: the storage gives up on a silent server for all its threads at once
+    (:class:`dse.search.postgres.AnswerWatch`), so the main thread meets the same loss at its next
+    call. Optuna's note that a failed query falls back to a slower one is dropped when the
+    failure was the server lost (the fallback fails the same way). Other errors in threads and
+    other notes are printed as before."""
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is None or storage_failure(args.exc_value) is None:
+            previous(args)
+
+    notes = logging.getLogger("optuna.storages._rdb.storage")
+    quiet = _LostServerNotes()
+    threading.excepthook = hook
+    notes.addFilter(quiet)
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
+        notes.removeFilter(quiet)
+
+
+class _LostServerNotes(logging.Filter):
+    """Drops Optuna's warning "Caught an error from sqlalchemy: ... Falling back to a slower
+    alternative." when the error is a lost PostgreSQL server."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        postgres = sys.modules.get("dse.search.postgres")
+        message = record.getMessage()
+        return not (postgres is not None and message.startswith("Caught an error from sqlalchemy")
+                    and postgres.says_lost(message))
+
+
+def database_failure(exc: BaseException) -> str | None:
+    """What the PostgreSQL server did ("refused the connection", "did not answer within 20 s",
+    ...) when ``exc`` or an error in its chain (SQLAlchemy's ``orig`` included) comes from its
+    driver; ``None`` otherwise (:func:`dse.search.postgres.failure`)."""
+    postgres = sys.modules.get("dse.search.postgres")
+    if postgres is None:
+        return None
+    for current in _chain(exc):
+        said: str | None = postgres.failure(getattr(current, "orig", None) or current)
+        if said is not None:
+            return said
+    return None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and its causes and contexts, outermost first (each once)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 def is_loopback(host: str) -> bool:
