@@ -19,11 +19,12 @@ from optuna.trial import TrialState
 from study_helpers import make_spec
 
 from dse.errors import DseInputError
+from dse.search import snapshot as snapshot_module
 from dse.search._optuna import study_storage, trial_id_of
 from dse.search.journal import repair_journal
 from dse.search.results import load_stored_study
 from dse.search.runner import run_study
-from dse.search.snapshot import JournalSnapshot, ReadOnlyError, read_snapshot
+from dse.search.snapshot import JournalSnapshot, ReadOnlyError, cache_path, read_snapshot
 from dse.search.storage import FlockLock
 
 
@@ -31,9 +32,9 @@ def optuna_storage(path: Path) -> JournalStorage:
     return JournalStorage(JournalFileBackend(str(path), lock_obj=FlockLock(str(path))))
 
 
-def assert_same(path: Path) -> JournalSnapshot:
+def assert_same(path: Path, cache: bool = False) -> JournalSnapshot:
     """The snapshot of ``path`` equals Optuna's reading of it, study by study and trial by trial."""
-    snapshot = read_snapshot(path)
+    snapshot = read_snapshot(path, cache=cache)
     assert snapshot is not None, "the reader refused a sound journal"
     reference = optuna_storage(path)
     studies = reference.get_all_studies()
@@ -176,3 +177,37 @@ def test_the_study_read_is_read_only(journal: Path, tmp_path: Path) -> None:
         study.ask()
     with pytest.raises(DseInputError, match="no stored study"):
         load_stored_study(make_spec(tmp_path, name="absent", storage=str(journal)))
+
+
+def test_the_cache_resumes_where_it_stopped_and_is_dropped_when_stale(
+        journal: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read keeps its replay beside the journal; the next reads only the lines added since, and
+    gives Optuna's reading still. A cache of another journal, or damaged, is not used."""
+    monkeypatch.setattr(snapshot_module, "CACHE_AFTER_BYTES", 0)
+    path = tmp_path / "c.journal"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:len(lines) // 2]))
+    assert_same(path, cache=True)
+    assert cache_path(path).exists()
+    with path.open("ab") as f:  # the rest arrives, as from a running study
+        f.write(b"".join(lines[len(lines) // 2:]))
+    data = path.read_bytes()
+    assert snapshot_module._load_cache(path, data)[1] == sum(map(len, lines[:len(lines) // 2]))
+    assert_same(path, cache=True)  # resumed from the cache, then cached again
+    assert snapshot_module._load_cache(path, data)[1] == len(data)
+    # The journal replaced by another of the same length: its bytes differ, the cache is stale.
+    other = data.replace(b'"queued":true', b'"queued":null')
+    assert len(other) == len(data) and other != data
+    path.write_bytes(other)
+    assert snapshot_module._load_cache(path, other) == (None, 0)
+    assert_same(path, cache=True)
+    # A damaged cache (a flipped byte) is not read.
+    blob = bytearray(cache_path(path).read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    cache_path(path).write_bytes(bytes(blob))
+    assert snapshot_module._load_cache(path, other) == (None, 0)
+    assert_same(path, cache=True)
+    # A journal cut short (a repaired copy moved over it) is read afresh.
+    path.write_bytes(b"".join(lines[:10]))
+    assert snapshot_module._load_cache(path, path.read_bytes()) == (None, 0)
+    assert_same(path, cache=True)

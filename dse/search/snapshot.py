@@ -10,8 +10,11 @@ their creation records, a second creation of a name ignored, records of a delete
 nothing changed on a finished trial, a parameter whose distribution is incompatible with the
 study's earlier one ignored, attributes merged key by key. It decodes only what is not fixed by
 the record's shape: the leading ``op_code``, ``worker_id`` and id of every line are matched, the
-parameter records (a quarter of the file) are split by pattern with their distributions decoded
-once per distinct text, and the attribute records (over half) are decoded together in one call.
+parameter records (a quarter of the file) are split at their keys with names, values and
+distributions decoded once per distinct text, and the attribute records (over half) are decoded
+together in one call. About 1 s for that study; the replay is then kept beside the journal
+(``NAME.journal.snapshot``, a cache checked against the journal's bytes) so that later reads
+decode only the records added since: about 0.2 s.
 
 It refuses, by returning ``None``, anything it does not read exactly as Optuna would: any damage
 (the caller then opens the journal as before, so the damage is reported or the torn tail cut off
@@ -23,8 +26,13 @@ so the callers get an ordinary :class:`optuna.Study` with the same frozen trials
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import marshal
+import os
 import re
+import sys
 from collections.abc import Container, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -72,21 +80,22 @@ def _refuse() -> NoReturn:
 class _Trial:
     """A trial while the journal is replayed (made a :class:`FrozenTrial` at the end)."""
 
-    __slots__ = ("datetime_complete", "datetime_start", "distributions", "finished",
-                 "intermediate_values", "number", "params", "state", "study", "system_attrs",
-                 "user_attrs", "values")
+    __slots__ = ("complete_text", "dist_texts", "distributions", "finished",
+                 "intermediate_values", "number", "params", "start_text", "state", "study",
+                 "system_attrs", "user_attrs", "values")
 
     def __init__(self, study: int, number: int, log: dict[str, Any], dists: _Distributions) -> None:
         self.study = study
         self.number = number
         self.state = TrialState(log.get("state", TrialState.RUNNING.value))
         self.finished = self.state.is_finished()
+        self.dist_texts: dict[str, str] = dict(log.get("distributions", {}))
         self.distributions: dict[str, BaseDistribution] = {
-            k: dists.get(v) for k, v in log.get("distributions", {}).items()}
+            k: dists.get(v) for k, v in self.dist_texts.items()}
         self.params: dict[str, Any] = {
             k: self.distributions[k].to_external_repr(p) for k, p in log.get("params", {}).items()}
-        self.datetime_start = _time(log["datetime_start"])
-        self.datetime_complete = _time(log.get("datetime_complete"))
+        self.start_text: str | None = log["datetime_start"]
+        self.complete_text: str | None = log.get("datetime_complete")
         value, values = log.get("value"), log.get("values")
         if value is not None and values is not None:
             _refuse()  # Optuna's FrozenTrial refuses both
@@ -100,10 +109,26 @@ class _Trial:
     def frozen(self, trial_id: int) -> FrozenTrial:
         return FrozenTrial(
             number=self.number, state=self.state, value=None, values=self.values,
-            datetime_start=self.datetime_start, datetime_complete=self.datetime_complete,
+            datetime_start=_time(self.start_text), datetime_complete=_time(self.complete_text),
             params=self.params, distributions=self.distributions, user_attrs=self.user_attrs,
             system_attrs=self.system_attrs, intermediate_values=self.intermediate_values,
             trial_id=trial_id)
+
+    def to_state(self) -> list[Any]:
+        return [self.study, self.number, self.state.value, self.values, self.start_text,
+                self.complete_text, self.params, self.dist_texts, self.user_attrs,
+                self.system_attrs, self.intermediate_values]
+
+    @classmethod
+    def from_state(cls, state: list[Any], dists: _Distributions) -> _Trial:
+        trial = cls.__new__(cls)
+        (trial.study, trial.number, value, trial.values, trial.start_text, trial.complete_text,
+         trial.params, trial.dist_texts, trial.user_attrs, trial.system_attrs,
+         trial.intermediate_values) = state
+        trial.state = TrialState(value)
+        trial.finished = trial.state.is_finished()
+        trial.distributions = {k: dists.get(v) for k, v in trial.dist_texts.items()}
+        return trial
 
 
 def _time(text: str | None) -> datetime | None:
@@ -137,6 +162,18 @@ class _Study:
         """Parameter name -> position (in ``trial_ids``) of the study's first trial having it."""
         self.deleted = False
 
+    def to_state(self) -> list[Any]:
+        return [self.name, [d.value for d in self.directions], self.user_attrs, self.system_attrs,
+                self.trial_ids, self.first_with, self.deleted]
+
+    @classmethod
+    def from_state(cls, state: list[Any]) -> _Study:
+        name, directions, user_attrs, system_attrs, trial_ids, first_with, deleted = state
+        study = cls(name, [StudyDirection(d) for d in directions])
+        study.user_attrs, study.system_attrs = user_attrs, system_attrs
+        study.trial_ids, study.first_with, study.deleted = trial_ids, first_with, deleted
+        return study
+
 
 class _Replay:
     """Optuna's replay rules over the records of one journal (see the module)."""
@@ -149,6 +186,19 @@ class _Replay:
         self.strings: dict[bytes, Any] = {}
         self.attr_rests: list[bytes] = []
         self.attr_targets: list[tuple[str, dict[str, Any] | None]] = []
+
+    def to_state(self) -> list[Any]:
+        """Everything a later read resumes from, as plain data (for :mod:`marshal`)."""
+        return [[s.to_state() for s in self.studies], self.names,
+                [t.to_state() for t in self.trials]]
+
+    @classmethod
+    def from_state(cls, state: list[Any]) -> _Replay:
+        replay = cls()
+        studies, replay.names, trials = state
+        replay.studies = [_Study.from_state(s) for s in studies]
+        replay.trials = [_Trial.from_state(t, replay.dists) for t in trials]
+        return replay
 
     def decoded(self, raw: bytes) -> Any:
         """A short JSON text (a name, a distribution) decoded once however often it recurs."""
@@ -243,9 +293,9 @@ class _Replay:
         if state == TrialState.RUNNING and trial.state == TrialState.RUNNING:
             return  # another worker already runs this (enqueued) trial
         if state == TrialState.RUNNING:
-            trial.datetime_start = _time(log["datetime_start"])
+            trial.start_text = log["datetime_start"]
         if state.is_finished():
-            trial.datetime_complete = _time(log["datetime_complete"])
+            trial.complete_text = log["datetime_complete"]
         trial.state = state
         trial.finished = state.is_finished()
         if log["values"] is not None:
@@ -282,6 +332,7 @@ class _Replay:
             study.first_with[name] = trial.number
         trial.params[name] = dist.to_external_repr(value)
         trial.distributions[name] = dist
+        trial.dist_texts[name] = text
 
     def apply_attrs(self) -> None:
         """Decode every attribute record in one call and merge them into their trials in order."""
@@ -312,24 +363,87 @@ def _fields(rest: bytes, key: bytes) -> dict[str, Any]:
     return fields
 
 
-def read_snapshot(path: Path) -> JournalSnapshot | None:
+def read_snapshot(path: Path, cache: bool = True) -> JournalSnapshot | None:
     """Every study of the journal at ``path`` as Optuna's replay reads it, or ``None`` when the
     journal is damaged or holds what this reader does not read exactly as Optuna (see the
-    module): the caller then opens it through Optuna."""
+    module): the caller then opens it through Optuna.
+
+    With ``cache``, the replay of the journal up to some line is kept beside it
+    (:func:`cache_path`) and only the lines after it are read (:func:`_load_cache`)."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         return None
-    replay = _Replay()
+    replay, start = _load_cache(path, data) if cache else (None, 0)
+    replay = replay or _Replay()
     try:
-        rows = _LINE.findall(data)
-        if len(rows) != data.count(b"\n"):
+        rows = _LINE.findall(data, start)
+        if len(rows) != data.count(b"\n", start):
             return None  # a line not in Optuna's layout (damage, or another writer's)
         replay.run(rows)
         replay.apply_attrs()
+        snapshot = JournalSnapshot(path, replay)
     except (_Refused, ValueError, KeyError, TypeError, AttributeError, IndexError,
             RecursionError):
         return None
-    return JournalSnapshot(path, replay)
+    if cache and len(data) - start >= CACHE_AFTER_BYTES:
+        _write_cache(path, data, replay)
+    return snapshot
+
+
+CACHE_SUFFIX = ".snapshot"
+CACHE_FORMAT = 1
+CACHE_AFTER_BYTES = 1_000_000
+"""The cache is rewritten when at least this much of the journal was read past it (about 120
+trials of the default study): a study read while it runs is not rewritten at every look."""
+
+
+def cache_path(path: Path) -> Path:
+    """Where the replay of the journal ``path`` is cached: ``NAME.journal.snapshot`` beside it.
+    Only a cache: deleting it costs the next read a full pass, nothing else."""
+    return path.with_name(path.name + CACHE_SUFFIX)
+
+
+def _cache_key() -> list[Any]:
+    import optuna
+
+    return ["dse journal snapshot", CACHE_FORMAT, optuna.__version__, list(sys.version_info[:2])]
+
+
+def _digest(data: bytes | memoryview) -> bytes:
+    return hashlib.blake2b(data, digest_size=20).digest()
+
+
+def _load_cache(path: Path, data: bytes) -> tuple[_Replay | None, int]:
+    """The cached replay and the journal offset it reaches, when the cache is this dse's and
+    Optuna's, intact (its own digest), and the journal still starts with exactly the bytes it
+    read (their digest: a journal repaired, replaced or cut is read afresh); else (None, 0)."""
+    try:
+        blob = cache_path(path).read_bytes()
+        head, body = blob[:20], blob[20:]
+        if _digest(body) != head:
+            return None, 0
+        key, size, digest, state = marshal.loads(body)
+        if key != _cache_key() or not 0 < size <= len(data) or data[size - 1:size] != b"\n":
+            return None, 0
+        if _digest(memoryview(data)[:size]) != digest:
+            return None, 0
+        return _Replay.from_state(state), size
+    except (OSError, ValueError, EOFError, TypeError, KeyError, IndexError):
+        return None, 0
+
+
+def _write_cache(path: Path, data: bytes, replay: _Replay) -> None:
+    """Keep ``replay`` (of all of ``data``) beside the journal, atomically; a failure to write
+    (a read-only folder, a full disk) is only a cache not kept."""
+    target = cache_path(path)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    try:
+        body = marshal.dumps([_cache_key(), len(data), _digest(data), replay.to_state()])
+        tmp.write_bytes(_digest(body) + body)
+        os.replace(tmp, target)
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 class JournalSnapshot(BaseStorage):
