@@ -96,6 +96,11 @@ def journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     plain.enqueue_trial({"x": 0.1})  # stays WAITING
     single = optuna.create_study(study_name="single", storage=two)
     single.optimize(lambda t: t.suggest_float("y", -1, 1) ** 2, n_trials=3)
+    added = optuna.create_study(study_name="added", storage=one)
+    added.add_trial(optuna.trial.create_trial(
+        params={"p": 0.5}, distributions={"p": optuna.distributions.FloatDistribution(0, 1)},
+        value=1.0, user_attrs={"made": "whole"}))
+    asked = added.ask()
     doomed = optuna.create_study(study_name="doomed", storage=one)
     doomed.optimize(lambda t: t.suggest_float("y", -1, 1), n_trials=2)
     optuna.delete_study(study_name="doomed", storage=one)
@@ -112,7 +117,12 @@ def journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
                   "param_value_internal": 1.0,
                   "distribution": json.dumps({"name": "IntDistribution", "attributes": {
                       "log": False, "step": 1, "low": 0, "high": 3}})},
-           {"op_code": 8, "worker_id": "late-2", "trial_id": running, "user_attr": {"z": [None]}})
+           {"op_code": 8, "worker_id": "late-2", "trial_id": running, "user_attr": {"z": [None]}},
+           # Incompatible with the distribution of the trial added whole: ignored.
+           {"op_code": 5, "worker_id": "late-2", "trial_id": trial_id_of(asked), "param_name": "p",
+            "param_value_internal": 1.0, "distribution": json.dumps({
+                "name": "IntDistribution", "attributes": {"log": False, "step": 1, "low": 0,
+                                                          "high": 3}})})
     return path
 
 

@@ -103,7 +103,7 @@ def _row(t: FrozenTrial) -> dict[str, Any]:
 def trials_frame(study: Study, only_front: bool = False) -> pd.DataFrame:
     """Every trial (or the front) with its state, design parameters (``param:`` columns),
     metrics, step breakdown (``breakdown_s:`` columns) and constraint values."""
-    import pandas as pd  # a second of import: only the commands that make tables pay it
+    import pandas as pd  # half a second of import: only the commands that make tables pay it
 
     trials = pareto_trials(study) if only_front else study.get_trials(deepcopy=False)
     rows = []

@@ -280,7 +280,10 @@ class _Replay:
             (study.user_attrs if op == STUDY_USER_ATTR else study.system_attrs).update(attr)
         else:  # CREATE_TRIAL
             study.trial_ids.append(len(self.trials))
-            self.trials.append(_Trial(sid, len(study.trial_ids) - 1, log, self.dists))
+            trial = _Trial(sid, len(study.trial_ids) - 1, log, self.dists)
+            self.trials.append(trial)
+            for name in trial.params:  # a trial added whole (``Study.add_trial``)
+                study.first_with.setdefault(name, trial.number)
 
     def trial_record(self, op: int, tid: int, log: dict[str, Any]) -> None:
         trial = self.updatable(tid)
