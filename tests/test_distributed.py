@@ -271,7 +271,8 @@ def test_jobs_on_the_journal_survive_a_killed_job(tmp_path: Path) -> None:
                               stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
     try:
         deadline = time.monotonic() + 60
-        while not journal.exists():
+        # The journal exists (empty) a moment before the study's creation record is in it.
+        while not journal.exists() or journal.stat().st_size == 0:
             assert time.monotonic() < deadline and parent.poll() is None
             time.sleep(0.05)
         study = load(path, str(journal))

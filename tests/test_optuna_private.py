@@ -20,6 +20,7 @@ PRIVATE_IMPORTS = [
     ("optuna.storages.journal._file", "BaseJournalFileLock"),
     ("optuna.storages.journal._storage", "JournalOperation"),
     ("optuna.study._constrained_optimization", "_CONSTRAINTS_KEY"),
+    ("optuna.study._frozen", "FrozenStudy"),
     ("optuna.storages._heartbeat", "is_heartbeat_enabled"),
     ("optuna.storages._rdb.models", "TrialModel"),
     ("optuna.storages._rdb.models", "TrialUserAttributeModel"),

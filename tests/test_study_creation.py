@@ -15,7 +15,7 @@ import pytest
 from study_helpers import make_spec
 
 from dse.search import _optuna
-from dse.search.recovery import BASELINE_KEY
+from dse.search.recovery import BASELINE_KEY, WorkerLock
 from dse.search.runner import (
     CREATOR_KEY,
     OPEN_WAIT_S,
@@ -25,7 +25,7 @@ from dse.search.runner import (
 )
 from dse.search.space import preset_params
 from dse.search.spec import study_objectives, study_space
-from dse.search.storage import open_storage
+from dse.search.storage import open_storage, storage_file
 
 STEPS = ("created", "creator recorded", "definition recorded", "one baseline enqueued",
          "all baselines enqueued")
@@ -94,3 +94,53 @@ def test_a_creator_on_another_host_is_waited_for_with_a_note(
         opened = open_study(spec, open_storage(None, spec))
     assert "being created by another process" in caplog.text
     assert opened.user_attrs["dse:budget"] == spec.budget
+
+
+def test_a_creator_killed_before_recording_itself_is_not_waited_for(tmp_path: Path) -> None:
+    """Killed between Optuna's create_study and its creator record: nobody holds the study file's
+    workers lock, so the next run completes the creation at once (it used to wait 15 s)."""
+    _killed_after("created", tmp_path)
+    spec = make_spec(tmp_path)
+    start = time.monotonic()
+    study = open_study(spec, open_storage(None, spec), storage_path=storage_file(None, spec))
+    assert time.monotonic() - start < OPEN_WAIT_S / 3
+    assert study.user_attrs["dse:budget"] == spec.budget
+    names = [t.user_attrs.get(BASELINE_KEY) for t in study.get_trials(deepcopy=False)]
+    assert sorted(n for n in names if n) == sorted(preset_params(study_space(spec)))
+
+
+def test_a_live_creator_not_yet_recorded_is_waited_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A creator still alive holds the workers lock while it creates: the other process waits for
+    it (here until the shortened wait ends, as for a creator on another host)."""
+    import dse.search.runner as runner
+
+    monkeypatch.setattr(runner, "OPEN_WAIT_S", 1.0)
+    _killed_after("created", tmp_path)
+    spec = make_spec(tmp_path)
+    with WorkerLock(storage_file(None, spec)) as creator:
+        creator.share()
+        start = time.monotonic()
+        study = open_study(spec, open_storage(None, spec), storage_path=storage_file(None, spec))
+        assert time.monotonic() - start >= 1.0
+    assert study.user_attrs["dse:budget"] == spec.budget
+
+
+def test_dse_run_resumes_a_creation_killed_before_the_creator_record(tmp_path: Path) -> None:
+    """The whole command, as a user meets it: no silent wait, the baselines and budget recorded."""
+    _killed_after("created", tmp_path)
+    spec = make_spec(tmp_path)
+    study_file = tmp_path / "t.toml"
+    study_file.write_text("".join(f'{k} = "{v}"\n' for k, v in (
+        ("name", spec.name), ("workload", spec.workload), ("space", spec.space),
+        ("objectives", spec.objectives), ("sampler", "random"), ("storage", spec.storage)))
+        + "budget = 10\nseed = 1\n", encoding="utf-8")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "dse", "run", str(study_file), "--quiet",
+                           "--no-report", "--trials", "0"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - start < OPEN_WAIT_S, proc.stderr
+    assert "being created by another process" not in proc.stderr
+    study = optuna.load_study(study_name=spec.name, storage=open_storage(None, spec))
+    assert study.user_attrs["dse:budget"] == 10

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from dse.cli._app import app, fail
 from dse.errors import DseInputError
-from dse.outputs.cases.pipeline import CASE_DIR
+from dse.outputs.paths import CASE_DIR
 
 if TYPE_CHECKING:
     from dse.outputs.cases.framework import CaseResult

@@ -136,7 +136,8 @@ def run_cmd(
         with _storage_errors(shown):
             # Checks and records before workers start, and fixes the target once, so `--trials N`
             # means N more for all workers together.
-            created = open_study(spec, open_storage(url, spec), force)
+            created = open_study(spec, open_storage(url, spec), force,
+                                 storage_path=storage_file(url, spec))
             if warm_start is not None:
                 if warm_start != "sweep":
                     fail(f"--warm-start {warm_start!r}: the only method is 'sweep'")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,7 +24,9 @@ from dse.errors import DseInputError
 from dse.model.workload import load_workload
 from dse.search.objectives import load_objectives
 from dse.search.space import load_space
-from dse.search.sweep import SweepResult, run_sweep, write_parquet
+
+if TYPE_CHECKING:
+    from dse.search.sweep import SweepResult
 
 
 @app.command("sweep")
@@ -47,6 +49,8 @@ def sweep_cmd(
 ) -> None:
     """Score every design of a discrete SPACE (or a Sobol sample of one with float parameters)
     across the machine's cores, memoising placements, and print the exact Pareto front."""
+    from dse.search.sweep import run_sweep, write_parquet  # pandas: not for every command
+
     try:
         sp = load_space(space)
         wl = load_workload(workload)

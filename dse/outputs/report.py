@@ -214,7 +214,8 @@ def breakdown_figure(data: ReportData) -> go.Figure:
     first = data.objectives.objectives[0].metric
     designs = distinct_front(data, first)
     ordered = [group[0] for group in designs]
-    labels = [design_label(group, varying_params(data)) for group in designs]
+    params = varying_params(data)
+    labels = [design_label(group, params) for group in designs]
     ms = {stage: [1e3 * float((t.user_attrs.get("breakdown_s") or {}).get(stage) or 0.0)
                   for t in ordered] for stage in STAGES}
     totals = [sum(ms[stage][k] for stage in STAGES) or 1.0 for k in range(len(ordered))]

@@ -54,11 +54,15 @@ try:
     # constrained samplers and ``FrozenTrial.constraints`` read; dse writes it with the other
     # attributes in one batch. Public form: ``Trial.set_constraint`` (one write per constraint).
     from optuna.study._constrained_optimization import _CONSTRAINTS_KEY as CONSTRAINTS_KEY
+
+    # A study's summary as ``BaseStorage.get_all_studies`` returns it: dse's read-only journal
+    # snapshot (:mod:`dse.search.snapshot`) is a storage and returns them too. No public form.
+    from optuna.study._frozen import FrozenStudy
 except ImportError as _exc:  # pragma: no cover - depends on the installed Optuna
     raise _missing(str(_exc.name or _exc), _exc) from _exc
 
 __all__ = [
-    "CONSTRAINTS_KEY", "BaseJournalFileLock", "JournalOperation", "OptunaPrivateError",
+    "CONSTRAINTS_KEY", "BaseJournalFileLock", "FrozenStudy", "JournalOperation", "OptunaPrivateError",
     "cached_frozen_trial", "completed_trials_cached", "compute_hypervolume", "fail_trial",
     "grpc_channel", "heartbeat_enabled", "journal_append", "make_grpc_server",
     "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "rdb_backend", "rdb_models",

@@ -233,7 +233,8 @@ def repair_journal(path: Path, out: Path | None = None) -> tuple[Path, JournalSc
             if lost:
                 placeholder = {"op_code": CREATE_TRIAL, "worker_id": PLACEHOLDER_WORKER,
                                "study_id": replay.last_study, "datetime_start": None}
-                f.write(b"".join(json.dumps(placeholder).encode() + b"\n" for _ in range(lost)))
+                line = json.dumps(placeholder, separators=(",", ":")).encode()  # as Optuna writes
+                f.write(b"".join(line + b"\n" for _ in range(lost)))
                 replay.trials += lost
             elif problem:
                 continue

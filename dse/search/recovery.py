@@ -169,22 +169,37 @@ class WorkerLock:
     def __exit__(self, *_: object) -> None:
         self.release()
 
+    def _open(self) -> int | None:
+        if self.path is not None and self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
     def exclusive(self) -> bool:
         """Try to hold the lock alone, without waiting: True when no other worker is alive."""
-        if self.path is None:
+        fd = self._open()
+        if fd is None:
             return False
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
         return True
 
     def share(self) -> None:
         """Hold the lock shared for the rest of the work (waits while another process recovers)."""
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
+        fd = self._open()
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+
+    def alone(self) -> bool:
+        """Whether no other process holds the lock: it is then held exclusively (until
+        :meth:`share` or :meth:`release`); else shared again (converting a shared ``flock`` may
+        drop it before it fails)."""
+        if self.exclusive():
+            return True
+        self.share()
+        return False
 
     def release(self) -> None:
         """Let go of the lock."""

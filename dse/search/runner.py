@@ -118,15 +118,27 @@ def model_fingerprint() -> str:
 
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
-               create: bool = True, where: str = "", worker: str = "") -> optuna.Study:
+               create: bool = True, where: str = "", worker: str = "",
+               storage_path: Path | None = None) -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
     objectives (refused unless ``force``, which records the change in ``dse:changes``).
 
     ``create=False`` (a worker joining a study) refuses a study that does not exist (``where``
     names the storage in the message). Several processes may open a new study at once: the one
     whose ``create_study`` succeeds records it and enqueues the baselines, then writes
-    ``dse:budget`` last; the others wait for that before they work.
+    ``dse:budget`` last; the others wait for that before they work. ``storage_path`` (the
+    storage's local file, if any) lets them tell a creator killed before it recorded itself:
+    every process opening the study holds the file's workers lock shared meanwhile
+    (:class:`~dse.search.recovery.WorkerLock`), so one that finds the lock free of others knows
+    the creator is dead and completes the creation at once.
     """
+    with WorkerLock(storage_path) as lock:
+        lock.share()
+        return _open_study(spec, storage, force, create, where, worker, lock)
+
+
+def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool, where: str,
+                worker: str, lock: WorkerLock) -> optuna.Study:
     objectives = study_objectives(spec)
     seed = worker_seed(spec.seed, worker)
     sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name)
@@ -143,7 +155,7 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     except KeyError:
         raise DseInputError(spec.name, "", f"no such study in {where or 'the storage'}; create "
                             f"it first with dse run {spec.name} --storage URL --trials 0") from None
-    attrs = _wait_until_recorded(study)
+    attrs = _wait_until_recorded(study, lock)
     described = _describe(spec)
     if "dse:budget" not in attrs:  # made by plain Optuna, or its creator died while recording it
         _record_new(study, spec)
@@ -210,10 +222,14 @@ def _this_process() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _creator_gone(study: optuna.Study) -> bool:
-    """Whether the process recording this study is known to be dead (it ran on this host)."""
+def _creator_gone(study: optuna.Study, lock: WorkerLock) -> bool:
+    """Whether the process recording this study is known to be dead: it ran on this host and its
+    pid is gone, or it has not recorded itself (killed right after ``create_study``) and no other
+    process holds the study file's workers lock (every creator holds it while creating)."""
     creator = str(_optuna.study_storage(study).get_study_system_attrs(
         _optuna.study_id_of(study)).get(CREATOR_KEY, ""))
+    if not creator:
+        return lock.alone()
     host, _, pid = creator.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return False
@@ -226,15 +242,15 @@ def _creator_gone(study: optuna.Study) -> bool:
     return False
 
 
-def _wait_until_recorded(study: optuna.Study) -> dict[str, Any]:
+def _wait_until_recorded(study: optuna.Study, lock: WorkerLock) -> dict[str, Any]:
     """The study's user attributes once its creator has recorded it (``dse:budget`` set), at once
-    when the creator is known dead, or as they are after :data:`OPEN_WAIT_S` seconds (announced
-    on the log: a creator on another host may be alive)."""
+    when the creator is known dead (:func:`_creator_gone`), or as they are after
+    :data:`OPEN_WAIT_S` seconds (announced on the log: a creator on another host may be alive)."""
     deadline = time.monotonic() + OPEN_WAIT_S
     announced = False
     while True:
         attrs: dict[str, Any] = study.user_attrs
-        if "dse:budget" in attrs or time.monotonic() > deadline or _creator_gone(study):
+        if "dse:budget" in attrs or time.monotonic() > deadline or _creator_gone(study, lock):
             return attrs
         if not announced:
             log.warning("dse: study %s is being created by another process; waiting up to %g s "
@@ -314,7 +330,7 @@ def run_study(
     storage = open_storage(storage_url, spec)
     url = spec.storage if storage_url is None else storage_url
     study = open_study(spec, storage, force, create=create, where=url or "the default journal",
-                       worker=worker)
+                       worker=worker, storage_path=storage_file(storage_url, spec))
     with WorkerLock(storage_file(storage_url, spec)) as lock:
         recover(study, alone=lock.exclusive())
         lock.share()

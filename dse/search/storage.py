@@ -177,13 +177,23 @@ def repair_journal_tail(path: Path, lock: BaseJournalFileLock, study: str = "STU
         lock.release()
 
 
-def storage_file(url: str | None, spec: StudySpec) -> Path | None:
-    """The file behind a journal or SQLite storage (``None`` for a database server)."""
+def journal_file(url: str | None, spec: StudySpec) -> Path | None:
+    """The journal file of a journal storage (as :func:`open_storage` reads ``url``); ``None``
+    for a database or the proxy."""
     url = spec.storage if url is None else url
     if not url:
         return default_storage_path(spec)
     if url.startswith("journal:") or url.endswith(".journal"):
         return Path(url.removeprefix("journal:"))
+    return None
+
+
+def storage_file(url: str | None, spec: StudySpec) -> Path | None:
+    """The file behind a journal or SQLite storage (``None`` for a database server)."""
+    journal = journal_file(url, spec)
+    if journal is not None:
+        return journal
+    url = spec.storage if url is None else url
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
         return Path(url.removeprefix("sqlite:///"))
     return None

@@ -15,15 +15,9 @@ from dse.outputs.cases.framework import (
     render_page,
     study_data,
 )
-from dse.records import PACKAGE_DIR
 from dse.search.results import Study
 from dse.search.runner import run_study
 from dse.search.spec import StudySpec, study_catalog, with_catalog
-
-_CHECKOUT_CASES = PACKAGE_DIR.parent / "docs" / "case-studies"
-CASE_DIR = _CHECKOUT_CASES if _CHECKOUT_CASES.is_dir() else Path("case-studies")
-"""``docs/case-studies/`` of the checkout, where the pages live; ``./case-studies`` under the
-working directory for an installed dse (never the installed package)."""
 
 
 @dataclass(frozen=True)
