@@ -74,10 +74,11 @@ def open_page(path: Path, shot: Path) -> dict[str, object]:
 
 @pytest.mark.parametrize(("objectives", "figures"), [
     ("throughput-vs-capex", {"front-throughput_samples_per_s-capex_usd", "breakdown", "parcoords",
-                             "progress", "timeline"}),
+                             "progress", "timeline", "robust-front"}),
     ("throughput-capex-power", {"front-throughput_samples_per_s-capex_usd",
                                 "front-throughput_samples_per_s-power_w", "front-capex_usd-power_w",
-                                "front-3d", "breakdown", "parcoords", "progress", "timeline"}),
+                                "front-3d", "breakdown", "parcoords", "progress", "timeline",
+                                "robust-front"}),
 ])
 def test_report_in_chromium(tmp_path: Path, objectives: str, figures: set[str]) -> None:
     study, spec = make_study(tmp_path, objectives, 60)

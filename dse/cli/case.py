@@ -60,6 +60,9 @@ def case_study_cmd(
             fail(str(exc))
             return
         _show(case.name, published.result)
+        for u in published.uncertainty:
+            typer.echo(f"under the model's error: {u.text} holds under {u.calibrations:.0%} of "
+                       f"{u.draws} calibrations, {u.joint:.0%} with prices drawn too")
         typer.echo(f"page: {published.page}"
                    + (f" (report {published.report})" if published.report else ""))
         failed += [f"{case.name}: {c.text}" for c in published.result.claims if not c.holds]
