@@ -409,3 +409,23 @@ def test_case_uncertainty_says_why_without_an_ensemble(small_study: tuple[optuna
     other = dataclasses.replace(data, calibration=dataclasses.replace(CALIB, version="2026.12-0"))
     shares, note = case_uncertainty(case, other, draws=2)
     assert shares == () and f"built for calibration {CALIB.version}" in note
+
+
+# --- dse validate ------------------------------------------------------------------------------
+
+
+def test_validate_reports_the_intervals_coverage(tmp_path: Path) -> None:
+    doc = tmp_path / "validation.md"
+    result = runner.invoke(app, ["validate", "--no-loo", "--json", "--markdown", str(doc)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["intervals"]
+    expected = coverage(load_ensemble(), load_measurements())
+    assert (summary["covered"], summary["points"]) == (expected.covered, expected.points)
+    assert len(summary["examples"]) == 4
+    for example in summary["examples"]:
+        low, high = example["interval"]
+        assert low <= example["predicted"] <= high
+        assert low <= example["spread"][0] and example["spread"][1] <= high
+    text = doc.read_text()
+    assert "## Prediction intervals" in text
+    assert f"{expected.covered} of {expected.points} measured values inside" in text

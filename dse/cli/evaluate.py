@@ -620,13 +620,42 @@ def validate_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
+    section, summary, note = _validation_intervals(measurements, calib, report)
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(render_html(report), encoding="utf-8")
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(render_markdown(report), encoding="utf-8")
+        markdown.write_text(render_markdown(report, section), encoding="utf-8")
     if as_json:
-        typer.echo(to_json(report.to_dict()))
+        typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
     else:
         render_table(report, wide_console(160))
+        console = wide_console(160)
+        console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
+
+
+def coverage_text(summary: dict[str, Any]) -> str:
+    """``dse validate``'s line on the intervals' coverage."""
+    return (f"leave-one-out coverage of the {summary['level']:.0%} prediction intervals: "
+            f"{summary['covered']} of {summary['points']} ({summary['coverage']:.0%}; target "
+            f"70%-90%), median width {summary['median_width_pct']:.0f}%")
+
+
+def _validation_intervals(measurements: Any, calib: Any, report: Any
+                          ) -> tuple[list[str], dict[str, Any] | None, str]:
+    """The prediction-interval section of the validation: coverage recomputed from the packaged
+    ensemble's members over ``measurements``, and the example designs' intervals; or why there
+    is none (no ensemble, one of another calibration or other measurements)."""
+    from dse.calibration.ensemble import coverage, load_ensemble
+    from dse.outputs.intervals_doc import examples, interval_lines, intervals_dict
+
+    try:
+        ens = load_ensemble(calibration=calib)
+        cov = coverage(ens, measurements)
+    except EnsembleUnavailable as exc:
+        return [], None, str(exc)
+    shown = examples(ens, calib)
+    forward = report.forward.median_abs_pct_error if report.forward is not None else None
+    return (interval_lines(ens, cov, shown, report.loo_median_abs_pct_error, forward, calib),
+            intervals_dict(cov, shown), "")

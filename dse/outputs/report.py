@@ -427,9 +427,11 @@ def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet) -> str:
 
 
 def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
-                  storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline") -> str:
+                  storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline",
+                  robust: bool = True) -> str:
     """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
-    or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git)."""
+    or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git).
+    ``robust=False`` leaves out the front under the model's error (benchmarks time both)."""
     data = gather(study, spec, objectives)
     figures: list[tuple[str, go.Figure]] = []
     names = [o.metric for o in objectives.objectives]
@@ -455,6 +457,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                                  config={"displaylogo": False}))
     if data.front:
         parts.append(chosen_section(score_designs(spec, chosen_designs(data))))
-        parts.append(robust_html(study, spec, objectives))
+        if robust:
+            parts.append(robust_html(study, spec, objectives))
     parts += ["<h2>the front</h2>", front_table(data), "</body></html>"]
     return "\n".join(parts)

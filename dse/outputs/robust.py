@@ -44,7 +44,8 @@ from dse.calibration.ensemble import (
 )
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
-from dse.model.evaluate import evaluate
+from dse.model.evaluate import Evaluation, Memo, evaluate
+from dse.model.timing import loads_key
 from dse.search.encoding import design_system
 from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
@@ -180,6 +181,15 @@ def _near_front(front_loss: np.ndarray, loss: np.ndarray, exps: np.ndarray, marg
     return idx[np.argsort(gap, kind="stable")]
 
 
+def timing_key(ev: Evaluation) -> tuple[object, ...]:
+    """What decides a design's step under any calibration: every stage's duration before overlap
+    (each a byte count over a bandwidth times one efficiency, plus latencies), the kernel count,
+    the devices and the loads' key. Designs equal in all of it (a front often holds designs that
+    differ only in a part that costs but never binds, such as DDR size) share one retiming."""
+    return (tuple(sorted(ev.timing.stages_s.items())), ev.timing.kernels, ev.plan.devices,
+            loads_key(ev.system), ev.timing.critical_path)
+
+
 def _margin(devs: np.ndarray) -> float:
     """How far (log) the ensemble moves two front designs apart at most: the largest spread of
     the front's deviations under any one member. Designs near the front share its parts, so
@@ -218,6 +228,8 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     catalog = study_catalog(spec).catalog
 
     cache: DenseCache = {}
+    retimed: dict[tuple[object, ...], np.ndarray] = {}
+    memo = Memo(workload, calib)
 
     def ratios(group: list[FrozenTrial]) -> tuple[np.ndarray, float]:
         """Each member's log throughput ratio to the calibration's, and the point throughput."""
@@ -225,13 +237,16 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
             system = design_system(space, group[0].user_attrs.get("design") or {}, catalog)
         except DseInputError:
             return np.zeros(len(ens.members)), math.nan
-        ev = evaluate(workload, system, calib, catalog)
+        ev = evaluate(workload, system, calib, catalog, memo)
         point = ev.throughput_samples_per_s
         if not 0 < point < math.inf:
             return np.zeros(len(ens.members)), math.nan
-        logs = log_throughputs(workload, system, ev.plan, ens.members, cache)
-        d = logs - math.log(point)
-        return np.where(np.isfinite(d), d, 0.0), point
+        key = timing_key(ev)
+        d = retimed.get(key)
+        if d is None:
+            logs = log_throughputs(workload, system, ev.plan, ens.members, cache)
+            d = retimed[key] = np.where(np.isfinite(logs), logs - math.log(point), 0.0)
+        return d, point
 
     front_dev = [ratios(g) for g in front_groups]
     margin = _margin(np.array([d for d, _ in front_dev]))
