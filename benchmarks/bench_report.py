@@ -57,7 +57,8 @@ def main() -> None:
     result = {"trials": len(study.trials), "front": len(study.best_trials),
               "report_s": round(report_s, 2),
               "report_without_robust_s": round(without_robust_s, 2),
-              "robust_ratio": round(report_s / without_robust_s, 2), "size_mb": round(out.stat().st_size / 1e6, 2),
+              "robust_ratio": round(report_s / without_robust_s, 2),
+              "size_mb": round(out.stat().st_size / 1e6, 2),
               "study_build_s": round(build_s, 1)}
     if args.json:
         print(json.dumps(result))
