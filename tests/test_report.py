@@ -168,7 +168,7 @@ def test_report_is_readable(tmp_path: Path) -> None:
     named = [text for text in labels if any(name in text for name in internal)]
     assert named == [], named
     shots = list(tmp_path.glob("figure-*.png"))
-    assert len(shots) == 8 and all(s.stat().st_size > 10_000 for s in shots)
+    assert len(shots) == 9 and all(s.stat().st_size > 10_000 for s in shots)
 
 
 def _evaluate_plan(spec: StudySpec, design: dict[str, object]) -> dict[str, object]:

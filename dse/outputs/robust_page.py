@@ -54,9 +54,9 @@ def robust_figure(front: RobustFront) -> go.Figure:
                          "color": ["#d62728" if r else "#444" for r in robust]}},
         name="front designs"))
     fig.update_layout(
-        title=(f"the front under the model's error: {front.level:.0%} intervals, shade = probability "
-               f"of staying on the front over {front.members} calibrations (red outline: robust, "
-               f">= {front.threshold:.0%})"),
+        title=(f"the front under the model's error ({front.level:.0%} intervals)<br><sup>shade: "
+               f"probability of staying on the front over {front.members} calibrations; red "
+               f"outline: robust (>= {front.threshold:.0%})</sup>"),
         xaxis_title=title(xm), yaxis_title=title(ym) if ym else "front design", height=520,
         separators=".,")
     return fig
