@@ -15,9 +15,9 @@ independent, so drawing it per design would invent disagreements. They do enter 
 the model's error* when their throughput intervals overlap.
 
 Feasibility is kept as the study scored it (a constraint on a throughput-dependent metric is not
-re-checked per member). Only the front and the designs near it are retimed: a dominated design is a candidate when,
-with each throughput-dependent objective moved in its favour by the largest amount any member
-moves two front designs apart, it would no longer be dominated by the front (the
+re-checked per member). Only the front and the designs near it are retimed: a dominated design is
+a candidate when, with each throughput-dependent objective moved in its favour by the largest
+amount any member moves two front designs apart, it would no longer be dominated by the front (the
 :data:`NEAR_FRONT_LIMIT` closest at most). A design further away could only matter if the
 ensemble moved it further than it moves any two front designs apart.
 """
