@@ -6,8 +6,19 @@ The model is pure: a :class:`Workload` and a :class:`System` go in, an :class:`E
 >>> ev = dse.evaluate(dse.load_workload("mlperf-dlrm-v1"), dse.load_system("dgx-a100"))
 >>> ev.feasible
 True
+
+Prediction intervals (80%, from the calibration ensemble; docs/validation.md) are a separate
+call, so plain :func:`evaluate` costs what it did: ``dse.prediction_interval(ev)``.
 """
 
+from dse.calibration.ensemble import (
+    CalibrationEnsemble,
+    EnsembleMismatch,
+    EnsembleUnavailable,
+    PredictionInterval,
+    load_ensemble,
+    prediction_interval,
+)
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Accelerator, Catalog, load_catalog
@@ -33,14 +44,18 @@ __all__ = [
     "STAGES",
     "Accelerator",
     "Calibration",
+    "CalibrationEnsemble",
     "Catalog",
     "DseInputError",
     "EmbeddingTable",
+    "EnsembleMismatch",
+    "EnsembleUnavailable",
     "Evaluation",
     "NetworkSpec",
     "NodeSpec",
     "Plan",
     "PodSpec",
+    "PredictionInterval",
     "Shard",
     "StepTime",
     "System",
@@ -50,10 +65,12 @@ __all__ = [
     "evaluate",
     "load_calibration",
     "load_catalog",
+    "load_ensemble",
     "load_system",
     "load_system_spec",
     "load_workload",
     "plan_placement",
+    "prediction_interval",
     "resolve_system",
     "step_time",
     "system_presets",

@@ -109,6 +109,10 @@ def test_wheel_runs_anywhere(installed: Path, tmp_path: Path) -> None:
     assert {c["key"] for c in own["catalog_changes"]} == {
         "cpu.xeon-cooper-lake.price_usd", "facility.usd_per_kwh", "facility.pue"}
     assert own["throughput_samples_per_s"] == base["throughput_samples_per_s"]
+    # The calibration ensemble ships as package data: intervals from the installed package.
+    assert (package / "data" / "calibration_ensemble.json").is_file()
+    assert own["throughput_interval_samples_per_s"] == base["throughput_interval_samples_per_s"]
+    assert own["throughput_interval_samples_per_s"][0] < own["throughput_samples_per_s"]
     # Nothing landed anywhere but where the messages said.
     assert sorted(p.name for p in work.iterdir()) == ["elsewhere", "mine", "parts.toml", "studies"]
     assert sorted(p.name for p in elsewhere.iterdir()) == []

@@ -74,10 +74,11 @@ def open_page(path: Path, shot: Path) -> dict[str, object]:
 
 @pytest.mark.parametrize(("objectives", "figures"), [
     ("throughput-vs-capex", {"front-throughput_samples_per_s-capex_usd", "breakdown", "parcoords",
-                             "progress", "timeline"}),
+                             "progress", "timeline", "robust-front"}),
     ("throughput-capex-power", {"front-throughput_samples_per_s-capex_usd",
                                 "front-throughput_samples_per_s-power_w", "front-capex_usd-power_w",
-                                "front-3d", "breakdown", "parcoords", "progress", "timeline"}),
+                                "front-3d", "breakdown", "parcoords", "progress", "timeline",
+                                "robust-front"}),
 ])
 def test_report_in_chromium(tmp_path: Path, objectives: str, figures: set[str]) -> None:
     study, spec = make_study(tmp_path, objectives, 60)
@@ -167,7 +168,7 @@ def test_report_is_readable(tmp_path: Path) -> None:
     named = [text for text in labels if any(name in text for name in internal)]
     assert named == [], named
     shots = list(tmp_path.glob("figure-*.png"))
-    assert len(shots) == 8 and all(s.stat().st_size > 10_000 for s in shots)
+    assert len(shots) == 9 and all(s.stat().st_size > 10_000 for s in shots)
 
 
 def _evaluate_plan(spec: StudySpec, design: dict[str, object]) -> dict[str, object]:

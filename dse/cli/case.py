@@ -37,10 +37,14 @@ def case_study_cmd(
     catalog: Annotated[Path | None, typer.Option(
         "--catalog", help="A user catalog (your parts and prices) to price the studies with; "
         "the pages list its changes.")] = None,
+    draws: Annotated[int, typer.Option(
+        "--draws", min=0, help="Calibrations of the ensemble (and as many joint calibration and "
+        "price draws) each claim is checked under; 0: none.")] = 20,
 ) -> None:
     """Run each case study's study (resuming it), check the claims its page makes against the data,
-    also with the case's most uncertain assumption moved by ±30%, and write the page
-    (OUT/NAME.md) and the study's report (OUT/NAME.html)."""
+    also with the case's most uncertain assumption moved by ±30% and under the calibration
+    ensemble (and price draws), and write the page (OUT/NAME.md) and the study's report
+    (OUT/NAME.html)."""
     from dse.outputs.cases import case_names, get_case
     from dse.outputs.cases.pipeline import publish_case
 
@@ -55,11 +59,14 @@ def case_study_cmd(
     for case in cases:
         try:
             published = publish_case(case, out, trials, storage, report,
-                                     str(catalog) if catalog else "")
+                                     str(catalog) if catalog else "", draws)
         except DseInputError as exc:
             fail(str(exc))
             return
         _show(case.name, published.result)
+        for u in published.uncertainty:
+            typer.echo(f"under the model's error: {u.text} holds under {u.calibrations:.0%} of "
+                       f"{u.draws} calibrations, {u.joint:.0%} with prices drawn too")
         typer.echo(f"page: {published.page}"
                    + (f" (report {published.report})" if published.report else ""))
         failed += [f"{case.name}: {c.text}" for c in published.result.claims if not c.holds]

@@ -13,6 +13,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dse.calibration.ensemble import (
+    THROUGHPUT_EXPONENT,
+    EnsembleUnavailable,
+    PredictionInterval,
+    load_ensemble,
+    prediction_interval,
+)
 from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, fail, si, to_json, wide_console
 from dse.errors import DseInputError
@@ -70,8 +77,12 @@ def evaluate_cmd(
         "--html", help="Write the step's timeline (a Gantt chart of its overlapping stages, the "
         "critical path outlined) to this HTML file.")] = None,
     catalog: CatalogOpt = None,
+    ensemble: Annotated[Path | None, typer.Option(
+        "--ensemble", help="A calibration ensemble file for the 80% intervals instead of the "
+        "packaged one (dse calibrate --ensemble writes one).")] = None,
 ) -> None:
-    """Score one design: step time by stage, bottleneck, memory, cost and power."""
+    """Score one design: step time by stage, bottleneck, memory, cost and power, with the 80%
+    prediction interval of everything that scales with throughput."""
     try:
         wl_over, sys_over, cat_over = split_overrides(set_ or [])
         user = load_user_catalog(catalog, cat_over)
@@ -85,17 +96,20 @@ def evaluate_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
+    iv, iv_note = design_interval(ev, ensemble)
     if as_json:
         extra: dict[str, Any] = {"plan": summary.to_dict()} if summary else {}
         if what_if_:
             extra["step_s_if_2x_faster"] = what_if(ev)
         if user.changes:
             extra["catalog_changes"] = [dataclasses.asdict(c) for c in user.changes]
-        typer.echo(to_json({**ev.to_dict(),
+        typer.echo(to_json({**ev.to_dict(), **interval_json(ev, iv, iv_note),
                             "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on],
                             **extra}))
     else:
-        print_evaluation(ev, Console())
+        print_evaluation(ev, Console(), iv)
+        if iv_note:
+            Console(stderr=True).print(escape(f"note: {iv_note}"))
         if summary:
             print_plan(summary, Console())
         if what_if_:
@@ -212,8 +226,43 @@ def print_comparison(c: Comparison, console: Console) -> None:
     console.print(table)
 
 
-def print_evaluation(ev: Evaluation, console: Console) -> None:
-    """The readable breakdown of ``dse evaluate``."""
+def design_interval(ev: Evaluation, path: Path | None = None
+                    ) -> tuple[PredictionInterval | None, str]:
+    """The 80% interval of ``ev`` from the ensemble in ``path`` (default: the packaged one), or
+    None and why there is none (no ensemble, or one built for another calibration: no interval
+    rather than a wrong one)."""
+    try:
+        iv = prediction_interval(ev, load_ensemble(path) if path is not None else None)
+    except EnsembleUnavailable as exc:
+        return None, str(exc)
+    return iv, "" if iv is not None else "no interval: the design has no finite throughput"
+
+
+def interval_json(ev: Evaluation, iv: PredictionInterval | None, note: str) -> dict[str, Any]:
+    """The interval keys of ``dse evaluate --json``: ``throughput_interval_samples_per_s`` and
+    ``step_time_interval_s`` as ``[low, high]`` (null without an interval, ``interval_note`` then
+    says why), and ``metric_intervals`` for every metric that scales with throughput."""
+    if iv is None:
+        return {"throughput_interval_samples_per_s": None, "step_time_interval_s": None,
+                "metric_intervals": {}, "interval_note": note}
+    metrics = ev.to_dict()
+    spans = {k: iv.of(k, float(metrics[k])) for k in THROUGHPUT_EXPONENT
+             if isinstance(metrics.get(k), int | float)}
+    return {**iv.to_dict(ev.step_time_s),
+            "metric_intervals": {k: list(v) for k, v in spans.items() if v is not None}}
+
+
+def _span(iv: PredictionInterval | None, metric: str, value: float, fmt: Any) -> str:
+    """`` (80%: low-high)`` of a metric, formatted by ``fmt``; empty without an interval."""
+    span = iv.of(metric, value) if iv else None
+    if iv is None or span is None:
+        return ""
+    return f" ({iv.level:.0%}: {fmt(span[0])}-{fmt(span[1])})"
+
+
+def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | None = None) -> None:
+    """The readable breakdown of ``dse evaluate`` (with ``iv``, each figure the calibration moves
+    carries its interval)."""
     m = {k: v for k, v in ev.metrics().items() if isinstance(v, int | float)}
     s = ev.system
     console.print(
@@ -226,8 +275,11 @@ def print_evaluation(ev: Evaluation, console: Console) -> None:
     if ev.what_if:
         console.print("[yellow]WHAT-IF parts[/] (not on sale): " + "; ".join(ev.what_if))
     console.print(
-        f"throughput [bold]{si(ev.throughput_samples_per_s, 'samples/s')}[/], "
-        f"step {ev.step_time_s * 1e3:.3f} ms, bottleneck [bold]{ev.bottleneck}[/]"
+        f"throughput [bold]{si(ev.throughput_samples_per_s, 'samples/s')}[/]"
+        f"{_span(iv, 'throughput_samples_per_s', ev.throughput_samples_per_s, lambda v: si(v, ''))}, "
+        f"step {ev.step_time_s * 1e3:.3f} ms"
+        f"{_span(iv, 'step_time_s', ev.step_time_s, lambda v: f'{v * 1e3:.3f}')}, "
+        f"bottleneck [bold]{ev.bottleneck}[/]"
     )
     stages = Table(title="step time by stage", show_lines=False)
     for col in ("stage", "critical path ms", "share"):
@@ -261,9 +313,20 @@ def print_evaluation(ev: Evaluation, console: Console) -> None:
     console.print(money)
     console.print(
         f"TCO {m['tco_usd_per_year']:,.0f} USD/year, {human_number(ev.usd_per_billion_samples)} USD "
-        f"per billion samples, {m['energy_per_sample_j'] * 1e3:.3f} mJ/sample"
+        f"per billion samples"
+        f"{_span(iv, 'usd_per_billion_samples', ev.usd_per_billion_samples, human_number)}, "
+        f"{m['energy_per_sample_j'] * 1e3:.3f} mJ/sample"
+        f"{_span(iv, 'energy_per_sample_j', m['energy_per_sample_j'], lambda v: f'{v * 1e3:.3f}')}"
     )
-    console.print(training_line(ev))
+    console.print(training_line(ev, iv))
+    if iv is not None:
+        lo, hi = iv.relative
+        point = iv.throughput_samples_per_s
+        console.print(
+            f"interval: {iv.level:.0%} prediction interval {lo - 1:+.0%} to {hi - 1:+.0%} from the "
+            f"calibration ensemble ({iv.members} bootstrap refits alone: "
+            f"{iv.spread_low / point - 1:+.0%} to {iv.spread_high / point - 1:+.0%}) and the "
+            "fit's leave-one-out errors (docs/validation.md)")
     for note in ev.timing.notes:
         console.print(f"note: {note}")
 
@@ -321,14 +384,16 @@ def duration(seconds: float) -> str:
     return f"{human_number(seconds)} s"
 
 
-def training_line(ev: Evaluation) -> str:
-    """Time and TCO of one pass over the workload's own dataset, or why there is none."""
+def training_line(ev: Evaluation, iv: PredictionInterval | None = None) -> str:
+    """Time and TCO of one pass over the workload's own dataset (with ``iv``, their intervals),
+    or why there is none."""
     dataset = ev.dataset_pass()
     if dataset is None:
         return f"no time to train: {ev.workload.name} states no dataset size (samples_per_epoch)"
     seconds, usd = dataset
     return (f"one epoch of its dataset ({ev.workload.samples_per_epoch:,} samples) in "
-            f"{duration(seconds)} for {human_number(usd)} USD")
+            f"{duration(seconds)}{_span(iv, 'dataset_time_s', seconds, duration)} for "
+            f"{human_number(usd)} USD{_span(iv, 'dataset_cost_usd', usd, human_number)}")
 
 
 PART_KINDS = ("accelerators", "cpus", "nics", "switches")
@@ -452,8 +517,16 @@ def calibrate_cmd(
         "dse/data/calibration.toml"),
     data: Annotated[Path | None, typer.Option("--data", help="Measurement CSV (default: packaged).")] = None,
     version: Annotated[str, typer.Option("--version", help="Version label to record.")] = "",
+    ensemble: Annotated[int, typer.Option(
+        "--ensemble", help="Also refit on this many bootstrap resamples and once without each "
+        "measurement, and write the ensemble (prediction intervals, robust fronts) beside the "
+        "calibration as calibration_ensemble.json; 0: none.", min=0)] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resamples.")] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", help="Processes for the ensemble's refits.",
+                                      min=1)] = 1,
 ) -> None:
-    """Fit the calibration parameters to the measurements and write a versioned calibration file."""
+    """Fit the calibration parameters to the measurements and write a versioned calibration file
+    (with --ensemble, its ensemble too)."""
     from dse.calibration.fit import FIT_PARAMETERS, fit, validate
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import Calibration, write_calibration
@@ -487,6 +560,34 @@ def calibrate_cmd(
         f"{check.median_abs_pct_error:.1f}%, mean {check.mean_abs_pct_error:.1f}%, Spearman "
         f"{check.spearman:.3f}; written to {out}"
     )
+    if ensemble:
+        _write_ensemble(measurements, calib, out.parent, ensemble, seed, jobs, console)
+
+
+def _write_ensemble(measurements: Any, calib: Any, folder: Path, members: int, seed: int,
+                    jobs: int, console: Console) -> None:
+    """``dse calibrate --ensemble N``: build, write and summarise the calibration's ensemble."""
+    import time
+
+    from dse.calibration.ensemble import ENSEMBLE_FILE, build_ensemble, write_ensemble
+
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        if done % 10 == 0 or done == total:
+            typer.echo(f"ensemble: {done} of {total} refits", err=True)
+
+    ens = build_ensemble(measurements, calib, members, seed, jobs, progress)
+    path = folder / ENSEMBLE_FILE
+    write_ensemble(ens, path)
+    cov = ens.coverage
+    assert cov is not None
+    console.print(
+        f"ensemble of {members} bootstrap and {len(ens.leave_one_out)} leave-one-out refits "
+        f"(seed {seed}) written to {path} in {time.perf_counter() - start:.0f} s; leave-one-out "
+        f"coverage of the {cov.level:.0%} intervals {cov.covered} of {cov.points} "
+        f"({cov.share:.0%}), median width {cov.median_width_pct:.0f}% (bootstrap spread alone: "
+        f"{cov.spread_covered} of {cov.points}, width {cov.median_spread_width_pct:.0f}%)")
 
 
 @app.command("validate")
@@ -519,13 +620,42 @@ def validate_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
+    section, summary, note = _validation_intervals(measurements, calib, report)
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(render_html(report), encoding="utf-8")
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(render_markdown(report), encoding="utf-8")
+        markdown.write_text(render_markdown(report, section), encoding="utf-8")
     if as_json:
-        typer.echo(to_json(report.to_dict()))
+        typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
     else:
         render_table(report, wide_console(160))
+        console = wide_console(160)
+        console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
+
+
+def coverage_text(summary: dict[str, Any]) -> str:
+    """``dse validate``'s line on the intervals' coverage."""
+    return (f"leave-one-out coverage of the {summary['level']:.0%} prediction intervals: "
+            f"{summary['covered']} of {summary['points']} ({summary['coverage']:.0%}; target "
+            f"70%-90%), median width {summary['median_width_pct']:.0f}%")
+
+
+def _validation_intervals(measurements: Any, calib: Any, report: Any
+                          ) -> tuple[list[str], dict[str, Any] | None, str]:
+    """The prediction-interval section of the validation: coverage recomputed from the packaged
+    ensemble's members over ``measurements``, and the example designs' intervals; or why there
+    is none (no ensemble, one of another calibration or other measurements)."""
+    from dse.calibration.ensemble import coverage, load_ensemble
+    from dse.outputs.intervals_doc import examples, interval_lines, intervals_dict
+
+    try:
+        ens = load_ensemble(calibration=calib)
+        cov = coverage(ens, measurements)
+    except EnsembleUnavailable as exc:
+        return [], None, str(exc)
+    shown = examples(ens, calib)
+    forward = report.forward.median_abs_pct_error if report.forward is not None else None
+    return (interval_lines(ens, cov, shown, report.loo_median_abs_pct_error, forward, calib),
+            intervals_dict(cov, shown), "")

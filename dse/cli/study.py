@@ -435,12 +435,19 @@ def pareto_cmd(
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the front as Parquet.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the front as JSON.")] = False,
     columns: ColumnsOpt = None,
+    robust: Annotated[bool, typer.Option(
+        "--robust", help="Each front design's probability of staying on the front across the "
+        "calibration ensemble, its 80% intervals, and the front that holds with >= 80% "
+        "probability (one row per distinct design).")] = False,
 ) -> None:
     """The Pareto front of a study: a table (one row per distinct design, best first by the first
     objective), or CSV / JSON / Parquet (every front trial)."""
     from dse.search.results import objective_set_of
 
     spec = _spec(study)
+    if robust:
+        _pareto_robust(spec, storage, csv, parquet, as_json)
+        return
     try:
         stored = load_stored_study(spec, storage)
         frame = trials_frame(stored, only_front=True)
@@ -457,6 +464,35 @@ def pareto_cmd(
     elif csv is None and parquet is None:
         _print_designs(Console(), frame.reset_index().to_dict(orient="records"), objectives, columns,
                        f"{spec.name}: Pareto front")
+
+
+def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parquet: Path | None,
+                   as_json: bool) -> None:
+    """``dse pareto STUDY --robust``: the front under the calibration ensemble
+    (:mod:`dse.outputs.robust`)."""
+    import pandas as pd
+
+    from dse.outputs.robust import robust_front
+    from dse.search.results import objective_set_of
+
+    try:
+        stored = load_stored_study(spec, storage)
+        objectives = objective_set_of(stored, spec.objectives)
+        result = robust_front(stored, spec, objectives)
+    except DseInputError as exc:
+        fail(str(exc))
+        return
+    frame = pd.DataFrame(result.rows())
+    for target, write in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
+        if target is not None:
+            write(target, index=False)
+            typer.echo(f"robust front of {len(frame)} designs written to {target}", err=True)
+    if as_json:
+        typer.echo(to_json(result.to_dict()))
+    elif csv is None and parquet is None:
+        from dse.cli.robust import print_robust
+
+        print_robust(Console(), result, f"{spec.name}: Pareto front under the calibration ensemble")
 
 
 @app.command("export")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from dse.calibration.parameters import Calibration
@@ -639,6 +639,14 @@ def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> Ste
         kernels=kernel_count(wl, plan, buckets),
         input_bytes=b * wl.input_bytes_per_sample(),
     )
+
+
+def recalibrated_loads(loads: StepLoads, wl: Workload, sys: System, calib: Calibration) -> StepLoads:
+    """``loads`` (from :func:`step_loads` of this design) under another calibration: only the dense
+    stage times read the calibration, so only they are recomputed. The calibration ensemble
+    retimes one design under a hundred calibrations this way (:mod:`dse.calibration.ensemble`)."""
+    lead_batch = wl.global_batch if loads.lead else loads.local_batch
+    return replace(loads, dense=dense_times(wl, sys, calib, loads.local_batch, lead_batch))
 
 
 def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration,

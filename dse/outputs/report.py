@@ -5,7 +5,9 @@ the front for every pair of objectives (and a 3-D view for three) with dominated
 infeasible ones marked apart, front points joined and baselines labelled; the step time of every
 front design by stage; parallel coordinates of the front over the design parameters; hypervolume
 against trial number and parameter importances per objective; one front design's placement plan
-and step timeline, chosen from a list (:mod:`dse.outputs.chosen`); a sortable table of the front.
+and step timeline, chosen from a list (:mod:`dse.outputs.chosen`); the front under the model's
+error (error bars, each design's probability of staying on the front, the robust front:
+:mod:`dse.outputs.robust_page`); a sortable table of the front.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
+from dse.errors import DseInputError
 from dse.model.timing import STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.chosen import MAX_DESIGNS, chosen_section, score_designs
@@ -412,10 +415,24 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
 
 
+def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet) -> str:
+    """The section "the front under the model's error" (:mod:`dse.outputs.robust_page`), or the
+    line saying why there is none (no ensemble, or one of another calibration)."""
+    from dse.outputs.robust import robust_front
+    from dse.outputs.robust_page import robust_section
+
+    try:
+        return robust_section(robust_front(study, spec, objectives))
+    except DseInputError as exc:
+        return robust_section(None, str(exc))
+
+
 def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
-                  storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline") -> str:
+                  storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline",
+                  robust: bool = True) -> str:
     """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
-    or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git)."""
+    or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git).
+    ``robust=False`` leaves out the front under the model's error (benchmarks time both)."""
     data = gather(study, spec, objectives)
     figures: list[tuple[str, go.Figure]] = []
     names = [o.metric for o in objectives.objectives]
@@ -441,5 +458,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                                  config={"displaylogo": False}))
     if data.front:
         parts.append(chosen_section(score_designs(spec, chosen_designs(data))))
+        if robust:
+            parts.append(robust_html(study, spec, objectives))
     parts += ["<h2>the front</h2>", front_table(data), "</body></html>"]
     return "\n".join(parts)

@@ -366,9 +366,11 @@ def _user_catalog_lines(spec: StudySpec) -> list[str]:
             *(f"  - `{c.key}` = {c.value}" for c in changes)]
 
 
-def render_page(result: CaseResult[Any], report_file: str | None = None) -> str:
+def render_page(result: CaseResult[Any], report_file: str | None = None,
+                extra: Sequence[str] = ()) -> str:
     """The case study's page (Markdown): question, reproducing command, assumptions, findings
-    explained, claims with their checks, and the sensitivity of the answer."""
+    explained, claims with their checks, and the sensitivity of the answer; ``extra`` lines end
+    it (the claims under the model's error, :mod:`dse.outputs.cases.uncertainty`)."""
     case, data = result.case, result.data
     spec = data.spec
     wl = data.workload.summary()
@@ -438,6 +440,7 @@ def render_page(result: CaseResult[Any], report_file: str | None = None) -> str:
                                                              result.front_kept_high) < 0.5 else "")
         + f". {verdict}",
         "",
+        *extra,
     ]
     return "\n".join(lines)
 

@@ -1,0 +1,522 @@
+"""The calibration ensemble: the model's uncertainty, from the data, and the 80% prediction
+intervals built from it.
+
+An ensemble belongs to one calibration (``dse/data/calibration.toml``) and holds:
+
+- **bootstrap members**: the calibration refitted (from itself, :func:`dse.calibration.fit.fit`) on
+  ``B`` resamples of the measurements drawn with replacement. Their spread at a design is the
+  *parameter* uncertainty there: how far the data let the efficiencies and overheads move. It is
+  small near the measured systems and grows with extrapolation (a 2026 accelerator at 16 nodes
+  leans on the fabric and network efficiencies, which few points pin down).
+- **leave-one-out members**: the calibration refitted without each measurement, and that
+  measurement's log error under the fit that never saw it (``log measured - log predicted``).
+  These residuals are the *model-form* error: what the equations get wrong even with well-fitted
+  parameters (a placement the measured software did differently, a kernel the model does not
+  time).
+
+Parameter spread alone under-covers (its 80% band holds well under half of the measurements in
+leave-one-out), so an interval combines both, in the manner of the jackknife+ and split-conformal
+intervals (Barber, Candes, Ramdas, Tibshirani, "Predictive inference with the jackknife+", Annals
+of Statistics 49(1), 2021): the predictive distribution of ``log throughput`` at a design is the
+point prediction plus ``d_b + r_j`` over every pair of a bootstrap deviation ``d_b`` (member ``b``'s
+log throughput minus the calibration's) and a leave-one-out residual ``r_j``, i.e. the two
+empirical distributions convolved; the interval is its 10% and 90% quantiles. Intervals are
+asymmetric wherever the residuals are (the model under-predicts more often than it
+over-predicts).
+
+Coverage is computed, never assumed (:func:`coverage`): each measurement ``i`` is predicted by its
+leave-one-out fit, its spread taken from the bootstrap members whose resample did not draw it
+(out of bag) around that fit, and its residual distribution from the other ``n - 1`` points; it is
+covered when its measured value lies inside. The share covered is written into the ensemble file
+and reported by ``dse validate`` and in ``docs/validation.md``.
+
+The ensemble is generic over the calibration's parameters: a member is a whole
+:class:`~dse.calibration.parameters.Calibration` (every scalar field and the software factors), so
+a refit with other parameter names needs only ``dse calibrate --ensemble N`` again. It records the
+calibration's version and a fingerprint of its values; an ensemble built for another calibration
+is refused (:class:`EnsembleMismatch`) and no interval is shown rather than a wrong one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dse.calibration.fit import fit, predict_full
+from dse.calibration.measurements import Measurement, measurement_design
+from dse.calibration.parameters import Calibration, load_calibration
+from dse.errors import DseInputError
+from dse.model.evaluate import Evaluation
+from dse.model.placement import Plan, plan_placement
+from dse.model.system import System
+from dse.model.timing import loads_key, recalibrated_loads, step_loads, step_time
+from dse.model.workload import Workload
+from dse.records import from_mapping
+
+LEVEL = 0.8
+"""Nominal coverage of the intervals dse shows (an 80% interval: 10% and 90% quantiles)."""
+ENSEMBLE_FILE = "calibration_ensemble.json"
+"""Name of the packaged ensemble beside ``calibration.toml`` in ``dse/data``."""
+LOO_MAX_ITERATIONS = 60
+"""Levenberg-Marquardt iterations of each refit (they start at the calibration, a few steps from
+their optimum; ``dse validate`` uses the same)."""
+THROUGHPUT_EXPONENT: dict[str, int] = {
+    "throughput_samples_per_s": 1,
+    "step_time_s": -1,
+    "samples_per_s_per_kusd": 1,
+    "samples_per_s_per_w": 1,
+    "usd_per_million_samples": -1,
+    "usd_per_billion_samples": -1,
+    "energy_per_sample_j": -1,
+    "epoch_time_s": -1,
+    "epoch_cost_usd": -1,
+    "dataset_time_s": -1,
+    "dataset_cost_usd": -1,
+}
+"""Metrics that move with the calibration, as the power of throughput they are proportional to
+(:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,
+power and the memory figures are the same under every member."""
+_NOT_PARAMETERS = ("version", "software_factor", "fit")
+
+
+class EnsembleUnavailable(DseInputError):
+    """No usable ensemble: the file is missing, malformed, or belongs to another calibration.
+    The message is one line and says how to rebuild it."""
+
+
+class EnsembleMismatch(EnsembleUnavailable):
+    """The ensemble was built for another calibration (version or fitted values differ)."""
+
+
+# --- data --------------------------------------------------------------------------------------
+
+
+def fingerprint(calib: Calibration) -> str:
+    """A short hash of a calibration's values (every scalar parameter and software factor), so a
+    refit that kept its version label still invalidates its ensemble."""
+    parts = [f"{f.name}={float(getattr(calib, f.name))!r}" for f in fields(Calibration)
+             if f.name not in _NOT_PARAMETERS]
+    parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """Leave-one-out coverage of the intervals over the measurements (:func:`coverage`)."""
+
+    level: float
+    """Nominal coverage (0.8)."""
+    covered: int
+    points: int
+    median_width_pct: float
+    """Median width of the points' intervals, ``(high - low) / predicted``, percent."""
+    median_spread_width_pct: float
+    """The same with the bootstrap spread alone (no residual term): why it is needed."""
+    spread_covered: int
+    """Points inside the bootstrap-spread-only interval."""
+
+    @property
+    def share(self) -> float:
+        """Share of measurements inside their interval."""
+        return self.covered / self.points if self.points else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationEnsemble:
+    """Bootstrap and leave-one-out refits of one calibration, with the leave-one-out residuals."""
+
+    calibration_version: str
+    calibration_fingerprint: str
+    seed: int
+    measurement_ids: tuple[str, ...]
+    bootstrap: tuple[Calibration, ...]
+    bootstrap_counts: tuple[tuple[int, ...], ...]
+    """Times each measurement (in ``measurement_ids`` order) was drawn into each member's resample."""
+    leave_one_out: tuple[Calibration, ...]
+    """The refit without each measurement, in ``measurement_ids`` order."""
+    loo_log_residuals: tuple[float, ...]
+    """``log measured - log predicted`` of each measurement by the fit that left it out."""
+    coverage: Coverage | None = None
+
+    @classmethod
+    def single(cls, calib: Calibration) -> CalibrationEnsemble:
+        """An ensemble of the one calibration, no residuals: no uncertainty (zero-width intervals,
+        every front design on the front with probability 1). For tests and for what-if use."""
+        return cls(calib.version, fingerprint(calib), 0, (), (calib,), ((),), (), ())
+
+    @property
+    def members(self) -> tuple[Calibration, ...]:
+        """The calibrations whose spread is the parameter uncertainty (the bootstrap members)."""
+        return self.bootstrap
+
+    def check(self, calib: Calibration, source: str = "") -> None:
+        """Raise :class:`EnsembleMismatch` unless this ensemble was built for ``calib``."""
+        where = source or f"dse/data/{ENSEMBLE_FILE}"
+        if self.calibration_version != calib.version:
+            raise EnsembleMismatch(where, "calibration_version", (
+                f"built for calibration {self.calibration_version}, the calibration in use is "
+                f"{calib.version}; no intervals (rebuild: dse calibrate --ensemble 100 --seed 0)"))
+        if self.calibration_fingerprint != fingerprint(calib):
+            raise EnsembleMismatch(where, "calibration_fingerprint", (
+                f"built for other values of calibration {calib.version} (refitted since); no "
+                "intervals (rebuild: dse calibrate --ensemble 100 --seed 0)"))
+
+
+# --- building ----------------------------------------------------------------------------------
+
+
+def _fit_one(job: tuple[Sequence[Measurement], Calibration]) -> Calibration:
+    measurements, start = job
+    return fit(measurements, start, max_iter=LOO_MAX_ITERATIONS).calibration
+
+
+def _run(jobs: list[tuple[Sequence[Measurement], Calibration]], workers: int,
+         progress: Callable[[int, int], None] | None) -> list[Calibration]:
+    out: list[Calibration] = []
+    if workers <= 1:
+        results: Iterable[Calibration] = map(_fit_one, jobs)
+    else:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        results = pool.map(_fit_one, jobs)
+    for c in results:
+        out.append(c)
+        if progress:
+            progress(len(out), len(jobs))
+    if workers > 1:
+        pool.shutdown()
+    return out
+
+
+def build_ensemble(
+    measurements: Sequence[Measurement],
+    calib: Calibration,
+    members: int = 100,
+    seed: int = 0,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> CalibrationEnsemble:
+    """Refit ``calib`` on ``members`` bootstrap resamples of ``measurements`` (numpy's PCG64 seeded
+    with ``seed``) and once without each measurement, then measure the intervals' coverage.
+
+    Each refit starts from ``calib`` and takes :data:`LOO_MAX_ITERATIONS` steps at most (about 2-3 s
+    each on one core); ``workers`` processes share them."""
+    if members < 1:
+        raise DseInputError("--ensemble", "", f"needs at least 1 member, got {members}")
+    n = len(measurements)
+    rng = np.random.default_rng(seed)
+    draws = [rng.integers(0, n, size=n) for _ in range(members)]
+    counts = [tuple(int(c) for c in np.bincount(d, minlength=n)) for d in draws]
+    jobs: list[tuple[Sequence[Measurement], Calibration]] = [
+        ([measurements[int(k)] for k in sorted(d)], calib) for d in draws]
+    jobs += [([x for j, x in enumerate(measurements) if j != i], calib) for i in range(n)]
+    fitted = _run(jobs, workers, progress)
+    boot = tuple(dataclasses.replace(c, version=calib.version, fit={}) for c in fitted[:members])
+    loo = tuple(dataclasses.replace(c, version=calib.version, fit={}) for c in fitted[members:])
+    residuals = tuple(math.log(m.samples_per_s) - math.log(predict_full(m, c))
+                      for m, c in zip(measurements, loo, strict=True))
+    ens = CalibrationEnsemble(calib.version, fingerprint(calib), seed,
+                              tuple(m.id for m in measurements), boot, tuple(counts), loo, residuals)
+    return dataclasses.replace(ens, coverage=coverage(ens, measurements))
+
+
+# --- intervals ---------------------------------------------------------------------------------
+
+
+DenseCache = dict[tuple[object, ...], dict[str, float]]
+"""Dense stage times by (member, :func:`~dse.model.timing.loads_key`, devices): shared by the
+designs of one study that run the same accelerators on the same batch share."""
+
+
+def log_throughputs(workload: Workload, system: System, plan: Plan,
+                    calibrations: Sequence[Calibration], cache: DenseCache | None = None) -> np.ndarray:
+    """``log`` samples/s of one design under each calibration (software factor 1, as designs are
+    scored). The plan does not depend on the calibration and of the step's loads only the dense
+    stage times do (:func:`dse.model.timing.recalibrated_loads`), so each member costs a
+    retiming, about 0.1 ms. ``cache`` (one dict for designs of one workload, with the
+    calibrations in the same order) keeps the dense times of designs that share them."""
+    out = np.empty(len(calibrations))
+    if not calibrations:
+        return out
+    base = step_loads(workload, system, plan, calibrations[0])
+    key = (loads_key(system), plan.devices)
+    for k, c in enumerate(calibrations):
+        if cache is None:
+            loads = recalibrated_loads(base, workload, system, c)
+        else:
+            dense = cache.get((k, *key))
+            if dense is None:
+                loads = recalibrated_loads(base, workload, system, c)
+                cache[(k, *key)] = loads.dense
+            else:
+                loads = dataclasses.replace(base, dense=dense)
+        step = step_time(workload, system, plan, c, loads).step_s
+        out[k] = math.log(workload.global_batch / step) if 0 < step < math.inf else -math.inf
+    return out
+    base = step_loads(workload, system, plan, calibrations[0])
+    for k, c in enumerate(calibrations):
+        loads = recalibrated_loads(base, workload, system, c)
+        step = step_time(workload, system, plan, c, loads).step_s
+        out[k] = math.log(workload.global_batch / step) if 0 < step < math.inf else -math.inf
+    return out
+
+
+def _quantiles(spread: np.ndarray, residuals: np.ndarray, level: float) -> tuple[float, float]:
+    """Quantiles ``(1 - level) / 2`` and ``(1 + level) / 2`` of ``spread + residual`` over every pair."""
+    sums = (spread[:, None] + (residuals if residuals.size else np.zeros(1))[None, :]).ravel()
+    lo, hi = np.quantile(sums, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True, slots=True)
+class PredictionInterval:
+    """The interval of one design's throughput (and of everything that scales with it)."""
+
+    level: float
+    throughput_samples_per_s: float
+    """The point estimate (the calibration's prediction)."""
+    throughput_low: float
+    throughput_high: float
+    spread_low: float
+    """The interval's low end from the bootstrap spread alone (no residual term), samples/s."""
+    spread_high: float
+    members: int
+
+    @property
+    def relative(self) -> tuple[float, float]:
+        """``(low, high)`` as factors of the point estimate."""
+        p = self.throughput_samples_per_s
+        return self.throughput_low / p, self.throughput_high / p
+
+    def of(self, metric: str, value: float) -> tuple[float, float] | None:
+        """``[low, high]`` of ``metric`` whose point value is ``value`` (a metric of
+        :data:`THROUGHPUT_EXPONENT`), or None for one the calibration does not move."""
+        power = THROUGHPUT_EXPONENT.get(metric)
+        if power is None or not math.isfinite(value):
+            return None
+        lo, hi = (f ** power for f in self.relative)
+        return (value * min(lo, hi), value * max(lo, hi))
+
+    def to_dict(self, step_time_s: float) -> dict[str, Any]:
+        """The JSON keys of ``dse evaluate --json``."""
+        step = self.of("step_time_s", step_time_s)
+        return {
+            "throughput_interval_samples_per_s": [self.throughput_low, self.throughput_high],
+            "step_time_interval_s": list(step) if step else None,
+            "interval_level": self.level,
+            "interval_spread_samples_per_s": [self.spread_low, self.spread_high],
+            "interval_members": self.members,
+        }
+
+
+def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = None,
+             calibration: Calibration | None = None, level: float = LEVEL) -> PredictionInterval | None:
+    """The ``level`` prediction interval of ``ev``'s throughput: the calibration's prediction times
+    ``exp`` of the quantiles of bootstrap deviation plus leave-one-out residual (module docstring).
+    None for a design with no finite throughput.
+
+    ``ensemble`` defaults to the packaged one, checked against ``calibration`` (default: the packaged
+    calibration); raises :class:`EnsembleUnavailable` when there is none or it belongs to another
+    calibration, and :class:`EnsembleMismatch` when ``ev`` was scored with another calibration."""
+    calib = calibration or load_calibration()
+    ens = ensemble or load_ensemble(calibration=calib)
+    if ev.calibration_version != ens.calibration_version:
+        raise EnsembleMismatch("evaluation", "calibration_version", (
+            f"scored with calibration {ev.calibration_version}, the ensemble belongs to "
+            f"{ens.calibration_version}; no intervals"))
+    point = ev.throughput_samples_per_s
+    if not (0 < point < math.inf):
+        return None
+    logs = log_throughputs(ev.workload, ev.system, ev.plan, ens.members)
+    return interval_of_spread(point, logs - math.log(point), ens, level)
+
+
+def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsemble,
+                       level: float = LEVEL) -> PredictionInterval | None:
+    """The interval of a design predicted at ``point`` samples/s whose members deviate from it by
+    ``spread`` (log ratios, one per member): :func:`prediction_interval` once the members are timed."""
+    spread = spread[np.isfinite(spread)]
+    if not (0 < point < math.inf) or spread.size == 0:
+        return None
+    lo, hi = _quantiles(spread, np.asarray(ens.loo_log_residuals), level)
+    slo, shi = _quantiles(spread, np.zeros(0), level)
+    # The point estimate is always inside: a skewed residual set cannot push the band off it.
+    return PredictionInterval(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
+                              point * math.exp(min(slo, 0.0)), point * math.exp(max(shi, 0.0)),
+                              len(ens.members))
+
+
+def coverage(ens: CalibrationEnsemble, measurements: Sequence[Measurement],
+             level: float = LEVEL) -> Coverage:
+    """Leave-one-out coverage of the ``level`` intervals over ``measurements`` (those the ensemble
+    was built on): each point predicted by its leave-one-out fit, with the spread of the bootstrap
+    members that never drew it (relative to that fit) and the residuals of the other points."""
+    by_id = {m.id: m for m in measurements}
+    missing = [i for i in ens.measurement_ids if i not in by_id]
+    if missing:
+        raise EnsembleUnavailable(f"dse/data/{ENSEMBLE_FILE}", "measurement_ids",
+                                  f"built on measurements not in the data ({missing[0]}); rebuild it")
+    residuals = np.asarray(ens.loo_log_residuals)
+    covered = spread_covered = 0
+    widths, spread_widths = [], []
+    for i, mid in enumerate(ens.measurement_ids):
+        wl, sysm = measurement_design(by_id[mid])
+        plan = plan_placement(wl, sysm)
+        out_of_bag = [c for c, n in zip(ens.bootstrap, ens.bootstrap_counts, strict=True)
+                      if not n or n[i] == 0]
+        logs = log_throughputs(wl, sysm, plan, [ens.leave_one_out[i], *out_of_bag])
+        spread = logs[1:] - logs[0]
+        spread = spread[np.isfinite(spread)] if spread.size else np.zeros(1)
+        others = np.delete(residuals, i)
+        lo, hi = _quantiles(spread, others, level)
+        slo, shi = _quantiles(spread, np.zeros(0), level)
+        covered += lo <= residuals[i] <= hi
+        spread_covered += slo <= residuals[i] <= shi
+        widths.append((math.exp(hi) - math.exp(lo)) * 100)
+        spread_widths.append((math.exp(shi) - math.exp(slo)) * 100)
+    n = len(ens.measurement_ids)
+    return Coverage(level, int(covered), n, float(np.median(widths)) if n else 0.0,
+                    float(np.median(spread_widths)) if n else 0.0, int(spread_covered))
+
+
+# --- file ---------------------------------------------------------------------------------------
+
+
+def _member_data(calib: Calibration) -> dict[str, Any]:
+    data: dict[str, Any] = {f.name: float(getattr(calib, f.name)) for f in fields(Calibration)
+                            if f.name not in _NOT_PARAMETERS}
+    data["software_factor"] = dict(sorted(calib.software_factor.items()))
+    return data
+
+
+def write_ensemble(ens: CalibrationEnsemble, path: Path) -> None:
+    """Write ``ens`` as JSON (the format :func:`load_ensemble` reads; JSON rather than TOML as it
+    parses ten times faster, and ``dse evaluate`` reads it on every call). One member per line."""
+    head: dict[str, Any] = {
+        "about": "dse calibration ensemble: written by `dse calibrate --ensemble N`; "
+                 "dse/calibration/ensemble.py documents it.",
+        "calibration_version": ens.calibration_version,
+        "calibration_fingerprint": ens.calibration_fingerprint,
+        "seed": ens.seed,
+        "measurement_ids": list(ens.measurement_ids),
+        "loo_log_residuals": list(ens.loo_log_residuals),
+        "coverage": None if ens.coverage is None else dataclasses.asdict(ens.coverage),
+    }
+    boot = [{"counts": list(n), **_member_data(c)}
+            for c, n in zip(ens.bootstrap, ens.bootstrap_counts, strict=True)]
+    loo = [_member_data(c) for c in ens.leave_one_out]
+    lines = ["{"] + [f"{json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+    for key, rows, last in (("bootstrap", boot, False), ("leave_one_out", loo, True)):
+        lines.append(f'"{key}": [')
+        lines += [json.dumps(r) + ("," if k < len(rows) - 1 else "") for k, r in enumerate(rows)]
+        lines.append("]" + ("" if last else ","))
+    lines.append("}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _member(data: Any, version: str, source: str, key: str) -> tuple[Calibration, tuple[int, ...]]:
+    if not isinstance(data, dict):
+        raise EnsembleUnavailable(source, key, "expected an object")
+    values = dict(data)
+    counts = values.pop("counts", ())
+    try:
+        calib = from_mapping(Calibration, {**values, "version": version}, source, key)
+    except DseInputError as exc:
+        # Other parameter names than this dse's calibration: an ensemble of another model.
+        raise EnsembleMismatch(source, exc.key, f"{exc.message}; rebuild: dse calibrate "
+                               "--ensemble 100 --seed 0") from None
+    return calib, tuple(int(c) for c in counts)
+
+
+def ensemble_from_data(data: Any, source: str) -> CalibrationEnsemble:
+    """An ensemble from its parsed file (:func:`write_ensemble`'s keys), strictly."""
+    if not isinstance(data, dict):
+        raise EnsembleUnavailable(source, "", "expected a JSON object")
+    try:
+        version = str(data["calibration_version"])
+        boot = [_member(d, version, source, f"bootstrap[{k}]") for k, d in enumerate(data["bootstrap"])]
+        loo = [_member(d, version, source, f"leave_one_out[{k}]")[0]
+               for k, d in enumerate(data.get("leave_one_out", []))]
+        cov = data.get("coverage")
+        ens = CalibrationEnsemble(
+            version, str(data["calibration_fingerprint"]), int(data.get("seed", 0)),
+            tuple(str(i) for i in data.get("measurement_ids", [])),
+            tuple(c for c, _ in boot), tuple(n for _, n in boot), tuple(loo),
+            tuple(float(r) for r in data.get("loo_log_residuals", [])),
+            Coverage(**cov) if isinstance(cov, dict) else None)
+    except KeyError as exc:
+        raise EnsembleUnavailable(source, str(exc.args[0]), "required key is missing") from None
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, DseInputError):
+            raise
+        raise EnsembleUnavailable(source, "", f"malformed ensemble: {exc}") from None
+    if not ens.bootstrap:
+        raise EnsembleUnavailable(source, "bootstrap", "no members")
+    if len(ens.loo_log_residuals) != len(ens.leave_one_out):
+        raise EnsembleUnavailable(source, "loo_log_residuals",
+                                  "one residual per leave-one-out fit expected")
+    return ens
+
+
+def read_ensemble(path: Path, source: str = "") -> CalibrationEnsemble:
+    """Parse an ensemble file strictly (without checking it against a calibration)."""
+    src = source or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EnsembleUnavailable(src, "", "file not found; no intervals (build it: dse calibrate "
+                                  "--ensemble 100 --seed 0)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnsembleUnavailable(src, "", f"cannot read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EnsembleUnavailable(src, "", f"not JSON (line {exc.lineno}: {exc.msg})") from None
+    return ensemble_from_data(data, src)
+
+
+_CACHE: dict[tuple[str, float], CalibrationEnsemble] = {}
+
+
+def load_ensemble(path: Path | None = None, calibration: Calibration | None = None) -> CalibrationEnsemble:
+    """The ensemble in ``path`` (default: the packaged ``dse/data/calibration_ensemble.json``),
+    checked against ``calibration`` (default: the packaged calibration). Raises
+    :class:`EnsembleUnavailable` (one line, how to rebuild) when it is missing or malformed and
+    :class:`EnsembleMismatch` when it belongs to another calibration."""
+    calib = calibration or load_calibration()
+    if path is None:
+        ref = resources.files("dse") / "data" / ENSEMBLE_FILE
+        if not ref.is_file():
+            raise EnsembleUnavailable(f"dse/data/{ENSEMBLE_FILE}", "", (
+                "no calibration ensemble; no intervals (build it: dse calibrate --ensemble 100 "
+                "--seed 0)"))
+        with resources.as_file(ref) as p:
+            ens = _cached(p, f"dse/data/{ENSEMBLE_FILE}")
+        ens.check(calib)
+        return ens
+    ens = _cached(path, str(path))
+    ens.check(calib, str(path))
+    return ens
+
+
+def _cached(path: Path, source: str) -> CalibrationEnsemble:
+    """Parse once per file and modification time (a CLI call or a report reads it once; a test
+    that rewrites the file sees the new one)."""
+    try:
+        key = (str(path.resolve()), path.stat().st_mtime)
+    except OSError:
+        raise EnsembleUnavailable(source, "", "file not found; no intervals (build it: dse "
+                                  "calibrate --ensemble 100 --seed 0)") from None
+    if key not in _CACHE:
+        _CACHE[key] = read_ensemble(path, source)
+    return _CACHE[key]

@@ -1,0 +1,302 @@
+"""Robust fronts: which of a finished study's front designs stay on the front whatever the
+model's error, within what the calibration ensemble says that error is.
+
+For each front design (one per distinct design) and each bootstrap member of the calibration
+ensemble (:mod:`dse.calibration.ensemble`), the design's step is retimed with that member's
+parameters; every objective that moves with throughput (:data:`THROUGHPUT_EXPONENT`: throughput,
+cost and energy per sample, samples per kUSD or per watt, epoch time) is scaled by the member's
+throughput ratio, the others (capex, power, memory) stay. A design's *probability* is the share of
+members under which it is still non-dominated; the *robust front* is the designs at or above
+:data:`ROBUST_PROBABILITY`. The leave-one-out residuals are left out of the probabilities on
+purpose: they are the model-form error of one design against its measurement, and between two
+designs of one study (same workload, mostly the same parts) that error is shared, not
+independent, so drawing it per design would invent disagreements. They do enter each design's
+80% interval (its error bars), and a comparison between two neighbouring front designs is *within
+the model's error* when their throughput intervals overlap.
+
+Feasibility is kept as the study scored it (a constraint on a throughput-dependent metric is not
+re-checked per member). Only the front and the designs near it are retimed: a dominated design is
+a candidate when, with each throughput-dependent objective moved in its favour by the largest
+amount any member moves two front designs apart, it would no longer be dominated by the front (the
+:data:`NEAR_FRONT_LIMIT` closest at most). A design further away could only matter if the
+ensemble moved it further than it moves any two front designs apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dse.calibration.ensemble import (
+    LEVEL,
+    THROUGHPUT_EXPONENT,
+    CalibrationEnsemble,
+    DenseCache,
+    EnsembleMismatch,
+    PredictionInterval,
+    interval_of_spread,
+    load_ensemble,
+    log_throughputs,
+)
+from dse.calibration.parameters import Calibration, load_calibration
+from dse.errors import DseInputError
+from dse.model.evaluate import Evaluation, Memo, evaluate
+from dse.model.timing import loads_key
+from dse.search.encoding import design_system
+from dse.search.objectives import ObjectiveSet, losses_of
+from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
+from dse.search.recovery import BASELINE_KEY
+from dse.search.results import FrozenTrial, Study, TrialState
+from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
+
+ROBUST_PROBABILITY = 0.8
+"""A front design whose probability of staying on the front is at least this is on the robust
+front (the issue's threshold)."""
+NEAR_FRONT_LIMIT = 200
+"""Most dominated designs retimed as near-front candidates (the closest by their margin)."""
+
+
+@dataclass(frozen=True)
+class RobustDesign:
+    """One distinct front design under the ensemble."""
+
+    trials: tuple[int, ...]
+    """Trial numbers that found this design (the first is its row in tables)."""
+    design: dict[str, Any]
+    values: tuple[float, ...]
+    """Objective values at the calibration (the study's)."""
+    intervals: tuple[tuple[float, float] | None, ...]
+    """80% interval of each objective (None for one the calibration does not move)."""
+    probability: float
+    """Share of ensemble members under which the design stays non-dominated."""
+    throughput: PredictionInterval | None
+    baseline: str = ""
+
+    @property
+    def trial(self) -> int:
+        """The design's first trial number."""
+        return self.trials[0]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two front designs next to each other in the first objective's order."""
+
+    first: int
+    second: int
+    throughput_ratio: float
+    """Throughput of ``second`` over ``first`` at the calibration."""
+    order_kept: float
+    """Share of ensemble members that keep the order of their throughputs."""
+    within_error: bool
+    """Their 80% throughput intervals overlap: the model cannot tell them apart."""
+
+
+@dataclass(frozen=True)
+class RobustFront:
+    """A study's front under the calibration ensemble."""
+
+    objectives: tuple[tuple[str, str], ...]
+    designs: tuple[RobustDesign, ...]
+    """The distinct front designs, in the first objective's order."""
+    comparisons: tuple[Comparison, ...]
+    members: int
+    candidates: int
+    """Designs retimed across the ensemble (front and near-front)."""
+    calibration_version: str
+    threshold: float = ROBUST_PROBABILITY
+    level: float = LEVEL
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def robust(self) -> tuple[RobustDesign, ...]:
+        """The front designs at or above the threshold probability."""
+        return tuple(d for d in self.designs if d.probability >= self.threshold)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One record per front design (``dse pareto --robust --json`` and ``--csv``)."""
+        out = []
+        for d in self.designs:
+            row: dict[str, Any] = {"trial": d.trial, "trials": list(d.trials), "baseline": d.baseline,
+                                   "probability_on_front": d.probability,
+                                   "robust": d.probability >= self.threshold}
+            for (metric, _), v, span in zip(self.objectives, d.values, d.intervals, strict=True):
+                row[metric] = v
+                row[f"{metric}_low"] = span[0] if span else None
+                row[f"{metric}_high"] = span[1] if span else None
+            row.update(d.design)
+            out.append(row)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "calibration_version": self.calibration_version,
+            "members": self.members, "candidates": self.candidates, "threshold": self.threshold,
+            "level": self.level,
+            "objectives": [{"metric": m, "direction": d} for m, d in self.objectives],
+            "front": self.rows(),
+            "robust_front": [d.trial for d in self.robust],
+            "comparisons": [{"first": c.first, "second": c.second,
+                             "throughput_ratio": c.throughput_ratio, "order_kept": c.order_kept,
+                             "within_error": c.within_error} for c in self.comparisons],
+            "notes": list(self.notes),
+        }
+
+
+def _key(t: FrozenTrial) -> str:
+    return json.dumps(t.user_attrs.get("design") or {}, sort_keys=True, default=str)
+
+
+def _distinct(trials: Sequence[FrozenTrial]) -> list[list[FrozenTrial]]:
+    groups: dict[str, list[FrozenTrial]] = {}
+    for t in trials:
+        groups.setdefault(_key(t), []).append(t)
+    return list(groups.values())
+
+
+def _exponents(objectives: Sequence[tuple[str, str]]) -> np.ndarray:
+    return np.array([THROUGHPUT_EXPONENT.get(m, 0) for m, _ in objectives], dtype=float)
+
+
+def _near_front(front_loss: np.ndarray, loss: np.ndarray, exps: np.ndarray, margin: float) -> np.ndarray:
+    """Indices of the rows of ``loss`` not dominated by ``front_loss`` once each throughput-moved
+    objective is moved in its favour by ``exp(margin)``, nearest first (by how much margin they
+    needed, approximately: the smallest factor that leaves them undominated is not computed)."""
+    if not len(loss) or not len(front_loss):
+        return np.zeros(0, dtype=int)
+    up, down = (loss * np.exp(sign * margin * exps) for sign in (1.0, -1.0))
+    best = np.minimum(up, down)
+    dominated = np.zeros(len(loss), dtype=bool)
+    for f in front_loss:
+        dominated |= np.all(f <= best, axis=1) & np.any(f < best, axis=1)
+    idx = np.flatnonzero(~dominated)
+    # Nearest first: the smallest relative distance to the front in the worst objective.
+    scale = np.maximum(np.abs(front_loss).max(axis=0), 1e-300)
+    gap = np.array([np.min(np.max((loss[i] - front_loss) / scale, axis=1)) for i in idx])
+    return idx[np.argsort(gap, kind="stable")]
+
+
+def timing_key(ev: Evaluation) -> tuple[object, ...]:
+    """What decides a design's step under any calibration: every stage's duration before overlap
+    (each a byte count over a bandwidth times one efficiency, plus latencies), the kernel count,
+    the devices and the loads' key. Designs equal in all of it (a front often holds designs that
+    differ only in a part that costs but never binds, such as DDR size) share one retiming."""
+    return (tuple(sorted(ev.timing.stages_s.items())), ev.timing.kernels, ev.plan.devices,
+            loads_key(ev.system), ev.timing.critical_path)
+
+
+def _margin(devs: np.ndarray) -> float:
+    """How far (log) the ensemble moves two front designs apart at most: the largest spread of
+    the front's deviations under any one member. Designs near the front share its parts, so
+    their deviations are taken to lie in the same range (a near-front design whose deviation
+    fell outside it could be missed; docs/validation.md)."""
+    if devs.size == 0 or devs.shape[0] < 2:
+        return float(np.max(np.abs(devs))) if devs.size else 0.0
+    return float(np.max(devs.max(axis=0) - devs.min(axis=0)))
+
+
+def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
+                 ensemble: CalibrationEnsemble | None = None,
+                 calibration: Calibration | None = None,
+                 threshold: float = ROBUST_PROBABILITY) -> RobustFront:
+    """The study's front designs under the ensemble (module docstring). Raises
+    :class:`~dse.calibration.ensemble.EnsembleUnavailable` without a usable ensemble, and
+    :class:`~dse.calibration.ensemble.EnsembleMismatch` when the study was scored with another
+    calibration than the ensemble's (rerun the study)."""
+    calib = calibration or load_calibration()
+    ens = ensemble or load_ensemble(calibration=calib)
+    scored = study.user_attrs.get("dse:calibration_version")
+    if scored is not None and scored != ens.calibration_version:
+        raise EnsembleMismatch(spec.name, "calibration", (
+            f"the study was scored with calibration {scored}, the ensemble belongs to "
+            f"{ens.calibration_version}; no robust front (rerun the study)"))
+    objs = tuple((o.metric, o.direction) for o in objectives.objectives)
+    directions = [d for _, d in objs]
+    exps = _exponents(objs)
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    feasible = [t for t in trials if is_feasible(t) and t.values is not None]
+    front_groups = _distinct(pareto_trials(study, feasible))
+    on_front = {_key(g[0]) for g in front_groups}
+    rest_groups = [g for g in _distinct(feasible) if _key(g[0]) not in on_front]
+
+    space, workload = study_space(spec), study_workload(spec)
+    catalog = study_catalog(spec).catalog
+
+    cache: DenseCache = {}
+    retimed: dict[tuple[object, ...], np.ndarray] = {}
+    memo = Memo(workload, calib)
+
+    def ratios(group: list[FrozenTrial]) -> tuple[np.ndarray, float]:
+        """Each member's log throughput ratio to the calibration's, and the point throughput."""
+        try:
+            system = design_system(space, group[0].user_attrs.get("design") or {}, catalog)
+        except DseInputError:
+            return np.zeros(len(ens.members)), math.nan
+        ev = evaluate(workload, system, calib, catalog, memo)
+        point = ev.throughput_samples_per_s
+        if not 0 < point < math.inf:
+            return np.zeros(len(ens.members)), math.nan
+        key = timing_key(ev)
+        d = retimed.get(key)
+        if d is None:
+            logs = log_throughputs(workload, system, ev.plan, ens.members, cache)
+            d = retimed[key] = np.where(np.isfinite(logs), logs - math.log(point), 0.0)
+        return d, point
+
+    front_dev = [ratios(g) for g in front_groups]
+    margin = _margin(np.array([d for d, _ in front_dev]))
+    notes: list[str] = []
+    near: list[list[FrozenTrial]] = []
+    if margin > 0 and rest_groups and exps.any():
+        front_loss = losses_of([g[0].values for g in front_groups], directions)
+        rest_loss = losses_of([g[0].values for g in rest_groups], directions)
+        picked = _near_front(front_loss, rest_loss, exps, margin)
+        if len(picked) > NEAR_FRONT_LIMIT:
+            notes.append(f"{len(picked)} designs lie within the ensemble's reach of the front; the "
+                         f"{NEAR_FRONT_LIMIT} nearest were retimed")
+        near = [rest_groups[int(i)] for i in picked[:NEAR_FRONT_LIMIT]]
+    near_dev = [ratios(g) for g in near]
+    groups = [*front_groups, *near]
+    devs = np.array([d for d, _ in [*front_dev, *near_dev]]).reshape(len(groups), len(ens.members))
+    values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))
+    kept = np.zeros(len(front_groups))
+    for b in range(len(ens.members)):
+        moved = values * np.exp(devs[:, b][:, None] * exps[None, :])
+        mask = pareto_mask(losses_of(moved, directions))
+        kept += mask[:len(front_groups)]
+    probability = kept / len(ens.members)
+
+    designs = []
+    for k, group in enumerate(front_groups):
+        dev, point = front_dev[k]
+        iv = interval_of_spread(point, dev, ens) if math.isfinite(point) else None
+        vals = tuple(float(v) for v in group[0].values)
+        spans = tuple(iv.of(m, v) if iv else None for (m, _), v in zip(objs, vals, strict=True))
+        designs.append(RobustDesign(
+            tuple(t.number for t in group), dict(group[0].user_attrs.get("design") or {}), vals,
+            spans, float(probability[k]), iv, str(group[0].user_attrs.get(BASELINE_KEY, ""))))
+    order = sorted(range(len(designs)), key=lambda k: (designs[k].values[0], designs[k].trial))
+    designs = [designs[k] for k in order]
+    devs_front = [front_dev[k][0] for k in order]
+    comparisons = tuple(_compare(designs[k], designs[k + 1], devs_front[k], devs_front[k + 1])
+                        for k in range(len(designs) - 1))
+    return RobustFront(objs, tuple(designs), comparisons, len(ens.members), len(groups),
+                       ens.calibration_version, threshold, LEVEL, tuple(notes))
+
+
+def _compare(a: RobustDesign, b: RobustDesign, dev_a: np.ndarray, dev_b: np.ndarray) -> Comparison:
+    ia, ib = a.throughput, b.throughput
+    if ia is None or ib is None:
+        return Comparison(a.trial, b.trial, math.nan, math.nan, True)
+    ratio = ib.throughput_samples_per_s / ia.throughput_samples_per_s
+    base = math.log(ratio)
+    member = base + dev_b - dev_a
+    kept = float(np.mean(np.sign(member) == np.sign(base))) if base else 1.0
+    overlap = ia.throughput_low <= ib.throughput_high and ib.throughput_low <= ia.throughput_high
+    return Comparison(a.trial, b.trial, ratio, kept, bool(overlap))
