@@ -623,14 +623,11 @@ def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> Ste
     lead = g > 1 and sys.spec.software.bottom_mlp_on_one_device
     same, cross = alltoall_sends(wl, plan, sys)
     nbytes, buckets = allreduce_bytes(wl, plan, sys)
-    dense = dense_times(wl, sys, calib, b, wl.global_batch if lead else b)
-    if not (g > 1 and sys.spec.software.overlap_weight_gradients):
-        del dense["top_wgrad"]  # no side stream (or no all-to-all to hide behind)
     return StepLoads(
         devices=g,
         local_batch=b,
         lead=lead,
-        dense=dense,
+        dense=_step_dense(wl, sys, calib, g, lead),
         embedding=embedding_loads(plan, sys.accelerators_per_node),
         send_same=same,
         send_cross=cross,
@@ -645,8 +642,18 @@ def recalibrated_loads(loads: StepLoads, wl: Workload, sys: System, calib: Calib
     """``loads`` (from :func:`step_loads` of this design) under another calibration: only the dense
     stage times read the calibration, so only they are recomputed. The calibration ensemble
     retimes one design under a hundred calibrations this way (:mod:`dse.calibration.ensemble`)."""
-    lead_batch = wl.global_batch if loads.lead else loads.local_batch
-    return replace(loads, dense=dense_times(wl, sys, calib, loads.local_batch, lead_batch))
+    return replace(loads, dense=_step_dense(wl, sys, calib, loads.devices, loads.lead))
+
+
+def _step_dense(wl: Workload, sys: System, calib: Calibration, devices: int, lead: bool) -> dict[str, float]:
+    """The dense stage times one step of ``devices`` runs: :func:`dense_times` at the local batch
+    (the whole batch on the lead device), without the weight-gradient side stream where the
+    software has none (or there is no all-to-all for it to hide behind)."""
+    b = wl.global_batch / devices
+    dense = dense_times(wl, sys, calib, b, wl.global_batch if lead else b)
+    if not (devices > 1 and sys.spec.software.overlap_weight_gradients):
+        del dense["top_wgrad"]
+    return dense
 
 
 def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration,
