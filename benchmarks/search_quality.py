@@ -53,18 +53,16 @@ from dse.search.runner import enqueue_baselines, run_study
 from dse.search.samplers import make_sampler
 from dse.search.space import SearchSpace, load_space
 from dse.search.spec import load_study_spec
-from dse.search.sweep import coarse_space, run_sweep, warm_start
+from dse.search.sweep import coarse_space, run_sweep, seed_new_study
 
 ROOT = Path(__file__).resolve().parent.parent
 optuna.logging.set_verbosity(optuna.logging.ERROR)  # GPSampler warns on every conditional parameter
-SAMPLERS = ("auto", "auto+warm", "nsga2", "random", "gp")
-WARM_TRIALS = 20
-"""Designs of the coarse sweep's front a warm-started run enqueues (fixed, so one run serves every
-budget)."""
-COLORS = {"auto": "#1f77b4", "auto+warm": "#d62728", "nsga2": "#2ca02c", "random": "#7f7f7f",
-          "gp": "#ff7f0e"}
-LABELS = {"auto": "default (auto)", "auto+warm": "default + warm start", "nsga2": "nsga2",
-          "random": "random", "gp": "gp"}
+SAMPLERS = ("auto", "auto-0.1", "tpe", "nsga2", "random", "gp")
+COLORS = {"auto": "#1f77b4", "auto-0.1": "#d62728", "auto+warm": "#d62728", "tpe": "#9467bd",
+          "nsga2": "#2ca02c", "random": "#7f7f7f", "gp": "#ff7f0e"}
+LABELS = {"auto": "default (auto)", "auto-0.1": "previous default (TPE then NSGA-II)",
+          "auto+warm": "default + warm start", "tpe": "tpe", "nsga2": "nsga2", "random": "random",
+          "gp": "gp"}
 
 
 @dataclass(frozen=True)
@@ -80,11 +78,14 @@ class Case:
     categorical: bool = False
     """Search ordered choices as unordered categories (an ablation of ordinal encodings; the
     designs and so the exact front are the same)."""
+    nodes_high: int = 0
+    """Widen (or cut) the space's ``nodes`` range to 1..this (0: as the space has it)."""
 
     @property
     def key(self) -> str:
         """What the exact front depends on."""
-        return f"{self.workload}@{self.space}-{self.coarse_levels}-{self.objectives}"
+        nodes = f"-n{self.nodes_high}" if self.nodes_high else ""
+        return f"{self.workload}@{self.space}{nodes}-{self.coarse_levels}-{self.objectives}"
 
 
 CASES = {
@@ -92,6 +93,12 @@ CASES = {
     "production-12t": Case("production-12t", "synthetic-production-12t", "scale-out",
                            "throughput-vs-capex"),
     "ci": Case("ci", "zion-2019", "zion-node-grid", "throughput-vs-capex", coarse_levels=3),
+    "todays-nodes": Case("todays-nodes", "mlperf-dlrm-dcnv2", "todays-nodes",
+                         "throughput-vs-capex", nodes_high=32),
+    "todays-nodes-3d": Case("todays-nodes-3d", "mlperf-dlrm-dcnv2", "todays-nodes",
+                            "throughput-capex-power", nodes_high=32),
+    "issue-mixed": Case("issue-mixed", "mlperf-dlrm-v1", "scale-out", "throughput-capex-power",
+                        nodes_high=32),
     "zion-2020-categorical": Case("zion-2020-categorical", "zion-2019", "zion-node-grid",
                                   "throughput-vs-capex", categorical=True),
 }
@@ -99,6 +106,9 @@ CASES = {
 
 def case_space(case: Case) -> SearchSpace:
     space = load_space(case.space)
+    if case.nodes_high:
+        nodes = dataclasses.replace(space.parameters["nodes"], low=1.0, high=float(case.nodes_high))
+        space = dataclasses.replace(space, parameters={**space.parameters, "nodes": nodes})
     space = coarse_space(space, case.coarse_levels) if case.coarse_levels else space
     if case.categorical:
         params = {n: dataclasses.replace(p, type="categorical") if p.type == "ordinal" else p
@@ -179,17 +189,25 @@ def run_sampler(case: Case, sampler: str, seed: int, budget: int) -> dict[str, A
     space = case_space(case)
     workload = load_workload(case.workload)
     objectives = load_objectives(case.objectives)
-    name = "auto" if sampler == "auto+warm" else sampler
-    study = optuna.create_study(storage=optuna.storages.InMemoryStorage(),
-                                sampler=make_sampler(name, seed), directions=objectives.directions)
+    # "auto-0.1": the default sampler as it was (TPE then NSGA-II, no proposals, no warm start).
+    inner = make_sampler("auto", seed) if sampler == "auto-0.1" else make_sampler(sampler, seed,
+                                                                                   space=space)
+    study = optuna.create_study(storage=optuna.storages.InMemoryStorage(), sampler=inner,
+                                directions=objectives.directions)
     enqueue_baselines(study, space)
     start = time.perf_counter()
     warm = 0
-    if sampler == "auto+warm":
-        warm = len(warm_start(study, space, workload, objectives, max_trials=WARM_TRIALS))
+    if sampler == "auto":
+        # What `dse run` does for a new study (`dse.search.runner._record_new`).
+        warm = len(seed_new_study(study, space, workload, objectives, budget, warm=True))
     warm_s = time.perf_counter() - start
     objective = DesignObjective(workload, space, objectives, budget)
-    study.optimize(objective, n_trials=budget, gc_after_trial=False)
+    # Repeats of an evaluated design are pruned and not counted: run to `budget` completed trials.
+    while not objective.exhausted:
+        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        if done >= budget:
+            break
+        study.optimize(objective, n_trials=budget - done, gc_after_trial=False)
     elapsed = time.perf_counter() - start
     trials = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)),
                     key=lambda t: t.number)
