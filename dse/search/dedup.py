@@ -139,14 +139,21 @@ def _step_values(p: Parameter) -> tuple[Any, ...]:
 
 
 def neighbour(space: SearchSpace, design: Mapping[str, Any], rng: random.Random,
-              changes: int = 1) -> dict[str, Any]:
+              changes: int = 1, weights: Mapping[str, float] | None = None) -> dict[str, Any]:
     """``design`` with ``changes`` active parameters moved: an ordinal or int to a nearby value
     (one or two steps; a log-scale int by up to a factor of two), a categorical to another choice,
     a float by a tenth of its range (a third on its log scale). Parameters that become active are
-    left out (the sampler draws them)."""
+    left out (the sampler draws them). ``weights``: how likely each parameter is to be the one
+    moved (default: all alike)."""
     out = dict(design)
     names = [n for n in space.parameters if n in design]
-    for name in rng.sample(names, min(changes, len(names))):
+    chosen: list[str] = []
+    while names and len(chosen) < changes:
+        w = [weights.get(n, 1.0) if weights else 1.0 for n in names]
+        pick = rng.choices(names, weights=w)[0]
+        chosen.append(pick)
+        names.remove(pick)
+    for name in chosen:
         out[name] = _move(space.parameters[name], design[name], rng)
     # Keep only the parameters active under the new values (in space order).
     kept: dict[str, Any] = {}
@@ -234,11 +241,13 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
 
 
 def fresh_neighbour(space: SearchSpace, design: Mapping[str, Any], taken: set[str],
-                    rng: random.Random, tries: int = 24) -> dict[str, Any] | None:
+                    rng: random.Random, tries: int = 24,
+                    weights: Mapping[str, float] | None = None) -> dict[str, Any] | None:
     """A neighbour of ``design`` (:func:`neighbour`, one change, sometimes two) whose key is not in
     ``taken``, or ``None`` after ``tries`` draws."""
     for k in range(tries):
-        cand = neighbour(space, design, rng, changes=1 if k < tries // 2 or rng.random() < 0.5 else 2)
+        cand = neighbour(space, design, rng, changes=1 if k < tries // 2 or rng.random() < 0.5 else 2,
+                         weights=weights)
         if design_key(cand) not in taken:
             return cand
     return None

@@ -26,7 +26,7 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from dse.search.dedup import DesignIndex, design_key, fresh_neighbour, neighbourhood
+from dse.search.dedup import DesignIndex, design_key, fresh_neighbour, neighbour, neighbourhood
 from dse.search.encoding import encode_design
 from dse.search.pareto import is_feasible, pareto_mask
 from dse.search.space import Parameter, SearchSpace
@@ -37,9 +37,9 @@ least :data:`START_MIN`)."""
 START_MIN = 10
 LOCAL_SHARE = 0.6
 """Share of the trials after the start that are local moves (the rest are TPE's or NSGA-II's)."""
-EXTREME_SHARE = 0.35
+EXTREME_SHARE = 0.3
 """Share of the local moves made from one objective's best design (cycling over objectives)."""
-COVERAGE_SHARE = 0.2
+COVERAGE_SHARE = 0.15
 """Share of the local moves made from the best design of the least-tried categorical choice."""
 
 
@@ -61,6 +61,7 @@ class Proposer:
         self._rows: list[tuple[np.ndarray, dict[str, Any]]] = []
         """(losses, design) of each feasible completed trial."""
         self._tried: dict[tuple[str, Any], int] = {}
+        self._loss_cache: np.ndarray | None = None
 
     # --- reading the study -----------------------------------------------------------------
 
@@ -110,23 +111,28 @@ class Proposer:
             kind, parent = "neighbour", self._front_member()
         if parent is None:
             return None
-        fresh = fresh_neighbour(self.space, parent, taken, self.rng)
+        fresh = fresh_neighbour(self.space, parent, taken, self.rng, weights=self._front_weights())
         if fresh is None:
             return None
         return kind, encode_design(self.space, fresh)
 
     def _extreme_move(self, taken: set[str]) -> dict[str, Any] | None:
         """The nearest unevaluated design one parameter away from an objective's best design
-        (objectives in turn; one whose best design's neighbourhood is all evaluated is skipped)."""
+        (objectives in turn, skipping those whose best design's whole neighbourhood is
+        evaluated); when every objective's is, a design two parameters away (say fewer, faster
+        NICs for the same bandwidth) from one objective's best, in turn."""
         objectives = self._rows[0][0].shape[0]
-        for _ in range(objectives):
-            parent = self._best(self._extreme % objectives)
-            self._extreme += 1
-            if parent is None:
-                continue
+        start = self._extreme
+        self._extreme += 1
+        parents = [self._best((start + k) % objectives) for k in range(objectives)]
+        for parent in parents:
             for cand in neighbourhood(self.space, parent, self.rng):
                 if design_key(cand) not in taken:
                     return cand
+        for _ in range(24):
+            cand = neighbour(self.space, parents[0], self.rng, changes=2)
+            if design_key(cand) not in taken:
+                return cand
         return None
 
     def _stratified(self, k: int) -> dict[str, Any]:
@@ -158,9 +164,11 @@ class Proposer:
         return out
 
     def _losses(self) -> np.ndarray:
-        return np.array([row[0] for row in self._rows])
+        if self._loss_cache is None or len(self._loss_cache) != len(self._rows):
+            self._loss_cache = np.array([row[0] for row in self._rows])
+        return self._loss_cache
 
-    def _best(self, objective: int) -> dict[str, Any] | None:
+    def _best(self, objective: int) -> dict[str, Any]:
         loss = self._losses()
         # The best value of the objective, ties broken by the others (a front member).
         order = np.lexsort([*loss.T[::-1][:-1], loss[:, objective]] if loss.shape[1] > 1
@@ -168,8 +176,39 @@ class Proposer:
         return self._rows[int(order[0])][1]
 
     def _front_member(self) -> dict[str, Any] | None:
+        """A front design, drawn by its crowding distance (the gap it sits in, objectives scaled
+        to the front's range; the ends count as the widest gap): moves fill the front's gaps,
+        where the hypervolume is lost."""
+        loss = self._losses()
+        front = np.flatnonzero(pareto_mask(loss))
+        if not len(front):
+            return None
+        points = loss[front]
+        span = np.where(np.ptp(points, axis=0) > 0, np.ptp(points, axis=0), 1.0)
+        scaled = (points - points.min(axis=0)) / span
+        crowd = np.zeros(len(front))
+        for j in range(scaled.shape[1]):
+            order = np.argsort(scaled[:, j], kind="stable")
+            gaps = np.diff(scaled[order, j])
+            inner = np.zeros(len(front))
+            if len(front) > 2:
+                inner[order[1:-1]] = gaps[:-1] + gaps[1:]
+            inner[order[[0, -1]]] = 2.0 * (gaps.max() if len(gaps) else 1.0)
+            crowd += inner
+        weights = crowd + 1e-3
+        pick = self.rng.choices(range(len(front)), weights=weights.tolist())[0]
+        return self._rows[int(front[pick])][1]
+
+    def _front_weights(self) -> dict[str, float]:
+        """How likely a local move changes each parameter: more for those the front varies
+        (0.5 + the square root of the number of extra values a parameter takes on the front), so
+        moves go along the front rather than across parameters every front design agrees on."""
         front = np.flatnonzero(pareto_mask(self._losses()))
-        return self._rows[int(self.rng.choice(front))][1] if len(front) else None
+        out: dict[str, float] = {}
+        for name in self.space.parameters:
+            values = {repr(self._rows[int(i)][1].get(name)) for i in front}
+            out[name] = 0.5 + math.sqrt(max(len(values) - 1, 0))
+        return out
 
     def _coverage(self) -> dict[str, Any] | None:
         """The best design (by a random objective) with the least-tried choice of a random

@@ -153,6 +153,12 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
         raise DseInputError(spec.name, "", f"no such study in {where or 'the storage'}; create "
                             f"it first with dse run {spec.name} --storage URL --trials 0") from None
     attrs = _wait_until_recorded(study)
+    done = len(study.get_trials(deepcopy=False))
+    if done and spec.seed is not None:
+        # A resumed sampler seeded as at the start would replay its first draws (designs the
+        # study already holds): seed it from the study's seed, the worker and the trial count.
+        study.sampler = make_sampler(spec.sampler, worker_seed(spec.seed, f"{worker}/resume-{done}"),
+                                     grid_of(study_space(spec)), spec.name, space=study_space(spec))
     described = _describe(spec)
     if "dse:budget" not in attrs:  # made by plain Optuna, or its creator died while recording it
         _record_new(study, spec)

@@ -494,15 +494,21 @@ def _spread(n: int, levels: int) -> list[int]:
     return sorted({round(i * (n - 1) / (levels - 1)) for i in range(levels)})
 
 
+COARSE_MAX_LEVELS = 6
+"""The most values per parameter a coarse grid keeps (fewer when the grid would be too large)."""
+
+
 def coarse_grid(space: SearchSpace, max_designs: int = 20_000) -> tuple[SearchSpace, DesignGrid]:
-    """The finest :func:`coarse_space` (down to 2 levels) whose grid has at most ``max_designs``
-    designs."""
-    levels = 6
+    """The finest :func:`coarse_space` (:data:`COARSE_MAX_LEVELS` levels down to 2) whose grid
+    has at most ``max_designs`` designs."""
+    levels = COARSE_MAX_LEVELS
     while True:
         coarse = coarse_space(space, levels)
-        grid = design_grid(coarse)
-        if len(grid) <= max_designs or levels <= 2:
-            return coarse, grid
+        # The size ignoring conditions bounds the grid from above: skip building hopeless ones.
+        if levels <= 2 or coarse.size() <= 8 * max_designs:
+            grid = design_grid(coarse)
+            if len(grid) <= max_designs or levels <= 2:
+                return coarse, grid
         levels -= 1
 
 
