@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import itertools
 import json
 import math
+import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -312,9 +314,26 @@ def summarise(values: list[float]) -> dict[str, float]:
             "q1": float(q[0]), "q3": float(q[1])}
 
 
+def _task(task: tuple[str, str, int, tuple[int, ...]]) -> dict[str, Any]:
+    name, sampler, seed, budgets = task
+    case = CASES[name]
+    return ratios(case, exact_front(case), sampler, seed, budgets)
+
+
 def run(cases: Sequence[str], samplers: Sequence[str], budgets: Sequence[int], seeds: int,
-        jobs: int | None, log: bool = True) -> dict[str, Any]:
+        jobs: int | None, log: bool = True, processes: int = 1) -> dict[str, Any]:
     out: dict[str, Any] = {"budgets": list(budgets), "seeds": seeds, "cases": {}}
+    done: dict[tuple[str, str, int], dict[str, Any]] = {}
+    if processes > 1:
+        for name in cases:
+            exact_front(CASES[name], jobs)  # swept once, before the runs fork
+        tasks = [(n, s, seed, tuple(budgets)) for n in cases for s in samplers for seed in range(seeds)]
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            for task, r in zip(tasks, pool.imap(_task, tasks), strict=True):
+                done[task[:3]] = r
+                if log:
+                    print(f"{task[0]} {task[1]:10s} seed {task[2]}: {r['ratios']} "
+                          f"({r['seconds']:.1f} s)", file=sys.stderr)
     for name in cases:
         case = CASES[name]
         exact = exact_front(case, jobs)
@@ -329,6 +348,9 @@ def run(cases: Sequence[str], samplers: Sequence[str], budgets: Sequence[int], s
         for sampler in samplers:
             runs = []
             for seed in range(seeds):
+                if (name, sampler, seed) in done:
+                    runs.append(done[(name, sampler, seed)])
+                    continue
                 r = ratios(case, exact, sampler, seed, budgets)
                 runs.append(r)
                 if log:
@@ -488,14 +510,19 @@ METHOD = """\
 Each case is a workload on a discrete space whose every design `dse sweep` scores. The exact front
 is the non-dominated set of the designs that meet every constraint. Every sampler then runs an
 in-memory study per seed exactly as `dse run` does (the same objective function, constraints through
-`trial.set_constraint`, the space's baseline presets enqueued first). Samplers do not know the
-budget, so the first N trials of one run of the largest budget are what a run of budget N does. The
-hypervolume ratio is the hypervolume of those trials' feasible designs over the exact front's, both
-with the objectives scaled between the exact front's ideal point and its nadir pushed 10% further out
-(one reference point per case). *default + warm start* is the default sampler after
-`dse.search.sweep.warm_start` enqueued 20 designs spread along the exact front of a coarse sweep of the
-same space (at most 20,000 designs; about a second): those 20 count as trials, the coarse sweep's
-designs do not."""
+`trial.set_constraint`, the space's baseline presets enqueued first). *default (auto)* is what `dse
+run` does for a new study: a coarse sweep of the space (at most 20,000 designs, one core) whose
+front fixes the study's hypervolume reference and whose designs (at most 20, spread along it) are
+enqueued, then the auto sampler with its own proposals (`dse.search.proposals`: a stratified start,
+neighbours of the front and of each objective's best design, the least-tried choices); those
+enqueued designs count as trials, the coarse sweep's designs do not. *previous default* is the auto
+sampler as it was (TPE, then NSGA-II at 250 trials; no proposals, no warm start). Every run prunes
+a repeat of an evaluated design without running the model (`dse.search.dedup`), so N trials are N
+distinct designs for every sampler. Samplers do not know the budget, so the first N completed
+trials of one run of the largest budget are what a run of budget N does. The hypervolume ratio is
+the hypervolume of those trials' feasible designs over the exact front's, both with the objectives
+scaled between the exact front's ideal point and its nadir pushed 10% further out (one reference
+point per case)."""
 
 SWEEP_NOTES = """\
 How: a placement depends only on counts and capacities (`dse.model.placement.plan_key`), and the step's
@@ -513,25 +540,19 @@ is Python: building and resolving the system (~10 us), the link stages and the o
 NOTES = """\
 ## Notes
 
-- Long study: one seed (2020, the study's own). Its 200-trial ratio (0.877) is below the five-seed
-  spread above; it passes 0.95 by 500 trials and 0.99 by 2,000, so the long run gives up nothing.
-  The CPU per trial grows with the trial count: a profile of trials 2,500-3,000 (33 ms each) shows
-  NSGA-II's `sample_relative` (11 ms) and Optuna's GA `get_trial_generation` (8 ms, a scan of every
-  trial for each new one), the journal's `get_all_trials` (about 7 ms a trial over ~5 calls) and the
-  progress display's front and hypervolume (about 100 ms per refresh, twice a second). Each is
-  O(trials) per trial: under 3 minutes at 5,000, quadratic in total beyond. Wall time above CPU time
-  is the journal's locked, flushed appends and other work on this 2-core machine during the run
-  (load average about 3).
+- The cases: `zion-2020` is `zion-2019` on `zion-node-grid` (HBM, DDR, fabric bandwidth and NIC
+  count as ordered choices); `todays-nodes-3d` is MLPerf DLRM-DCNv2 on today's vendor nodes
+  (`todays-nodes` widened to 1-32 nodes, NIC speeds 100-800 Gb/s, network) against throughput,
+  capex and power; `production-12t` is the 12T-parameter model on `scale-out` (accelerator
+  choice, 1-64 nodes, 1-16 NICs); `issue-mixed` is the mixed space of issue 15 (`scale-out` cut to
+  1-32 nodes, accelerator choice including B200 and MI300X, three objectives, MLPerf DLRM v1).
+- Coverage counts the trials of each choice of the space's main categorical parameter (the
+  accelerator or the vendor node) among the first 200; issue 15 saw B200 get 73 of 1,500 trials.
 - `nsga2` and `random` coincide at 50 trials: NSGA-II's first generation (population 50) is random
   with the same seed.
-- `gp` (Optuna's GPSampler, torch 2.13 CPU) ran apart with up to 200 trials and 3 seeds (a
-  200-trial run takes 3-5 minutes here, about 1 s per trial and growing). On production-12t it is
-  the best sampler at 50 and 100 trials; on zion-2020 it trails the default because it cannot model
-  the conditional fabric bandwidth (`node.scaleup_gb_s` exists only with a fabric), which Optuna
-  then samples at random for it.
-- zion-2020 here uses `zion-node-grid`: the zion-node space with HBM, DDR, fabric bandwidth and NIC
-  count as ordered choices over the same ranges (2,078,720 designs). production-12t uses the
-  `scale-out` space as it is (already discrete, 196,608 designs)."""
+- The exact fronts depend on the model and its calibration: rerun the whole benchmark after either
+  changes (`python benchmarks/search_quality.py --all DIR --processes 2 --markdown
+  docs/benchmarks.md`)."""
 
 
 def html(results: dict[str, Any]) -> str:
@@ -580,9 +601,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true",
                         help="reduced CI form: the small case, one seed, budgets 20 and 60, "
                         "auto and random; checks that the default sampler beats random")
-    parser.add_argument("--cases", default="zion-2020,production-12t")
-    parser.add_argument("--samplers", default="auto,auto+warm,nsga2,random")
-    parser.add_argument("--budgets", default="50,100,200,500")
+    parser.add_argument("--all", type=Path, metavar="DIR",
+                        help="the whole benchmark behind docs/benchmarks.md in one command: every "
+                        "case and sampler (gp too when torch is installed, 3 seeds), the long "
+                        "study, merged into --markdown; parts are kept in DIR as JSON")
+    parser.add_argument("--processes", type=int, default=1, help="sampler runs in parallel")
+    parser.add_argument("--cases", default=",".join(MAIN_CASES))
+    parser.add_argument("--samplers", default="auto,auto-0.1,tpe,nsga2,random")
+    parser.add_argument("--budgets", default="50,100,200")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=None, help="sweep processes")
     parser.add_argument("--long", type=int, default=0, help="also time an N-trial default study")
@@ -595,7 +621,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     global FRONT_CACHE
     FRONT_CACHE = args.front_cache
-    if args.merge:
+    if args.all:
+        results = run_all(args.all, args.processes, args.jobs, args.long or 5000)
+    elif args.merge:
         results = merge([json.loads(p.read_text()) for p in args.merge])
     elif args.quick:
         results = run(["ci"], ["auto", "random"], [20, 60], 1, args.jobs, log=False)
@@ -622,6 +650,31 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if not default > random:
             raise SystemExit("the default sampler did not beat random search")
     return results
+
+
+MAIN_CASES = ("zion-2020", "todays-nodes-3d", "production-12t", "issue-mixed")
+"""The benchmark spaces of docs/benchmarks.md."""
+
+
+def run_all(folder: Path, processes: int, jobs: int | None, long: int) -> dict[str, Any]:
+    """Every part of docs/benchmarks.md, each kept in ``folder`` as JSON (a part already there is
+    reused, so an interrupted run resumes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = []
+
+    def part(name: str, make: Any) -> None:
+        path = folder / f"{name}.json"
+        if not path.exists():
+            print(f"== {name}", file=sys.stderr)
+            path.write_text(json.dumps(make(), indent=1, default=_plain))
+        parts.append(json.loads(path.read_text()))
+
+    part("main", lambda: run(MAIN_CASES, ("auto", "auto-0.1", "tpe", "nsga2", "random"),
+                             (50, 100, 200), 5, jobs, processes=processes))
+    if all(importlib.util.find_spec(m) is not None for m in ("torch", "scipy", "greenlet")):
+        part("gp", lambda: run(MAIN_CASES, ("gp",), (50, 100, 200), 3, jobs, processes=processes))
+    part("long", lambda: {"long": long_study(long, CASES["zion-2020"])})
+    return merge(parts)
 
 
 def _plain(value: Any) -> Any:
