@@ -652,6 +652,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     return results
 
 
+GP_SEEDS = 2
+"""Seeds of the gp runs of ``--all`` (a 200-trial GPSampler run takes minutes)."""
 MAIN_CASES = ("zion-2020", "todays-nodes-3d", "production-12t", "issue-mixed")
 """The benchmark spaces of docs/benchmarks.md."""
 
@@ -672,7 +674,7 @@ def run_all(folder: Path, processes: int, jobs: int | None, long: int) -> dict[s
     part("main", lambda: run(MAIN_CASES, ("auto", "auto-0.1", "tpe", "nsga2", "random"),
                              (50, 100, 200), 5, jobs, processes=processes))
     if all(importlib.util.find_spec(m) is not None for m in ("torch", "scipy", "greenlet")):
-        part("gp", lambda: run(MAIN_CASES, ("gp",), (50, 100, 200), 3, jobs, processes=processes))
+        part("gp", lambda: run(MAIN_CASES, ("gp",), (50, 100, 200), GP_SEEDS, jobs, processes=processes))
     part("long", lambda: {"long": long_study(long, CASES["zion-2020"])})
     return merge(parts)
 
