@@ -371,8 +371,12 @@ def test_auto_hands_over_to_nsga2_breeding_from_earlier_trials(
     parent_ids = set(study._storage.get_study_system_attrs(study._study_id)[prefix + "1"])
     parents = [t for t in all_trials if t._trial_id in parent_ids]
     assert len(parents) == NSGA2_POPULATION
-    assert all(t.number < AUTO_SWITCH_TRIALS for t in parents)
-    front = {t.number for t in pareto_trials(study, [t for t in before if is_feasible(t)])}
+    # The pool: every trial completed before NSGA-II's first (TPE's, and the default sampler's
+    # own proposals, which carry no generation).
+    first = min(t.number for t in all_trials if GENERATION in t.system_attrs)
+    pool = [t for t in all_trials if GENERATION not in t.system_attrs and t.number < first]
+    assert all(t in pool for t in parents)
+    front = {t.number for t in pareto_trials(study, [t for t in pool if is_feasible(t)])}
     numbers = {t.number for t in parents}
     assert (front <= numbers) if len(front) <= NSGA2_POPULATION else (numbers <= front)
 
