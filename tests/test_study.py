@@ -347,7 +347,8 @@ def auto_studies(tmp_path_factory: pytest.TempPathFactory) -> tuple[optuna.Study
 
 def test_auto_is_reproducible_across_the_switch(auto_studies: tuple[optuna.Study, optuna.Study]) -> None:
     a, b = auto_studies
-    assert len(a.trials) == len(b.trials) == AUTO_BUDGET
+    # Repeats of an evaluated design are pruned and do not count: the budget is of completed ones.
+    assert len(complete(a)) == len(complete(b)) == AUTO_BUDGET
     assert [design_key(t) for t in a.trials] == [design_key(t) for t in b.trials]
 
 
@@ -355,9 +356,13 @@ def test_auto_hands_over_to_nsga2_breeding_from_earlier_trials(
     auto_studies: tuple[optuna.Study, optuna.Study],
 ) -> None:
     study = auto_studies[0]
-    all_trials = study.trials
-    assert all(t.state == TrialState.COMPLETE for t in all_trials)
+    all_trials = complete(study)
+    assert all(t.state == TrialState.PRUNED and "duplicate_of" in t.user_attrs
+               for t in study.trials if t.state != TrialState.COMPLETE)
     before, after = all_trials[:AUTO_SWITCH_TRIALS], all_trials[AUTO_SWITCH_TRIALS:]
+    # The designs the default sampler proposes itself (dse.search.proposals) are not NSGA-II's.
+    after = [t for t in after if "proposal" not in t.user_attrs]
+    assert len(after) >= 5
     assert not any(GENERATION in t.system_attrs for t in before)  # TPE
     assert [t.system_attrs.get(GENERATION) for t in after] == [1] * len(after)
 
@@ -366,8 +371,12 @@ def test_auto_hands_over_to_nsga2_breeding_from_earlier_trials(
     parent_ids = set(study._storage.get_study_system_attrs(study._study_id)[prefix + "1"])
     parents = [t for t in all_trials if t._trial_id in parent_ids]
     assert len(parents) == NSGA2_POPULATION
-    assert all(t.number < AUTO_SWITCH_TRIALS for t in parents)
-    front = {t.number for t in pareto_trials(study, [t for t in before if is_feasible(t)])}
+    # The pool: every trial completed before NSGA-II's first (TPE's, and the default sampler's
+    # own proposals, which carry no generation).
+    first = min(t.number for t in all_trials if GENERATION in t.system_attrs)
+    pool = [t for t in all_trials if GENERATION not in t.system_attrs and t.number < first]
+    assert all(t in pool for t in parents)
+    front = {t.number for t in pareto_trials(study, [t for t in pool if is_feasible(t)])}
     numbers = {t.number for t in parents}
     assert (front <= numbers) if len(front) <= NSGA2_POPULATION else (numbers <= front)
 

@@ -247,7 +247,7 @@ def test_sigkill_mid_study_then_resume(tmp_path: Path) -> None:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
     try:
         _wait_for(lambda: journal.exists() and
-                  sum(s == 1 for s in journal_states(journal).values()) >= 30, 60, "30 trials")
+                  sum(s == 1 for s in journal_states(journal).values()) >= 30, 180, "30 trials")
         # Freeze the worker, and kill it only when the journal shows a trial it is running.
         for _ in range(200):
             os.kill(proc.pid, signal.SIGSTOP)

@@ -121,7 +121,9 @@ def run_cmd(
                                          help="Write NAME.html beside the journal when done.")] = True,
     warm_start: Annotated[str | None, typer.Option(
         "--warm-start", help="'sweep': before the sampler starts, enqueue the exact front of a "
-        "coarse sweep of the space (at most a fifth of the budget); once per study.")] = None,
+        "coarse sweep of the space (at most a fifth of the budget); once per study. Default: a "
+        "new study of the auto sampler with a budget of 50 or more on a space whose coarse grid "
+        "has at most 20,000 designs is seeded with up to 20 of them; 'none' turns that off.")] = None,
     catalog: CatalogOpt = None,
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
@@ -136,11 +138,12 @@ def run_cmd(
         with _storage_errors(shown):
             # Checks and records before workers start, and fixes the target once, so `--trials N`
             # means N more for all workers together.
+            if warm_start not in (None, "sweep", "none"):
+                fail(f"--warm-start {warm_start!r}: expected 'sweep' or 'none'")
             created = open_study(spec, open_storage(url, spec), force,
-                                 storage_path=storage_file(url, spec))
-            if warm_start is not None:
-                if warm_start != "sweep":
-                    fail(f"--warm-start {warm_start!r}: the only method is 'sweep'")
+                                 storage_path=storage_file(url, spec),
+                                 warm_start="none" if warm_start == "none" else "auto")
+            if warm_start == "sweep":
                 from dse.search.sweep import warm_start_study
 
                 seeded = warm_start_study(created, spec)
@@ -185,7 +188,8 @@ def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: 
         def show(p: StudyProgress) -> None:
             share = p.feasible / p.complete if p.complete else 0.0
             bar.update(task, completed=p.complete, detail=(
-                f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f}"))
+                f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f} "
+                f"({_against(p.reference)}; {_trend(p.gained, p.window, p.moving)})"))
 
         try:
             with _storage_errors(_shown(url, spec)):
@@ -204,9 +208,11 @@ def _after_run(done: tuple[optuna.Study, WorkerExits], spec: StudySpec, url: str
     """The closing line of ``dse run``, its helpers' failures, and the report."""
     result, exits = done
     summary = status(result)
+    trend = _trend(summary["hypervolume_gained"], summary["hypervolume_window"], summary["front_moving"])
     typer.echo(f"{spec.name}: {summary['complete']} of {spec.budget} trials complete, "
                f"{summary['feasible']} feasible, front of {summary['front_size']}, hypervolume "
-               f"{summary['hypervolume']:.3f}; stored in {shown}")
+               f"{summary['hypervolume']:.3f} ({_against(summary['hypervolume_reference'])}; "
+               f"{trend}); stored in {shown}")
     failed, killed = list(exits.failed), list(exits.killed)
     if failed or (killed and summary["complete"] < until):
         fail(f"{len(failed) + len(killed)} worker process(es) failed (exit codes "
@@ -409,11 +415,26 @@ def status_cmd(
         f"[bold]{spec.name}[/]: {info['complete']} of {info['budget']} complete, {info['running']} "
         f"running, {info['failed']} failed ({info['retried']} retried), {info['pruned']} pruned; "
         f"{info['feasible']} feasible; front of {info['front_size']}, hypervolume "
-        f"{info['hypervolume']:.3f}; calibration {info['calibration_version']}"
+        f"{info['hypervolume']:.3f} ({_against(info['hypervolume_reference'])}; "
+        f"{_trend(info['hypervolume_gained'], info['hypervolume_window'], info['front_moving'])}); "
+        f"calibration {info['calibration_version']}"
     )
     objectives = [(o["metric"], o["direction"]) for o in info["objectives"]]
     _print_designs(console, info["front"], objectives, columns,
                    "best designs (front, first objective first)")
+
+
+def _against(reference: str) -> str:
+    """What a hypervolume figure is relative to, in words."""
+    if reference == "own range":
+        return "in the front's own range: not a convergence figure"
+    return f"1.0 = the front of a {reference}"
+
+
+def _trend(gained: float, window: int, moving: bool) -> str:
+    """Whether the front still moves: the hypervolume gained over the last ``window`` trials."""
+    return (f"still moving: +{gained:.3f} in the last {window} trials" if moving
+            else f"+{gained:.3f} in the last {window} trials")
 
 
 def _print_designs(console: Console, rows: Sequence[dict[str, Any]], objectives: Sequence[tuple[str, str]],

@@ -37,7 +37,7 @@ def distinct_designs(rows: Sequence[dict[str, Any]],
     for row in rows:
         key = tuple(sorted((k, repr(v)) for k, v in row.items() if k.startswith("param:")))
         groups.setdefault(key, []).append(row)
-    out = [DesignRow(tuple(sorted(int(r["number"]) for r in group)),
+    out = [DesignRow(tuple(sorted({n for r in group for n in _numbers(r)})),
                      next((str(r["baseline"]) for r in group if r.get("baseline")), ""), group[0])
            for group in groups.values()]
     if objectives:
@@ -45,6 +45,14 @@ def distinct_designs(rows: Sequence[dict[str, Any]],
         sign = -1.0 if direction.lower() == "maximize" else 1.0
         out.sort(key=lambda d: (sign * float(d.values.get(metric) or 0.0), d.trials))
     return out
+
+
+def _numbers(row: dict[str, Any]) -> list[int]:
+    """The trial numbers of a row: its own, and those of its ``trials`` cell ("12, 40, 77") when
+    the row already stands for every trial of its design."""
+    cell = row.get("trials")
+    listed = [int(x) for x in str(cell).split(",") if x.strip().isdigit()] if cell else []
+    return [int(row["number"]), *listed]
 
 
 def choose_columns(columns: str | None, rows: Sequence[dict[str, Any]],

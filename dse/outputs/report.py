@@ -32,12 +32,14 @@ from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
 from dse.search.analysis import hypervolume_curve, importances
+from dse.search.dedup import group_by_design, trial_numbers
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import (
     is_feasible,
     pareto_trials,
 )
 from dse.search.recovery import BASELINE_KEY
+from dse.search.reference import convergence
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.spec import StudySpec
 
@@ -292,9 +294,12 @@ def progress_figure(study: Study, data: ReportData) -> go.Figure:
     """Hypervolume against trial number, and the importances as grouped bars."""
     from plotly.subplots import make_subplots
 
+    conv = convergence(study, data.feasible, len(data.trials))
+    title = ("hypervolume of the feasible front (objectives scaled to the study's range)"
+             if conv.reference == "own range" else
+             f"hypervolume of the feasible front (1.0 = the front of a {conv.reference})")
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
-        "hypervolume of the feasible front (objectives scaled to the study's range)",
-        "parameter importance per objective (PED-ANOVA)"))
+        title, "parameter importance per objective (PED-ANOVA)"))
     xs, ys = hypervolume_curve(study, data.feasible, data.trials)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="hypervolume"), row=1, col=1)
     for metric, imp in importances(study, data.trials, data.objectives).items():
@@ -310,27 +315,28 @@ def front_table(data: ReportData) -> str:
     box that scrolls sideways inside the page; headers with units, numbers with thousands
     separators (the raw value stays in ``data-v`` for sorting)."""
     first = data.objectives.objectives[0].metric
-    ordered = sorted(data.front, key=lambda t: _value(t, first, data))
+    groups = {t.number: g for g in group_by_design(data.front) for t in g[:1]}
+    ordered = sorted((g[0] for g in groups.values()), key=lambda t: _value(t, first, data))
     metrics = [o.metric for o in data.objectives.objectives] + [
         m for m in ("throughput_samples_per_s", "capex_usd", "power_w", "step_time_s",
                     "usd_per_million_samples", "bottleneck") if m not in
         [o.metric for o in data.objectives.objectives]]
     what_if = any(t.user_attrs.get("what_if") for t in ordered)
     names = [*data.params, *metrics]
-    head = ["trial", "baseline", *(short_label(n) for n in names), *(["what-if part"] if what_if else [])]
+    head = ["trials", "baseline", *(short_label(n) for n in names), *(["what-if part"] if what_if else [])]
     rows = []
     for t in ordered:
         d = _design(t)
         raw = [t.number, t.user_attrs.get(BASELINE_KEY, ""), *[d.get(p, "") for p in data.params],
                *[t.user_attrs.get(m, "") for m in metrics]]
-        shown = [str(t.number), str(raw[1]), *(show(n, v) if v != "" else "" for n, v in
+        shown = [trial_numbers(groups[t.number]), str(raw[1]), *(show(n, v) if v != "" else "" for n, v in
                                                 zip(names, raw[2:], strict=True))]
         if what_if:
             raw.append(t.user_attrs.get("what_if", ""))
             shown.append(str(raw[-1]))
         rows.append("<tr>" + "".join(f"<td data-v='{html.escape(str(c))}'>{html.escape(v)}</td>"
                                      for c, v in zip(raw, shown, strict=True)) + "</tr>")
-    titles = ["trial", "baseline", *names, *(["what_if"] if what_if else [])]
+    titles = ["trials", "baseline", *names, *(["what_if"] if what_if else [])]
     cells = "".join(f"<th onclick='sortTable(this)' title='{html.escape(n)}'>{html.escape(h)}</th>"
                     for n, h in zip(titles, head, strict=True))
     return (f"<div class='scroll'><table id='front'><thead><tr>{cells}</tr></thead>"
@@ -385,6 +391,16 @@ def parts_line(study: Study, data: ReportData) -> str:
     return line
 
 
+def convergence_line(study: Study, data: ReportData) -> str:
+    """The hypervolume against the study's fixed reference and whether the front still moves."""
+    conv = convergence(study, data.feasible, len(data.trials))
+    against = ("in the front's own range (no fixed reference: not a convergence figure)"
+               if conv.reference == "own range" else f"1.0 = the front of a {conv.reference}")
+    trend = (f"<b>still moving</b>: +{conv.gained:.3f} over the last {conv.window} trials"
+             if conv.moving else f"+{conv.gained:.3f} over the last {conv.window} trials")
+    return f"hypervolume {conv.hypervolume:.3f} ({html.escape(against)}); {trend}"
+
+
 def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
@@ -404,8 +420,10 @@ def header(study: Study, data: ReportData, storage: str) -> str:
         ("objectives", ", ".join(f"{o.direction} {o.metric}" for o in data.objectives.objectives)
          + "".join(f"; {c.metric} <= {c.max}" for c in data.objectives.constraints if c.max)),
         ("trials", f"{len(data.trials)} complete, {len(data.feasible)} feasible, "
-                   f"{len(data.infeasible)} infeasible, front of {len(data.front)}; sampler "
+                   f"{len(data.infeasible)} infeasible, front of "
+                   f"{len(group_by_design(data.front))} distinct designs; sampler "
                    f"{spec.sampler}, seed {spec.seed}"),
+        ("convergence", convergence_line(study, data)),
         ("versions", f"dse {attrs.get('dse:version')} (report by dse {__version__}), calibration "
                      f"{attrs.get('dse:calibration_version')}, model {attrs.get('dse:model')}"),
         *catalog_rows(attrs, spec),

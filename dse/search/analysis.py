@@ -11,6 +11,7 @@ from optuna.trial import FrozenTrial
 
 from dse.search.objectives import ObjectiveSet, loss_sign
 from dse.search.pareto import hypervolume, reference_point, study_losses
+from dse.search.reference import study_reference
 
 HYPERVOLUME_POINTS = 100
 """Hypervolume is computed at this many trial counts (each costs a front and a volume)."""
@@ -18,10 +19,12 @@ HYPERVOLUME_POINTS = 100
 
 def hypervolume_curve(study: optuna.Study, feasible: list[FrozenTrial], trials: list[FrozenTrial],
                       points: int = HYPERVOLUME_POINTS) -> tuple[list[int], list[float]]:
-    """Hypervolume of the feasible trials among the first n, at up to ``points`` n,
-    against one reference point (the whole study's)."""
+    """Hypervolume of the feasible trials among the first n, at up to ``points`` n: against the
+    study's fixed reference (:func:`dse.search.reference.study_reference`; 1.0 = the coarse
+    sweep's front) when it has one, else in one box over the whole study's range."""
     if not feasible:
         return [], []
+    fixed = study_reference(study)
     ref = reference_point(study, feasible)
     loss = study_losses(study, feasible)
     lo = loss.min(axis=0)
@@ -31,6 +34,10 @@ def hypervolume_curve(study: optuna.Study, feasible: list[FrozenTrial], trials: 
     ys = []
     for n in xs:
         subset = [feasible[i] for i in np.flatnonzero(numbers < n)]
+        if fixed is not None:
+            ys.append(fixed.volume(loss[numbers < n]) / fixed.hypervolume
+                      if subset and fixed.hypervolume > 0 else 0.0)
+            continue
         ys.append(hypervolume(study, subset, ref, lo) if subset else 0.0)
     return xs, ys
 

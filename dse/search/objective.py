@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +27,15 @@ from dse.model.evaluate import evaluate
 from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search._optuna import CONSTRAINTS_KEY, JournalOperation, rdb_backend
-from dse.search.encoding import design_system, suggest_design
+from dse.search.dedup import (
+    DUPLICATE_KEY,
+    PROPOSAL_KEY,
+    DesignIndex,
+    design_key,
+    fresh_neighbour,
+    random_design,
+)
+from dse.search.encoding import design_system, encode_design, suggest_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.recovery import WORKER_KEY, retry
 from dse.search.space import SearchSpace
@@ -47,6 +56,15 @@ class DesignObjective:
     heartbeat: bool = False
     """The storage has Optuna's heartbeat: record one before claiming a trial, so a claimed trial
     always has one (Optuna never fails a RUNNING trial that has none)."""
+    dedup: bool = True
+    """Prune a trial that repeats a design already evaluated (or being evaluated) in the study,
+    without running the model (:mod:`dse.search.dedup`), and enqueue an unevaluated neighbour of
+    it in its place; a pruned trial does not count against the budget."""
+    exhausted: bool = False
+    """Set when a repeat finds no design left to evaluate (every design of a small discrete
+    space is done): the study then stops short of its budget."""
+    _index: DesignIndex | None = field(default=None, repr=False)
+    _rng: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
 
     def __call__(self, trial: Trial) -> list[float]:
         try:
@@ -64,6 +82,8 @@ class DesignObjective:
             trial.study.stop()
             raise optuna.TrialPruned("the study's budget is reached")
         design = suggest_design(trial, self.space)
+        if self.dedup:
+            self._prune_if_repeat(trial, design)
         try:
             system = design_system(self.space, design, self.catalog)
         except DseInputError as exc:
@@ -84,11 +104,40 @@ class DesignObjective:
         attrs["breakdown_s"] = {k: _jsonable(v) for k, v in ev.breakdown_s.items()}
         attrs["design"] = design
         attrs["infeasible_reasons"] = list(ev.reasons) + self.objectives.violated(metrics)
+        proposal = _optuna.cached_frozen_trial(trial).system_attrs.get(PROPOSAL_KEY)
+        if proposal:
+            attrs["proposal"] = str(proposal)
         if ev.what_if:
             # One string (not a list), so the CSV and Parquet exports keep a plain text column.
             attrs["what_if"] = "; ".join(ev.what_if)
         write_trial_attrs(trial, attrs, constraints)
         return self.objectives.values(metrics)
+
+
+    def _prune_if_repeat(self, trial: Trial, design: dict[str, Any]) -> None:
+        """Prune ``trial`` when its design was evaluated before in the study (recording which
+        trial it repeats) and enqueue a fresh neighbour of it, so the next trial makes progress."""
+        if self._index is None:
+            self._index = DesignIndex(self.space)
+        self._index.refresh(trial.study.get_trials(deepcopy=False))
+        earlier = self._index.duplicate_of(trial.number, design)
+        if earlier is None:
+            return
+        write_trial_attrs(trial, {"design": design, DUPLICATE_KEY: earlier}, {})
+        taken = self._index.taken()
+        fresh = fresh_neighbour(self.space, design, taken, self._rng)
+        for _ in range(200 if fresh is None else 0):
+            cand = random_design(self.space, self._rng)
+            if design_key(cand) not in taken:
+                fresh = cand
+                break
+        if fresh is None:
+            self.exhausted = True
+            trial.study.stop()
+        else:
+            trial.study.enqueue_trial(encode_design(self.space, fresh),
+                                      user_attrs={"proposal": "after-repeat"})
+        raise optuna.TrialPruned(f"repeats the design of trial {earlier}")
 
 
 def _jsonable(value: Any) -> Any:
@@ -166,7 +215,7 @@ def _requeue_if_enqueued(trial: Trial) -> None:
     budget, so a later run with a larger budget still evaluates it."""
     frozen = _optuna.cached_frozen_trial(trial)
     fixed = frozen.system_attrs.get("fixed_params")
-    if fixed:
+    if fixed and PROPOSAL_KEY not in frozen.system_attrs:  # not the sampler's own proposal
         trial.study.enqueue_trial(dict(fixed), user_attrs=dict(frozen.user_attrs),
                                   skip_if_exists=False)
 

@@ -15,9 +15,11 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
+from dse.search.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
 from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_mapping
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, RETRY_KEY
+from dse.search.reference import convergence
 from dse.search.snapshot import read_snapshot
 from dse.search.spec import FILES_KEY, StudySpec
 from dse.search.storage import default_storage_path, journal_file, open_storage, storage_file
@@ -63,7 +65,8 @@ def status(study: Study) -> dict[str, Any]:
         counts[t.state] += 1
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     feasible = [t for t in complete if is_feasible(t)]
-    front = pareto_trials(study, feasible)
+    front = _with_repeats(group_by_design(pareto_trials(study, feasible)), trials)
+    conv = convergence(study, feasible, len(complete))
     attrs = study.user_attrs
     objectives = json.loads(attrs.get("dse:objectives", "{}"))
     return {
@@ -77,15 +80,32 @@ def status(study: Study) -> dict[str, Any]:
         "retried": sum(1 for t in trials if RETRY_KEY in t.user_attrs),
         "feasible": len(feasible),
         "front_size": len(front),
-        "hypervolume": hypervolume(study, feasible),
+        "distinct_designs": len(group_by_design(complete)),
+        "repeats_pruned": sum(1 for t in trials if DUPLICATE_KEY in t.user_attrs),
+        "hypervolume": conv.hypervolume,
+        "hypervolume_reference": conv.reference,
+        "hypervolume_gained": conv.gained,
+        "hypervolume_window": conv.window,
+        "front_moving": conv.moving,
+        "hypervolume_own_range": hypervolume(study, feasible),
         "objectives": objectives.get("objectives", []),
         "dse_version": attrs.get("dse:version"),
         "calibration_version": attrs.get("dse:calibration_version"),
         "model": attrs.get("dse:model"),
         "running_trials": [t.number for t in trials if t.state == TrialState.RUNNING],
         "failed_trials": [t.number for t in trials if t.state == TrialState.FAIL],
-        "front": [_row(t) for t in front[:10]],
+        "front": [{**_row(g[0]), "trials": trial_numbers(g)} for g in front[:10]],
     }
+
+
+def _with_repeats(groups: list[list[FrozenTrial]], trials: list[FrozenTrial]) -> list[list[FrozenTrial]]:
+    """Each design's group with the pruned trials that repeated it (``duplicate_of``) added."""
+    repeats: dict[int, list[FrozenTrial]] = {}
+    for t in trials:
+        earlier = t.user_attrs.get(DUPLICATE_KEY)
+        if t.state == TrialState.PRUNED and isinstance(earlier, int):
+            repeats.setdefault(earlier, []).append(t)
+    return [[*g, *(r for t in g for r in repeats.get(t.number, []))] for g in groups]
 
 
 def _row(t: FrozenTrial) -> dict[str, Any]:
@@ -100,20 +120,38 @@ def _row(t: FrozenTrial) -> dict[str, Any]:
     return out
 
 
-def trials_frame(study: Study, only_front: bool = False) -> pd.DataFrame:
+def trials_frame(study: Study, only_front: bool = False, distinct: bool = True) -> pd.DataFrame:
     """Every trial (or the front) with its state, design parameters (``param:`` columns),
-    metrics, step breakdown (``breakdown_s:`` columns) and constraint values."""
+    metrics, step breakdown (``breakdown_s:`` columns) and constraint values.
+
+    ``distinct``: each completed design once, on the row of its first trial, with the numbers of
+    every trial that holds it (``trials``, e.g. ``"12, 40, 77"``: repeats evaluated by racing
+    workers or by studies made before repeats were pruned, and the pruned repeats); the other
+    trials (running, failed, pruned for another reason) keep a row each."""
     import pandas as pd  # half a second of import: only the commands that make tables pay it
 
-    trials = pareto_trials(study) if only_front else study.get_trials(deepcopy=False)
+    everything = study.get_trials(deepcopy=False)
+    trials = pareto_trials(study) if only_front else everything
+    groups: list[list[FrozenTrial]]
+    if distinct:
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        groups = _with_repeats(group_by_design(complete), everything)
+        folded = {t.number for g in groups for t in g}
+        groups += [[t] for t in trials if t.number not in folded
+                   and not (only_front or (DUPLICATE_KEY in t.user_attrs and t.state == TrialState.PRUNED))]
+    else:
+        groups = [[t] for t in trials]
     rows = []
-    for t in trials:
+    for group in groups:
+        t = group[0]
         done = t.state == TrialState.COMPLETE
         row: dict[str, Any] = {"state": t.state.name, "feasible": is_feasible(t) if done else None}
         row.update(_row(t))
         row.update({f"constraint:{k}": v for k, v in t.constraints.items()})
         row["retry_of"] = t.user_attrs.get(RETRY_KEY)
         row["reasons"] = "; ".join(t.user_attrs.get("infeasible_reasons") or [])
+        if distinct:
+            row["trials"] = trial_numbers(group)
         rows.append(row)
     frame = pd.DataFrame(rows)
     if not frame.empty:

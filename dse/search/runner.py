@@ -38,11 +38,13 @@ from dse import __version__
 from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.search import _optuna
+from dse.search.dedup import group_by_design
 from dse.search.encoding import encode_design, grid_of
 from dse.search.objective import DesignObjective
 from dse.search.objectives import loss_sign
-from dse.search.pareto import hypervolume, is_feasible, pareto_trials
+from dse.search.pareto import is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, recover
+from dse.search.reference import convergence
 from dse.search.samplers import make_sampler, worker_seed
 from dse.search.space import SearchSpace, preset_params
 from dse.search.spec import (
@@ -55,6 +57,7 @@ from dse.search.spec import (
     study_workload,
 )
 from dse.search.storage import open_storage, state_counts, storage_file
+from dse.search.sweep import seed_new_study
 
 RECOVER_EVERY_S = 2.0
 """How often a worker looks for dead workers' trials while it works (and every second while it
@@ -119,7 +122,7 @@ def model_fingerprint() -> str:
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
                create: bool = True, where: str = "", worker: str = "",
-               storage_path: Path | None = None) -> optuna.Study:
+               storage_path: Path | None = None, warm_start: str = "auto") -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
     objectives (refused unless ``force``, which records the change in ``dse:changes``).
 
@@ -131,22 +134,27 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     every process opening the study holds the file's workers lock shared meanwhile
     (:class:`~dse.search.recovery.WorkerLock`), so one that finds the lock free of others knows
     the creator is dead and completes the creation at once.
+
+    ``warm_start``: ``auto`` (a new study of the default sampler is seeded from a coarse sweep's
+    front when :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the coarse sweep
+    still fixes the hypervolume reference) or ``sweep`` (the caller seeds it).
     """
     with WorkerLock(storage_path) as lock:
         lock.share()
-        return _open_study(spec, storage, force, create, where, worker, lock)
+        return _open_study(spec, storage, force, create, where, worker, lock, warm_start)
 
 
 def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool, where: str,
-                worker: str, lock: WorkerLock) -> optuna.Study:
+                worker: str, lock: WorkerLock, warm_start: str) -> optuna.Study:
     objectives = study_objectives(spec)
     seed = worker_seed(spec.seed, worker)
-    sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name)
+    sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name,
+                           space=study_space(spec))
     if create:
         try:
             study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
                                         directions=objectives.directions)
-            _record_new(study, spec)
+            _record_new(study, spec, warm_start)
             return study
         except DuplicatedStudyError:
             pass
@@ -156,9 +164,15 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
         raise DseInputError(spec.name, "", f"no such study in {where or 'the storage'}; create "
                             f"it first with dse run {spec.name} --storage URL --trials 0") from None
     attrs = _wait_until_recorded(study, lock)
+    done = len(study.get_trials(deepcopy=False))
+    if done and spec.seed is not None:
+        # A resumed sampler seeded as at the start would replay its first draws (designs the
+        # study already holds): seed it from the study's seed, the worker and the trial count.
+        study.sampler = make_sampler(spec.sampler, worker_seed(spec.seed, f"{worker}/resume-{done}"),
+                                     grid_of(study_space(spec)), spec.name, space=study_space(spec))
     described = _describe(spec)
     if "dse:budget" not in attrs:  # made by plain Optuna, or its creator died while recording it
-        _record_new(study, spec)
+        _record_new(study, spec, warm_start)
         return study
     changed = [k.removeprefix("dse:") for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
@@ -200,7 +214,7 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     return study
 
 
-def _record_new(study: optuna.Study, spec: StudySpec) -> None:
+def _record_new(study: optuna.Study, spec: StudySpec, warm_start: str = "auto") -> None:
     """Record a new study's definition and enqueue its baselines; ``dse:budget`` comes last and
     tells other processes the study is ready. Also completes a recording its creator did not
     finish (killed at any step): baselines already enqueued are not enqueued again."""
@@ -215,6 +229,9 @@ def _record_new(study: optuna.Study, spec: StudySpec) -> None:
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, study_space(spec))
+        seed_new_study(study, study_space(spec), study_workload(spec), study_objectives(spec),
+                       spec.budget, warm=spec.sampler == "auto" and warm_start == "auto",
+                       catalog=study_catalog(spec).catalog)
     study.set_user_attr("dse:budget", spec.budget)
 
 
@@ -292,7 +309,16 @@ class Progress:
     budget: int
     feasible: int
     front: int
+    """Distinct designs on the feasible front."""
     hypervolume: float
+    """Against the study's fixed reference (``reference`` says which; see
+    :mod:`dse.search.reference`)."""
+    reference: str = "own range"
+    gained: float = 0.0
+    """Hypervolume gained over the last ``window`` completed trials."""
+    window: int = 0
+    moving: bool = False
+    """The front is still moving (``gained`` above :data:`dse.search.reference.MOVING_GAIN`)."""
 
 
 def target_of(spec: StudySpec, study: optuna.Study, trials: int | None) -> int:
@@ -407,6 +433,10 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
         try:
             study.optimize(objective, n_trials=budget - complete, callbacks=[after_trial],
                            catch=(), gc_after_trial=False)
+            if objective.exhausted:
+                log.warning("dse: every design of the space is evaluated; the study stops at %d "
+                            "distinct designs", completed(study))
+                break
         except UpdateFinishedTrialError as exc:
             # Another worker took this one for dead (it stalled past the heartbeat's grace
             # period) and failed its trial; the retry it enqueued redoes the design.
@@ -434,6 +464,7 @@ def progress(study: optuna.Study, budget: int) -> Progress:
     """Completed trials, feasible count, front size and hypervolume of ``study``."""
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     feasible = [t for t in trials if is_feasible(t)]
-    front = pareto_trials(study, feasible)
-    return Progress(len(trials), budget, len(feasible), len(front),
-                    hypervolume(study, feasible))
+    front = group_by_design(pareto_trials(study, feasible))
+    conv = convergence(study, feasible, len(trials))
+    return Progress(len(trials), budget, len(feasible), len(front), conv.hypervolume,
+                    conv.reference, conv.gained, conv.window, conv.moving)

@@ -23,6 +23,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.search import _optuna
+from dse.search.dedup import PROPOSAL_KEY
+from dse.search.proposals import Proposer
+from dse.search.space import SearchSpace
 
 SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
 AUTO_SWITCH_TRIALS = 250
@@ -34,13 +37,17 @@ NSGA2_POPULATION = 50
 
 class AutoSampler(BaseSampler):
     """TPE (multivariate, constant liar) for the first ``switch`` completed trials, then NSGA-II
-    seeded with TPE's best designs.
+    seeded with TPE's best designs; given the study's search space, it also proposes designs of
+    its own (:class:`~dse.search.proposals.Proposer`): a stratified start that gives every choice
+    of every categorical parameter its share, moves to unevaluated neighbours of the front and of
+    each objective's best design, and of the best design of the least-tried choice.
 
-    The choice is made once per trial in :meth:`before_trial` and kept for all of its parameters.
+    The choice is made once per trial in :meth:`before_trial` and kept for all of its parameters;
+    a proposed design is set as the trial's fixed parameters (as an enqueued trial's are).
     """
 
     def __init__(self, seed: int | None = None, switch: int = AUTO_SWITCH_TRIALS,
-                 population_size: int = NSGA2_POPULATION) -> None:
+                 population_size: int = NSGA2_POPULATION, space: SearchSpace | None = None) -> None:
         self._tpe = TPESampler(multivariate=True, constant_liar=True, seed=seed)
         self._nsga = HandoverNSGAIISampler(population_size=population_size, seed=seed)
         self._switch = switch
@@ -48,6 +55,7 @@ class AutoSampler(BaseSampler):
         self._use: dict[int, BaseSampler] = {}
         self._switched = False
         """Completed trials never decrease: once past the switch, stop counting them."""
+        self._proposer = Proposer(space, seed) if space is not None else None
 
     def _sampler(self, trial: FrozenTrial) -> BaseSampler:
         return self._use.get(trial.number, self._tpe)
@@ -57,6 +65,12 @@ class AutoSampler(BaseSampler):
             done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             self._switched = len(done) >= self._switch
         chosen: BaseSampler = self._nsga if self._switched else self._tpe
+        if self._proposer is not None and "fixed_params" not in trial.system_attrs:
+            proposal = self._proposer.propose(study)
+            if proposal is not None:
+                kind, params = proposal
+                trial.system_attrs["fixed_params"] = params
+                trial.system_attrs[PROPOSAL_KEY] = kind
         self._use[trial.number] = chosen
         chosen.before_trial(study, trial)
 
@@ -138,10 +152,11 @@ def worker_seed(seed: int | None, worker: str) -> int | None:
 
 
 def make_sampler(name: str, seed: int | None, grid: dict[str, list[Any]] | None = None,
-                 source: str = "study") -> BaseSampler:
-    """The sampler called ``name`` (see :data:`SAMPLERS`)."""
+                 source: str = "study", space: SearchSpace | None = None) -> BaseSampler:
+    """The sampler called ``name`` (see :data:`SAMPLERS`); ``auto`` given the study's ``space``
+    proposes designs of its own as well (:class:`AutoSampler`)."""
     if name == "auto":
-        return AutoSampler(seed=seed)
+        return AutoSampler(seed=seed, space=space)
     if name == "tpe":
         return TPESampler(multivariate=True, constant_liar=True, seed=seed)
     if name == "nsga2":

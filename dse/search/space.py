@@ -297,7 +297,8 @@ def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
     return (s.accelerator.name, s.cpu.name, s.nodes, s.accelerators_per_node, s.hbm_bytes,
             s.hbm_bytes_s, s.scaleup, s.scaleup_bytes_s, s.scaleup_domain, s.pcie_bytes_s,
             s.ddr_bytes, s.ddr_bytes_s, n.cpu_sockets, n.nics, n.nic_gbit_s, n.nic_attach,
-            n.frontend_nics, n.frontend_nic_gbit_s, n.hbm_cache_gb, spec.network, spec.software)
+            n.frontend_nics, n.frontend_nic_gbit_s, n.input_source, n.hbm_cache_gb, spec.network,
+            spec.software)
 
 
 def _value_of(spec: SystemSpec, dotted: str) -> Any:

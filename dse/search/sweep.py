@@ -45,7 +45,13 @@ from dse.model.workload import Workload
 from dse.search.encoding import design_system, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.pareto import non_dominated
-from dse.search.space import SYSTEM_PARAM, Parameter, SearchSpace, probe_values
+from dse.search.reference import (
+    REFERENCE_KEY,
+    REFERENCE_MAX_DESIGNS,
+    REFERENCE_MIN_BUDGET,
+    reference_from_front,
+)
+from dse.search.space import Parameter, SearchSpace, probe_values
 from dse.search.spec import StudySpec, study_catalog, study_objectives, study_space, study_workload
 
 CHUNK_DESIGNS = 4096
@@ -367,9 +373,6 @@ def run_sweep(
     (default: every core) and find the exact front of ``objectives`` among the designs that meet
     every constraint. ``on_progress(done, total)`` is called as chunks finish."""
     global _CTX
-    if SYSTEM_PARAM in space.parameters:
-        raise DseInputError(f"space {space.name}", f"parameters.{SYSTEM_PARAM}",
-                            "a sweep varies one base system; sweep each system's space instead")
     start = time.perf_counter()
     if grid is None:
         grid = sobol_designs(space, samples, seed) if samples is not None else design_grid(space)
@@ -491,15 +494,21 @@ def _spread(n: int, levels: int) -> list[int]:
     return sorted({round(i * (n - 1) / (levels - 1)) for i in range(levels)})
 
 
+COARSE_MAX_LEVELS = 6
+"""The most values per parameter a coarse grid keeps (fewer when the grid would be too large)."""
+
+
 def coarse_grid(space: SearchSpace, max_designs: int = 20_000) -> tuple[SearchSpace, DesignGrid]:
-    """The finest :func:`coarse_space` (down to 2 levels) whose grid has at most ``max_designs``
-    designs."""
-    levels = 6
+    """The finest :func:`coarse_space` (:data:`COARSE_MAX_LEVELS` levels down to 2) whose grid
+    has at most ``max_designs`` designs."""
+    levels = COARSE_MAX_LEVELS
     while True:
         coarse = coarse_space(space, levels)
-        grid = design_grid(coarse)
-        if len(grid) <= max_designs or levels <= 2:
-            return coarse, grid
+        # The size ignoring conditions bounds the grid from above: skip building hopeless ones.
+        if levels <= 2 or coarse.size() <= 8 * max_designs:
+            grid = design_grid(coarse)
+            if len(grid) <= max_designs or levels <= 2:
+                return coarse, grid
         levels -= 1
 
 
@@ -513,6 +522,26 @@ def spread_front(losses: np.ndarray, k: int) -> list[int]:
     return sorted(picks)
 
 
+WARM_MAX_TRIALS = 20
+"""Designs of the coarse front a default warm start enqueues (and at most a fifth of the budget)."""
+
+
+def coarse_front(space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
+                 max_designs: int = 20_000, jobs: int | None = 1,
+                 catalog: Catalog | None = None) -> SweepResult:
+    """The sweep of :func:`coarse_grid` (at most ``max_designs`` designs, or its 2-level grid)."""
+    coarse, grid = coarse_grid(space, max_designs)
+    return run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid, catalog=catalog)
+
+
+def record_reference(study: Any, result: SweepResult) -> None:
+    """Store the coarse front's box as the study's fixed hypervolume reference (once)."""
+    if REFERENCE_KEY in study.user_attrs or not len(result.front):
+        return
+    ref = reference_from_front(result.losses(), len(result.frame), "coarse sweep")
+    study.set_user_attr(REFERENCE_KEY, ref.to_json())
+
+
 def warm_start(
     study: Any,
     space: SearchSpace,
@@ -522,22 +551,26 @@ def warm_start(
     max_designs: int = 20_000,
     jobs: int | None = 1,
     catalog: Catalog | None = None,
+    result: SweepResult | None = None,
 ) -> list[dict[str, Any]]:
-    """Enqueue the exact front of a coarse sweep of ``space`` (at most ``max_designs`` designs)
-    into the Optuna ``study``, spread to at most ``max_trials`` designs, so its sampler starts from
-    good designs rather than random ones. Returns the enqueued designs. A study already seeded
-    (attribute ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
+    """Enqueue the exact front of a coarse sweep of ``space`` (at most ``max_designs`` designs,
+    or ``result`` when already swept) into the Optuna ``study``, spread to at most ``max_trials``
+    designs, so its sampler starts from good designs rather than random ones; the coarse front
+    also becomes the study's fixed hypervolume reference (:mod:`dse.search.reference`) when it
+    has none. Returns the enqueued designs. A study already seeded (attribute
+    ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
     if WARM_START_KEY in study.user_attrs:
         return []
-    coarse, grid = coarse_grid(space, max_designs)
-    result = run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid, catalog=catalog)
+    if result is None:
+        result = coarse_front(space, workload, objectives, max_designs, jobs, catalog)
+    record_reference(study, result)
     designs = result.front_designs()
     if max_trials is not None and len(designs) > max_trials:
         designs = [designs[i] for i in spread_front(result.losses(), max_trials)]
     for design in designs:
         study.enqueue_trial(encode_design(space, design), user_attrs={"warm_start": "sweep"})
-    study.set_user_attr(WARM_START_KEY, {"designs": len(grid), "front": len(result.front),
-                                         "enqueued": len(designs), "space": coarse.name})
+    study.set_user_attr(WARM_START_KEY, {"designs": len(result.frame), "front": len(result.front),
+                                         "enqueued": len(designs), "space": result.space.name})
     return designs
 
 
@@ -549,8 +582,50 @@ def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None)
                       max_trials=cap, catalog=study_catalog(spec).catalog)
 
 
+def sweep_allowed(space: SearchSpace, budget: int) -> bool:
+    """The rule for the default coarse sweep of a new study: a budget of at least
+    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET` trials and a coarse grid of at most
+    :data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` designs."""
+    if budget < REFERENCE_MIN_BUDGET:
+        return False
+    try:
+        _, grid = coarse_grid(space, REFERENCE_MAX_DESIGNS)
+    except DseInputError:
+        return False
+    return 0 < len(grid) <= REFERENCE_MAX_DESIGNS
+
+
+def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
+                   budget: int, warm: bool, catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """What a new study gets by default when :func:`sweep_allowed`: one coarse sweep, whose front
+    is the study's fixed hypervolume reference and, when ``warm`` (the default sampler), is
+    enqueued as a warm start (at most :data:`WARM_MAX_TRIALS` designs and a fifth of the
+    budget). Returns the enqueued designs."""
+    if not sweep_allowed(space, budget) or REFERENCE_KEY in study.user_attrs:
+        return []
+    result = coarse_front(space, workload, objectives, REFERENCE_MAX_DESIGNS, 1, catalog)
+    if not warm:
+        record_reference(study, result)
+        return []
+    return warm_start(study, space, workload, objectives,
+                      max_trials=min(WARM_MAX_TRIALS, max(1, budget // 5)), result=result)
+
+
 __all__ = [
-    "DesignGrid", "SweepResult", "coarse_grid", "coarse_space", "design_grid", "objective_losses",
-    "run_sweep", "sobol_designs", "sweep_order", "warm_start", "warm_start_study",
+    "DesignGrid",
+    "SweepResult",
+    "coarse_front",
+    "coarse_grid",
+    "coarse_space",
+    "design_grid",
+    "objective_losses",
+    "record_reference",
+    "run_sweep",
+    "seed_new_study",
+    "sobol_designs",
+    "sweep_allowed",
+    "sweep_order",
+    "warm_start",
+    "warm_start_study",
     "write_parquet",
 ]
