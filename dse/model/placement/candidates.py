@@ -40,7 +40,7 @@ class Candidate:
     """All-to-all bytes per step the owning device sends."""
     partial: bool = True
     traffic: Traffic | None = None
-    """HBM traffic, when known already: the pieces of a split share one."""
+    """HBM traffic, when known already: a whole table's, and the pieces of a split (they share one)."""
     per_domain: int = 0
     """Row-wise pieces of one table spread over several scale-up domains: how many go to each
     (0: the whole group in one domain, when it has room)."""
@@ -155,6 +155,8 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
                                            "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
                 lk *= 1.0 - hit
                 out_rows *= 1.0 - hit ** pooling
-        mem, comm = costs.loads(lk, dim, out_rows, batch, rows)
-        whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm))
+        # Its traffic too, from the same count of distinct rows: most tables stay whole, and the
+        # partitioner would otherwise compute it again for each (a thousand for production-a).
+        mem, comm, t = costs.piece(lk, dim, out_rows, batch, rows)
+        whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm, True, t))
     return Candidates(tuple(replicas), tuple(whole), tables)

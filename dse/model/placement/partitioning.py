@@ -198,11 +198,13 @@ def assign_hbm(
     devices = [-1] * len(cands)
     groups: defaultdict[int, list[int]] = defaultdict(list)
     rest: list[int] = []
+    seen: Candidate | None = None
+    into: list[int] = rest
     for i, c in enumerate(cands):
-        if c.sharding == "row_wise" and c.partial:
-            groups[c.table].append(i)
-        else:
-            rest.append(i)
+        if c is not seen:  # the equal pieces of a split are one object, in a row: judged once
+            seen = c
+            into = groups[c.table] if c.sharding == "row_wise" and c.partial else rest
+        into.append(i)
     mem, comm, size = [c.mem for c in cands], [c.comm for c in cands], [c.footprint for c in cands]
     n = len(free)
 
@@ -316,11 +318,18 @@ def place_hbm(hbm_set: list[Candidate], budgets: Budgets, device_cap: float, rep
     devices, unplaced = assign_hbm(hbm_set, free, load_mem, load_comm, budgets.domain)
     traffic = costs.traffic
     shards: list[Shard] = []
+    last: Candidate | None = None
+    head: tuple[object, ...] = ()
+    tail: tuple[object, ...] = ()
+    footprint = 0.0
     for c, d in zip(hbm_set, devices, strict=True):
         if d >= 0:
-            hbm_used[d] += c.footprint
-            shards.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
-                                     d, "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0,
-                                                                    c.rows),
-                                     1.0, c.partial)))
+            if c is not last:
+                # The equal pieces of a split are one object, in a row: their fields are read once.
+                last, footprint = c, c.footprint
+                head = (c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, footprint)
+                tail = ("hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows), 1.0,
+                        c.partial)
+            hbm_used[d] += footprint
+            shards.append(new_shard((*head, d, *tail)))
     return HbmAssignment(shards, hbm_used, load_mem, unplaced)
