@@ -215,10 +215,10 @@ def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
     return "<br>".join(html.escape(line) for line in lines)
 
 
-def breakdown_figure(data: ReportData) -> go.Figure:
+def breakdown_figure(data: ReportData) -> Figure:
     """Step time of every distinct front design by stage (stacked), in front order, labelled by
     design, with the bounding stage named; buttons switch between each stage's share of the step
-    and milliseconds."""
+    and milliseconds (a plain figure, :mod:`dse.outputs.figures`)."""
     first = data.objectives.objectives[0].metric
     designs = distinct_front(data, first)
     ordered = [group[0] for group in designs]
@@ -230,23 +230,24 @@ def breakdown_figure(data: ReportData) -> go.Figure:
     share = {stage: [100.0 * v / tot for v, tot in zip(ms[stage], totals, strict=True)]
              for stage in STAGES}
     bounds = [str(t.user_attrs.get("bottleneck", "")) for t in ordered]
-    fig = go.Figure()
-    for stage in STAGES:
-        fig.add_trace(go.Bar(
-            x=labels, y=share[stage], name=stage.replace("_", " "), marker_color=STAGE_COLOURS[stage],
-            customdata=list(zip(ms[stage], bounds, strict=True)),
-            hovertemplate=(f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
-                           "bounded by %{customdata[1]}<extra></extra>")))
-    fig.update_layout(
-        barmode="stack", height=600, yaxis_title="share of the step (%)", xaxis_automargin=True,
-        title=f"step time of the front designs by stage, ordered by {_label(first)} (hover: the bound)",
-        updatemenus=[{"type": "buttons", "direction": "right", "x": 1.0, "y": 1.15, "buttons": [
-            {"label": "share of step", "method": "update",
-             "args": [{"y": [share[s] for s in STAGES]}, {"yaxis.title.text": "share of the step (%)"}]},
-            {"label": "milliseconds", "method": "update",
-             "args": [{"y": [ms[s] for s in STAGES]}, {"yaxis.title.text": "ms per step"}]},
-        ]}])
-    return fig
+    traces = [{
+        "customdata": [[m, b] for m, b in zip(ms[stage], bounds, strict=True)],
+        "hovertemplate": (f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
+                          "bounded by %{customdata[1]}<extra></extra>"),
+        "marker": {"color": STAGE_COLOURS[stage]}, "name": stage.replace("_", " "),
+        "x": labels, "y": share[stage], "type": "bar"} for stage in STAGES]
+    layout = {
+        "barmode": "stack", "height": 600, "yaxis": {"title": {"text": "share of the step (%)"}},
+        "xaxis": {"automargin": True},
+        "title": {"text": f"step time of the front designs by stage, ordered by {_label(first)} "
+                          "(hover: the bound)"},
+        "updatemenus": [{"buttons": [
+            {"args": [{"y": [share[s] for s in STAGES]}, {"yaxis.title.text": "share of the step (%)"}],
+             "label": "share of step", "method": "update"},
+            {"args": [{"y": [ms[s] for s in STAGES]}, {"yaxis.title.text": "ms per step"}],
+             "label": "milliseconds", "method": "update"},
+        ], "direction": "right", "type": "buttons", "x": 1.0, "y": 1.15}]}
+    return {"data": traces, "layout": layout}
 
 
 def chosen_designs(data: ReportData) -> list[tuple[str, dict[str, Any]]]:
