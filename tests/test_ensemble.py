@@ -432,3 +432,30 @@ def test_validate_reports_the_intervals_coverage(tmp_path: Path) -> None:
     text = doc.read_text()
     assert "## Prediction intervals" in text
     assert f"{expected.covered} of {expected.points} measured values inside" in text
+
+
+def test_retimings_are_cached_and_read_back_only_in_their_context(
+        tmp_path: Path, small_study: tuple[optuna.Study, StudySpec]) -> None:
+    """A robust front made with the cache equals one made without it, before and after the cache
+    is filled; a cache of another ensemble, or a damaged one, is not read (and is rewritten)."""
+    study, spec = small_study
+    objectives = load_objectives(spec.objectives)
+    cache = tmp_path / "robust.journal.retiming"
+    plain = robust_front(study, spec, objectives)
+    first = robust_front(study, spec, objectives, cache=cache)
+    stored = json.loads(cache.read_text(encoding="utf-8"))
+    assert len(stored["designs"]) == plain.candidates
+    again = robust_front(study, spec, objectives, cache=cache)
+    assert plain == first == again
+    # A cached value is what is used: doctored, it shows (so the second read did read it).
+    key = next(iter(stored["designs"]))
+    stored["designs"][key][1] = [0.0] * len(stored["designs"][key][1])
+    cache.write_text(json.dumps(stored), encoding="utf-8")
+    doctored = robust_front(study, spec, objectives, cache=cache)
+    assert doctored != plain
+    # Another ensemble (one member) is another context: the cache is not read, then replaced.
+    single = robust_front(study, spec, objectives, CalibrationEnsemble.single(CALIB), cache=cache)
+    assert single == robust_front(study, spec, objectives, CalibrationEnsemble.single(CALIB))
+    assert json.loads(cache.read_text(encoding="utf-8"))["context"] != stored["context"]
+    cache.write_text("{not json", encoding="utf-8")
+    assert robust_front(study, spec, objectives, cache=cache) == plain

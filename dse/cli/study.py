@@ -12,29 +12,23 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import optuna
 import typer
-from optuna.trial import TrialState
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dse.cli._app import app, fail, to_json
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search.journal import repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
-from dse.search.parallel import WorkerExits, join_workers, start_workers, stop_gracefully
-from dse.search.recovery import WORKER_KEY
-from dse.search.results import load_stored_study, status, trials_frame
-from dse.search.runner import STOP, open_study, run_study, target_of
-from dse.search.runner import Progress as StudyProgress
+from dse.search.results import load_stored_study, status, trial_rows, trials_frame
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec, results_dir, with_catalog
 from dse.search.storage import (
     PROXY_THREADS,
     default_storage_path,
     is_loopback,
+    journal_file,
     open_storage,
     quiet_lost_storage,
     redact,
@@ -42,6 +36,16 @@ from dse.search.storage import (
     storage_failure,
     storage_file,
 )
+
+if TYPE_CHECKING:
+    import optuna
+
+    from dse.search.parallel import WorkerExits
+    from dse.search.runner import Progress as StudyProgress
+
+# The commands that run a study import the runner (and its sweep, pandas, samplers) when they
+# run: the read-only commands (status, pareto, report) are timed against a target
+# (benchmarks/bench_commands.py) and never need them.
 
 ColumnsOpt = Annotated[str | None, typer.Option(
     "--columns", help="Comma-separated columns: metrics (capex_usd, power_w, ...), parameters "
@@ -128,6 +132,8 @@ def run_cmd(
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
     write its report."""
+    from dse.search.runner import open_study, target_of
+
     spec = _spec(study, catalog)
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
@@ -177,6 +183,11 @@ def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: 
                        quiet: bool, catalog: str) -> tuple[optuna.Study, WorkerExits] | None:
     """Work on the study (with ``jobs - 1`` helper processes, given the user ``catalog`` file or
     "") under a progress bar; the stored study and the helpers' exits."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dse.search.parallel import join_workers, start_workers
+    from dse.search.runner import run_study
+
     console = Console(stderr=True)
     workers = start_workers(study, url, until, jobs - 1, catalog)
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -270,9 +281,12 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
     """Render the study's report into ``folder`` (default: beside the journal, :func:`results_dir`)
     as NAME.html."""
     from dse.outputs.report import render_report
+    from dse.outputs.robust import retiming_cache
     from dse.search.results import objective_set_of
 
-    page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage))
+    journal = journal_file(storage or None, spec)
+    page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage),
+                         retimings=retiming_cache(journal) if journal is not None else None)
     folder = folder or results_dir(spec)
     path = folder / f"{spec.name}.html"
     try:
@@ -294,6 +308,12 @@ def worker_cmd(
 ) -> None:
     """Join an existing study and work on it until its budget is complete (shared by all workers:
     together they stop at the total). Start any number, on any machines that reach the storage."""
+    from optuna.trial import TrialState
+
+    from dse.search.parallel import stop_gracefully
+    from dse.search.recovery import WORKER_KEY
+    from dse.search.runner import STOP, run_study
+
     spec = _spec(study, catalog)
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
@@ -471,20 +491,22 @@ def pareto_cmd(
         return
     try:
         stored = load_stored_study(spec, storage)
-        frame = trials_frame(stored, only_front=True)
+        # The records of the front's frame, without pandas unless a file is written.
+        rows = trial_rows(stored, only_front=True)
         objectives = [(o.metric, o.direction) for o in objective_set_of(stored, spec.objectives).objectives]
     except DseInputError as exc:
         fail(str(exc))
         return
-    for target, write in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
-        if target is not None:
-            write(target)
-            typer.echo(f"front of {len(frame)} designs written to {target}", err=True)
+    if csv is not None or parquet is not None:
+        frame = trials_frame(stored, only_front=True)
+        for target, write in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
+            if target is not None:
+                write(target)
+                typer.echo(f"front of {len(frame)} designs written to {target}", err=True)
     if as_json:
-        typer.echo(to_json(frame.reset_index().to_dict(orient="records")))
+        typer.echo(to_json(rows))
     elif csv is None and parquet is None:
-        _print_designs(Console(), frame.reset_index().to_dict(orient="records"), objectives, columns,
-                       f"{spec.name}: Pareto front")
+        _print_designs(Console(), rows, objectives, columns, f"{spec.name}: Pareto front")
 
 
 def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parquet: Path | None,
@@ -493,13 +515,15 @@ def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parqu
     (:mod:`dse.outputs.robust`)."""
     import pandas as pd
 
-    from dse.outputs.robust import robust_front
+    from dse.outputs.robust import retiming_cache, robust_front
     from dse.search.results import objective_set_of
 
+    journal = journal_file(storage, spec)
     try:
         stored = load_stored_study(spec, storage)
         objectives = objective_set_of(stored, spec.objectives)
-        result = robust_front(stored, spec, objectives)
+        result = robust_front(stored, spec, objectives,
+                              cache=retiming_cache(journal) if journal is not None else None)
     except DseInputError as exc:
         fail(str(exc))
         return
@@ -571,6 +595,7 @@ def plot_cmd(
 ) -> None:
     """A quick single front of two objectives: HTML, or PNG/SVG through kaleido (then HTML only
     with --out)."""
+    from dse.outputs.figures import to_graph_object
     from dse.outputs.report import gather, pair_figure
     from dse.search.results import objective_set_of
 
@@ -587,7 +612,7 @@ def plot_cmd(
     for flag, metric in (("--x", x), ("--y", y)):
         if metric not in names and metric not in METRIC_NAMES:
             fail(f"{flag}: unknown metric {metric!r}")
-    fig = pair_figure(gather(stored, spec, objectives), x, y)
+    fig = to_graph_object(pair_figure(gather(stored, spec, objectives), x, y))
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
         path = out or results_dir(spec) / f"{spec.name}-front.html"

@@ -126,7 +126,8 @@ def _widths(cells: list[list[str]], heads: list[str], text: list[bool], width: i
     between words, never inside one), given the rest of ``width`` up to their longest line."""
     columns = range(len(heads))
     natural = [max(len(heads[i]), *(len(row[i]) for row in cells)) for i in columns]
-    least = [max(*(len(w) for w in heads[i].split()), *(len(w) for row in cells for w in row[i].split()))
+    # A list, not max(*a, *b): a text column whose cells are all empty has only its header's words.
+    least = [max([len(w) for w in heads[i].split()] + [len(w) for row in cells for w in row[i].split()])
              if text[i] else natural[i] for i in columns]
     out = list(least)
     spare = width - (sum(least) + 3 * len(heads) + 1)

@@ -5,7 +5,7 @@ scored again (the trials store the design, not its plan), by the same path a stu
 design -> :func:`~dse.search.encoding.design_system` -> :func:`~dse.model.evaluate.evaluate`, with
 the study's workload, catalog and the calibration in force. The plan is
 :func:`~dse.outputs.plan.plan_summary` (as ``dse evaluate --plan``) and the timeline
-:func:`~dse.outputs.timeline.timeline_figure` (as ``dse evaluate --html``); docs/design.md,
+:func:`~dse.outputs.timeline.timeline_plot` (as ``dse evaluate --html``); docs/design.md,
 section 5, "Placement" and "Overlaps".
 """
 
@@ -17,15 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.utils import PlotlyJSONEncoder
-
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
 from dse.model.system import GB
+from dse.outputs.figures import Figure, figure_html
 from dse.outputs.plan import PlanSummary, plan_summary
-from dse.outputs.timeline import timeline_figure
+from dse.outputs.timeline import timeline_plot
 from dse.search.encoding import design_system
 from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
 
@@ -36,11 +34,12 @@ so the page grows with every one (a front rarely has more distinct designs worth
 
 @dataclass(frozen=True)
 class Chosen:
-    """One design offered: its label in words, its plan and its timeline (Plotly JSON)."""
+    """One design offered: its label in words, its plan and its timeline (a plain figure without
+    Plotly's template, :mod:`dse.outputs.figures`)."""
 
     label: str
     plan: PlanSummary
-    figure: dict[str, Any]
+    figure: Figure
 
 
 def score_designs(spec: StudySpec, designs: Sequence[tuple[str, dict[str, Any]]],
@@ -57,7 +56,7 @@ def score_designs(spec: StudySpec, designs: Sequence[tuple[str, dict[str, Any]]]
         except DseInputError:
             continue
         ev = evaluate(workload, system, calib, catalog)
-        out.append(Chosen(label, plan_summary(ev, calib), timeline_figure(ev).to_plotly_json()))
+        out.append(Chosen(label, plan_summary(ev, calib), timeline_plot(ev)))
     return out
 
 
@@ -131,6 +130,8 @@ function chooseDesign(k) {
 def _figure_json(figure: dict[str, Any]) -> str:
     """A timeline for the page's script: without Plotly's template (the drawn figure lends its
     own), and with no ``</`` (which would end the script element early)."""
+    from plotly.utils import PlotlyJSONEncoder
+
     layout = {k: v for k, v in figure["layout"].items() if k != "template"}
     text = json.dumps({"data": figure["data"], "layout": layout}, cls=PlotlyJSONEncoder)
     return text.replace("</", "<\\/")
@@ -148,8 +149,7 @@ def chosen_section(chosen: Sequence[Chosen]) -> str:
                     f"{plan_tables(c.plan)}</div>" for k, c in enumerate(chosen))
     figures = "".join(f"<script type='application/json' id='timeline-{k}'>{_figure_json(c.figure)}"
                       "</script>" for k, c in enumerate(chosen))
-    first = go.Figure(chosen[0].figure).to_html(full_html=False, include_plotlyjs=False,
-                                                div_id="timeline", config={"displaylogo": False})
+    first = figure_html(chosen[0].figure, "timeline")
     return ("<h2>One front design: its plan and its timeline</h2>"
             f"<p>design (best first by the first objective; at most {MAX_DESIGNS}): "
             f"<select id='design-choice' onchange='chooseDesign(this.value)'>{options}</select></p>"

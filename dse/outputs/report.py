@@ -28,6 +28,7 @@ from dse.errors import DseInputError
 from dse.model.timing import STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.chosen import MAX_DESIGNS, chosen_section, score_designs
+from dse.outputs.figures import CONFIG, Figure, figure_html
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
@@ -121,38 +122,40 @@ def _value(t: FrozenTrial, metric: str, data: ReportData) -> float:
     return float(v) if isinstance(v, int | float) else math.nan
 
 
-def pair_figure(data: ReportData, x: str, y: str) -> go.Figure:
+def pair_figure(data: ReportData, x: str, y: str) -> Figure:
     """Front of objectives ``x`` against ``y``: dominated faded, infeasible apart, front joined,
-    baselines labelled."""
-    fig = go.Figure()
+    baselines labelled (a plain figure, :mod:`dse.outputs.figures`)."""
     on_front = {t.number for t in data.front}
     dominated = [t for t in data.feasible if t.number not in on_front]
 
     template = _template(data)
 
-    def trace(trials: list[FrozenTrial], name: str, **kw: Any) -> go.Scatter:
-        return go.Scatter(
-            x=[_round(_value(t, x, data)) for t in trials],
-            y=[_round(_value(t, y, data)) for t in trials], name=name,
-            customdata=[_custom(t, data) for t in trials], hovertemplate=template, **kw)
+    def trace(trials: list[FrozenTrial], name: str, **kw: Any) -> dict[str, Any]:
+        props = {"customdata": [_custom(t, data) for t in trials], "hovertemplate": template,
+                 "name": name, "x": [_round(_value(t, x, data)) for t in trials],
+                 "y": [_round(_value(t, y, data)) for t in trials], **kw}
+        # In Plotly's own order (its properties sorted, the type last), so the page is the same.
+        return {**dict(sorted(props.items())), "type": "scatter"}
 
-    fig.add_trace(trace(dominated, f"feasible, dominated ({len(dominated)})", mode="markers",
-                        marker={"color": FADED, "size": 6}))
-    fig.add_trace(trace(data.infeasible, f"infeasible ({len(data.infeasible)})", mode="markers",
-                        marker={"color": "rgba(214,39,40,0.45)", "symbol": "x", "size": 7}))
     ordered = sorted(data.front, key=lambda t: _value(t, x, data))
-    fig.add_trace(trace(ordered, f"Pareto front ({len(ordered)})", mode="lines+markers",
-                        marker={"color": "#1f77b4", "size": 9}, line={"color": "#1f77b4"}))
     base = [t for t in data.trials if t.user_attrs.get(BASELINE_KEY)]
-    fig.add_trace(trace(base, "baselines", mode="markers+text",
-                        textposition="top center", marker={"color": "#2ca02c", "size": 12,
-                                                           "symbol": "diamond"}))
-    fig.data[-1].update(text=[t.user_attrs[BASELINE_KEY] for t in base])
-    fig.update_layout(title=f"{_label(y)} against {_label(x)}", xaxis_title=_label(x),
-                      yaxis_title=_label(y), separators=".,",
-                      height=520, legend={"orientation": "h", "y": -0.2},
-                      xaxis_type=_axis_type(data, x), yaxis_type=_axis_type(data, y))
-    return fig
+    traces = [
+        trace(dominated, f"feasible, dominated ({len(dominated)})",
+              marker={"color": FADED, "size": 6}, mode="markers"),
+        trace(data.infeasible, f"infeasible ({len(data.infeasible)})",
+              marker={"color": "rgba(214,39,40,0.45)", "size": 7, "symbol": "x"}, mode="markers"),
+        trace(ordered, f"Pareto front ({len(ordered)})", line={"color": "#1f77b4"},
+              marker={"color": "#1f77b4", "size": 9}, mode="lines+markers"),
+        {**trace(base, "baselines", marker={"color": "#2ca02c", "size": 12, "symbol": "diamond"},
+                 mode="markers+text", textposition="top center"),
+         "text": [t.user_attrs[BASELINE_KEY] for t in base]},
+    ]
+    layout = {"legend": {"orientation": "h", "y": -0.2},
+              "xaxis": {"title": {"text": _label(x)}, "type": _axis_type(data, x)},
+              "yaxis": {"title": {"text": _label(y)}, "type": _axis_type(data, y)},
+              "title": {"text": f"{_label(y)} against {_label(x)}"}, "separators": ".,",
+              "height": 520}
+    return {"data": traces, "layout": layout}
 
 
 def _axis_type(data: ReportData, metric: str) -> str:
@@ -212,10 +215,10 @@ def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
     return "<br>".join(html.escape(line) for line in lines)
 
 
-def breakdown_figure(data: ReportData) -> go.Figure:
+def breakdown_figure(data: ReportData) -> Figure:
     """Step time of every distinct front design by stage (stacked), in front order, labelled by
     design, with the bounding stage named; buttons switch between each stage's share of the step
-    and milliseconds."""
+    and milliseconds (a plain figure, :mod:`dse.outputs.figures`)."""
     first = data.objectives.objectives[0].metric
     designs = distinct_front(data, first)
     ordered = [group[0] for group in designs]
@@ -227,23 +230,24 @@ def breakdown_figure(data: ReportData) -> go.Figure:
     share = {stage: [100.0 * v / tot for v, tot in zip(ms[stage], totals, strict=True)]
              for stage in STAGES}
     bounds = [str(t.user_attrs.get("bottleneck", "")) for t in ordered]
-    fig = go.Figure()
-    for stage in STAGES:
-        fig.add_trace(go.Bar(
-            x=labels, y=share[stage], name=stage.replace("_", " "), marker_color=STAGE_COLOURS[stage],
-            customdata=list(zip(ms[stage], bounds, strict=True)),
-            hovertemplate=(f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
-                           "bounded by %{customdata[1]}<extra></extra>")))
-    fig.update_layout(
-        barmode="stack", height=600, yaxis_title="share of the step (%)", xaxis_automargin=True,
-        title=f"step time of the front designs by stage, ordered by {_label(first)} (hover: the bound)",
-        updatemenus=[{"type": "buttons", "direction": "right", "x": 1.0, "y": 1.15, "buttons": [
-            {"label": "share of step", "method": "update",
-             "args": [{"y": [share[s] for s in STAGES]}, {"yaxis.title.text": "share of the step (%)"}]},
-            {"label": "milliseconds", "method": "update",
-             "args": [{"y": [ms[s] for s in STAGES]}, {"yaxis.title.text": "ms per step"}]},
-        ]}])
-    return fig
+    traces = [{
+        "customdata": [[m, b] for m, b in zip(ms[stage], bounds, strict=True)],
+        "hovertemplate": (f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
+                          "bounded by %{customdata[1]}<extra></extra>"),
+        "marker": {"color": STAGE_COLOURS[stage]}, "name": stage.replace("_", " "),
+        "x": labels, "y": share[stage], "type": "bar"} for stage in STAGES]
+    layout = {
+        "barmode": "stack", "height": 600, "yaxis": {"title": {"text": "share of the step (%)"}},
+        "xaxis": {"automargin": True},
+        "title": {"text": f"step time of the front designs by stage, ordered by {_label(first)} "
+                          "(hover: the bound)"},
+        "updatemenus": [{"buttons": [
+            {"args": [{"y": [share[s] for s in STAGES]}, {"yaxis.title.text": "share of the step (%)"}],
+             "label": "share of step", "method": "update"},
+            {"args": [{"y": [ms[s] for s in STAGES]}, {"yaxis.title.text": "ms per step"}],
+             "label": "milliseconds", "method": "update"},
+        ], "direction": "right", "type": "buttons", "x": 1.0, "y": 1.15}]}
+    return {"data": traces, "layout": layout}
 
 
 def chosen_designs(data: ReportData) -> list[tuple[str, dict[str, Any]]]:
@@ -433,26 +437,30 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
 
 
-def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet) -> str:
+def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet,
+                retimings: Path | None = None) -> str:
     """The section "the front under the model's error" (:mod:`dse.outputs.robust_page`), or the
-    line saying why there is none (no ensemble, or one of another calibration)."""
+    line saying why there is none (no ensemble, or one of another calibration); ``retimings``:
+    the cache of the designs' retimings (:func:`dse.outputs.robust.retiming_cache`)."""
     from dse.outputs.robust import robust_front
     from dse.outputs.robust_page import robust_section
 
     try:
-        return robust_section(robust_front(study, spec, objectives))
+        return robust_section(robust_front(study, spec, objectives, cache=retimings))
     except DseInputError as exc:
         return robust_section(None, str(exc))
 
 
 def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                   storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline",
-                  robust: bool = True) -> str:
+                  robust: bool = True, retimings: Path | None = None) -> str:
     """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
     or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git).
-    ``robust=False`` leaves out the front under the model's error (benchmarks time both)."""
+    ``robust=False`` leaves out the front under the model's error (benchmarks time both);
+    ``retimings`` keeps that section's retimings between pages of one study
+    (:func:`dse.outputs.robust.retiming_cache` of its journal)."""
     data = gather(study, spec, objectives)
-    figures: list[tuple[str, go.Figure]] = []
+    figures: list[tuple[str, Figure | go.Figure]] = []
     names = [o.metric for o in objectives.objectives]
     for x, y in itertools.combinations(names, 2):
         figures.append((f"front-{x}-{y}", pair_figure(data, x, y)))
@@ -472,11 +480,12 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
         header(study, data, storage),
     ]
     for div_id, fig in figures:
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                                 config={"displaylogo": False}))
+        parts.append(figure_html(fig, div_id) if isinstance(fig, dict) else
+                     fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                                 config=CONFIG))
     if data.front:
         parts.append(chosen_section(score_designs(spec, chosen_designs(data))))
         if robust:
-            parts.append(robust_html(study, spec, objectives))
+            parts.append(robust_html(study, spec, objectives, retimings))
     parts += ["<h2>the front</h2>", front_table(data), "</body></html>"]
     return "\n".join(parts)

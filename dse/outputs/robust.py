@@ -24,10 +24,14 @@ ensemble moved it further than it moves any two front designs apart.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,6 +52,7 @@ from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation, Memo, evaluate
 from dse.model.timing import loads_key
 from dse.search.encoding import design_system
+from dse.search.fingerprint import model_fingerprint
 from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
 from dse.search.recovery import BASELINE_KEY
@@ -59,6 +64,10 @@ ROBUST_PROBABILITY = 0.8
 front (the issue's threshold)."""
 NEAR_FRONT_LIMIT = 200
 """Most dominated designs retimed as near-front candidates (the closest by their margin)."""
+RETIMING_SUFFIX = ".retiming"
+"""The cache of a journal's retimings: ``NAME.journal.retiming`` beside it (:func:`retiming_cache`)."""
+RETIMING_FORMAT = 1
+"""Version of the cache's layout and of what a cached retiming means; raise it when either changes."""
 
 
 @dataclass(frozen=True)
@@ -201,14 +210,76 @@ def _margin(devs: np.ndarray) -> float:
     return float(np.max(devs.max(axis=0) - devs.min(axis=0)))
 
 
+def retiming_cache(journal: Path) -> Path:
+    """Where the retimings of a journal's designs are kept: ``NAME.journal.retiming`` beside it.
+    Only a cache (like ``NAME.journal.snapshot``): deleting it costs the next robust front its
+    retimings, nothing else."""
+    return journal.with_name(journal.name + RETIMING_SUFFIX)
+
+
+def _context(*inputs: object) -> str:
+    """What every cached retiming depends on besides its design: the cache's format, the model's
+    code and data (:func:`~dse.search.fingerprint.model_fingerprint`), the ensemble's code, and
+    the workload, space, catalog, calibration and ensemble members themselves (frozen
+    dataclasses, whose ``repr`` holds every field)."""
+    digest = hashlib.sha256(f"{RETIMING_FORMAT} {model_fingerprint()}".encode())
+    import dse.calibration.ensemble as ensemble_code
+
+    for source in (__file__, str(ensemble_code.__file__)):
+        digest.update(Path(source).read_bytes())
+    for item in inputs:
+        digest.update(b"\0" + repr(item).encode())
+    return digest.hexdigest()
+
+
+Retiming = tuple[np.ndarray, float]
+"""A design's log throughput ratio under each ensemble member, and its throughput at the
+calibration (NaN when it has none)."""
+
+
+def _read_retimings(path: Path | None, context: str) -> dict[str, Retiming]:
+    """The cached retimings of ``path`` made in ``context``; none when the file is missing,
+    unreadable or made in another context."""
+    if path is None:
+        return {}
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("context") != context:
+            return {}
+        return {k: (np.array(v[1], dtype=float), float(v[0])) for k, v in stored["designs"].items()}
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return {}
+
+
+def _write_retimings(path: Path | None, context: str, retimings: dict[str, Retiming]) -> None:
+    """Replace the cache ``path`` in one rename (a reader sees the old file or the new one);
+    a folder that cannot be written leaves it as it was."""
+    if path is None:
+        return
+    text = json.dumps({"context": context, "designs": {
+        k: [point, [float(x) for x in dev]] for k, (dev, point) in retimings.items()}})
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
 def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                  ensemble: CalibrationEnsemble | None = None,
                  calibration: Calibration | None = None,
-                 threshold: float = ROBUST_PROBABILITY) -> RobustFront:
+                 threshold: float = ROBUST_PROBABILITY, cache: Path | None = None) -> RobustFront:
     """The study's front designs under the ensemble (module docstring). Raises
     :class:`~dse.calibration.ensemble.EnsembleUnavailable` without a usable ensemble, and
     :class:`~dse.calibration.ensemble.EnsembleMismatch` when the study was scored with another
-    calibration than the ensemble's (rerun the study)."""
+    calibration than the ensemble's (rerun the study).
+
+    ``cache`` (:func:`retiming_cache` of the study's journal): each design's retimings are kept
+    there and read back while the model, calibration, ensemble, workload, space and catalog are
+    those they were made with (a retiming is deterministic), so a later report of the same study
+    retimes only the designs it has not met."""
     calib = calibration or load_calibration()
     ens = ensemble or load_ensemble(calibration=calib)
     scored = study.user_attrs.get("dse:calibration_version")
@@ -228,12 +299,23 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     space, workload = study_space(spec), study_workload(spec)
     catalog = study_catalog(spec).catalog
 
-    cache: DenseCache = {}
+    dense: DenseCache = {}
     retimed: dict[tuple[object, ...], np.ndarray] = {}
     memo = Memo(workload, calib)
+    context = _context(workload, space, catalog, calib, ens.calibration_version, ens.members)
+    known = _read_retimings(cache, context)
+    loaded = len(known)
 
-    def ratios(group: list[FrozenTrial]) -> tuple[np.ndarray, float]:
-        """Each member's log throughput ratio to the calibration's, and the point throughput."""
+    def ratios(group: list[FrozenTrial]) -> Retiming:
+        """Each member's log throughput ratio to the calibration's, and the point throughput
+        (from the cache when it holds the design)."""
+        key = _key(group[0])
+        found = known.get(key)
+        if found is None or len(found[0]) != len(ens.members):
+            found = known[key] = _retime(group)
+        return found
+
+    def _retime(group: list[FrozenTrial]) -> Retiming:
         try:
             system = design_system(space, group[0].user_attrs.get("design") or {}, catalog)
         except DseInputError:
@@ -245,7 +327,7 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
         key = timing_key(ev)
         d = retimed.get(key)
         if d is None:
-            logs = log_throughputs(workload, system, ev.plan, ens.members, cache)
+            logs = log_throughputs(workload, system, ev.plan, ens.members, dense)
             d = retimed[key] = np.where(np.isfinite(logs), logs - math.log(point), 0.0)
         return d, point
 
@@ -262,6 +344,8 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                          f"{NEAR_FRONT_LIMIT} nearest were retimed")
         near = [rest_groups[int(i)] for i in picked[:NEAR_FRONT_LIMIT]]
     near_dev = [ratios(g) for g in near]
+    if len(known) != loaded:
+        _write_retimings(cache, context, known)
     groups = [*front_groups, *near]
     devs = np.array([d for d, _ in [*front_dev, *near_dev]]).reshape(len(groups), len(ens.members))
     values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))

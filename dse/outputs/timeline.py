@@ -5,12 +5,15 @@ rather than read (``dse evaluate --html F``; docs/design.md, section 5, "Overlap
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import plotly.graph_objects as go
+from typing import TYPE_CHECKING
 
 from dse.model.evaluate import Evaluation
 from dse.model.timing import Leaf, Node, Seq, step_tree
 from dse.model.whatif import bottom_mlp_leads
+from dse.outputs.figures import Figure, to_graph_object
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 STAGE_COLOURS = {
     "dense_compute": "#1f77b4", "embedding_memory": "#ff7f0e", "host_pcie": "#8c564b",
@@ -61,29 +64,38 @@ def timeline(ev: Evaluation) -> tuple[Bar, ...]:
     return tuple(bars)
 
 
-def timeline_figure(ev: Evaluation) -> go.Figure:
-    """The timeline as a Gantt chart in milliseconds; critical-path bars outlined in black."""
+def timeline_plot(ev: Evaluation) -> Figure:
+    """The timeline as a Gantt chart in milliseconds, critical-path bars outlined in black, as a
+    plain figure (:mod:`dse.outputs.figures`: the report holds one per front design)."""
     bars = timeline(ev)
-    fig = go.Figure()
+    traces = []
     for stage, colour in STAGE_COLOURS.items():
         mine = [b for b in bars if b.stage == stage]
         if not mine:
             continue
-        fig.add_trace(go.Bar(
-            y=[b.label for b in mine], x=[(b.end_s - b.start_s) * 1e3 for b in mine],
-            base=[b.start_s * 1e3 for b in mine], orientation="h",
-            name="input pipeline" if stage == "input_exposed" else stage.replace("_", " "),
-            marker={"color": colour, "line": {"color": ["black" if b.critical else colour for b in mine],
-                                              "width": [3 if b.critical else 0 for b in mine]}},
-            customdata=[[b.start_s * 1e3, b.end_s * 1e3, "critical path" if b.critical else "hidden"]
-                        for b in mine],
-            hovertemplate="%{y}: %{customdata[0]:.3f} to %{customdata[1]:.3f} ms "
-                          "(%{customdata[2]})<extra></extra>"))
+        traces.append({
+            "base": [b.start_s * 1e3 for b in mine],
+            "customdata": [[b.start_s * 1e3, b.end_s * 1e3, "critical path" if b.critical else "hidden"]
+                           for b in mine],
+            "hovertemplate": "%{y}: %{customdata[0]:.3f} to %{customdata[1]:.3f} ms "
+                             "(%{customdata[2]})<extra></extra>",
+            "marker": {"color": colour, "line": {
+                "color": ["black" if b.critical else colour for b in mine],
+                "width": [3 if b.critical else 0 for b in mine]}},
+            "name": "input pipeline" if stage == "input_exposed" else stage.replace("_", " "),
+            "orientation": "h", "x": [(b.end_s - b.start_s) * 1e3 for b in mine],
+            "y": [b.label for b in mine], "type": "bar"})
     s = ev.system
-    fig.update_layout(
-        title=(f"one step of {ev.workload.name} on {s.nodes} x {s.accelerators_per_node} "
-               f"{s.accelerator.name}: {ev.step_time_s * 1e3:.3f} ms (outlined: critical path)"),
-        xaxis_title="time in the step (ms)", barmode="overlay", height=140 + 28 * len(bars),
-        yaxis={"autorange": "reversed", "categoryorder": "array",
-               "categoryarray": [b.label for b in bars], "automargin": True})
-    return fig
+    layout = {
+        "yaxis": {"autorange": "reversed", "categoryorder": "array",
+                  "categoryarray": [b.label for b in bars], "automargin": True},
+        "title": {"text": (f"one step of {ev.workload.name} on {s.nodes} x {s.accelerators_per_node} "
+                           f"{s.accelerator.name}: {ev.step_time_s * 1e3:.3f} ms (outlined: critical path)")},
+        "xaxis": {"title": {"text": "time in the step (ms)"}}, "barmode": "overlay",
+        "height": 140 + 28 * len(bars)}
+    return {"data": traces, "layout": layout}
+
+
+def timeline_figure(ev: Evaluation) -> go.Figure:
+    """:func:`timeline_plot` as a ``go.Figure`` (``dse evaluate --html`` writes it as a page)."""
+    return to_graph_object(timeline_plot(ev))

@@ -7,6 +7,7 @@ upgrade is met in one layer."""
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -130,6 +131,54 @@ def trials_frame(study: Study, only_front: bool = False, distinct: bool = True) 
     trials (running, failed, pruned for another reason) keep a row each."""
     import pandas as pd  # half a second of import: only the commands that make tables pay it
 
+    frame = pd.DataFrame(_rows(study, only_front, distinct))
+    if not frame.empty:
+        frame = frame.set_index("number").sort_index()
+    return frame
+
+
+def trial_rows(study: Study, only_front: bool = False, distinct: bool = True) -> list[dict[str, Any]]:
+    """The records of :func:`trials_frame` without pandas: ``trials_frame(...).reset_index()
+    .to_dict(orient="records")``, value for value and type for type (a column holding a missing
+    value or a float holds floats, a missing value is NaN, a text column's missing value NaN), for
+    the commands that only print a table (``dse pareto``: pandas alone costs them half a second)."""
+    rows = _rows(study, only_front, distinct)
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    typed = {c: _column_like_pandas(rows, c) for c in columns if c != "number"}
+    order = sorted(range(len(rows)), key=lambda k: rows[k]["number"])
+    return [{"number": rows[k]["number"], **{c: typed[c][k] for c in columns if c != "number"}}
+            for k in order]
+
+
+def _column_like_pandas(rows: list[dict[str, Any]], column: str) -> list[Any]:
+    """Column ``column`` of ``rows`` as ``pd.DataFrame(rows)`` types it and ``to_dict`` gives it
+    back: whole numbers stay int only with none missing, numbers with a missing value or a float
+    are floats (missing: NaN); text with missing values is a string column (missing: NaN); bools
+    stay bools (missing: NaN, None kept); all None stays None; anything else as it is."""
+    nan = math.nan
+    marker = object()
+    values = [row.get(column, marker) for row in rows]
+    present = [v for v in values if v is not marker]
+    missing = len(present) < len(values)
+    nulls = [v for v in present if v is None]
+    real = [v for v in present if v is not None]
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    if not real:
+        return [None] * len(values) if not missing else [nan] * len(values)
+    if all(number(v) for v in real):
+        if all(isinstance(v, int) for v in real) and not missing and not nulls:
+            return values
+        return [nan if v is marker or v is None else float(v) for v in values]
+    if all(isinstance(v, str) for v in real):
+        return [nan if v is marker or v is None else v for v in values]
+    return [nan if v is marker else v for v in values]
+
+
+def _rows(study: Study, only_front: bool, distinct: bool) -> list[dict[str, Any]]:
+    """The rows of :func:`trials_frame`, one dict per row, in trial order of their groups."""
     everything = study.get_trials(deepcopy=False)
     trials = pareto_trials(study) if only_front else everything
     groups: list[list[FrozenTrial]]
@@ -153,10 +202,7 @@ def trials_frame(study: Study, only_front: bool = False, distinct: bool = True) 
         if distinct:
             row["trials"] = trial_numbers(group)
         rows.append(row)
-    frame = pd.DataFrame(rows)
-    if not frame.empty:
-        frame = frame.set_index("number").sort_index()
-    return frame
+    return rows
 
 
 def objective_set_of(study: Study, fallback: str) -> ObjectiveSet:
@@ -183,5 +229,6 @@ def objective_set_of(study: Study, fallback: str) -> ObjectiveSet:
 
 
 __all__ = [
-    "FrozenTrial", "Study", "TrialState", "load_stored_study", "objective_set_of", "status", "trials_frame",
+    "FrozenTrial", "Study", "TrialState", "load_stored_study", "objective_set_of", "status", "trial_rows",
+    "trials_frame",
 ]

@@ -13,8 +13,6 @@ retried (:mod:`dse.search.recovery`).
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import json
 import logging
 import math
@@ -25,7 +23,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +37,9 @@ from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search.dedup import group_by_design
 from dse.search.encoding import encode_design, grid_of
+from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
+from dse.search.fingerprint import model_fingerprint
+from dse.search.fingerprint import model_sources as model_sources
 from dse.search.objective import DesignObjective
 from dse.search.objectives import loss_sign
 from dse.search.pareto import is_feasible, pareto_trials
@@ -92,32 +92,6 @@ def _describe(spec: StudySpec) -> dict[str, str]:
         "dse:objectives": json.dumps(study_objectives(spec).to_dict(), sort_keys=True),
         **catalog,
     }
-
-
-MODEL_DATA = ("data/catalog.toml", "data/calibration.toml")
-"""The data files whose content decides a design's score, beside every module of :mod:`dse.model`
-(the workload and system files a study records itself)."""
-
-
-def model_sources() -> list[str]:
-    """Package-relative paths of the files hashed by :func:`model_fingerprint`, in a fixed order."""
-    root = Path(str(resources.files("dse")))
-    modules = sorted(p.relative_to(root).as_posix() for p in (root / "model").rglob("*.py"))
-    return [*modules, *MODEL_DATA]
-
-
-@functools.cache
-def model_fingerprint() -> str:
-    """12 hex digits of a SHA-256 over :func:`model_sources`: a study records it, and a resume
-    under a different model (a fix that changes scores without a new dse or calibration version)
-    is recorded in ``dse:changes`` with the trial it starts from. Any edit counts, a refactoring
-    that keeps every score too: the record says the code changed, not that the scores did."""
-    digest = hashlib.sha256()
-    package = resources.files("dse")
-    for name in model_sources():
-        digest.update(name.encode())
-        digest.update((package / name).read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,

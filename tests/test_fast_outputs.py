@@ -1,0 +1,119 @@
+"""What the read-only commands build without pandas or Plotly's graph objects is what those build:
+the front's records (:func:`dse.search.results.trial_rows` against ``trials_frame``'s records,
+value and type) and the report's plain figures (:mod:`dse.outputs.figures` against the same
+figure validated as a ``go.Figure``, and its HTML against ``go.Figure.to_html``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import optuna
+import plotly.graph_objects as go
+import pytest
+
+from dse.calibration.parameters import load_calibration
+from dse.model.evaluate import evaluate
+from dse.model.system import load_system
+from dse.model.timing import STAGES
+from dse.model.workload import load_workload
+from dse.outputs.figures import CONFIG, figure_html, template, to_graph_object
+from dse.outputs.report import breakdown_figure, gather, pair_figure
+from dse.outputs.timeline import timeline_plot
+from dse.search.objectives import load_objectives
+from dse.search.results import _column_like_pandas, trial_rows, trials_frame
+from dse.search.runner import run_study
+from dse.search.spec import StudySpec
+from dse.search.storage import open_storage
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[optuna.Study, StudySpec]:
+    folder = tmp_path_factory.mktemp("fast")
+    spec = StudySpec(name="fast", workload="mlperf-dlrm-dcnv2", space="full",
+                     objectives="throughput-capex-power", budget=40, sampler="random", seed=3,
+                     storage=str(folder / "fast.journal"))
+    run_study(spec)
+    return optuna.load_study(study_name=spec.name, storage=open_storage(None, spec)), spec
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize(("only_front", "distinct"), [(True, True), (False, True), (False, False)])
+def test_trial_rows_are_the_frames_records(study: tuple[optuna.Study, StudySpec], only_front: bool,
+                                           distinct: bool) -> None:
+    stored, _ = study
+    frame = trials_frame(stored, only_front=only_front, distinct=distinct)
+    records = frame.reset_index().to_dict(orient="records")
+    rows = trial_rows(stored, only_front=only_front, distinct=distinct)
+    assert len(rows) == len(records) > 0
+    for mine, theirs in zip(rows, records, strict=True):
+        assert list(mine) == list(theirs)
+        bad = {k: (mine[k], v) for k, v in theirs.items() if not same(mine[k], v)}
+        assert not bad, bad
+
+
+@pytest.mark.parametrize("values", [
+    [1, 2], [1, None], [1, 2.5], [None, None], [True, False], [True, None], ["x", None],
+    [True, 1], [[1], None], ["x", 1], [1.5, None], [float("nan"), 1],
+])
+def test_columns_are_typed_as_pandas_types_them(values: list[Any]) -> None:
+    """Each kind of column, with and without a row that lacks the key."""
+    import pandas as pd
+
+    for rows in ([{"a": v} for v in values], [*({"a": v} for v in values), {}]):
+        theirs = [r["a"] for r in pd.DataFrame(rows).to_dict(orient="records")]
+        mine = _column_like_pandas(rows, "a")
+        assert all(same(m, t) for m, t in zip(mine, theirs, strict=True)), (rows, mine, theirs)
+
+
+def newplot(html: str) -> tuple[str, list[Any], str]:
+    """A figure's HTML: the text before and after ``Plotly.newPlot(...)``, and its arguments
+    parsed (key order is Plotly's business; the JSON's content is the figure)."""
+    start = html.index("Plotly.newPlot(") + len("Plotly.newPlot(")
+    decoder, args, k = json.JSONDecoder(), [], start
+    for _ in range(4):
+        while html[k] in " ,\n":
+            k += 1
+        value, k = decoder.raw_decode(html, k)
+        args.append(value)
+    return html[:start], args, html[k:]
+
+
+def without_template(fig: dict[str, Any]) -> dict[str, Any]:
+    return {"data": fig["data"], "layout": {k: v for k, v in fig["layout"].items() if k != "template"}}
+
+
+def test_front_figure_is_its_validated_self(study: tuple[optuna.Study, StudySpec]) -> None:
+    stored, spec = study
+    objectives = load_objectives(spec.objectives)
+    data = gather(stored, spec, objectives)
+    fig = pair_figure(data, "throughput_samples_per_s", "capex_usd")
+    validated = go.Figure(fig)
+    assert without_template(validated.to_plotly_json()) == fig
+    assert validated.to_plotly_json()["layout"]["template"] == template()
+    mine = newplot(figure_html(fig, "front"))
+    theirs = newplot(validated.to_html(full_html=False, include_plotlyjs=False, div_id="front",
+                                       config=CONFIG))
+    assert mine == theirs  # the div, the script around it, and the figure's JSON parsed
+    assert len(fig["data"][0]["x"]) + len(fig["data"][1]["x"]) + len(fig["data"][2]["x"]) == len(data.trials)
+
+
+def test_breakdown_figure_is_its_validated_self(study: tuple[optuna.Study, StudySpec]) -> None:
+    stored, spec = study
+    fig = breakdown_figure(gather(stored, spec, load_objectives(spec.objectives)))
+    assert without_template(go.Figure(fig).to_plotly_json()) == fig
+    assert len(fig["data"]) == len(STAGES) and fig["data"][0]["x"]
+
+
+def test_timeline_figure_is_its_validated_self(tmp_path: Path) -> None:
+    ev = evaluate(load_workload("mlperf-dlrm-v1"), load_system("dgx-a100"), load_calibration())
+    fig = timeline_plot(ev)
+    assert without_template(to_graph_object(fig).to_plotly_json()) == fig
+    assert sum(len(t["x"]) for t in fig["data"]) >= 4
