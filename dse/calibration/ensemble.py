@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from dse.calibration.fit import fit, predict_full
+from dse.calibration.fit import check_loss, fit, loss_of, predict_full
 from dse.calibration.measurements import Measurement, measurement_design
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
@@ -175,12 +175,16 @@ class CalibrationEnsemble:
 # --- building ----------------------------------------------------------------------------------
 
 
-def _fit_one(job: tuple[Sequence[Measurement], Calibration]) -> Calibration:
-    measurements, start = job
-    return fit(measurements, start, max_iter=LOO_MAX_ITERATIONS).calibration
+Job = tuple[Sequence[Measurement], Calibration, str]
+"""One refit: the measurements, the calibration it starts from, the loss it minimises."""
 
 
-def _run(jobs: list[tuple[Sequence[Measurement], Calibration]], workers: int,
+def _fit_one(job: Job) -> Calibration:
+    measurements, start, loss = job
+    return fit(measurements, start, max_iter=LOO_MAX_ITERATIONS, loss=loss).calibration
+
+
+def _run(jobs: list[Job], workers: int,
          progress: Callable[[int, int], None] | None) -> list[Calibration]:
     out: list[Calibration] = []
     if workers <= 1:
@@ -204,21 +208,25 @@ def build_ensemble(
     seed: int = 0,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    loss: str | None = None,
 ) -> CalibrationEnsemble:
     """Refit ``calib`` on ``members`` bootstrap resamples of ``measurements`` (numpy's PCG64 seeded
     with ``seed``) and once without each measurement, then measure the intervals' coverage.
+
+    Every refit minimises ``loss`` (default: the loss ``calib`` was fitted with,
+    :func:`dse.calibration.fit.loss_of`), so the members vary the data, never the method.
 
     Each refit starts from ``calib`` and takes :data:`LOO_MAX_ITERATIONS` steps at most (about 2-3 s
     each on one core); ``workers`` processes share them."""
     if members < 1:
         raise DseInputError("--ensemble", "", f"needs at least 1 member, got {members}")
+    loss = check_loss(loss or loss_of(calib))
     n = len(measurements)
     rng = np.random.default_rng(seed)
     draws = [rng.integers(0, n, size=n) for _ in range(members)]
     counts = [tuple(int(c) for c in np.bincount(d, minlength=n)) for d in draws]
-    jobs: list[tuple[Sequence[Measurement], Calibration]] = [
-        ([measurements[int(k)] for k in sorted(d)], calib) for d in draws]
-    jobs += [([x for j, x in enumerate(measurements) if j != i], calib) for i in range(n)]
+    jobs: list[Job] = [([measurements[int(k)] for k in sorted(d)], calib, loss) for d in draws]
+    jobs += [([x for j, x in enumerate(measurements) if j != i], calib, loss) for i in range(n)]
     fitted = _run(jobs, workers, progress)
     boot = tuple(dataclasses.replace(c, version=calib.version, fit={}) for c in fitted[:members])
     loo = tuple(dataclasses.replace(c, version=calib.version, fit={}) for c in fitted[members:])

@@ -524,20 +524,25 @@ def calibrate_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resamples.")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", help="Processes for the ensemble's refits.",
                                       min=1)] = 1,
+    loss: Annotated[str | None, typer.Option(
+        "--loss", help="Loss of the fit on the log residuals: huber (robust M-estimator, "
+        "k = 1.345, MAD scale) or squares; default: dse.calibration.fit.FIT_LOSS. The ensemble's "
+        "refits use the same.")] = None,
 ) -> None:
     """Fit the calibration parameters to the measurements and write a versioned calibration file
     (with --ensemble, its ensemble too)."""
-    from dse.calibration.fit import FIT_PARAMETERS, fit, validate
+    from dse.calibration.fit import FIT_LOSS, FIT_PARAMETERS, check_loss, fit, loss_record, validate
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import Calibration, write_calibration
 
     try:
         measurements = load_measurements(data)
+        loss = check_loss(loss or FIT_LOSS)
     except DseInputError as exc:
         fail(str(exc))
         return
-    result = fit(measurements, Calibration())
-    check = validate(measurements, result.calibration, leave_one_out=False)
+    result = fit(measurements, Calibration(), loss=loss)
+    check = validate(measurements, result.calibration, leave_one_out=False, loss=loss)
     label = version or f"{date.today():%Y.%m.%d}-n{len(measurements)}"
     calib = dataclasses.replace(result.calibration, version=label, fit={
         "points": float(len(measurements)),
@@ -545,6 +550,7 @@ def calibrate_cmd(
         "median_abs_pct_error": check.median_abs_pct_error,
         "mean_abs_pct_error": check.mean_abs_pct_error,
         "spearman": check.spearman,
+        **loss_record(loss),
     })
     write_calibration(calib, out)
     console = Console()
@@ -558,8 +564,10 @@ def calibrate_cmd(
     console.print(
         f"{len(measurements)} points, {result.free_parameters} free parameters: median |error| "
         f"{check.median_abs_pct_error:.1f}%, mean {check.mean_abs_pct_error:.1f}%, Spearman "
-        f"{check.spearman:.3f}; written to {out}"
+        f"{check.spearman:.3f}; loss {loss}; written to {out}"
     )
+    for p, w in check.downweighted:
+        console.print(f"weight {w:.2f}: {p.measurement.id} (|error| {p.abs_pct_error:.0f}%)")
     if ensemble:
         _write_ensemble(measurements, calib, out.parent, ensemble, seed, jobs, console)
 
