@@ -11,7 +11,15 @@ from plotly.subplots import make_subplots
 from rich.console import Console
 from rich.table import Table
 
-from dse.calibration.fit import AT_BOUND_REASONS, FIT_PARAMETERS, PRIOR_REASONS, Validation, at_bound
+from dse.calibration.fit import (
+    AT_BOUND_REASONS,
+    FIT_PARAMETERS,
+    HUBER_K,
+    MAD_TO_SIGMA,
+    PRIOR_REASONS,
+    Validation,
+    at_bound,
+)
 
 TARGETS = {
     "median_abs_pct_error": 8.0, "loo_median_abs_pct_error": 10.0, "spearman": 0.97,
@@ -73,6 +81,22 @@ def bound_lines(v: Validation) -> list[str]:
     """Every fitted parameter at a bound of its range, with the stated reason."""
     return [f"`{name}` = {getattr(v.calibration, name):.4g}: "
             f"{AT_BOUND_REASONS.get(name, 'NO STATED REASON')}" for name in at_bound(v.calibration)]
+
+
+def loss_lines(v: Validation) -> list[str]:
+    """The fit's loss, its constants, and every point it weighs below 1 with its weight."""
+    if v.loss == "huber":
+        head = (f"Huber's M-estimator on the log residuals by iteratively reweighted least squares "
+                f"(`dse calibrate --loss huber`): weight min(1, k s / |r|) with k = {HUBER_K} and s "
+                f"= {MAD_TO_SIGMA} median(|r - median(r)|), re-estimated each round; the "
+                "leave-one-out and forward refits use the same loss.")
+    else:
+        head = ("Least squares on the log residuals (`dse calibrate --loss squares`): every point "
+                "weighs 1; the leave-one-out and forward refits use the same loss.")
+    rows = [f"- `{p.measurement.id}`: weight {w:.2f} (|error| {p.abs_pct_error:.0f}%)"
+            for p, w in v.downweighted]
+    return [head, "", *(["Points weighed below 1:", "", *rows] if rows else
+                        ["No point weighs below 1."])]
 
 
 def by_group(v: Validation, key: str) -> dict[str, float]:
@@ -210,6 +234,39 @@ Where it still misses (reported, not tuned away):
 - **MLPerf v2.0 on 8 and 14 DGX A100 nodes (-19%, -14%)** and the 8-GPU H100 v3.1 boxes (-13%)
   are under-predicted; the first share their software factor with the single-node v2.0/v2.1 runs.
 
+Robust loss (measured, not adopted):
+
+- **Huber's M-estimator against least squares.** Least squares lets the 4x H100 PCIe point, the
+  fit's largest residual, move the shared HBM efficiency by 0.1, so a robust loss was built and
+  measured (`dse calibrate --loss huber`: iteratively reweighted least squares, weight
+  min(1, k s / |r|), k = 1.345 for 95% efficiency under normal errors (Huber 1964; Holland and
+  Welsch 1977), s the normalised median absolute deviation, 1.4826 median(|r - median(r)|), no
+  tuned constant). Its rule of adoption was fixed before the measurement: the default only if
+  both the leave-one-out and the forward median are no worse than least squares'. They are not
+  both: on the 58 points
+
+  | | least squares (default) | Huber |
+  |---|---|---|
+  | median abs error, all 58 (max) | 10.4% (219%) | 4.6% (264%) |
+  | Spearman | 0.984 | 0.990 |
+  | leave-one-out median (mean) | 12.5% (17.6%) | 7.3% (15.7%) |
+  | DCNv2 within 20% | 23 of 25 | 21 of 25 |
+  | DCNv2 v3.0 / v3.1 on 8 nodes | +0.7% / -2.3% | -0.3% / +4.0% |
+  | DCNv2 v3.0 / v3.1 on 16 nodes | +37.3% / +16.5% | +36.8% / +22.3% |
+  | forward median (max), Spearman | 12.8% (306%), 0.923 | 14.3% (312%), 0.923 |
+  | memory / fabric / network efficiency | 0.75 / 0.66 / 0.79 | 1 (bound) / 0.73 / 0.84 |
+  | TF32 / half-precision efficiency | 0.59 / 0.48 | 0.55 / 0.42 |
+
+  Huber's fit gives the 4x H100 PCIe point weight 0.09 and 14 others weights 0.34-0.96 (the
+  16-node v3.0 run 0.36, the DGX H100 v2.1 preview 0.38, the 8x A30 0.37, the 4x H100 SXM
+  Supermicro 0.42, the 16-node v3.1 run 0.56, ...); with them it lifts the HBM efficiency to its
+  bound of 1, which brings the 8-GPU H100 v3.1 boxes from -13% to -4% but pushes the points
+  it weighs down further out (A30 +36%, the Supermicro +31%, 16-node v3.1 +22%). Out of sample
+  it predicts the left-out point better (leave-one-out median 7.3% against 12.5%) but the later
+  DCNv2 points from the one-hot points worse (forward median 14.3% against 12.8%: fitted on the
+  one-hot points alone, it predicts each of the 29 later points 0.2-4 points higher, and most were
+  over-predicted already), so least squares stays the calibration's loss.
+
 Targets not met are listed as such in the summary above; no efficiency was set by hand."""
 
 
@@ -241,6 +298,10 @@ def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
         "### Parameters at a bound of their range",
         "",
         *([f"- {line}" for line in bound_lines(v)] or ["- none"]),
+        "",
+        "### Loss",
+        "",
+        *loss_lines(v),
         "",
         "### Parameters kept at their priors",
         "",
