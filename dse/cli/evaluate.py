@@ -526,7 +526,8 @@ def calibrate_cmd(
                                       min=1)] = 1,
     loss: Annotated[str | None, typer.Option(
         "--loss", help="Loss of the fit on the log residuals: huber (robust M-estimator, "
-        "k = 1.345, MAD scale) or squares; default: dse.calibration.fit.FIT_LOSS. The ensemble's "
+        "k = 1.345, MAD scale) or squares; default: squares (dse.calibration.fit.FIT_LOSS; "
+        "docs/validation.md says why). The ensemble's "
         "refits use the same.")] = None,
 ) -> None:
     """Fit the calibration parameters to the measurements and write a versioned calibration file
