@@ -25,9 +25,15 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.trial import TrialState
 
-from dse.search.dedup import DesignIndex, design_key, fresh_neighbour, neighbour, neighbourhood
+from dse.search.dedup import (
+    DesignIndex,
+    design_key,
+    fresh_neighbour,
+    neighbour,
+    neighbourhood,
+    shared_index,
+)
 from dse.search.encoding import encode_design
 from dse.search.pareto import is_feasible, pareto_mask
 from dse.search.space import Parameter, SearchSpace
@@ -63,7 +69,8 @@ class Proposer:
         self._perms: dict[str, list[int]] = {}
         self._started = 0
         self._extreme = 0
-        self._seen: set[int] = set()
+        self._read = 0
+        """Completed trials read (a cursor into the index's ``completed_trials``)."""
         self._rows: list[tuple[np.ndarray, dict[str, Any]]] = []
         """(losses, design) of each feasible completed trial."""
         self._tried: dict[tuple[str, Any], int] = {}
@@ -72,14 +79,17 @@ class Proposer:
     # --- reading the study -----------------------------------------------------------------
 
     def _update(self, study: optuna.Study) -> None:
-        trials = study.get_trials(deepcopy=False)
-        self.index.refresh(trials)
+        """Read the trials completed since the last call (through the study's shared index)."""
+        index = shared_index(study, self.space)
+        if index is not self.index:  # a new study object: read it from the start
+            self.index, self._read, self._rows, self._tried = index, 0, [], {}
+            self._loss_cache = None
+        self.index.refresh_study(study)
         signs = np.array([-1.0 if d == optuna.study.StudyDirection.MAXIMIZE else 1.0
                           for d in study.directions])
-        for t in trials:
-            if t.state != TrialState.COMPLETE or t.number in self._seen:
-                continue
-            self._seen.add(t.number)
+        fresh = self.index.completed_trials[self._read:]
+        self._read += len(fresh)
+        for t in fresh:
             design = t.user_attrs.get("design")
             if not isinstance(design, dict):
                 continue
@@ -103,7 +113,7 @@ class Proposer:
             if design_key(design) not in taken:
                 return "stratified", encode_design(self.space, design)
             return None
-        if (not self._rows or len(self._seen) < LOCAL_AFTER
+        if (not self._rows or self._read < LOCAL_AFTER
                 or self.rng.random() >= LOCAL_SHARE):
             return None
         r = self.rng.random()
