@@ -67,6 +67,7 @@ __all__ = [
     "grpc_channel", "heartbeat_enabled", "journal_append", "make_grpc_server",
     "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "rdb_backend", "rdb_models",
     "rdb_session", "rdb_set_attr", "study_id_of", "study_storage", "trial_id_of", "trials_since",
+    "trials_since_number",
 ]
 
 
@@ -132,12 +133,16 @@ def completed_trials_cached(study: optuna.Study) -> list[FrozenTrial]:
 def trials_since(study: optuna.Study, since: int, also: Sequence[int] = ()) -> list[FrozenTrial]:
     """The study's trials numbered ``since`` and up (in number order), after those numbered in
     ``also`` (say the trials last seen running), as they are now: one read of the storage whose
-    cost grows with the trials returned, not with the study (a study's trials list is rebuilt in
-    full by ``get_all_trials``, O(trials) per call). Reads the journal's replayed trials, the
-    in-memory storage's list and the RDB cache's dict directly; public form, used on any other
-    storage: ``study.get_trials(deepcopy=False)`` filtered."""
-    storage = study_storage(study)
-    sid = study_id_of(study)
+    cost grows with the trials returned, not with the study (``get_all_trials`` rebuilds a
+    study's trial list in full, O(trials) per call). See :func:`trials_since_number`."""
+    return trials_since_number(study_storage(study), study_id_of(study), since, also)
+
+
+def trials_since_number(storage: BaseStorage, sid: int, since: int,
+                        also: Sequence[int] = ()) -> list[FrozenTrial]:
+    """:func:`trials_since` given the storage and the study's id. Reads the journal's replayed
+    trials, the in-memory storage's list and the RDB cache's dict directly; public form, used on
+    any other storage: ``get_all_trials(deepcopy=False)`` filtered."""
     early = sorted(n for n in set(also) if n < since)
     try:
         if isinstance(storage, JournalStorage):
@@ -163,7 +168,8 @@ def trials_since(study: optuna.Study, since: int, also: Sequence[int] = ()) -> l
     except (AttributeError, KeyError, IndexError):
         pass  # an Optuna that stores trials otherwise: the public form below
     wanted = set(early)
-    return [t for t in study.get_trials(deepcopy=False) if t.number >= since or t.number in wanted]
+    return [t for t in storage.get_all_trials(sid, deepcopy=False)
+            if t.number >= since or t.number in wanted]
 
 
 def heartbeat_enabled(storage: BaseStorage) -> bool:

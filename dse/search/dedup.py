@@ -153,6 +153,10 @@ class DesignIndex:
         """Distinct designs completed."""
         return len(self._first_complete)
 
+    def waiting(self) -> int:
+        """Trials waiting to run (as of the last refresh)."""
+        return sum(1 for state, _ in self._open.values() if state == TrialState.WAITING)
+
     def live_below(self, number: int) -> int:
         """Trials numbered below ``number`` that are complete, running or waiting (as of the last
         refresh)."""
@@ -180,6 +184,11 @@ def study_index(study: optuna.Study, space: SearchSpace, index: DesignIndex | No
     index = index or DesignIndex(space)
     index.refresh(study.get_trials(deepcopy=False))
     return index
+
+
+LINE_MAX_VALUES = 16
+"""Integer and ordinal parameters with at most this many values are searched along their whole
+range by :func:`neighbourhood` (its last tier)."""
 
 
 def _step_values(p: Parameter) -> tuple[Any, ...]:
@@ -242,10 +251,11 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
                   rng: random.Random) -> list[dict[str, Any]]:
     """Every design one parameter away from ``design``, nearest first (tier 1: the next value
     either side and every other categorical choice; tier 2: two steps, or a factor of two for a
-    log-scale int; tier 3: four steps or a factor of four), shuffled within a tier. Scanned in
+    log-scale int; tier 3: four steps or a factor of four; tier 4: every other value of a
+    parameter with at most :data:`LINE_MAX_VALUES` values), shuffled within a tier. Scanned in
     order it is a complete local search: the best design of an objective whose whole
     neighbourhood is evaluated is a local optimum of it."""
-    tiers: dict[int, list[dict[str, Any]]] = {1: [], 2: [], 3: []}
+    tiers: dict[int, list[dict[str, Any]]] = {1: [], 2: [], 3: [], 4: []}
     for name in space.parameters:
         if name not in design:
             continue
@@ -264,6 +274,11 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
             i = values.index(value) if value in values else 0
             moves = [(t, values[i + d]) for t, ds in ((1, (-1, 1)), (2, (-2, 2)), (3, (-4, 4)))
                      for d in ds if 0 <= i + d < len(values)]
+            if len(values) <= LINE_MAX_VALUES:
+                # Tier 4: every other value (a line search along the parameter): on a front
+                # whose good sizes are irregular (10 and 14 accelerators, not 12), a step of
+                # one, two or four from the best size misses them.
+                moves += [(4, v) for v in values]
             if p.type == "int" and p.log and isinstance(value, int | float) and value > 0:
                 for t, f in ((2, 2.0), (2, 0.5), (3, 4.0), (3, 0.25)):
                     target = value * f
@@ -280,7 +295,7 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
             tiers[t].append(kept)
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for t in (1, 2, 3):
+    for t in (1, 2, 3, 4):
         rng.shuffle(tiers[t])
         for cand in tiers[t]:
             key = design_key(cand)

@@ -403,7 +403,10 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
         recover_now(RECOVER_EVERY_S)
         if finished.number + 1 < budget:
             return
-        if sum(_counts(st)[:2]) >= budget:
+        # Complete and running, from the study's shared index (refreshed: what changed only).
+        index = shared_index(st, objective.space)
+        index.refresh_study(st)
+        if index.live_below(1 << 62) - index.waiting() >= budget:
             st.stop()
 
     room_since: float | None = None  # None: not waited; 0: waiting; else when room appeared
