@@ -527,8 +527,9 @@ the budget, so the first N completed trials of one run of the largest budget are
 budget N does. The hypervolume ratio is the hypervolume of those trials' feasible designs over the
 exact front's, both with the objectives scaled between the exact front's ideal point and its nadir
 pushed 10% further out (one reference point per case). `gp` (Optuna's GPSampler) runs one seed to
-50 trials only: it costs seconds per trial on these spaces (a 100-trial zion-2020 run had not
-finished after 15 minutes on this shared machine)."""
+50 trials only: it costs seconds per trial on these spaces (a 50-trial zion-2020 run took 38
+minutes on this shared machine); a case without a `gp` row is one whose gp run
+did not finish in the time the run had."""
 
 SWEEP_NOTES = """\
 How: a placement depends only on counts and capacities (`dse.model.placement.plan_key`), and the step's
@@ -661,7 +662,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 GP_SEEDS = 1
 """Seeds of the gp runs of ``--all``: Optuna's GPSampler costs seconds per trial on these mixed
-spaces (one 100-trial zion-2020 run had not finished after 15 minutes on this shared machine)."""
+spaces (a 50-trial zion-2020 run took 38 minutes on this shared machine)."""
 GP_BUDGETS = (50,)
 """Budgets of the gp runs of ``--all`` (see :data:`GP_SEEDS`)."""
 MAIN_CASES = ("zion-2020", "todays-nodes-3d", "production-12t", "issue-mixed")
