@@ -237,3 +237,75 @@ def test_fingerprint_tells_input_source_apart() -> None:
     remote = load_system_spec("dgx-h100", (("node.input_source", "network"),))
     assert _fingerprint(local) != _fingerprint(remote)
     assert space_from_mapping  # the space module loads with the fixed fingerprint
+
+
+def test_incremental_index_follows_state_changes_on_a_journal(tmp_path: Path) -> None:
+    """The study's shared index, refreshed with what changed only, sees new trials and trials
+    that finished since the last refresh (running -> complete), across two storage handles of one
+    journal (two workers), and counts live trials as a full read does."""
+    from dse.search.dedup import shared_index
+    from dse.search.storage import journal_storage
+
+    space = load_space("scale-out")
+    path = tmp_path / "s.journal"
+    a = optuna.create_study(storage=journal_storage(path), study_name="s",
+                            directions=["maximize", "minimize"])
+    b = optuna.load_study(study_name="s", storage=journal_storage(path))
+    other = dict(DESIGN, nodes=4)
+    a.enqueue_trial(encode_design(space, DESIGN))
+    a.enqueue_trial(encode_design(space, other))
+    index = shared_index(a, space)
+    assert shared_index(a, space) is index
+    index.refresh_study(a)
+    assert index.taken() == {design_key(DESIGN), design_key(other)} and index.completed() == 0
+    first = b.ask()  # another worker takes the first queued design
+    assert suggest_design(first, space) == DESIGN
+    index.refresh_study(a)
+    assert index.duplicate_of(first.number + 5, DESIGN) == first.number  # running, lower number
+    b.tell(first, [1.0, 2.0])
+    index.refresh_study(a)
+    assert index.completed() == 1 and [t.number for t in index.completed_trials] == [first.number]
+    assert index.duplicate_of(99, DESIGN) == first.number
+    live = len(a.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING,
+                                                    TrialState.WAITING)))
+    assert index.live_below(1 << 30) == live == 2 and index.waiting() == 1
+
+
+def test_queue_journal_reads_the_same_waiting_trials(tmp_path: Path) -> None:
+    """The journal storage's queue look-up, which scans only from the first trial last seen
+    waiting, returns what Optuna's full scan returns as trials are enqueued and taken."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from dse.search.storage import journal_storage
+
+    path = tmp_path / "q.journal"
+    fast = optuna.create_study(storage=journal_storage(path), study_name="q")
+    plain = JournalStorage(JournalFileBackend(str(path)))
+    sid = plain.get_study_id_from_name("q")
+
+    def waiting(storage: optuna.storages.BaseStorage) -> list[int]:
+        return [t.number for t in storage.get_all_trials(sid, deepcopy=False,
+                                                         states=(TrialState.WAITING,))]
+
+    for k in range(6):
+        fast.enqueue_trial({"x": float(k)})
+    fast.tell(fast.ask({"x": optuna.distributions.FloatDistribution(0, 9)}), 1.0)
+    storage = fast._storage
+    assert waiting(storage) == waiting(plain) == [1, 2, 3, 4, 5]
+    fast.ask()
+    fast.ask()
+    fast.enqueue_trial({"x": 7.0})
+    assert waiting(storage) == waiting(plain) == [3, 4, 5, 6]
+
+
+def test_warm_start_picks_distinct_values_by_hypervolume() -> None:
+    """greedy_front: equal rows are picked once; on the front (0, 4) (1, 1) (4, 0) (with the
+    middle point repeated) two picks are the middle point and one end, the largest area."""
+    from dse.search.sweep import greedy_front
+
+    losses = np.array([[0.0, 4.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [4.0, 0.0]])
+    assert greedy_front(losses, 10) == [0, 1, 4]
+    two = greedy_front(losses, 2)
+    assert 1 in two and len(two) == 2
+    assert greedy_front(losses, 1) == [1]

@@ -66,7 +66,8 @@ __all__ = [
     "cached_frozen_trial", "completed_trials_cached", "compute_hypervolume", "fail_trial",
     "grpc_channel", "heartbeat_enabled", "journal_append", "make_grpc_server",
     "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "rdb_backend", "rdb_models",
-    "rdb_session", "rdb_set_attr", "study_id_of", "study_storage", "trial_id_of",
+    "rdb_session", "rdb_set_attr", "study_id_of", "study_storage", "trial_id_of", "trials_since",
+    "trials_since_number",
 ]
 
 
@@ -127,6 +128,48 @@ def completed_trials_cached(study: optuna.Study) -> list[FrozenTrial]:
         return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     trials: list[FrozenTrial] = get(deepcopy=False, states=[TrialState.COMPLETE], use_cache=True)
     return trials
+
+
+def trials_since(study: optuna.Study, since: int, also: Sequence[int] = ()) -> list[FrozenTrial]:
+    """The study's trials numbered ``since`` and up (in number order), after those numbered in
+    ``also`` (say the trials last seen running), as they are now: one read of the storage whose
+    cost grows with the trials returned, not with the study (``get_all_trials`` rebuilds a
+    study's trial list in full, O(trials) per call). See :func:`trials_since_number`."""
+    return trials_since_number(study_storage(study), study_id_of(study), since, also)
+
+
+def trials_since_number(storage: BaseStorage, sid: int, since: int,
+                        also: Sequence[int] = ()) -> list[FrozenTrial]:
+    """:func:`trials_since` given the storage and the study's id. Reads the journal's replayed
+    trials, the in-memory storage's list and the RDB cache's dict directly; public form, used on
+    any other storage: ``get_all_trials(deepcopy=False)`` filtered."""
+    early = sorted(n for n in set(also) if n < since)
+    try:
+        if isinstance(storage, JournalStorage):
+            with storage._thread_lock:
+                storage._sync_with_backend()
+                replay = storage._replay_result
+                ids = replay._study_id_to_trial_ids[sid]
+                return [replay._trials[ids[n]] for n in early] + [replay._trials[i] for i in ids[since:]]
+        if isinstance(storage, optuna.storages.InMemoryStorage):
+            with storage._lock:
+                listed = storage._studies[sid].trials
+                return [listed[n] for n in early] + listed[since:]
+        if isinstance(storage, _CachedStorage):
+            storage._read_trials_from_remote_storage(sid)
+            with storage._lock:
+                cached = storage._studies[sid].trials
+                out = [cached[n] for n in early if n in cached]
+                n = since
+                while n in cached:  # numbers are contiguous; stop at one not read yet
+                    out.append(cached[n])
+                    n += 1
+                return out
+    except (AttributeError, KeyError, IndexError):
+        pass  # an Optuna that stores trials otherwise: the public form below
+    wanted = set(early)
+    return [t for t in storage.get_all_trials(sid, deepcopy=False)
+            if t.number >= since or t.number in wanted]
 
 
 def heartbeat_enabled(storage: BaseStorage) -> bool:

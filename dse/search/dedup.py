@@ -17,15 +17,18 @@ design). A race remains only while another worker is still writing its parameter
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import random
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from dse.search import _optuna
 from dse.search.encoding import decode_params
 from dse.search.space import Parameter, SearchSpace
 
@@ -77,31 +80,57 @@ def trial_numbers(group: Iterable[FrozenTrial]) -> str:
 
 
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+_OPEN = (TrialState.RUNNING, TrialState.WAITING)
 
 
 class DesignIndex:
-    """The design keys of a study's trials, refreshed incrementally (finished trials are read
-    once; running and waiting ones on every refresh)."""
+    """The design keys of a study's trials, refreshed incrementally: :meth:`refresh_study` reads
+    only the trials numbered past the last one read and those last seen running or waiting (a
+    finished trial never changes), so a refresh costs what changed, not the study's size."""
 
     def __init__(self, space: SearchSpace) -> None:
         self.space = space
         self._finished: dict[int, tuple[TrialState, str]] = {}
         self._first_complete: dict[str, int] = {}
         self._open: dict[int, tuple[TrialState, str]] = {}
+        self._next = 0
+        """Every trial numbered below this has been read at least once."""
+        self._complete_numbers: list[int] = []
+        """Numbers of the completed trials, sorted."""
+        self.completed_trials: list[FrozenTrial] = []
+        """The completed trials in the order they were read as complete (readers keep a cursor
+        into it and read only the trials past it)."""
 
     def refresh(self, trials: Iterable[FrozenTrial]) -> None:
-        """Read the keys of trials not yet known (``study.get_trials(deepcopy=False)``)."""
+        """Read the keys of trials not yet known (``study.get_trials(deepcopy=False)``: every
+        trial of the study; :meth:`refresh_study` reads only what changed)."""
         self._open = {}
         for t in trials:
-            if t.number in self._finished:
-                continue
-            if t.state in _FINISHED:
-                key = design_key(trial_design(self.space, t))
-                self._finished[t.number] = (t.state, key)
-                if t.state == TrialState.COMPLETE and t.number < self._first_complete.get(key, 1 << 62):
+            self._read(t)
+            self._next = max(self._next, t.number + 1)
+
+    def refresh_study(self, study: optuna.Study) -> None:
+        """Read the trials of ``study`` created or changed since the last refresh."""
+        for t in _optuna.trials_since(study, self._next, list(self._open)):
+            self._read(t)
+            self._next = max(self._next, t.number + 1)
+
+    def _read(self, t: FrozenTrial) -> None:
+        if t.number in self._finished:
+            return
+        if t.state in _FINISHED:
+            self._open.pop(t.number, None)
+            key = design_key(trial_design(self.space, t))
+            self._finished[t.number] = (t.state, key)
+            if t.state == TrialState.COMPLETE:
+                if t.number < self._first_complete.get(key, 1 << 62):
                     self._first_complete[key] = t.number
-            elif t.state in (TrialState.RUNNING, TrialState.WAITING):
-                self._open[t.number] = (t.state, design_key(trial_design(self.space, t)))
+                bisect.insort(self._complete_numbers, t.number)
+                self.completed_trials.append(t)
+        elif t.state in _OPEN:
+            self._open[t.number] = (t.state, design_key(trial_design(self.space, t)))
+        else:
+            self._open.pop(t.number, None)
 
     def duplicate_of(self, number: int, design: Mapping[str, Any]) -> int | None:
         """The trial whose design trial ``number`` repeats: the first completed trial with the
@@ -124,12 +153,42 @@ class DesignIndex:
         """Distinct designs completed."""
         return len(self._first_complete)
 
+    def waiting(self) -> int:
+        """Trials waiting to run (as of the last refresh)."""
+        return sum(1 for state, _ in self._open.values() if state == TrialState.WAITING)
+
+    def live_below(self, number: int) -> int:
+        """Trials numbered below ``number`` that are complete, running or waiting (as of the last
+        refresh)."""
+        return (bisect.bisect_left(self._complete_numbers, number)
+                + sum(1 for n in self._open if n < number))
+
+
+_SHARED: weakref.WeakKeyDictionary[optuna.Study, DesignIndex] = weakref.WeakKeyDictionary()
+
+
+def shared_index(study: optuna.Study, space: SearchSpace) -> DesignIndex:
+    """The one :class:`DesignIndex` of ``study`` in this process (the objective, the budget check
+    and the default sampler's proposals all read it), made on first use; refresh it with
+    :meth:`DesignIndex.refresh_study` before reading. A cache of what the storage holds, tied to
+    the study object's life: it never decides anything the storage does not say."""
+    index = _SHARED.get(study)
+    if index is None or (index.space is not space and index.space != space):
+        index = DesignIndex(space)
+        _SHARED[study] = index
+    return index
+
 
 def study_index(study: optuna.Study, space: SearchSpace, index: DesignIndex | None = None) -> DesignIndex:
     """``index`` (or a new one) refreshed with every trial of ``study``."""
     index = index or DesignIndex(space)
     index.refresh(study.get_trials(deepcopy=False))
     return index
+
+
+LINE_MAX_VALUES = 16
+"""Integer and ordinal parameters with at most this many values are searched along their whole
+range by :func:`neighbourhood` (its last tier)."""
 
 
 def _step_values(p: Parameter) -> tuple[Any, ...]:
@@ -192,10 +251,11 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
                   rng: random.Random) -> list[dict[str, Any]]:
     """Every design one parameter away from ``design``, nearest first (tier 1: the next value
     either side and every other categorical choice; tier 2: two steps, or a factor of two for a
-    log-scale int; tier 3: four steps or a factor of four), shuffled within a tier. Scanned in
+    log-scale int; tier 3: four steps or a factor of four; tier 4: every other value of a
+    parameter with at most :data:`LINE_MAX_VALUES` values), shuffled within a tier. Scanned in
     order it is a complete local search: the best design of an objective whose whole
     neighbourhood is evaluated is a local optimum of it."""
-    tiers: dict[int, list[dict[str, Any]]] = {1: [], 2: [], 3: []}
+    tiers: dict[int, list[dict[str, Any]]] = {1: [], 2: [], 3: [], 4: []}
     for name in space.parameters:
         if name not in design:
             continue
@@ -214,6 +274,11 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
             i = values.index(value) if value in values else 0
             moves = [(t, values[i + d]) for t, ds in ((1, (-1, 1)), (2, (-2, 2)), (3, (-4, 4)))
                      for d in ds if 0 <= i + d < len(values)]
+            if len(values) <= LINE_MAX_VALUES:
+                # Tier 4: every other value (a line search along the parameter): on a front
+                # whose good sizes are irregular (10 and 14 accelerators, not 12), a step of
+                # one, two or four from the best size misses them.
+                moves += [(4, v) for v in values]
             if p.type == "int" and p.log and isinstance(value, int | float) and value > 0:
                 for t, f in ((2, 2.0), (2, 0.5), (3, 4.0), (3, 0.25)):
                     target = value * f
@@ -230,7 +295,7 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
             tiers[t].append(kept)
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for t in (1, 2, 3):
+    for t in (1, 2, 3, 4):
         rng.shuffle(tiers[t])
         for cand in tiers[t]:
             key = design_key(cand)
@@ -269,4 +334,5 @@ def random_design(space: SearchSpace, rng: random.Random) -> dict[str, Any]:
 
 
 __all__ = ["DUPLICATE_KEY", "DesignIndex", "design_key", "fresh_neighbour", "group_by_design",
-           "neighbour", "neighbourhood", "random_design", "study_index", "trial_design", "trial_numbers"]
+           "neighbour", "neighbourhood", "random_design", "shared_index", "study_index",
+           "trial_design", "trial_numbers"]

@@ -34,6 +34,7 @@ from dse.search.dedup import (
     design_key,
     fresh_neighbour,
     random_design,
+    shared_index,
 )
 from dse.search.encoding import design_system, encode_design, suggest_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
@@ -63,7 +64,6 @@ class DesignObjective:
     exhausted: bool = False
     """Set when a repeat finds no design left to evaluate (every design of a small discrete
     space is done): the study then stops short of its budget."""
-    _index: DesignIndex | None = field(default=None, repr=False)
     _rng: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
 
     def __call__(self, trial: Trial) -> list[float]:
@@ -77,13 +77,15 @@ class DesignObjective:
 
     def _score(self, trial: Trial) -> list[float]:
         _claim(trial, self.worker, self.heartbeat)
-        if over_budget(trial, self.budget):
+        index = shared_index(trial.study, self.space)
+        index.refresh_study(trial.study)
+        if over_budget(trial, self.budget, index):
             _requeue_if_enqueued(trial)
             trial.study.stop()
             raise optuna.TrialPruned("the study's budget is reached")
         design = suggest_design(trial, self.space)
         if self.dedup:
-            self._prune_if_repeat(trial, design)
+            self._prune_if_repeat(trial, design, index)
         try:
             system = design_system(self.space, design, self.catalog)
         except DseInputError as exc:
@@ -114,17 +116,17 @@ class DesignObjective:
         return self.objectives.values(metrics)
 
 
-    def _prune_if_repeat(self, trial: Trial, design: dict[str, Any]) -> None:
+    def _prune_if_repeat(self, trial: Trial, design: dict[str, Any], index: DesignIndex) -> None:
         """Prune ``trial`` when its design was evaluated before in the study (recording which
-        trial it repeats) and enqueue a fresh neighbour of it, so the next trial makes progress."""
-        if self._index is None:
-            self._index = DesignIndex(self.space)
-        self._index.refresh(trial.study.get_trials(deepcopy=False))
-        earlier = self._index.duplicate_of(trial.number, design)
+        trial it repeats) and enqueue a fresh neighbour of it, so the next trial makes progress.
+        ``index``: the study's shared index (:func:`dse.search.dedup.shared_index`), refreshed
+        again here (other workers may have written since the budget check)."""
+        index.refresh_study(trial.study)
+        earlier = index.duplicate_of(trial.number, design)
         if earlier is None:
             return
         write_trial_attrs(trial, {"design": design, DUPLICATE_KEY: earlier}, {})
-        taken = self._index.taken()
+        taken = index.taken()
         fresh = fresh_neighbour(self.space, design, taken, self._rng)
         for _ in range(200 if fresh is None else 0):
             cand = random_design(self.space, self._rng)
@@ -220,14 +222,19 @@ def _requeue_if_enqueued(trial: Trial) -> None:
                                   skip_if_exists=False)
 
 
-def over_budget(trial: Trial, budget: int) -> bool:
+def over_budget(trial: Trial, budget: int, index: DesignIndex | None = None) -> bool:
     """True when ``budget`` trials numbered before this one are complete, running or waiting to
     run (so several workers together stop at the total, not each at it). A waiting trial numbered
     before this one (a retry, a baseline) counts: some worker will take it, and its own check
-    counts only the trials before it, so the two checks together never pass the budget."""
+    counts only the trials before it, so the two checks together never pass the budget.
+    ``index``: the study's shared index, refreshed just before (counted from it on storages
+    without a COUNT query, instead of reading every trial)."""
     counts = quick_counts(trial.study, below=trial.number)
     if counts is not None:
         return sum(counts.get(s, 0) for s in _LIVE) >= budget
+    if index is not None:
+        # The study's shared index, just refreshed: counts without reading every trial.
+        return index.live_below(trial.number) >= budget
     trials = trial.study.get_trials(deepcopy=False, states=_LIVE)
     # Trials come in number order: only the last few (this one, and any other workers started
     # since) are not ahead of it.

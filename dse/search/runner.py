@@ -35,7 +35,7 @@ from dse import __version__
 from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.dedup import group_by_design
+from dse.search.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.encoding import encode_design, grid_of
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
 from dse.search.fingerprint import model_fingerprint
@@ -353,7 +353,7 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
     ``max_trials``); returns the number this worker completed."""
     objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
                                 catalog=study_catalog(spec).catalog, heartbeat=heartbeat_enabled(study))
-    tracker = _Tracker(study, budget, on_trial)
+    tracker = _Tracker(study, budget, on_trial, study_space(spec))
     own = 0
     last_recovery = time.monotonic()
 
@@ -377,7 +377,10 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
         recover_now(RECOVER_EVERY_S)
         if finished.number + 1 < budget:
             return
-        if sum(_counts(st)[:2]) >= budget:
+        # Complete and running, from the study's shared index (refreshed: what changed only).
+        index = shared_index(st, objective.space)
+        index.refresh_study(st)
+        if index.live_below(1 << 62) - index.waiting() >= budget:
             st.stop()
 
     room_since: float | None = None  # None: not waited; 0: waiting; else when room appeared
@@ -420,25 +423,46 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
 
 
 class _Tracker:
-    """Feeds a progress callback at most every half second (the front and hypervolume cost
-    O(trials) to compute)."""
+    """Feeds a progress callback at most every half second. The feasible trials are kept as they
+    complete (read through the study's shared index: each trial's constraints are read once), so
+    an update costs the front and the hypervolume, not a read of every trial."""
 
-    def __init__(self, study: optuna.Study, budget: int, cb: Callable[[Progress], None] | None):
-        self.study, self.budget, self.cb = study, budget, cb
+    def __init__(self, study: optuna.Study, budget: int, cb: Callable[[Progress], None] | None,
+                 space: SearchSpace | None = None):
+        self.study, self.budget, self.cb, self.space = study, budget, cb, space
         self.last = 0.0
+        self._read = 0
+        self._feasible: list[FrozenTrial] = []
+        self._index: DesignIndex | None = None
 
     def update(self, force: bool = False) -> None:
         if self.cb is None or (not force and time.monotonic() - self.last < 0.5):
             return
         self.last = time.monotonic()
-        self.cb(progress(self.study, self.budget))
+        if self.space is None:
+            self.cb(progress(self.study, self.budget))
+            return
+        index = shared_index(self.study, self.space)
+        if index is not self._index:
+            self._index, self._read, self._feasible = index, 0, []
+        index.refresh_study(self.study)
+        fresh = index.completed_trials[self._read:]
+        self._read += len(fresh)
+        self._feasible += [t for t in fresh if is_feasible(t)]
+        self._feasible.sort(key=lambda t: t.number)
+        self.cb(progress(self.study, self.budget, self._feasible, self._read))
 
 
-def progress(study: optuna.Study, budget: int) -> Progress:
-    """Completed trials, feasible count, front size and hypervolume of ``study``."""
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    feasible = [t for t in trials if is_feasible(t)]
+def progress(study: optuna.Study, budget: int, feasible: list[FrozenTrial] | None = None,
+             complete: int | None = None) -> Progress:
+    """Completed trials, feasible count, front size and hypervolume of ``study``; given its
+    ``feasible`` completed trials (in number order) and the number ``complete``, without reading
+    every trial."""
+    if feasible is None or complete is None:
+        trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        feasible = [t for t in trials if is_feasible(t)]
+        complete = len(trials)
     front = group_by_design(pareto_trials(study, feasible))
-    conv = convergence(study, feasible, len(trials))
-    return Progress(len(trials), budget, len(feasible), len(front), conv.hypervolume,
+    conv = convergence(study, feasible, complete)
+    return Progress(complete, budget, len(feasible), len(front), conv.hypervolume,
                     conv.reference, conv.gained, conv.window, conv.moving)

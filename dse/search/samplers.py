@@ -117,6 +117,16 @@ class HandoverNSGAIISampler(NSGAIISampler):
     _handed_over = False
     """Set once a completed trial carries a generation (NSGA-II has taken over for good)."""
 
+    def get_parent_population(self, study: Study, generation: int) -> list[FrozenTrial]:
+        """NSGA-II's parents of ``generation``, kept once read: Optuna stores them in the study
+        (fixed once written) but reads every trial of the study to look them up again on every
+        trial, O(trials) per trial. Completed trials never change, so the list is kept."""
+        key = (_optuna.study_id_of(study), generation)
+        cache: dict[tuple[int, int], list[FrozenTrial]] = self.__dict__.setdefault("_parents", {})
+        if key not in cache:
+            cache[key] = super().get_parent_population(study, generation)
+        return cache[key]
+
     def get_population(self, study: Study, generation: int) -> list[FrozenTrial]:
         if generation == 0:
             key = self._get_generation_key()

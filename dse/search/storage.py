@@ -36,7 +36,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,6 +132,28 @@ class FlockLock(BaseJournalFileLock):
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
+class QueueJournalStorage(JournalStorage):
+    """A journal storage whose queue look-up (Optuna's ``Study.ask`` reads the waiting trials on
+    every trial) scans only from the first trial that was waiting at the last look-up: a trial
+    is created waiting or running and never becomes waiting again, so the trials before it stay
+    not waiting (what Optuna's in-memory storage does). Without it each ``ask`` reads every trial
+    of the study, O(trials) per trial."""
+
+    _scan_from: dict[int, int]
+
+    def get_all_trials(self, study_id: int, deepcopy: bool = True,
+                       states: Container[TrialState] | None = None) -> list[FrozenTrial]:
+        if states != (TrialState.WAITING,) or deepcopy:
+            return super().get_all_trials(study_id, deepcopy, states)
+        if not hasattr(self, "_scan_from"):
+            self._scan_from = {}
+        early = _optuna.trials_since_number(self, study_id, self._scan_from.get(study_id, 0))
+        waiting = [t for t in early if t.state == TrialState.WAITING]
+        if early:
+            self._scan_from[study_id] = waiting[0].number if waiting else early[-1].number + 1
+        return waiting
+
+
 def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
     """Optuna's journal in ``path`` with an :class:`FlockLock`, checked first: a damaged tail is
     cut off, any other damage refused without writing (:func:`dse.search.journal.check_journal`;
@@ -141,7 +163,7 @@ def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
         lock = FlockLock(str(path))
         if path.exists() and check_journal(path, study, thorough=False).tail_bytes:
             repair_journal_tail(path, lock, study)
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+        return QueueJournalStorage(JournalFileBackend(str(path), lock_obj=lock))
     except OSError as exc:
         raise DseInputError(str(exc.filename or path), "", f"cannot open the journal: "
                             f"{exc.strerror or exc}") from None

@@ -42,6 +42,7 @@ from dse.model.placement import plan_key
 from dse.model.system import load_system_spec, resolve_system
 from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
+from dse.search._optuna import compute_hypervolume
 from dse.search.encoding import design_system, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.pareto import non_dominated
@@ -522,6 +523,39 @@ def spread_front(losses: np.ndarray, k: int) -> list[int]:
     return sorted(picks)
 
 
+def greedy_front(losses: np.ndarray, k: int) -> list[int]:
+    """``k`` indices of front rows chosen greedily by hypervolume contribution (each pick the row
+    that adds the most hypervolume to those already picked, objectives scaled between the front's
+    ideal point and its nadir pushed 10% out; ties: the lower index). Rows with the same values as
+    a picked one add nothing, so a front whose cheap end is many equivalent designs (same cost,
+    same throughput, different switches) is not enqueued many times over, as an even spread
+    along the first objective would."""
+    n = losses.shape[0]
+    if n == 0 or k <= 0:
+        return []
+    _, first = np.unique(losses, axis=0, return_index=True)
+    distinct = sorted(int(i) for i in first)
+    lo = losses.min(axis=0)
+    worst = losses.max(axis=0)
+    ref = worst + 0.1 * np.maximum(worst - lo, np.abs(worst) * 1e-9 + 1e-12)
+    scale = np.where(ref - lo > 0, ref - lo, 1.0)
+    points = (losses - lo) / scale
+    ones = np.ones(losses.shape[1])
+    picked: list[int] = []
+    volume = 0.0
+    while len(picked) < min(k, len(distinct)):
+        best, gain = -1, -1.0
+        for i in distinct:
+            if i in picked:
+                continue
+            g = float(compute_hypervolume(points[[*picked, i]], ones)) - volume
+            if g > gain + 1e-15:
+                best, gain = i, g
+        picked.append(best)
+        volume += gain
+    return sorted(picked)
+
+
 WARM_MAX_TRIALS = 20
 """Designs of the coarse front a default warm start enqueues (and at most a fifth of the budget)."""
 
@@ -554,19 +588,20 @@ def warm_start(
     result: SweepResult | None = None,
 ) -> list[dict[str, Any]]:
     """Enqueue the exact front of a coarse sweep of ``space`` (at most ``max_designs`` designs,
-    or ``result`` when already swept) into the Optuna ``study``, spread to at most ``max_trials``
-    designs, so its sampler starts from good designs rather than random ones; the coarse front
-    also becomes the study's fixed hypervolume reference (:mod:`dse.search.reference`) when it
-    has none. Returns the enqueued designs. A study already seeded (attribute
-    ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
+    or ``result`` when already swept) into the Optuna ``study``: at most ``max_trials`` designs
+    of distinct values, picked by hypervolume contribution (:func:`greedy_front`), so its sampler
+    starts from good designs rather than random ones; the coarse front also becomes the study's
+    fixed hypervolume reference (:mod:`dse.search.reference`) when it has none. Returns the
+    enqueued designs. A study already seeded (attribute ``dse:warm_start``) is left alone, so
+    resuming never enqueues twice."""
     if WARM_START_KEY in study.user_attrs:
         return []
     if result is None:
         result = coarse_front(space, workload, objectives, max_designs, jobs, catalog)
     record_reference(study, result)
     designs = result.front_designs()
-    if max_trials is not None and len(designs) > max_trials:
-        designs = [designs[i] for i in spread_front(result.losses(), max_trials)]
+    if max_trials is not None:
+        designs = [designs[i] for i in greedy_front(result.losses(), max_trials)]
     for design in designs:
         study.enqueue_trial(encode_design(space, design), user_attrs={"warm_start": "sweep"})
     study.set_user_attr(WARM_START_KEY, {"designs": len(result.frame), "front": len(result.front),
@@ -618,6 +653,7 @@ __all__ = [
     "coarse_grid",
     "coarse_space",
     "design_grid",
+    "greedy_front",
     "objective_losses",
     "record_reference",
     "run_sweep",
