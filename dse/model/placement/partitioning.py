@@ -171,6 +171,29 @@ def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: 
     return None if None in placed else [d for d in placed if d is not None]
 
 
+def _fills_idle(mem: list[float], comm: list[float], sizes: list[float], free: list[float],
+                load_mem: list[float], load_comm: list[float], lo: int, hi: int) -> bool:
+    """Whether equal pieces (``mem``, ``comm``, ``sizes``: one value each, repeated) go one a device
+    to the first devices of the idle domain ``lo:hi``, as :func:`_place_group` puts them then: no
+    more pieces than devices, no load on any device of the domain, room for a piece on each device
+    it takes, and (for more than one piece) a key above 0.0 left by each."""
+    k = len(mem)
+    lm, lc = load_mem[lo:hi], load_comm[lo:hi]
+    if k > len(lm) or any(lm) or any(lc):
+        return False
+    size = sizes[0]
+    for room in free[lo:lo + k]:
+        if size > room:
+            return False
+    if k == 1:
+        return True
+    # The key _ranked gives each piece (every load is zero).
+    inv_m = 1.0 / ((sum(mem) + sum(lm)) or 1.0)
+    inv_c = 1.0 / ((sum(comm) + sum(lc)) or 1.0)
+    m, c = mem[0] * inv_m, comm[0] * inv_c
+    return (m if m > c else c) > 0.0
+
+
 def _domain_slices(groups: Iterable[list[int]], per_domain: dict[int, int],
                    key: Callable[[list[int]], float]) -> Iterator[tuple[list[int], set[int]]]:
     """The row-wise groups (flat piece indices), heaviest first, each as the slices that go to one
@@ -238,11 +261,25 @@ def assign_hbm(
     for group, used in _domain_slices(groups.values(), per_domain, heaviest_first):
         g_mem, g_comm = list(map(get_mem, group)), list(map(get_comm, group))
         g_size = list(map(get_size, group))
+        # Equal pieces (as a split's are): equal keys, so the stable sort keeps their order.
+        uniform = g_mem.count(g_mem[0]) == g_comm.count(g_comm[0]) == g_size.count(g_size[0]) == len(group)
         for j in _least_loaded_first(loads):
             if j in used:
                 continue
             lo = j * domain
             hi = lo + domain
+            if uniform and _fills_idle(g_mem, g_comm, g_size, free, load_mem, load_comm, lo, hi):
+                # The usual case, found without a search: equal pieces on an idle domain, the
+                # j-th on its j-th device (what _place_group answers then, see there).
+                piece_size, m, c = g_size[0], g_mem[0], g_comm[0]
+                for i, d in zip(group, range(lo, lo + len(group)), strict=True):
+                    devices[i] = d
+                    free[d] -= piece_size
+                    load_mem[d] += m
+                    load_comm[d] += c
+                used.add(j)
+                loads[j] = domain_load(lo)
+                break
             got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
             if got is not None:
                 used.add(j)
