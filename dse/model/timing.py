@@ -286,14 +286,19 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
     # Each group's shard and its Traffic unpacked at once, then added to each of its devices in
     # turn: a device's sum takes its shards in plan order, as it would one shard at a time (a plan
     # has a group per size of piece: 34 for the 175 pieces of DCNv2 on 16 DGX H100).
-    for (_, _, _, _, _, _, _, _, _, (f, bw, p_f, p_b, d_f, d_b), _, _), devices in plan.groups:
-        if devices[0] < 0:
+    pairs = zip(plan.group_shards, plan.group_devices, strict=True)
+    for (_, _, _, _, _, _, _, d, _, (f, bw, p_f, p_b, d_f, d_b), _, _), devices in pairs:
+        if d < 0:
             rep_f += f
             rep_b += bw
             continue
-        for d in devices:
+        if len(devices) == 1:  # most groups are one whole table
             hbm_f[d] += f
             hbm_b[d] += bw
+        else:
+            for d in devices:
+                hbm_f[d] += f
+                hbm_b[d] += bw
         if p_f or p_b:
             for d in devices:
                 p = pcie.setdefault(d, [0.0, 0.0])
@@ -472,14 +477,19 @@ def alltoall_elements(
     last: dict[int, tuple[int, float]] = {}  # a row-wise table's last shard: its width, samples
     # Each group unpacked at once, its sends added to each of its devices (see
     # :func:`embedding_loads`).
-    for (table, sharding, _, width, _, out_rows, _, _, _, _, _, partial), on in plan.groups:
-        if on[0] < 0:
+    pairs = zip(plan.group_shards, plan.group_devices, strict=True)
+    for (table, sharding, _, width, _, out_rows, _, d, _, _, _, partial), on in pairs:
+        if d < 0:
             continue
         if sharding == "row_wise" and partial:
             groups[table] += on
             last[table] = width, out_rows
         else:
             share = out_rows / batch
+            if len(on) == 1:  # most groups are one whole table
+                same[d] += to_same * width * share
+                cross[d] += to_cross * width * share
+                continue
             to_peers, to_others = to_same * width * share, to_cross * width * share
             for d in on:
                 same[d] += to_peers
@@ -572,7 +582,7 @@ def input_time(wl: Workload, sys: System, calib: Calibration, b: float) -> float
 def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     """Kernels on the critical path of one step, counted from the model's structure: per GEMM, per
     embedding tier and direction (one fused kernel per tier), per collective and per bucket."""
-    tiers = {group.shard.tier for group in plan.groups}
+    tiers = {shard.tier for shard in plan.group_shards}
     collectives = 2 if plan.devices > 1 else 0
     return (
         KERNELS_PER_GEMM * len(wl.mlp_layers())

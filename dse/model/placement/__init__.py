@@ -44,8 +44,8 @@ from dse.model.placement.plan import (
     Sharding,
     Tier,
     count_groups,
-    group_shards,
     plan_key,
+    shards_grouped,
     with_device,
 )
 from dse.model.placement.sharding import shard_tables
@@ -103,10 +103,13 @@ def plan_placement(workload: Workload, system: System) -> Plan:
         hbm_used[dev] += cache
 
     # Equal pieces stay one group each (see ShardGroup); a replica is on every device (-1).
-    groups = (*hbm.groups, *group_shards(behind_host), *[ShardGroup(s, (-1,)) for s in replicas])
+    host_groups = shards_grouped(behind_host)
+    shards = (*hbm.shards, *[s for s, _ in host_groups], *replicas)
+    devices = (*hbm.devices, *[on for _, on in host_groups], *[(-1,)] * len(replicas))
     short, reason = shortfall(budgets, workload, system.nodes, replica_bytes, host.unplaced_bytes)
     return Plan(
-        groups=groups,
+        group_shards=shards,
+        group_devices=devices,
         devices=budgets.devices,
         hbm_used_bytes=tuple(hbm_used),
         hbm_capacity_bytes=budgets.hbm_capacity_bytes,
@@ -118,5 +121,5 @@ def plan_placement(workload: Workload, system: System) -> Plan:
         reason=reason,
         memory_short_bytes=short,
         replicated_grad_elements=float(sum(s.rows * s.dim for s in replicas)),
-        counts=count_groups(groups),
+        counts=count_groups(shards, devices, len(hbm.shards)),
     )

@@ -17,7 +17,7 @@ from dse.model.estimators import Traffic, host_traffic
 from dse.model.placement.budgets import Budgets
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.costs import ShardCosts
-from dse.model.placement.plan import ShardGroup, new_shard
+from dse.model.placement.plan import Shard, new_shard
 from dse.model.workload import Workload
 
 
@@ -231,6 +231,18 @@ def assign_hbm(
     per_domain: dict[int, int] = {}  # first piece of a run -> its per_domain, where set
     start = 0
     for c, count in runs:
+        if count == 1:  # most runs are one whole table: appended, without a list each
+            if c.sharding == "row_wise" and c.partial:
+                groups[c.table].append(start)
+                if c.per_domain:
+                    per_domain[start] = c.per_domain
+            else:
+                rest.append(start)
+            mem.append(c.mem)
+            comm.append(c.comm)
+            size.append(c.footprint)
+            start += 1
+            continue
         end = start + count
         if c.sharding == "row_wise" and c.partial:
             groups[c.table] += range(start, end)
@@ -271,12 +283,12 @@ def assign_hbm(
             if uniform and _fills_idle(g_mem, g_comm, g_size, free, load_mem, load_comm, lo, hi):
                 # The usual case, found without a search: equal pieces on an idle domain, the
                 # j-th on its j-th device (what _place_group answers then, see there).
-                piece_size, m, c = g_size[0], g_mem[0], g_comm[0]
+                piece_size, piece_mem, piece_comm = g_size[0], g_mem[0], g_comm[0]
                 for i, d in zip(group, range(lo, lo + len(group)), strict=True):
                     devices[i] = d
                     free[d] -= piece_size
-                    load_mem[d] += m
-                    load_comm[d] += c
+                    load_mem[d] += piece_mem
+                    load_comm[d] += piece_comm
                 used.add(j)
                 loads[j] = domain_load(lo)
                 break
@@ -356,8 +368,11 @@ def assign_host(host_set: list[Candidate], device_loads: Sequence[float], ddr_ca
 class HbmAssignment(NamedTuple):
     """Where the HBM pieces went."""
 
-    groups: list[ShardGroup]
-    """The placed pieces, a group per run of equal pieces, in the order they were given."""
+    shards: list[Shard]
+    """The placed pieces, a group per run of equal pieces, in the order they were given: the
+    group's :class:`~dse.model.placement.plan.Shard` (on its first device) ..."""
+    devices: list[tuple[int, ...]]
+    """... and the devices of its pieces."""
     hbm_used_bytes: list[float]
     """Per device: dense model, activations, replicas and the placed pieces."""
     loads: list[float]
@@ -380,19 +395,30 @@ def place_hbm(runs: Sequence[tuple[Candidate, int]], budgets: Budgets, device_ca
         free[0] = 0.0
     devices, unplaced = assign_hbm(runs, free, load_mem, load_comm, budgets.domain)
     traffic = costs.traffic
-    groups: list[ShardGroup] = []
+    shards: list[Shard] = []
+    placed: list[tuple[int, ...]] = []
     start = 0
     for c, count in runs:
-        on = devices[start:start + count]
-        start += count
-        if -1 in on:
-            on = [d for d in on if d >= 0]
-            if not on:
+        if count == 1:  # most runs are one whole table
+            d = devices[start]
+            start += 1
+            if d < 0:
                 continue
-        footprint = c.footprint
-        for d in on:
-            hbm_used[d] += footprint
-        shard = new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, footprint, on[0], "hbm",
-                           c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows), 1.0, c.partial))
-        groups.append(ShardGroup(shard, tuple(on)))
-    return HbmAssignment(groups, hbm_used, load_mem, unplaced)
+            on: tuple[int, ...] = (d,)
+            hbm_used[d] += c.footprint
+        else:
+            on = tuple(devices[start:start + count])
+            start += count
+            if -1 in on:
+                on = tuple(d for d in on if d >= 0)
+                if not on:
+                    continue
+            footprint = c.footprint
+            for d in on:
+                hbm_used[d] += footprint
+        shard = new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, on[0],
+                           "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows), 1.0,
+                           c.partial))
+        shards.append(shard)
+        placed.append(on)
+    return HbmAssignment(shards, placed, hbm_used, load_mem, unplaced)

@@ -4,7 +4,9 @@ and :func:`plan_key`, everything of a system that a plan depends on."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -69,7 +71,12 @@ class ShardGroup(NamedTuple):
     devices: tuple[int, ...]
 
 
-def group_shards(shards: Iterable[Shard]) -> tuple[ShardGroup, ...]:
+new_group = functools.partial(tuple.__new__, ShardGroup)
+"""A ShardGroup from the tuple ``(shard, devices)``, without the named tuple's Python ``__new__``
+(as :data:`new_shard`: a plan of a thousand whole tables builds a thousand groups)."""
+
+
+def shards_grouped(shards: Iterable[Shard]) -> tuple[ShardGroup, ...]:
     """``shards`` as groups: each run of consecutive shards on devices (>= 0) that are equal but for
     their device is one group; a replica (device -1) is always one of its own."""
     out: list[ShardGroup] = []
@@ -78,13 +85,13 @@ def group_shards(shards: Iterable[Shard]) -> tuple[ShardGroup, ...]:
         if out and d >= 0:
             last, devices = out[-1]
             if last[7] >= 0 and s[:7] == last[:7] and s[8:] == last[8:]:
-                out[-1] = ShardGroup(last, (*devices, d))
+                out[-1] = new_group((last, (*devices, d)))
                 continue
-        out.append(ShardGroup(s, (d,)))
+        out.append(new_group((s, (d,))))
     return tuple(out)
 
 
-def expand_groups(groups: Iterable[ShardGroup]) -> tuple[Shard, ...]:
+def expand_groups(groups: Iterable[tuple[Shard, tuple[int, ...]]]) -> tuple[Shard, ...]:
     """Every piece of ``groups``, one :class:`Shard` a device, in order (as :attr:`Plan.shards`)."""
     out: list[Shard] = []
     for s, devices in groups:
@@ -100,12 +107,17 @@ class Plan:
     """A placement of every table of a workload on a system.
 
     Built from its pieces (``shards``) or, as the planner does, from their groups (``groups=``,
-    :class:`ShardGroup`); either way :attr:`shards` lists every piece and :attr:`groups` the same
-    pieces grouped (equal plans have equal groups).
+    :class:`ShardGroup`, or the same as ``group_shards=`` and ``group_devices=``); either way
+    :attr:`shards` lists every piece and :attr:`groups` the same pieces grouped (equal plans have
+    equal groups).
     """
 
-    groups: tuple[ShardGroup, ...]
-    """The pieces, equal ones on several devices as one group (see :class:`ShardGroup`)."""
+    group_shards: tuple[Shard, ...]
+    """Each group's shard (see :class:`ShardGroup`). The groups are kept as two tuples, read
+    together with ``zip``: a loop unpacks zip's plain pairs faster than a named tuple's (a plan of
+    a thousand whole tables has a thousand groups)."""
+    group_devices: tuple[tuple[int, ...], ...]
+    """Each group's devices."""
     devices: int
     hbm_used_bytes: tuple[float, ...]
     """Per device: tables, cache, dense model, activations."""
@@ -142,18 +154,28 @@ class Plan:
         memory_short_bytes: float = 0.0,
         replicated_grad_elements: float = 0.0,
         counts: dict[str, int] | None = None,
-        groups: tuple[ShardGroup, ...] | None = None,
+        groups: Iterable[ShardGroup] | None = None,
+        group_shards: tuple[Shard, ...] | None = None,
+        group_devices: tuple[tuple[int, ...], ...] | None = None,
     ) -> None:
-        """A plan of ``shards`` (every piece) or of ``groups`` (the same, grouped), not both."""
-        if groups is None:
-            listed = tuple(shards)
-            groups = group_shards(listed)
-        else:
-            if shards:
-                raise ValueError("a Plan takes its pieces as shards or as groups, not both")
-            listed = None
+        """A plan of ``shards`` (every piece), of ``groups`` or of ``group_shards`` and
+        ``group_devices`` (the same, grouped): one of the three."""
+        listed: tuple[Shard, ...] | None = None
+        given = (bool(shards), groups is not None, group_shards is not None or group_devices is not None)
+        if sum(given) > 1:
+            raise ValueError("a Plan takes its pieces as shards, groups or group_shards and group_devices")
+        if group_shards is None or group_devices is None:
+            if groups is None:
+                listed = tuple(shards)
+                groups = shards_grouped(listed)
+            pairs = tuple(groups)
+            group_shards = tuple(g[0] for g in pairs)
+            group_devices = tuple(g[1] for g in pairs)
+        elif len(group_shards) != len(group_devices):
+            raise ValueError("a Plan needs as many group_devices as group_shards")
         setattr_ = object.__setattr__
-        setattr_(self, "groups", groups)
+        setattr_(self, "group_shards", group_shards)
+        setattr_(self, "group_devices", group_devices)
         setattr_(self, "_shards", listed)
         setattr_(self, "devices", devices)
         setattr_(self, "hbm_used_bytes", hbm_used_bytes)
@@ -169,12 +191,17 @@ class Plan:
         setattr_(self, "counts", {} if counts is None else counts)
 
     @property
+    def groups(self) -> tuple[ShardGroup, ...]:
+        """The pieces, equal ones on several devices as one group (see :class:`ShardGroup`)."""
+        return tuple(map(ShardGroup, self.group_shards, self.group_devices))
+
+    @property
     def shards(self) -> tuple[Shard, ...]:
         """Every placed piece, one :class:`Shard` a piece (a group's pieces one a device, in
         order)."""
         listed = self._shards
         if listed is None:
-            listed = expand_groups(self.groups)
+            listed = expand_groups(zip(self.group_shards, self.group_devices, strict=True))
             object.__setattr__(self, "_shards", listed)
         return listed
 
@@ -189,13 +216,23 @@ def plan_key(system: System) -> tuple[object, ...]:
             system.spec.node.hbm_cache_gb)
 
 
-def count_groups(groups: Iterable[ShardGroup]) -> dict[str, int]:
+def count_groups(shards: Sequence[Shard], devices: Sequence[tuple[int, ...]], n_hbm: int) -> dict[str, int]:
     """Shards per sharding kind and per tier, keys in order of first appearance (a shard's kind
-    before its tier), a group's pieces counted at once."""
+    before its tier), a group (``shards[i]`` on ``devices[i]``) counted at once; the first ``n_hbm``
+    groups are the HBM ones (then all in "hbm", which follows the first one's kind)."""
     counts: dict[str, int] = {}
+    if n_hbm:
+        hbm = devices[:n_hbm]
+        counts[shards[0].sharding] = 0
+        counts["hbm"] = sum(map(len, hbm))
+        # A group of one piece a kind (most are a whole table), then the rest of each larger group.
+        counts.update(Counter([s.sharding for s in shards[:n_hbm]]))
+        for s, on in itertools.compress(zip(shards[:n_hbm], hbm, strict=True), [len(on) - 1 for on in hbm]):
+            counts[s.sharding] += len(on) - 1
     get = counts.get
-    for (_, sharding, _, _, _, _, _, _, tier, _, _, _), devices in groups:
-        n = len(devices)
+    rest = zip(shards[n_hbm:], devices[n_hbm:], strict=True)
+    for (_, sharding, _, _, _, _, _, _, tier, _, _, _), on in rest:
+        n = len(on)
         counts[sharding] = get(sharding, 0) + n
         counts[tier] = get(tier, 0) + n
     return counts
