@@ -23,7 +23,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Accelerator, Catalog, load_catalog
 from dse.model.evaluate import Evaluation, evaluate
-from dse.model.placement import Plan, Shard, plan_placement
+from dse.model.placement import Plan, Shard, ShardGroup, plan_placement
 from dse.model.system import (
     NetworkSpec,
     NodeSpec,
@@ -57,6 +57,7 @@ __all__ = [
     "PodSpec",
     "PredictionInterval",
     "Shard",
+    "ShardGroup",
     "StepTime",
     "System",
     "SystemSpec",

@@ -11,10 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
 from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
 from dse.model.placement.partitioning import _place_group
 from dse.model.system import System, load_system
+from dse.model.timing import step_loads
 from dse.model.workload import Workload, load_workload
 
 # --- lpt_assign -----------------------------------------------------------------------------------
@@ -230,6 +232,36 @@ def test_shards_cover_every_table_exactly(
             else:
                 assert 0 <= s.device < plan.devices
     assert plan.devices == sysm.accelerators_total
+
+
+GROUP_CASES = (*CASES, ("mlperf-dlrm-dcnv2", "dgx-h100", (("nodes", 16),)),
+               ("mlperf-dlrm-dcnv2", "dgx-h100", (("nodes", 2), ("node.hbm_gb", 2.0))))
+
+
+@pytest.mark.parametrize(("wl_name", "sys_name", "ov"), GROUP_CASES)
+def test_groups_are_the_shards_grouped(
+    wl_name: str, sys_name: str, ov: tuple[tuple[str, object], ...]
+) -> None:
+    # A plan's groups list every piece once: expanded, one shard a device, they are its shards; a
+    # group's pieces are equal but for their device; a plan rebuilt from its shards groups them the
+    # same way and times the same, to the bit (timing reads the groups, not the shards).
+    wl, sysm, plan = _plan(wl_name, sys_name, ov)
+    assert sum(len(devices) for _, devices in plan.groups) == len(plan.shards)
+    i = 0
+    for shard, devices in plan.groups:
+        assert shard.device == devices[0]
+        assert (len(devices) == 1) if shard.device < 0 else all(d >= 0 for d in devices)
+        for d in devices:
+            assert plan.shards[i] == shard._replace(device=d)
+            i += 1
+    rebuilt = Plan(shards=plan.shards, **{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
+                                          if f.name not in ("group_shards", "group_devices", "_shards")})
+    assert rebuilt == plan and rebuilt.groups == plan.groups and rebuilt.shards == plan.shards
+    assert dataclasses.replace(plan, feasible=plan.feasible) == plan
+    calib = load_calibration()
+    assert step_loads(wl, sysm, rebuilt, calib) == step_loads(wl, sysm, plan, calib)
+    if sysm.accelerators_total >= 16:
+        assert len(plan.groups) < len(plan.shards)  # split tables' equal pieces do group
 
 
 @pytest.mark.parametrize(("wl_name", "sys_name", "ov"), CASES)

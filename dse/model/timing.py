@@ -283,22 +283,30 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
     pcie: dict[int, list[float]] = {}
     ddr: dict[int, list[float]] = {}
     rep_f = rep_b = 0.0
-    # Each shard and its Traffic unpacked at once: one step where field reads take one each (a
-    # plan has a shard per piece, 175 for DCNv2 on 16 DGX H100).
-    for _, _, _, _, _, _, _, d, _, (f, bw, p_f, p_b, d_f, d_b), _, _ in plan.shards:
+    # Each group's shard and its Traffic unpacked at once, then added to each of its devices in
+    # turn: a device's sum takes its shards in plan order, as it would one shard at a time (a plan
+    # has a group per size of piece: 34 for the 175 pieces of DCNv2 on 16 DGX H100).
+    pairs = zip(plan.group_shards, plan.group_devices, strict=True)
+    for (_, _, _, _, _, _, _, d, _, (f, bw, p_f, p_b, d_f, d_b), _, _), devices in pairs:
         if d < 0:
             rep_f += f
             rep_b += bw
             continue
-        hbm_f[d] += f
-        hbm_b[d] += bw
+        if len(devices) == 1:  # most groups are one whole table
+            hbm_f[d] += f
+            hbm_b[d] += bw
+        else:
+            for d in devices:
+                hbm_f[d] += f
+                hbm_b[d] += bw
         if p_f or p_b:
-            p = pcie.setdefault(d, [0.0, 0.0])
-            p[0] += p_f
-            p[1] += p_b
-            n = ddr.setdefault(d // a, [0.0, 0.0])
-            n[0] += d_f
-            n[1] += d_b
+            for d in devices:
+                p = pcie.setdefault(d, [0.0, 0.0])
+                p[0] += p_f
+                p[1] += p_b
+                n = ddr.setdefault(d // a, [0.0, 0.0])
+                n[0] += d_f
+                n[1] += d_b
     return EmbeddingLoads(
         hbm_fwd=max(hbm_f, default=0.0) + rep_f,
         hbm_bwd=max(hbm_b, default=0.0) + rep_b,
@@ -467,17 +475,25 @@ def alltoall_elements(
     cross[0] += to_cross * lead_dim
     groups: defaultdict[int, list[int]] = defaultdict(list)
     last: dict[int, tuple[int, float]] = {}  # a row-wise table's last shard: its width, samples
-    # Each shard unpacked at once (see :func:`embedding_loads`).
-    for table, sharding, _, width, _, out_rows, _, d, _, _, _, partial in plan.shards:
+    # Each group unpacked at once, its sends added to each of its devices (see
+    # :func:`embedding_loads`).
+    pairs = zip(plan.group_shards, plan.group_devices, strict=True)
+    for (table, sharding, _, width, _, out_rows, _, d, _, _, _, partial), on in pairs:
         if d < 0:
             continue
         if sharding == "row_wise" and partial:
-            groups[table].append(d)
+            groups[table] += on
             last[table] = width, out_rows
         else:
             share = out_rows / batch
-            same[d] += to_same * width * share
-            cross[d] += to_cross * width * share
+            if len(on) == 1:  # most groups are one whole table
+                same[d] += to_same * width * share
+                cross[d] += to_cross * width * share
+                continue
+            to_peers, to_others = to_same * width * share, to_cross * width * share
+            for d in on:
+                same[d] += to_peers
+                cross[d] += to_others
     for table, devices in groups.items():
         k = len(devices)
         width, out_rows = last[table]
@@ -566,7 +582,7 @@ def input_time(wl: Workload, sys: System, calib: Calibration, b: float) -> float
 def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     """Kernels on the critical path of one step, counted from the model's structure: per GEMM, per
     embedding tier and direction (one fused kernel per tier), per collective and per bucket."""
-    tiers = {s.tier for s in plan.shards}
+    tiers = {shard.tier for shard in plan.group_shards}
     collectives = 2 if plan.devices > 1 else 0
     return (
         KERNELS_PER_GEMM * len(wl.mlp_layers())

@@ -37,7 +37,17 @@ from dse.model.placement.budgets import (
 from dse.model.placement.candidates import enumerate_candidates, hot_rows
 from dse.model.placement.costs import ShardCosts
 from dse.model.placement.partitioning import assign_host, balanced_assign, lpt_assign, place_hbm
-from dse.model.placement.plan import Plan, Shard, Sharding, Tier, count_shards, plan_key, with_device
+from dse.model.placement.plan import (
+    Plan,
+    Shard,
+    ShardGroup,
+    Sharding,
+    Tier,
+    count_groups,
+    plan_key,
+    shards_grouped,
+    with_device,
+)
 from dse.model.placement.sharding import shard_tables
 from dse.model.placement.tiers import choose_tiers, host_shards
 from dse.model.system import System
@@ -49,6 +59,7 @@ __all__ = [
     "HOST_RESERVE_FRACTION",
     "Plan",
     "Shard",
+    "ShardGroup",
     "Sharding",
     "Tier",
     "activation_bytes_per_device",
@@ -91,10 +102,14 @@ def plan_placement(workload: Workload, system: System) -> Plan:
     for dev, cache in caches.items():
         hbm_used[dev] += cache
 
-    shards = (*hbm.shards, *behind_host, *replicas)
+    # Equal pieces stay one group each (see ShardGroup); a replica is on every device (-1).
+    host_groups = shards_grouped(behind_host)
+    shards = (*hbm.shards, *[s for s, _ in host_groups], *replicas)
+    devices = (*hbm.devices, *[on for _, on in host_groups], *[(-1,)] * len(replicas))
     short, reason = shortfall(budgets, workload, system.nodes, replica_bytes, host.unplaced_bytes)
     return Plan(
-        shards=shards,
+        group_shards=shards,
+        group_devices=devices,
         devices=budgets.devices,
         hbm_used_bytes=tuple(hbm_used),
         hbm_capacity_bytes=budgets.hbm_capacity_bytes,
@@ -106,5 +121,5 @@ def plan_placement(workload: Workload, system: System) -> Plan:
         reason=reason,
         memory_short_bytes=short,
         replicated_grad_elements=float(sum(s.rows * s.dim for s in replicas)),
-        counts=count_shards(shards, len(hbm.shards)),
+        counts=count_groups(shards, devices, len(hbm.shards)),
     )

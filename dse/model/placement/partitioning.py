@@ -171,61 +171,127 @@ def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: 
     return None if None in placed else [d for d in placed if d is not None]
 
 
-def _domain_slices(groups: Iterable[list[int]], cands: list[Candidate],
+def _fills_idle(mem: list[float], comm: list[float], sizes: list[float], free: list[float],
+                load_mem: list[float], load_comm: list[float], lo: int, hi: int) -> bool:
+    """Whether equal pieces (``mem``, ``comm``, ``sizes``: one value each, repeated) go one a device
+    to the first devices of the idle domain ``lo:hi``, as :func:`_place_group` puts them then: no
+    more pieces than devices, no load on any device of the domain, room for a piece on each device
+    it takes, and (for more than one piece) a key above 0.0 left by each."""
+    k = len(mem)
+    lm, lc = load_mem[lo:hi], load_comm[lo:hi]
+    if k > len(lm) or any(lm) or any(lc):
+        return False
+    size = sizes[0]
+    for room in free[lo:lo + k]:
+        if size > room:
+            return False
+    if k == 1:
+        return True
+    # The key _ranked gives each piece (every load is zero).
+    inv_m = 1.0 / ((sum(mem) + sum(lm)) or 1.0)
+    inv_c = 1.0 / ((sum(comm) + sum(lc)) or 1.0)
+    m, c = mem[0] * inv_m, comm[0] * inv_c
+    return (m if m > c else c) > 0.0
+
+
+def _domain_slices(groups: Iterable[list[int]], per_domain: dict[int, int],
                    key: Callable[[list[int]], float]) -> Iterator[tuple[list[int], set[int]]]:
-    """The row-wise groups (indices into ``cands``), heaviest first, each as the slices that go to
-    one scale-up domain apiece, with the set of domains its table's slices took so far (shared by
-    them, so two slices of one table never share a domain). A group whose pieces carry
-    ``per_domain`` is cut in slices of that many pieces; any other group is one slice."""
+    """The row-wise groups (flat piece indices), heaviest first, each as the slices that go to one
+    scale-up domain apiece, with the set of domains its table's slices took so far (shared by them,
+    so two slices of one table never share a domain). A group whose first piece carries
+    ``per_domain`` (by piece index) is cut in slices of that many pieces; any other group is one
+    slice."""
     for group in sorted(groups, key=key):
         used: set[int] = set()
-        step = cands[group[0]].per_domain or len(group)
+        step = per_domain.get(group[0]) or len(group)
         for lo in range(0, len(group), step):
             yield group[lo:lo + step], used
 
 
 def assign_hbm(
-    cands: list[Candidate], free: list[float], load_mem: list[float], load_comm: list[float], domain: int
+    runs: Sequence[tuple[Candidate, int]], free: list[float], load_mem: list[float], load_comm: list[float],
+    domain: int,
 ) -> tuple[list[int], list[Candidate]]:
-    """Assign HBM shards to devices (updating the loads; ``free`` is used up): the device of each
-    of ``cands`` (-1 where none has room) and those unplaced, in the order they were tried.
+    """Assign HBM shards to devices (updating the loads; ``free`` is used up): ``runs`` are the
+    pieces, each size of piece once with the number of its pieces in a row (see
+    :func:`~dse.model.placement.tiers.choose_tiers`). Returns the device of each piece, flat in
+    run order (-1 where none has room), and those unplaced, in the order they were tried.
 
     Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
     table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric; a table
     spread over several domains (``per_domain`` pieces each) puts each slice in its own domain.
+    Pieces are numbered flat (a run of n equal pieces takes n numbers), but every list of them is
+    built a run at a time.
     """
-    # By index: the equal pieces of a split are one object.
-    devices = [-1] * len(cands)
     groups: defaultdict[int, list[int]] = defaultdict(list)
     rest: list[int] = []
-    seen: Candidate | None = None
-    into: list[int] = rest
-    for i, c in enumerate(cands):
-        if c is not seen:  # the equal pieces of a split are one object, in a row: judged once
-            seen = c
-            into = groups[c.table] if c.sharding == "row_wise" and c.partial else rest
-        into.append(i)
-    mem, comm, size = [c.mem for c in cands], [c.comm for c in cands], [c.footprint for c in cands]
+    mem: list[float] = []
+    comm: list[float] = []
+    size: list[float] = []
+    per_domain: dict[int, int] = {}  # first piece of a run -> its per_domain, where set
+    start = 0
+    for c, count in runs:
+        if count == 1:  # most runs are one whole table: appended, without a list each
+            if c.sharding == "row_wise" and c.partial:
+                groups[c.table].append(start)
+                if c.per_domain:
+                    per_domain[start] = c.per_domain
+            else:
+                rest.append(start)
+            mem.append(c.mem)
+            comm.append(c.comm)
+            size.append(c.footprint)
+            start += 1
+            continue
+        end = start + count
+        if c.sharding == "row_wise" and c.partial:
+            groups[c.table] += range(start, end)
+            if c.per_domain:
+                per_domain[start] = c.per_domain
+        else:
+            rest += range(start, end)
+        mem += [c.mem] * count
+        comm += [c.comm] * count
+        size += [c.footprint] * count
+        start = end
+    devices = [-1] * start
     n = len(free)
+    get_mem, get_comm, get_size = mem.__getitem__, comm.__getitem__, size.__getitem__
 
     def domain_load(lo: int) -> float:
         total: float = sum(map(operator.add, load_mem[lo:lo + domain], load_comm[lo:lo + domain]))
         return total
 
     def heaviest_first(group: list[int]) -> float:
-        return -sum([mem[i] + comm[i] for i in group])
+        total: float = sum(map(operator.add, map(get_mem, group), map(get_comm, group)))
+        return -total
 
     # A group changes only the loads of the domain it lands in, so only that domain's sum is
     # taken again (the same sum as before, hence the same order of domains for the next group).
     loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
         else [0.0] * len(range(0, n, domain))
-    for group, used in _domain_slices(groups.values(), cands, heaviest_first):
-        g_mem, g_comm, g_size = [mem[i] for i in group], [comm[i] for i in group], [size[i] for i in group]
+    for group, used in _domain_slices(groups.values(), per_domain, heaviest_first):
+        g_mem, g_comm = list(map(get_mem, group)), list(map(get_comm, group))
+        g_size = list(map(get_size, group))
+        # Equal pieces (as a split's are): equal keys, so the stable sort keeps their order.
+        uniform = g_mem.count(g_mem[0]) == g_comm.count(g_comm[0]) == g_size.count(g_size[0]) == len(group)
         for j in _least_loaded_first(loads):
             if j in used:
                 continue
             lo = j * domain
             hi = lo + domain
+            if uniform and _fills_idle(g_mem, g_comm, g_size, free, load_mem, load_comm, lo, hi):
+                # The usual case, found without a search: equal pieces on an idle domain, the
+                # j-th on its j-th device (what _place_group answers then, see there).
+                piece_size, piece_mem, piece_comm = g_size[0], g_mem[0], g_comm[0]
+                for i, d in zip(group, range(lo, lo + len(group)), strict=True):
+                    devices[i] = d
+                    free[d] -= piece_size
+                    load_mem[d] += piece_mem
+                    load_comm[d] += piece_comm
+                used.add(j)
+                loads[j] = domain_load(lo)
+                break
             got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
             if got is not None:
                 used.add(j)
@@ -238,15 +304,23 @@ def assign_hbm(
                 break
         else:
             rest.extend(group)
-    last = balanced_assign([mem[i] for i in rest], [comm[i] for i in rest], [size[i] for i in rest], free,
-                           load_mem, load_comm)
-    unplaced: list[Candidate] = []
+    last = balanced_assign(list(map(get_mem, rest)), list(map(get_comm, rest)), list(map(get_size, rest)),
+                           free, load_mem, load_comm)
+    unplaced: list[int] = []
     for i, dev in zip(rest, last, strict=True):
         if dev is None:
-            unplaced.append(cands[i])
+            unplaced.append(i)
         else:
             devices[i] = dev  # (no one reads ``free`` after this last batch)
-    return devices, unplaced
+    return devices, _candidates_at(runs, unplaced)
+
+
+def _candidates_at(runs: Sequence[tuple[Candidate, int]], indices: list[int]) -> list[Candidate]:
+    """The candidate of each flat piece index in ``indices`` (usually none)."""
+    if not indices:
+        return []
+    flat = [c for c, count in runs for c in [c] * count]
+    return [flat[i] for i in indices]
 
 
 class HostAssignment(NamedTuple):
@@ -295,7 +369,10 @@ class HbmAssignment(NamedTuple):
     """Where the HBM pieces went."""
 
     shards: list[Shard]
-    """The placed pieces, in the order they were given."""
+    """The placed pieces, a group per run of equal pieces, in the order they were given: the
+    group's :class:`~dse.model.placement.plan.Shard` (on its first device) ..."""
+    devices: list[tuple[int, ...]]
+    """... and the devices of its pieces."""
     hbm_used_bytes: list[float]
     """Per device: dense model, activations, replicas and the placed pieces."""
     loads: list[float]
@@ -304,10 +381,11 @@ class HbmAssignment(NamedTuple):
     """Pieces no device had room for (they go to host DDR)."""
 
 
-def place_hbm(hbm_set: list[Candidate], budgets: Budgets, device_cap: float, replica_bytes: float,
-              costs: ShardCosts) -> HbmAssignment:
-    """Assign the pieces chosen for HBM to devices, each with ``device_cap`` bytes for tables (none
-    on device 0 when it runs the bottom MLP alone: ``budgets.lead``)."""
+def place_hbm(runs: Sequence[tuple[Candidate, int]], budgets: Budgets, device_cap: float,
+              replica_bytes: float, costs: ShardCosts) -> HbmAssignment:
+    """Assign the pieces chosen for HBM (``runs``: each size of piece with the number of its pieces,
+    see :func:`assign_hbm`) to devices, each with ``device_cap`` bytes for tables (none on device 0
+    when it runs the bottom MLP alone: ``budgets.lead``)."""
     g = budgets.devices
     hbm_used = [budgets.dense_bytes + budgets.activation_bytes + replica_bytes] * g
     load_mem = [0.0] * g
@@ -315,21 +393,32 @@ def place_hbm(hbm_set: list[Candidate], budgets: Budgets, device_cap: float, rep
     free = [device_cap] * g
     if budgets.lead:
         free[0] = 0.0
-    devices, unplaced = assign_hbm(hbm_set, free, load_mem, load_comm, budgets.domain)
+    devices, unplaced = assign_hbm(runs, free, load_mem, load_comm, budgets.domain)
     traffic = costs.traffic
     shards: list[Shard] = []
-    last: Candidate | None = None
-    head: tuple[object, ...] = ()
-    tail: tuple[object, ...] = ()
-    footprint = 0.0
-    for c, d in zip(hbm_set, devices, strict=True):
-        if d >= 0:
-            if c is not last:
-                # The equal pieces of a split are one object, in a row: their fields are read once.
-                last, footprint = c, c.footprint
-                head = (c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, footprint)
-                tail = ("hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows), 1.0,
-                        c.partial)
-            hbm_used[d] += footprint
-            shards.append(new_shard((*head, d, *tail)))
-    return HbmAssignment(shards, hbm_used, load_mem, unplaced)
+    placed: list[tuple[int, ...]] = []
+    start = 0
+    for c, count in runs:
+        if count == 1:  # most runs are one whole table
+            d = devices[start]
+            start += 1
+            if d < 0:
+                continue
+            on: tuple[int, ...] = (d,)
+            hbm_used[d] += c.footprint
+        else:
+            on = tuple(devices[start:start + count])
+            start += count
+            if -1 in on:
+                on = tuple(d for d in on if d >= 0)
+                if not on:
+                    continue
+            footprint = c.footprint
+            for d in on:
+                hbm_used[d] += footprint
+        shard = new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, on[0],
+                           "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows), 1.0,
+                           c.partial))
+        shards.append(shard)
+        placed.append(on)
+    return HbmAssignment(shards, placed, hbm_used, load_mem, unplaced)

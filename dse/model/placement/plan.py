@@ -4,8 +4,9 @@ and :func:`plan_key`, everything of a system that a plan depends on."""
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -57,11 +58,66 @@ new_traffic = functools.partial(tuple.__new__, Traffic)
 """A Traffic from the tuple of all its fields (as :data:`new_shard`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """A placement of every table of a workload on a system."""
+class ShardGroup(NamedTuple):
+    """Equal pieces of one table, one a device: the :class:`Shard` of the first (on ``devices[0]``)
+    and the devices of all, in plan order.
 
-    shards: tuple[Shard, ...]
+    A plan keeps the pieces of a split this way (the 80 row pieces of DCNv2's 100-hot table on 16
+    DGX H100 are one group), so the passes that read a plan do per group what they would do per
+    piece; :attr:`Plan.shards` lists every piece. A replica (device -1) is a group of its own.
+    """
+
+    shard: Shard
+    devices: tuple[int, ...]
+
+
+new_group = functools.partial(tuple.__new__, ShardGroup)
+"""A ShardGroup from the tuple ``(shard, devices)``, without the named tuple's Python ``__new__``
+(as :data:`new_shard`: a plan of a thousand whole tables builds a thousand groups)."""
+
+
+def shards_grouped(shards: Iterable[Shard]) -> tuple[ShardGroup, ...]:
+    """``shards`` as groups: each run of consecutive shards on devices (>= 0) that are equal but for
+    their device is one group; a replica (device -1) is always one of its own."""
+    out: list[ShardGroup] = []
+    for s in shards:
+        d = s[7]
+        if out and d >= 0:
+            last, devices = out[-1]
+            if last[7] >= 0 and s[:7] == last[:7] and s[8:] == last[8:]:
+                out[-1] = new_group((last, (*devices, d)))
+                continue
+        out.append(new_group((s, (d,))))
+    return tuple(out)
+
+
+def expand_groups(groups: Iterable[tuple[Shard, tuple[int, ...]]]) -> tuple[Shard, ...]:
+    """Every piece of ``groups``, one :class:`Shard` a device, in order (as :attr:`Plan.shards`)."""
+    out: list[Shard] = []
+    for s, devices in groups:
+        out.append(s)
+        if len(devices) > 1:
+            head, tail = s[:7], s[8:]
+            out += [new_shard((*head, d, *tail)) for d in devices[1:]]
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Plan:
+    """A placement of every table of a workload on a system.
+
+    Built from its pieces (``shards``) or, as the planner does, from their groups (``groups=``,
+    :class:`ShardGroup`, or the same as ``group_shards=`` and ``group_devices=``); either way
+    :attr:`shards` lists every piece and :attr:`groups` the same pieces grouped (equal plans have
+    equal groups).
+    """
+
+    group_shards: tuple[Shard, ...]
+    """Each group's shard (see :class:`ShardGroup`). The groups are kept as two tuples, read
+    together with ``zip``: a loop unpacks zip's plain pairs faster than a named tuple's (a plan of
+    a thousand whole tables has a thousand groups)."""
+    group_devices: tuple[tuple[int, ...], ...]
+    """Each group's devices."""
     devices: int
     hbm_used_bytes: tuple[float, ...]
     """Per device: tables, cache, dense model, activations."""
@@ -72,13 +128,82 @@ class Plan:
     dense_bytes_per_device: float
     activation_bytes_per_device: float
     feasible: bool
-    reason: str = ""
-    memory_short_bytes: float = 0.0
+    reason: str
+    memory_short_bytes: float
     """How many bytes the design lacks to hold the model (0 when feasible)."""
-    replicated_grad_elements: float = 0.0
+    replicated_grad_elements: float
     """Elements of replicated tables' gradients that join the dense allreduce."""
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int]
     """Shards per sharding kind and tier (``table_wise``, ``hbm``, ...)."""
+    _shards: tuple[Shard, ...] | None = field(init=False, repr=False, compare=False)
+    """:attr:`shards`, once asked for (most evaluations never list the pieces one by one)."""
+
+    def __init__(
+        self,
+        shards: Iterable[Shard] = (),
+        *,
+        devices: int,
+        hbm_used_bytes: tuple[float, ...],
+        hbm_capacity_bytes: float,
+        ddr_used_bytes: tuple[float, ...],
+        ddr_capacity_bytes: float,
+        dense_bytes_per_device: float,
+        activation_bytes_per_device: float,
+        feasible: bool,
+        reason: str = "",
+        memory_short_bytes: float = 0.0,
+        replicated_grad_elements: float = 0.0,
+        counts: dict[str, int] | None = None,
+        groups: Iterable[ShardGroup] | None = None,
+        group_shards: tuple[Shard, ...] | None = None,
+        group_devices: tuple[tuple[int, ...], ...] | None = None,
+    ) -> None:
+        """A plan of ``shards`` (every piece), of ``groups`` or of ``group_shards`` and
+        ``group_devices`` (the same, grouped): one of the three."""
+        listed: tuple[Shard, ...] | None = None
+        given = (bool(shards), groups is not None, group_shards is not None or group_devices is not None)
+        if sum(given) > 1:
+            raise ValueError("a Plan takes its pieces as shards, groups or group_shards and group_devices")
+        if group_shards is None or group_devices is None:
+            if groups is None:
+                listed = tuple(shards)
+                groups = shards_grouped(listed)
+            pairs = tuple(groups)
+            group_shards = tuple(g[0] for g in pairs)
+            group_devices = tuple(g[1] for g in pairs)
+        elif len(group_shards) != len(group_devices):
+            raise ValueError("a Plan needs as many group_devices as group_shards")
+        setattr_ = object.__setattr__
+        setattr_(self, "group_shards", group_shards)
+        setattr_(self, "group_devices", group_devices)
+        setattr_(self, "_shards", listed)
+        setattr_(self, "devices", devices)
+        setattr_(self, "hbm_used_bytes", hbm_used_bytes)
+        setattr_(self, "hbm_capacity_bytes", hbm_capacity_bytes)
+        setattr_(self, "ddr_used_bytes", ddr_used_bytes)
+        setattr_(self, "ddr_capacity_bytes", ddr_capacity_bytes)
+        setattr_(self, "dense_bytes_per_device", dense_bytes_per_device)
+        setattr_(self, "activation_bytes_per_device", activation_bytes_per_device)
+        setattr_(self, "feasible", feasible)
+        setattr_(self, "reason", reason)
+        setattr_(self, "memory_short_bytes", memory_short_bytes)
+        setattr_(self, "replicated_grad_elements", replicated_grad_elements)
+        setattr_(self, "counts", {} if counts is None else counts)
+
+    @property
+    def groups(self) -> tuple[ShardGroup, ...]:
+        """The pieces, equal ones on several devices as one group (see :class:`ShardGroup`)."""
+        return tuple(map(ShardGroup, self.group_shards, self.group_devices))
+
+    @property
+    def shards(self) -> tuple[Shard, ...]:
+        """Every placed piece, one :class:`Shard` a piece (a group's pieces one a device, in
+        order)."""
+        listed = self._shards
+        if listed is None:
+            listed = expand_groups(zip(self.group_shards, self.group_devices, strict=True))
+            object.__setattr__(self, "_shards", listed)
+        return listed
 
 
 def plan_key(system: System) -> tuple[object, ...]:
@@ -91,20 +216,25 @@ def plan_key(system: System) -> tuple[object, ...]:
             system.spec.node.hbm_cache_gb)
 
 
-def count_shards(shards: Sequence[Shard], n_hbm: int) -> dict[str, int]:
+def count_groups(shards: Sequence[Shard], devices: Sequence[tuple[int, ...]], n_hbm: int) -> dict[str, int]:
     """Shards per sharding kind and per tier, keys in order of first appearance (a shard's kind
-    before its tier); the first ``n_hbm`` shards are the HBM ones (then all in "hbm", which follows
-    the first one's kind)."""
+    before its tier), a group (``shards[i]`` on ``devices[i]``) counted at once; the first ``n_hbm``
+    groups are the HBM ones (then all in "hbm", which follows the first one's kind)."""
     counts: dict[str, int] = {}
     if n_hbm:
+        hbm = devices[:n_hbm]
         counts[shards[0].sharding] = 0
-        counts["hbm"] = n_hbm
-        # A list comprehension, not map(attrgetter): Python 3.11 reads a named tuple's field
-        # inline in a loop, while attrgetter goes through its descriptor (~1.3x slower).
+        counts["hbm"] = sum(map(len, hbm))
+        # A group of one piece a kind (most are a whole table), then the rest of each larger group.
         counts.update(Counter([s.sharding for s in shards[:n_hbm]]))
-    for s in shards[n_hbm:]:
-        counts[s.sharding] = counts.get(s.sharding, 0) + 1
-        counts[s.tier] = counts.get(s.tier, 0) + 1
+        for s, on in itertools.compress(zip(shards[:n_hbm], hbm, strict=True), [len(on) - 1 for on in hbm]):
+            counts[s.sharding] += len(on) - 1
+    get = counts.get
+    rest = zip(shards[n_hbm:], devices[n_hbm:], strict=True)
+    for (_, sharding, _, _, _, _, _, _, tier, _, _, _), on in rest:
+        n = len(on)
+        counts[sharding] = get(sharding, 0) + n
+        counts[tier] = get(tier, 0) + n
     return counts
 
 

@@ -11,30 +11,33 @@ from dse.model.workload import Workload
 
 
 def choose_tiers(pieces: list[tuple[Candidate, int]],
-                 budget: float) -> tuple[list[Candidate], list[Candidate]]:
-    """(pieces for HBM, pieces for host DDR), one entry a piece (the equal pieces of a split are one
-    object), densest first: each piece goes to HBM while the ``budget`` bytes (all table-holding
-    devices together) have room for it.
+                 budget: float) -> tuple[list[tuple[Candidate, int]], list[Candidate]]:
+    """(pieces for HBM, pieces for host DDR), densest first: each piece goes to HBM while the
+    ``budget`` bytes (all table-holding devices together) have room for it. ``pieces`` holds each
+    size of piece once with the number of its pieces; so do the HBM pieces returned (a run of equal
+    pieces, in order), while the host pieces come one entry a piece (the equal pieces of a split
+    are one object).
 
     The sort is stable: ties keep their order, so sorting each size of piece once puts its pieces
     where sorting them one by one would.
     """
     density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c, _ in pieces]
     by_density = [pieces[i] for i in sorted(range(len(pieces)), key=density.__getitem__, reverse=True)]
-    hbm_set: list[Candidate] = []
-    host_set: list[Candidate] = []
     if sum([c.footprint * count for c, count in by_density]) <= budget * (1.0 - 1e-6):
         # All fit, with more room to spare than the rounding of the running budget below could eat.
-        for c, count in by_density:
-            hbm_set += [c] * count
-    else:
-        for c, count in by_density:
-            for _ in range(count):
-                if c.footprint <= budget:
-                    hbm_set.append(c)
-                    budget -= c.footprint
-                else:
-                    host_set.append(c)
+        return by_density, []
+    hbm_set: list[tuple[Candidate, int]] = []
+    host_set: list[Candidate] = []
+    for c, count in by_density:
+        # Equal pieces: once one does not fit, none of the rest does (the budget only shrinks).
+        fit = 0
+        footprint = c.footprint
+        while fit < count and footprint <= budget:
+            budget -= footprint
+            fit += 1
+        if fit:
+            hbm_set.append((c, fit))
+        host_set += [c] * (count - fit)
     return hbm_set, host_set
 
 
