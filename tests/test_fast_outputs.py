@@ -20,7 +20,16 @@ from dse.model.system import load_system
 from dse.model.timing import STAGES
 from dse.model.workload import load_workload
 from dse.outputs.figures import CONFIG, figure_html, template, to_graph_object
-from dse.outputs.report import breakdown_figure, gather, pair_figure
+from dse.outputs.report import (
+    breakdown_figure,
+    front_3d,
+    gather,
+    pair_figure,
+    parcoords_figure,
+    progress_figure,
+)
+from dse.outputs.robust import robust_front
+from dse.outputs.robust_page import robust_figure
 from dse.outputs.timeline import timeline_plot
 from dse.search.objectives import load_objectives
 from dse.search.results import _column_like_pandas, trial_rows, trials_frame
@@ -110,6 +119,31 @@ def test_breakdown_figure_is_its_validated_self(study: tuple[optuna.Study, Study
     fig = breakdown_figure(gather(stored, spec, load_objectives(spec.objectives)))
     assert without_template(go.Figure(fig).to_plotly_json()) == fig
     assert len(fig["data"]) == len(STAGES) and fig["data"][0]["x"]
+
+
+def test_other_report_figures_are_their_validated_selves(
+        study: tuple[optuna.Study, StudySpec]) -> None:
+    """The 3-D front, the parallel coordinates (a named colour scale expanded as validation
+    expands it), the progress panels (laid out as ``make_subplots`` lays them out) and the robust
+    front (error bars, a second named scale)."""
+    from plotly.subplots import make_subplots
+
+    stored, spec = study
+    objectives = load_objectives(spec.objectives)
+    data = gather(stored, spec, objectives)
+    figures = {"3d": front_3d(data), "parcoords": parcoords_figure(data),
+               "progress": progress_figure(stored, data),
+               "robust": robust_figure(robust_front(stored, spec, objectives))}
+    for name, fig in figures.items():
+        assert without_template(go.Figure(fig).to_plotly_json()) == fig, name
+    assert len(figures["3d"]["data"][1]["x"]) == len(data.front) > 0
+    assert figures["parcoords"]["data"][0]["line"]["colorscale"][-1] == [1.0, "#fde725"]
+    assert len(figures["progress"]["data"]) == 1 + len(objectives.objectives)
+    panels = make_subplots(rows=1, cols=2, subplot_titles=("a", "b")).to_plotly_json()["layout"]
+    layout = figures["progress"]["layout"]
+    for key in ("xaxis", "yaxis", "xaxis2", "yaxis2"):
+        assert {k: v for k, v in layout[key].items() if k != "title"} == panels[key]
+    assert [a["x"] for a in layout["annotations"]] == [a["x"] for a in panels["annotations"]]
 
 
 def test_timeline_figure_is_its_validated_self(tmp_path: Path) -> None:
