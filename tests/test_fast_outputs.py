@@ -28,7 +28,7 @@ from dse.outputs.report import (
     parcoords_figure,
     progress_figure,
 )
-from dse.outputs.robust import robust_front
+from dse.outputs.robust import front_cache, robust_front
 from dse.outputs.robust_page import robust_figure
 from dse.outputs.timeline import timeline_plot
 from dse.search.objectives import load_objectives
@@ -151,3 +151,41 @@ def test_timeline_figure_is_its_validated_self(tmp_path: Path) -> None:
     fig = timeline_plot(ev)
     assert without_template(to_graph_object(fig).to_plotly_json()) == fig
     assert sum(len(t["x"]) for t in fig["data"]) >= 4
+
+
+def test_the_robust_front_is_cached_and_read_back_only_for_the_same_inputs(
+        tmp_path: Path, study: tuple[optuna.Study, StudySpec]) -> None:
+    """The front kept beside the retimings equals the one computed (every field, floats bit for
+    bit), is what a second call returns (doctored, it shows), and is not read once the retimings
+    or the trials differ."""
+    stored, spec = study
+    objectives = load_objectives(spec.objectives)
+    cache = tmp_path / "fast.journal.retiming"
+    plain = robust_front(stored, spec, objectives)
+    first = robust_front(stored, spec, objectives, cache=cache)
+    saved = json.loads(front_cache(cache).read_text(encoding="utf-8"))
+    assert plain == first == robust_front(stored, spec, objectives, cache=cache)
+    assert len(saved["front"]["designs"]) == len(plain.designs) > 0
+    saved["front"]["designs"][0][4] = -1.0  # its probability
+    front_cache(cache).write_text(json.dumps(saved), encoding="utf-8")
+    assert robust_front(stored, spec, objectives, cache=cache).designs[0].probability == -1.0
+    # Other retimings (one doctored): the cached front is not read.
+    retimings = json.loads(cache.read_text(encoding="utf-8"))
+    key = next(iter(retimings["designs"]))
+    retimings["designs"][key][1] = [0.0] * len(retimings["designs"][key][1])
+    cache.write_text(json.dumps(retimings), encoding="utf-8")
+    doctored = robust_front(stored, spec, objectives, cache=cache)
+    assert doctored != plain and doctored.designs[0].probability >= 0.0
+    # Other trials (the study without its first front design): not read either.
+    cache.unlink()
+    robust_front(stored, spec, objectives, cache=cache)
+    fewer = optuna.create_study(directions=stored.directions)
+    gone = set(plain.designs[0].trials)
+    fewer.add_trials([t for t in stored.get_trials(deepcopy=False)
+                      if t.state.name == "COMPLETE" and t.number not in gone])
+    fewer.set_user_attr("dse:calibration_version", stored.user_attrs.get("dse:calibration_version"))
+    without = robust_front(fewer, spec, objectives, cache=cache)
+    assert without == robust_front(fewer, spec, objectives) != plain
+    assert plain.designs[0].trial not in {d.trial for d in without.designs}
+    front_cache(cache).write_text("{not json", encoding="utf-8")
+    assert robust_front(stored, spec, objectives, cache=cache) == plain
