@@ -189,3 +189,35 @@ def test_the_robust_front_is_cached_and_read_back_only_for_the_same_inputs(
     assert plain.designs[0].trial not in {d.trial for d in without.designs}
     front_cache(cache).write_text("{not json", encoding="utf-8")
     assert robust_front(stored, spec, objectives, cache=cache) == plain
+
+
+def test_the_hypervolume_curve_is_one_volume_of_every_trial_so_far_per_point(
+        study: tuple[optuna.Study, StudySpec]) -> None:
+    """Measured front by front, the curve is the volume of all the trials before each n, exactly,
+    with the study's fixed reference and without one (its own range)."""
+    import numpy as np
+
+    from dse.search.analysis import hypervolume_curve
+    from dse.search.pareto import feasible_trials, hypervolume, reference_point, study_losses
+    from dse.search.reference import REFERENCE_KEY, study_reference
+
+    stored, _ = study
+    own = optuna.create_study(directions=stored.directions)
+    own.add_trials(stored.get_trials(deepcopy=False))
+    for s, has_fixed in ((stored, study_reference(stored) is not None), (own, False)):
+        assert (study_reference(s) is not None) == has_fixed and REFERENCE_KEY not in own.user_attrs
+        feasible = feasible_trials(s)
+        trials = s.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        xs, ys = hypervolume_curve(s, feasible, trials, points=17)
+        fixed = study_reference(s)
+        loss = study_losses(s, feasible)
+        numbers = np.array([t.number for t in feasible])
+        expected = []
+        for n in xs:
+            subset = [t for t in feasible if t.number < n]
+            if fixed is not None:
+                expected.append(fixed.volume(loss[numbers < n]) / fixed.hypervolume if subset else 0.0)
+            else:
+                expected.append(hypervolume(s, subset, reference_point(s, feasible), loss.min(axis=0))
+                                if subset else 0.0)
+        assert len(xs) == 17 and ys == expected and ys[-1] > 0
