@@ -221,3 +221,48 @@ def test_the_hypervolume_curve_is_one_volume_of_every_trial_so_far_per_point(
                 expected.append(hypervolume(s, subset, reference_point(s, feasible), loss.min(axis=0))
                                 if subset else 0.0)
         assert len(xs) == 17 and ys == expected and ys[-1] > 0
+
+
+def test_the_report_sections_are_cached_and_read_back_only_for_the_same_inputs(
+        tmp_path: Path, study: tuple[optuna.Study, StudySpec]) -> None:
+    """The importances and the plan-and-timeline section kept in the report cache are what was
+    made (the page is the same with the cache cold, warm, or absent), are what a later page
+    shows (doctored, they show), and are made again for other trials or other designs."""
+    from dse.outputs.chosen import chosen_section, score_designs
+    from dse.outputs.report import (
+        cached_chosen,
+        cached_importances,
+        chosen_designs,
+        render_report,
+        report_cache,
+    )
+    from dse.search.analysis import importances
+
+    stored, spec = study
+    objectives = load_objectives(spec.objectives)
+    data = gather(stored, spec, objectives)
+    cache = report_cache(tmp_path / "fast.journal")
+    plain = render_report(stored, spec, objectives, robust=False)
+    assert render_report(stored, spec, objectives, robust=False, cache=cache) == plain
+    assert render_report(stored, spec, objectives, robust=False, cache=cache) == plain
+    saved = json.loads(cache.read_text(encoding="utf-8"))
+    made = importances(stored, data.trials, objectives)
+    assert saved["importances"]["value"] == made and made
+    designs = chosen_designs(data)
+    assert saved["chosen"]["value"] == chosen_section(score_designs(spec, designs))
+    # Read back: doctored, they show.
+    saved["importances"]["value"] = {"x": {"p": 1.0}}
+    saved["chosen"]["value"] = "<p>doctored</p>"
+    cache.write_text(json.dumps(saved), encoding="utf-8")
+    assert cached_importances(stored, data, cache) == {"x": {"p": 1.0}}
+    assert cached_chosen(spec, designs, cache) == "<p>doctored</p>"
+    # Other designs, other trials: made again (and the cache replaced).
+    assert cached_chosen(spec, designs[1:], cache) == chosen_section(score_designs(spec, designs[1:]))
+    fewer = optuna.create_study(directions=stored.directions)
+    fewer.add_trials(data.trials[:-1])
+    fewer_data = gather(fewer, spec, objectives)
+    assert cached_importances(fewer, fewer_data, cache) == importances(fewer, fewer_data.trials,
+                                                                       objectives)
+    assert json.loads(cache.read_text(encoding="utf-8"))["importances"]["value"] != {"x": {"p": 1.0}}
+    cache.write_text("{not json", encoding="utf-8")
+    assert render_report(stored, spec, objectives, robust=False, cache=cache) == plain

@@ -12,10 +12,14 @@ error (error bars, each design's probability of staying on the front, the robust
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import html
 import itertools
 import json
 import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -306,10 +310,10 @@ PROGRESS_DOMAINS = ((0.0, 0.45), (0.55, 1.0))
 cols=2)``'s (a gap of 0.2 / 2 between them)."""
 
 
-def progress_figure(study: Study, data: ReportData) -> Figure:
+def progress_figure(study: Study, data: ReportData, cache: Path | None = None) -> Figure:
     """Hypervolume against trial number, and the importances as grouped bars (two panels side by
     side, laid out as ``make_subplots(rows=1, cols=2, subplot_titles=...)`` lays them out; a plain
-    figure, :mod:`dse.outputs.figures`)."""
+    figure, :mod:`dse.outputs.figures`); ``cache``: :func:`report_cache` (the importances)."""
     conv = convergence(study, data.feasible, len(data.trials))
     title = ("hypervolume of the feasible front (objectives scaled to the study's range)"
              if conv.reference == "own range" else
@@ -317,7 +321,7 @@ def progress_figure(study: Study, data: ReportData) -> Figure:
     xs, ys = hypervolume_curve(study, data.feasible, data.trials)
     traces: list[dict[str, Any]] = [{"mode": "lines", "name": "hypervolume", "x": xs, "y": ys,
                                      "type": "scatter", "xaxis": "x", "yaxis": "y"}]
-    for metric, imp in importances(study, data.trials, data.objectives).items():
+    for metric, imp in cached_importances(study, data, cache).items():
         traces.append({"name": short_label(metric), "x": [short_label(p) for p in imp],
                        "y": list(imp.values()), "type": "bar", "xaxis": "x2", "yaxis": "y2"})
     left, right = PROGRESS_DOMAINS
@@ -456,6 +460,97 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
 
 
+REPORT_CACHE_SUFFIX = ".report"
+"""The cache of a journal's report sections: ``NAME.journal.report`` beside it (:func:`report_cache`)."""
+REPORT_CACHE_FORMAT = 1
+"""Version of that cache's layout; raise it when it, or what a section holds, changes."""
+
+
+def report_cache(journal: Path) -> Path:
+    """Where the sections of a journal's report that cost most to make and depend only on what
+    their key names are kept (:func:`cached_importances`, :func:`cached_chosen`):
+    ``NAME.journal.report``. Only a cache: deleting it costs the next report its time, nothing
+    else."""
+    return journal.with_name(journal.name + REPORT_CACHE_SUFFIX)
+
+
+def _cached(path: Path | None, section: str, key: str, make: Callable[[], Any]) -> Any:
+    """``section`` of the cache ``path`` when it was made under ``key`` (JSON: floats read back
+    bit for bit, dicts in their order); else ``make()``, stored there under ``key`` in one
+    rename (a folder that cannot be written leaves the file as it was)."""
+    stored: dict[str, Any] = {}
+    if path is not None:
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            entry = stored[section]
+            if stored.get("format") == REPORT_CACHE_FORMAT and entry["key"] == key:
+                return entry["value"]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            pass
+    value = make()
+    if path is None:
+        return value
+    if not isinstance(stored, dict) or stored.get("format") != REPORT_CACHE_FORMAT:
+        stored = {"format": REPORT_CACHE_FORMAT}
+    stored[section] = {"key": key, "value": value}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(stored), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    return value
+
+
+def _sources_digest(*modules: str) -> hashlib._Hash:
+    """A SHA-256 started over the cache's format, Optuna's and Plotly's versions and the sources of
+    ``modules`` (the code that makes a cached section)."""
+    import importlib
+
+    import optuna
+    import plotly
+
+    digest = hashlib.sha256(f"{REPORT_CACHE_FORMAT} {optuna.__version__} {plotly.__version__}".encode())
+    for name in modules:
+        digest.update(Path(str(importlib.import_module(name).__file__)).read_bytes())
+    return digest
+
+
+def cached_importances(study: Study, data: ReportData, cache: Path | None) -> dict[str, dict[str, float]]:
+    """:func:`~dse.search.analysis.importances` of the study's completed trials (deterministic),
+    kept in ``cache`` under a key of the code and Optuna's version, the objectives and every
+    completed trial's number, parameters, distributions and values."""
+    digest = _sources_digest("dse.search.analysis")
+    digest.update(repr([(o.metric, o.direction) for o in data.objectives.objectives]).encode())
+    for t in data.trials:
+        digest.update(f"\0{t.number} {t.params!r} {t.distributions!r} {t.values!r}".encode())
+    found: dict[str, dict[str, float]] = _cached(
+        cache, "importances", digest.hexdigest(),
+        lambda: importances(study, data.trials, data.objectives))
+    return found
+
+
+def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], cache: Path | None) -> str:
+    """The plan-and-timeline section (:mod:`dse.outputs.chosen`) of ``designs``, kept in ``cache``
+    under a key of the model's fingerprint, the output code and Plotly's version, the study's
+    workload, space, catalog and calibration, and the designs with their labels."""
+    from dse.calibration.parameters import load_calibration
+    from dse.search.fingerprint import model_fingerprint
+    from dse.search.spec import study_catalog, study_space, study_workload
+
+    digest = _sources_digest("dse.outputs.chosen", "dse.outputs.plan", "dse.outputs.timeline",
+                             "dse.outputs.figures", "dse.outputs.labels", "dse.search.encoding")
+    digest.update(model_fingerprint().encode())
+    for item in (study_workload(spec), study_space(spec), study_catalog(spec).catalog,
+                 load_calibration()):
+        digest.update(b"\0" + repr(item).encode())
+    digest.update(json.dumps(designs, sort_keys=True, default=str).encode())
+    page: str = _cached(cache, "chosen", digest.hexdigest(),
+                        lambda: chosen_section(score_designs(spec, designs)))
+    return page
+
+
 def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                 retimings: Path | None = None) -> str:
     """The section "the front under the model's error" (:mod:`dse.outputs.robust_page`), or the
@@ -472,12 +567,14 @@ def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet,
 
 def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                   storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline",
-                  robust: bool = True, retimings: Path | None = None) -> str:
+                  robust: bool = True, retimings: Path | None = None,
+                  cache: Path | None = None) -> str:
     """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
     or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git).
     ``robust=False`` leaves out the front under the model's error (benchmarks time both);
     ``retimings`` keeps that section's retimings between pages of one study
-    (:func:`dse.outputs.robust.retiming_cache` of its journal)."""
+    (:func:`dse.outputs.robust.retiming_cache` of its journal) and ``cache`` the sections that
+    cost most (:func:`report_cache` of its journal)."""
     data = gather(study, spec, objectives)
     figures: list[tuple[str, Figure]] = []
     names = [o.metric for o in objectives.objectives]
@@ -488,7 +585,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     if data.front:
         figures.append(("breakdown", breakdown_figure(data)))
         figures.append(("parcoords", parcoords_figure(data)))
-    figures.append(("progress", progress_figure(study, data)))
+    figures.append(("progress", progress_figure(study, data, cache)))
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>dse report {html.escape(spec.name)}</title>", STYLE,
@@ -501,7 +598,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     for div_id, fig in figures:
         parts.append(figure_html(fig, div_id))
     if data.front:
-        parts.append(chosen_section(score_designs(spec, chosen_designs(data))))
+        parts.append(cached_chosen(spec, chosen_designs(data), cache))
         if robust:
             parts.append(robust_html(study, spec, objectives, retimings))
     parts += ["<h2>the front</h2>", front_table(data), "</body></html>"]
