@@ -22,13 +22,13 @@ from dse.model.system import load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
-from dse.outputs.compare import Comparison, compare
 from dse.outputs.labels import header, human_number, show
-from dse.outputs.plan import PlanSummary, plan_summary
 from dse.records import parse_override, to_mapping
 
 if TYPE_CHECKING:
     from dse.calibration.ensemble import PredictionInterval
+    from dse.outputs.compare import Comparison
+    from dse.outputs.plan import PlanSummary
 
 Overrides = tuple[tuple[str, Any], ...]
 
@@ -79,6 +79,8 @@ def evaluate_cmd(
 ) -> None:
     """Score one design: step time by stage, bottleneck, memory, cost and power, with the 80%
     prediction interval of everything that scales with throughput."""
+    from dse.outputs.plan import plan_summary  # here: no other command needs it
+
     try:
         wl_over, sys_over, cat_over = split_overrides(set_ or [])
         user = load_user_catalog(catalog, cat_over)
@@ -170,6 +172,8 @@ def compare_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
+    from dse.outputs.compare import compare
+
     result = compare(ev_a, ev_b, labels)
     if as_json:
         typer.echo(to_json(result.to_dict()))
