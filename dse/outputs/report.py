@@ -35,7 +35,7 @@ from dse.outputs.figures import Figure, colorscale, figure_html
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
-from dse.search.analysis import hypervolume_curve, importances
+from dse.search.analysis import hypervolume_curve, importances, importances_key
 from dse.search.dedup import group_by_design, trial_numbers
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import (
@@ -504,14 +504,13 @@ def _cached(path: Path | None, section: str, key: str, make: Callable[[], Any]) 
 
 
 def _sources_digest(*modules: str) -> hashlib._Hash:
-    """A SHA-256 started over the cache's format, Optuna's and Plotly's versions and the sources of
-    ``modules`` (the code that makes a cached section)."""
+    """A SHA-256 started over the cache's format, Plotly's version and the sources of ``modules``
+    (the code that makes a cached section)."""
     import importlib
 
-    import optuna
     import plotly
 
-    digest = hashlib.sha256(f"{REPORT_CACHE_FORMAT} {optuna.__version__} {plotly.__version__}".encode())
+    digest = hashlib.sha256(f"{REPORT_CACHE_FORMAT} {plotly.__version__}".encode())
     for name in modules:
         digest.update(Path(str(importlib.import_module(name).__file__)).read_bytes())
     return digest
@@ -519,15 +518,10 @@ def _sources_digest(*modules: str) -> hashlib._Hash:
 
 def cached_importances(study: Study, data: ReportData, cache: Path | None) -> dict[str, dict[str, float]]:
     """:func:`~dse.search.analysis.importances` of the study's completed trials (deterministic),
-    kept in ``cache`` under a key of the code and Optuna's version, the objectives and every
-    completed trial's number, parameters, distributions and values."""
-    digest = _sources_digest("dse.search.analysis")
-    digest.update(repr([(o.metric, o.direction) for o in data.objectives.objectives]).encode())
-    for t in data.trials:
-        digest.update(f"\0{t.number} {t.params!r} {t.distributions!r} {t.values!r}".encode())
+    kept in ``cache`` under :func:`~dse.search.analysis.importances_key`."""
+    key = f"{REPORT_CACHE_FORMAT} {importances_key(data.trials, data.objectives)}"
     found: dict[str, dict[str, float]] = _cached(
-        cache, "importances", digest.hexdigest(),
-        lambda: importances(study, data.trials, data.objectives))
+        cache, "importances", key, lambda: importances(study, data.trials, data.objectives))
     return found
 
 

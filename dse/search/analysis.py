@@ -3,7 +3,9 @@ parameters matter for each objective (Optuna's PED-ANOVA). The study page draws 
 
 from __future__ import annotations
 
+import hashlib
 import warnings
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -50,6 +52,17 @@ def hypervolume_curve(study: optuna.Study, feasible: list[FrozenTrial], trials: 
             continue
         ys.append(hypervolume(study, [feasible[i] for i in front], ref, lo) if len(front) else 0.0)
     return xs, ys
+
+
+def importances_key(trials: list[FrozenTrial], objectives: ObjectiveSet) -> str:
+    """What :func:`importances` of ``trials`` depends on (it is deterministic), as a SHA-256: this
+    module's code, Optuna's version, the objectives and every trial's number, parameters,
+    distributions and values (the report keeps the importances under it)."""
+    digest = hashlib.sha256(f"{optuna.__version__} ".encode() + Path(__file__).read_bytes())
+    digest.update(repr([(o.metric, o.direction) for o in objectives.objectives]).encode())
+    for t in trials:
+        digest.update(f"\0{t.number} {t.params!r} {t.distributions!r} {t.values!r}".encode())
+    return digest.hexdigest()
 
 
 def importances(study: optuna.Study, trials: list[FrozenTrial],
