@@ -20,7 +20,16 @@ from dse.model.system import load_system
 from dse.model.timing import STAGES
 from dse.model.workload import load_workload
 from dse.outputs.figures import CONFIG, figure_html, template, to_graph_object
-from dse.outputs.report import breakdown_figure, gather, pair_figure
+from dse.outputs.report import (
+    breakdown_figure,
+    front_3d,
+    gather,
+    pair_figure,
+    parcoords_figure,
+    progress_figure,
+)
+from dse.outputs.robust import front_cache, robust_front
+from dse.outputs.robust_page import robust_figure
 from dse.outputs.timeline import timeline_plot
 from dse.search.objectives import load_objectives
 from dse.search.results import _column_like_pandas, trial_rows, trials_frame
@@ -112,8 +121,148 @@ def test_breakdown_figure_is_its_validated_self(study: tuple[optuna.Study, Study
     assert len(fig["data"]) == len(STAGES) and fig["data"][0]["x"]
 
 
+def test_other_report_figures_are_their_validated_selves(
+        study: tuple[optuna.Study, StudySpec]) -> None:
+    """The 3-D front, the parallel coordinates (a named colour scale expanded as validation
+    expands it), the progress panels (laid out as ``make_subplots`` lays them out) and the robust
+    front (error bars, a second named scale)."""
+    from plotly.subplots import make_subplots
+
+    stored, spec = study
+    objectives = load_objectives(spec.objectives)
+    data = gather(stored, spec, objectives)
+    figures = {"3d": front_3d(data), "parcoords": parcoords_figure(data),
+               "progress": progress_figure(stored, data),
+               "robust": robust_figure(robust_front(stored, spec, objectives))}
+    for name, fig in figures.items():
+        assert without_template(go.Figure(fig).to_plotly_json()) == fig, name
+    assert len(figures["3d"]["data"][1]["x"]) == len(data.front) > 0
+    assert figures["parcoords"]["data"][0]["line"]["colorscale"][-1] == [1.0, "#fde725"]
+    assert len(figures["progress"]["data"]) == 1 + len(objectives.objectives)
+    panels = make_subplots(rows=1, cols=2, subplot_titles=("a", "b")).to_plotly_json()["layout"]
+    layout = figures["progress"]["layout"]
+    for key in ("xaxis", "yaxis", "xaxis2", "yaxis2"):
+        assert {k: v for k, v in layout[key].items() if k != "title"} == panels[key]
+    assert [a["x"] for a in layout["annotations"]] == [a["x"] for a in panels["annotations"]]
+
+
 def test_timeline_figure_is_its_validated_self(tmp_path: Path) -> None:
     ev = evaluate(load_workload("mlperf-dlrm-v1"), load_system("dgx-a100"), load_calibration())
     fig = timeline_plot(ev)
     assert without_template(to_graph_object(fig).to_plotly_json()) == fig
     assert sum(len(t["x"]) for t in fig["data"]) >= 4
+
+
+def test_the_robust_front_is_cached_and_read_back_only_for_the_same_inputs(
+        tmp_path: Path, study: tuple[optuna.Study, StudySpec]) -> None:
+    """The front kept beside the retimings equals the one computed (every field, floats bit for
+    bit), is what a second call returns (doctored, it shows), and is not read once the retimings
+    or the trials differ."""
+    stored, spec = study
+    objectives = load_objectives(spec.objectives)
+    cache = tmp_path / "fast.journal.retiming"
+    plain = robust_front(stored, spec, objectives)
+    first = robust_front(stored, spec, objectives, cache=cache)
+    saved = json.loads(front_cache(cache).read_text(encoding="utf-8"))
+    assert plain == first == robust_front(stored, spec, objectives, cache=cache)
+    assert len(saved["front"]["designs"]) == len(plain.designs) > 0
+    saved["front"]["designs"][0][4] = -1.0  # its probability
+    front_cache(cache).write_text(json.dumps(saved), encoding="utf-8")
+    assert robust_front(stored, spec, objectives, cache=cache).designs[0].probability == -1.0
+    # Other retimings (one doctored): the cached front is not read.
+    retimings = json.loads(cache.read_text(encoding="utf-8"))
+    key = next(iter(retimings["designs"]))
+    retimings["designs"][key][1] = [0.0] * len(retimings["designs"][key][1])
+    cache.write_text(json.dumps(retimings), encoding="utf-8")
+    doctored = robust_front(stored, spec, objectives, cache=cache)
+    assert doctored != plain and doctored.designs[0].probability >= 0.0
+    # Other trials (the study without its first front design): not read either.
+    cache.unlink()
+    robust_front(stored, spec, objectives, cache=cache)
+    fewer = optuna.create_study(directions=stored.directions)
+    gone = set(plain.designs[0].trials)
+    fewer.add_trials([t for t in stored.get_trials(deepcopy=False)
+                      if t.state.name == "COMPLETE" and t.number not in gone])
+    fewer.set_user_attr("dse:calibration_version", stored.user_attrs.get("dse:calibration_version"))
+    without = robust_front(fewer, spec, objectives, cache=cache)
+    assert without == robust_front(fewer, spec, objectives) != plain
+    assert plain.designs[0].trial not in {d.trial for d in without.designs}
+    front_cache(cache).write_text("{not json", encoding="utf-8")
+    assert robust_front(stored, spec, objectives, cache=cache) == plain
+
+
+def test_the_hypervolume_curve_is_one_volume_of_every_trial_so_far_per_point(
+        study: tuple[optuna.Study, StudySpec]) -> None:
+    """Measured front by front, the curve is the volume of all the trials before each n, exactly,
+    with the study's fixed reference and without one (its own range)."""
+    import numpy as np
+
+    from dse.search.analysis import hypervolume_curve
+    from dse.search.pareto import feasible_trials, hypervolume, reference_point, study_losses
+    from dse.search.reference import REFERENCE_KEY, study_reference
+
+    stored, _ = study
+    own = optuna.create_study(directions=stored.directions)
+    own.add_trials(stored.get_trials(deepcopy=False))
+    for s, has_fixed in ((stored, study_reference(stored) is not None), (own, False)):
+        assert (study_reference(s) is not None) == has_fixed and REFERENCE_KEY not in own.user_attrs
+        feasible = feasible_trials(s)
+        trials = s.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        xs, ys = hypervolume_curve(s, feasible, trials, points=17)
+        fixed = study_reference(s)
+        loss = study_losses(s, feasible)
+        numbers = np.array([t.number for t in feasible])
+        expected = []
+        for n in xs:
+            subset = [t for t in feasible if t.number < n]
+            if fixed is not None:
+                expected.append(fixed.volume(loss[numbers < n]) / fixed.hypervolume if subset else 0.0)
+            else:
+                expected.append(hypervolume(s, subset, reference_point(s, feasible), loss.min(axis=0))
+                                if subset else 0.0)
+        assert len(xs) == 17 and ys == expected and ys[-1] > 0
+
+
+def test_the_report_sections_are_cached_and_read_back_only_for_the_same_inputs(
+        tmp_path: Path, study: tuple[optuna.Study, StudySpec]) -> None:
+    """The importances and the plan-and-timeline section kept in the report cache are what was
+    made (the page is the same with the cache cold, warm, or absent), are what a later page
+    shows (doctored, they show), and are made again for other trials or other designs."""
+    from dse.outputs.chosen import chosen_section, score_designs
+    from dse.outputs.report import (
+        cached_chosen,
+        cached_importances,
+        chosen_designs,
+        render_report,
+        report_cache,
+    )
+    from dse.search.analysis import importances
+
+    stored, spec = study
+    objectives = load_objectives(spec.objectives)
+    data = gather(stored, spec, objectives)
+    cache = report_cache(tmp_path / "fast.journal")
+    plain = render_report(stored, spec, objectives, robust=False)
+    assert render_report(stored, spec, objectives, robust=False, cache=cache) == plain
+    assert render_report(stored, spec, objectives, robust=False, cache=cache) == plain
+    saved = json.loads(cache.read_text(encoding="utf-8"))
+    made = importances(stored, data.trials, objectives)
+    assert saved["importances"]["value"] == made and made
+    designs = chosen_designs(data)
+    assert saved["chosen"]["value"] == chosen_section(score_designs(spec, designs))
+    # Read back: doctored, they show.
+    saved["importances"]["value"] = {"x": {"p": 1.0}}
+    saved["chosen"]["value"] = "<p>doctored</p>"
+    cache.write_text(json.dumps(saved), encoding="utf-8")
+    assert cached_importances(stored, data, cache) == {"x": {"p": 1.0}}
+    assert cached_chosen(spec, designs, cache) == "<p>doctored</p>"
+    # Other designs, other trials: made again (and the cache replaced).
+    assert cached_chosen(spec, designs[1:], cache) == chosen_section(score_designs(spec, designs[1:]))
+    fewer = optuna.create_study(directions=stored.directions)
+    fewer.add_trials(data.trials[:-1])
+    fewer_data = gather(fewer, spec, objectives)
+    assert cached_importances(fewer, fewer_data, cache) == importances(fewer, fewer_data.trials,
+                                                                       objectives)
+    assert json.loads(cache.read_text(encoding="utf-8"))["importances"]["value"] != {"x": {"p": 1.0}}
+    cache.write_text("{not json", encoding="utf-8")
+    assert render_report(stored, spec, objectives, robust=False, cache=cache) == plain

@@ -6,20 +6,13 @@ import dataclasses
 import math
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dse.calibration.ensemble import (
-    THROUGHPUT_EXPONENT,
-    EnsembleUnavailable,
-    PredictionInterval,
-    load_ensemble,
-    prediction_interval,
-)
 from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, fail, si, to_json, wide_console
 from dse.errors import DseInputError
@@ -29,10 +22,13 @@ from dse.model.system import load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
-from dse.outputs.compare import Comparison, compare
 from dse.outputs.labels import header, human_number, show
-from dse.outputs.plan import PlanSummary, plan_summary
 from dse.records import parse_override, to_mapping
+
+if TYPE_CHECKING:
+    from dse.calibration.ensemble import PredictionInterval
+    from dse.outputs.compare import Comparison
+    from dse.outputs.plan import PlanSummary
 
 Overrides = tuple[tuple[str, Any], ...]
 
@@ -83,6 +79,8 @@ def evaluate_cmd(
 ) -> None:
     """Score one design: step time by stage, bottleneck, memory, cost and power, with the 80%
     prediction interval of everything that scales with throughput."""
+    from dse.outputs.plan import plan_summary  # here: no other command needs it
+
     try:
         wl_over, sys_over, cat_over = split_overrides(set_ or [])
         user = load_user_catalog(catalog, cat_over)
@@ -174,6 +172,8 @@ def compare_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
+    from dse.outputs.compare import compare
+
     result = compare(ev_a, ev_b, labels)
     if as_json:
         typer.echo(to_json(result.to_dict()))
@@ -231,6 +231,10 @@ def design_interval(ev: Evaluation, path: Path | None = None
     """The 80% interval of ``ev`` from the ensemble in ``path`` (default: the packaged one), or
     None and why there is none (no ensemble, or one built for another calibration: no interval
     rather than a wrong one)."""
+    # Imported here: the ensemble module (with the fit and the measurements it needs) is the
+    # CLI's largest import, and most commands never use it.
+    from dse.calibration.ensemble import EnsembleUnavailable, load_ensemble, prediction_interval
+
     try:
         iv = prediction_interval(ev, load_ensemble(path) if path is not None else None)
     except EnsembleUnavailable as exc:
@@ -246,6 +250,8 @@ def interval_json(ev: Evaluation, iv: PredictionInterval | None, note: str) -> d
         return {"throughput_interval_samples_per_s": None, "step_time_interval_s": None,
                 "metric_intervals": {}, "interval_note": note}
     metrics = ev.to_dict()
+    from dse.calibration.ensemble import THROUGHPUT_EXPONENT
+
     spans = {k: iv.of(k, float(metrics[k])) for k in THROUGHPUT_EXPONENT
              if isinstance(metrics.get(k), int | float)}
     return {**iv.to_dict(ev.step_time_s),
@@ -656,7 +662,7 @@ def _validation_intervals(measurements: Any, calib: Any, report: Any
     """The prediction-interval section of the validation: coverage recomputed from the packaged
     ensemble's members over ``measurements``, and the example designs' intervals; or why there
     is none (no ensemble, one of another calibration or other measurements)."""
-    from dse.calibration.ensemble import coverage, load_ensemble
+    from dse.calibration.ensemble import EnsembleUnavailable, coverage, load_ensemble
     from dse.outputs.intervals_doc import examples, interval_lines, intervals_dict
 
     try:

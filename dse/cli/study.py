@@ -280,13 +280,14 @@ def _interrupted(spec: StudySpec, study: str, url: str) -> None:
 def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | None) -> Path:
     """Render the study's report into ``folder`` (default: beside the journal, :func:`results_dir`)
     as NAME.html."""
-    from dse.outputs.report import render_report
+    from dse.outputs.report import render_report, report_cache
     from dse.outputs.robust import retiming_cache
     from dse.search.results import objective_set_of
 
     journal = journal_file(storage or None, spec)
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage),
-                         retimings=retiming_cache(journal) if journal is not None else None)
+                         retimings=retiming_cache(journal) if journal is not None else None,
+                         cache=report_cache(journal) if journal is not None else None)
     folder = folder or results_dir(spec)
     path = folder / f"{spec.name}.html"
     try:

@@ -67,6 +67,16 @@ def figure_html(fig: Figure, div_id: str) -> str:
     return html
 
 
+def colorscale(name: str) -> list[list[Any]]:
+    """Plotly's named sequential colour scale ``name`` (``"Viridis"``, ``"Blues"``) as its
+    validation expands the name: ``[[i / (n - 1), colour], ...]`` over the scale's ``n`` colours."""
+    from plotly.colors import sequential
+
+    colours: list[str] = getattr(sequential, name)
+    last = len(colours) - 1
+    return [[(1.0 * i) / (1.0 * last), c] for i, c in enumerate(colours)]
+
+
 def to_graph_object(fig: Figure) -> go.Figure:
     """``fig`` as a validated ``go.Figure`` (for static export and full pages)."""
     import plotly.graph_objects as go

@@ -12,15 +12,18 @@ error (error bars, each design's probability of staying on the front, the robust
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import html
 import itertools
 import json
 import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
@@ -28,11 +31,11 @@ from dse.errors import DseInputError
 from dse.model.timing import STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.chosen import MAX_DESIGNS, chosen_section, score_designs
-from dse.outputs.figures import CONFIG, Figure, figure_html
+from dse.outputs.figures import Figure, colorscale, figure_html
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
-from dse.search.analysis import hypervolume_curve, importances
+from dse.search.analysis import hypervolume_curve, importances, importances_key
 from dse.search.dedup import group_by_design, trial_numbers
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import (
@@ -172,27 +175,31 @@ def _label(metric: str) -> str:
     return title(metric)
 
 
-def front_3d(data: ReportData) -> go.Figure:
-    """The three objectives in 3-D (fronts of three objectives are surfaces)."""
+def front_3d(data: ReportData) -> Figure:
+    """The three objectives in 3-D (fronts of three objectives are surfaces; a plain figure,
+    :mod:`dse.outputs.figures`)."""
     x, y, z = (o.metric for o in data.objectives.objectives[:3])
-    fig = go.Figure()
     on_front = {t.number for t in data.front}
+    template = _template(data)
+    traces = []
     for trials, name, colour in ((
             [t for t in data.feasible if t.number not in on_front], "dominated", FADED),
             (data.front, "Pareto front", "#1f77b4")):
-        fig.add_trace(go.Scatter3d(
-            x=[_round(_value(t, x, data)) for t in trials],
-            y=[_round(_value(t, y, data)) for t in trials],
-            z=[_round(_value(t, z, data)) for t in trials], mode="markers", name=name,
-            marker={"size": 3 if name == "dominated" else 5, "color": colour},
-            customdata=[_custom(t, data) for t in trials], hovertemplate=_template(data)))
+        traces.append({
+            "customdata": [_custom(t, data) for t in trials], "hovertemplate": template,
+            "marker": {"color": colour, "size": 3 if name == "dominated" else 5},
+            "mode": "markers", "name": name,
+            "x": [_round(_value(t, x, data)) for t in trials],
+            "y": [_round(_value(t, y, data)) for t in trials],
+            "z": [_round(_value(t, z, data)) for t in trials], "type": "scatter3d"})
     # Short axis titles and a camera pulled back keep every title inside the view.
-    fig.update_layout(title="three objectives", height=650, separators=".,",
-                      margin={"l": 0, "r": 0, "b": 0, "t": 40},
-                      scene={"xaxis_title": _label(x), "yaxis_title": _label(y),
-                             "zaxis_title": _label(z),
-                             "camera": {"eye": {"x": 1.9, "y": 1.9, "z": 1.3}}})
-    return fig
+    layout = {"margin": {"l": 0, "r": 0, "b": 0, "t": 40},
+              "scene": {"camera": {"eye": {"x": 1.9, "y": 1.9, "z": 1.3}},
+                        "xaxis": {"title": {"text": _label(x)}},
+                        "yaxis": {"title": {"text": _label(y)}},
+                        "zaxis": {"title": {"text": _label(z)}}},
+              "title": {"text": "three objectives"}, "height": 650, "separators": ".,"}
+    return {"data": traces, "layout": layout}
 
 
 def distinct_front(data: ReportData, metric: str) -> list[list[FrozenTrial]]:
@@ -268,50 +275,66 @@ def varying_params(data: ReportData) -> list[str]:
     return [p for p in data.params if len({repr(_design(t).get(p)) for t in data.front}) > 1]
 
 
-def parcoords_figure(data: ReportData) -> go.Figure:
+def parcoords_figure(data: ReportData) -> Figure:
     """Parallel coordinates of the front over the design parameters that vary on it, coloured by
-    objective 1."""
+    objective 1 (a plain figure, :mod:`dse.outputs.figures`)."""
     first = data.objectives.objectives[0].metric
-    dims = []
-    for p in varying_params(data) or data.params[:1]:
+    dims: list[dict[str, Any]] = []
+    varying = varying_params(data)
+    for p in varying or data.params[:1]:
         values = [_design(t).get(p) for t in data.front]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None):
             dims.append({"label": short_label(p),
                          "values": [math.nan if v is None else float(v) for v in values]})
         else:
             cats = sorted({str(v) for v in values})
-            dims.append({"label": short_label(p), "values": [cats.index(str(v)) for v in values],
-                         "tickvals": list(range(len(cats))), "ticktext": cats})
+            dims.append({"label": short_label(p), "ticktext": cats,
+                         "tickvals": list(range(len(cats))),
+                         "values": [cats.index(str(v)) for v in values]})
     colour = [_value(t, first, data) for t in data.front]
-    fig = go.Figure(go.Parcoords(line={"color": colour, "colorscale": "Viridis", "showscale": True,
-                                       "colorbar": {"title": _label(first)}}, dimensions=dims,
-                                 labelangle=0, tickfont={"size": 10}))
-    constant = [p for p in data.params if p not in varying_params(data)]
+    constant = [p for p in data.params if p not in varying]
     fixed = design_phrase({p: _design(data.front[0]).get(p) for p in constant}) if constant else ""
-    fig.update_layout(title=f"the front over the design parameters (colour: {_label(first)})"
-                      + (f"<br><sup>every front design: {html.escape(fixed)}</sup>" if fixed else ""),
-                      height=520, margin={"l": 90, "r": 90, "t": 120}, separators=".,")
-    return fig
+    trace = {"dimensions": dims, "labelangle": 0,
+             "line": {"color": colour, "colorbar": {"title": {"text": _label(first)}},
+                      "colorscale": colorscale("Viridis"), "showscale": True},
+             "tickfont": {"size": 10}, "type": "parcoords"}
+    layout = {"margin": {"l": 90, "r": 90, "t": 120},
+              "title": {"text": f"the front over the design parameters (colour: {_label(first)})"
+                        + (f"<br><sup>every front design: {html.escape(fixed)}</sup>" if fixed else "")},
+              "height": 520, "separators": ".,"}
+    return {"data": [trace], "layout": layout}
 
 
-def progress_figure(study: Study, data: ReportData) -> go.Figure:
-    """Hypervolume against trial number, and the importances as grouped bars."""
-    from plotly.subplots import make_subplots
+PROGRESS_DOMAINS = ((0.0, 0.45), (0.55, 1.0))
+"""The x domains of the progress figure's two panels: ``plotly.subplots.make_subplots(rows=1,
+cols=2)``'s (a gap of 0.2 / 2 between them)."""
 
+
+def progress_figure(study: Study, data: ReportData, cache: Path | None = None) -> Figure:
+    """Hypervolume against trial number, and the importances as grouped bars (two panels side by
+    side, laid out as ``make_subplots(rows=1, cols=2, subplot_titles=...)`` lays them out; a plain
+    figure, :mod:`dse.outputs.figures`); ``cache``: :func:`report_cache` (the importances)."""
     conv = convergence(study, data.feasible, len(data.trials))
     title = ("hypervolume of the feasible front (objectives scaled to the study's range)"
              if conv.reference == "own range" else
              f"hypervolume of the feasible front (1.0 = the front of a {conv.reference})")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(
-        title, "parameter importance per objective (PED-ANOVA)"))
     xs, ys = hypervolume_curve(study, data.feasible, data.trials)
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="hypervolume"), row=1, col=1)
-    for metric, imp in importances(study, data.trials, data.objectives).items():
-        fig.add_trace(go.Bar(x=[short_label(p) for p in imp], y=list(imp.values()),
-                             name=short_label(metric)), row=1, col=2)
-    fig.update_xaxes(title_text="trials", row=1, col=1)
-    fig.update_layout(height=480, barmode="group")
-    return fig
+    traces: list[dict[str, Any]] = [{"mode": "lines", "name": "hypervolume", "x": xs, "y": ys,
+                                     "type": "scatter", "xaxis": "x", "yaxis": "y"}]
+    for metric, imp in cached_importances(study, data, cache).items():
+        traces.append({"name": short_label(metric), "x": [short_label(p) for p in imp],
+                       "y": list(imp.values()), "type": "bar", "xaxis": "x2", "yaxis": "y2"})
+    left, right = PROGRESS_DOMAINS
+    titles = [{"font": {"size": 16}, "showarrow": False, "text": text, "x": (lo + hi) / 2,
+               "xanchor": "center", "xref": "paper", "y": 1.0, "yanchor": "bottom", "yref": "paper"}
+              for text, (lo, hi) in ((title, left),
+                                     ("parameter importance per objective (PED-ANOVA)", right))]
+    layout = {"xaxis": {"anchor": "y", "domain": list(left), "title": {"text": "trials"}},
+              "yaxis": {"anchor": "x", "domain": [0.0, 1.0]},
+              "xaxis2": {"anchor": "y2", "domain": list(right)},
+              "yaxis2": {"anchor": "x2", "domain": [0.0, 1.0]},
+              "annotations": titles, "height": 480, "barmode": "group"}
+    return {"data": traces, "layout": layout}
 
 
 def front_table(data: ReportData) -> str:
@@ -437,6 +460,91 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
 
 
+REPORT_CACHE_SUFFIX = ".report"
+"""The cache of a journal's report sections: ``NAME.journal.report`` beside it (:func:`report_cache`)."""
+REPORT_CACHE_FORMAT = 1
+"""Version of that cache's layout; raise it when it, or what a section holds, changes."""
+
+
+def report_cache(journal: Path) -> Path:
+    """Where the sections of a journal's report that cost most to make and depend only on what
+    their key names are kept (:func:`cached_importances`, :func:`cached_chosen`):
+    ``NAME.journal.report``. Only a cache: deleting it costs the next report its time, nothing
+    else."""
+    return journal.with_name(journal.name + REPORT_CACHE_SUFFIX)
+
+
+def _cached(path: Path | None, section: str, key: str, make: Callable[[], Any]) -> Any:
+    """``section`` of the cache ``path`` when it was made under ``key`` (JSON: floats read back
+    bit for bit, dicts in their order); else ``make()``, stored there under ``key`` in one
+    rename (a folder that cannot be written leaves the file as it was)."""
+    stored: dict[str, Any] = {}
+    if path is not None:
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            entry = stored[section]
+            if stored.get("format") == REPORT_CACHE_FORMAT and entry["key"] == key:
+                return entry["value"]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            pass
+    value = make()
+    if path is None:
+        return value
+    if not isinstance(stored, dict) or stored.get("format") != REPORT_CACHE_FORMAT:
+        stored = {"format": REPORT_CACHE_FORMAT}
+    stored[section] = {"key": key, "value": value}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(stored), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    return value
+
+
+def _sources_digest(*modules: str) -> hashlib._Hash:
+    """A SHA-256 started over the cache's format, Plotly's version and the sources of ``modules``
+    (the code that makes a cached section)."""
+    import importlib
+
+    import plotly
+
+    digest = hashlib.sha256(f"{REPORT_CACHE_FORMAT} {plotly.__version__}".encode())
+    for name in modules:
+        digest.update(Path(str(importlib.import_module(name).__file__)).read_bytes())
+    return digest
+
+
+def cached_importances(study: Study, data: ReportData, cache: Path | None) -> dict[str, dict[str, float]]:
+    """:func:`~dse.search.analysis.importances` of the study's completed trials (deterministic),
+    kept in ``cache`` under :func:`~dse.search.analysis.importances_key`."""
+    key = f"{REPORT_CACHE_FORMAT} {importances_key(data.trials, data.objectives)}"
+    found: dict[str, dict[str, float]] = _cached(
+        cache, "importances", key, lambda: importances(study, data.trials, data.objectives))
+    return found
+
+
+def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], cache: Path | None) -> str:
+    """The plan-and-timeline section (:mod:`dse.outputs.chosen`) of ``designs``, kept in ``cache``
+    under a key of the model's fingerprint, the output code and Plotly's version, the study's
+    workload, space, catalog and calibration, and the designs with their labels."""
+    from dse.calibration.parameters import load_calibration
+    from dse.search.fingerprint import model_fingerprint
+    from dse.search.spec import study_catalog, study_space, study_workload
+
+    digest = _sources_digest("dse.outputs.chosen", "dse.outputs.plan", "dse.outputs.timeline",
+                             "dse.outputs.figures", "dse.outputs.labels", "dse.search.encoding")
+    digest.update(model_fingerprint().encode())
+    for item in (study_workload(spec), study_space(spec), study_catalog(spec).catalog,
+                 load_calibration()):
+        digest.update(b"\0" + repr(item).encode())
+    digest.update(json.dumps(designs, sort_keys=True, default=str).encode())
+    page: str = _cached(cache, "chosen", digest.hexdigest(),
+                        lambda: chosen_section(score_designs(spec, designs)))
+    return page
+
+
 def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                 retimings: Path | None = None) -> str:
     """The section "the front under the model's error" (:mod:`dse.outputs.robust_page`), or the
@@ -453,14 +561,16 @@ def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet,
 
 def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                   storage: str = "", plotlyjs: Literal["inline", "cdn"] = "inline",
-                  robust: bool = True, retimings: Path | None = None) -> str:
+                  robust: bool = True, retimings: Path | None = None,
+                  cache: Path | None = None) -> str:
     """The whole page as one HTML string: plotly.js embedded once, no network needed (``inline``),
     or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git).
     ``robust=False`` leaves out the front under the model's error (benchmarks time both);
     ``retimings`` keeps that section's retimings between pages of one study
-    (:func:`dse.outputs.robust.retiming_cache` of its journal)."""
+    (:func:`dse.outputs.robust.retiming_cache` of its journal) and ``cache`` the sections that
+    cost most (:func:`report_cache` of its journal)."""
     data = gather(study, spec, objectives)
-    figures: list[tuple[str, Figure | go.Figure]] = []
+    figures: list[tuple[str, Figure]] = []
     names = [o.metric for o in objectives.objectives]
     for x, y in itertools.combinations(names, 2):
         figures.append((f"front-{x}-{y}", pair_figure(data, x, y)))
@@ -469,7 +579,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     if data.front:
         figures.append(("breakdown", breakdown_figure(data)))
         figures.append(("parcoords", parcoords_figure(data)))
-    figures.append(("progress", progress_figure(study, data)))
+    figures.append(("progress", progress_figure(study, data, cache)))
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>dse report {html.escape(spec.name)}</title>", STYLE,
@@ -480,11 +590,9 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
         header(study, data, storage),
     ]
     for div_id, fig in figures:
-        parts.append(figure_html(fig, div_id) if isinstance(fig, dict) else
-                     fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                                 config=CONFIG))
+        parts.append(figure_html(fig, div_id))
     if data.front:
-        parts.append(chosen_section(score_designs(spec, chosen_designs(data))))
+        parts.append(cached_chosen(spec, chosen_designs(data), cache))
         if robust:
             parts.append(robust_html(study, spec, objectives, retimings))
     parts += ["<h2>the front</h2>", front_table(data), "</body></html>"]

@@ -12,8 +12,7 @@ from __future__ import annotations
 import html
 import math
 
-import plotly.graph_objects as go
-
+from dse.outputs.figures import Figure, colorscale, figure_html
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.robust import RobustFront
 
@@ -31,9 +30,10 @@ def _errors(front: RobustFront, k: int) -> tuple[list[float], list[float]]:
     return plus, minus
 
 
-def robust_figure(front: RobustFront) -> go.Figure:
+def robust_figure(front: RobustFront) -> Figure:
     """First objective against the second (or against the trial order with one objective), error
-    bars at the interval level, colour = probability of staying on the front."""
+    bars at the interval level, colour = probability of staying on the front (a plain figure,
+    :mod:`dse.outputs.figures`)."""
     xm = front.objectives[0][0]
     ym = front.objectives[1][0] if len(front.objectives) > 1 else None
     xs = [d.values[0] for d in front.designs]
@@ -43,23 +43,26 @@ def robust_figure(front: RobustFront) -> go.Figure:
     robust = [d.probability >= front.threshold for d in front.designs]
     text = [f"trial {d.trial}: P(front) {d.probability:.0%}<br>{html.escape(design_phrase(d.design))}"
             for d in front.designs]
-    fig = go.Figure(go.Scatter(
-        x=xs, y=ys, mode="markers", text=text, hovertemplate="%{text}<extra></extra>",
-        error_x={"type": "data", "array": xp, "arrayminus": xn, "color": "rgba(60,60,60,0.5)"},
-        error_y={"type": "data", "array": yp, "arrayminus": yn, "color": "rgba(60,60,60,0.5)"},
-        marker={"size": 11, "color": [d.probability for d in front.designs], "cmin": 0.0, "cmax": 1.0,
-                "colorscale": "Blues", "showscale": True,
-                "colorbar": {"title": "P(on front)"},
-                "line": {"width": [2.5 if r else 0.5 for r in robust],
-                         "color": ["#d62728" if r else "#444" for r in robust]}},
-        name="front designs"))
-    fig.update_layout(
-        title=(f"the front under the model's error ({front.level:.0%} intervals)<br><sup>shade: "
-               f"probability of staying on the front over {front.members} calibrations; red "
-               f"outline: robust (>= {front.threshold:.0%})</sup>"),
-        xaxis_title=title(xm), yaxis_title=title(ym) if ym else "front design", height=520,
-        separators=".,")
-    return fig
+    bars = "rgba(60,60,60,0.5)"
+    trace = {
+        "error_x": {"array": xp, "arrayminus": xn, "color": bars, "type": "data"},
+        "error_y": {"array": yp, "arrayminus": yn, "color": bars, "type": "data"},
+        "hovertemplate": "%{text}<extra></extra>",
+        "marker": {"cmax": 1.0, "cmin": 0.0, "color": [d.probability for d in front.designs],
+                   "colorbar": {"title": {"text": "P(on front)"}}, "colorscale": colorscale("Blues"),
+                   "line": {"color": ["#d62728" if r else "#444" for r in robust],
+                            "width": [2.5 if r else 0.5 for r in robust]},
+                   "showscale": True, "size": 11},
+        "mode": "markers", "name": "front designs", "text": text, "x": xs, "y": ys,
+        "type": "scatter"}
+    layout = {
+        "title": {"text": (f"the front under the model's error ({front.level:.0%} intervals)<br><sup>"
+                           f"shade: probability of staying on the front over {front.members} "
+                           f"calibrations; red outline: robust (>= {front.threshold:.0%})</sup>")},
+        "xaxis": {"title": {"text": title(xm)}},
+        "yaxis": {"title": {"text": title(ym) if ym else "front design"}},
+        "height": 520, "separators": ".,"}
+    return {"data": [trace], "layout": layout}
 
 
 def _table(front: RobustFront) -> str:
@@ -108,6 +111,5 @@ def robust_section(front: RobustFront | None, unavailable: str = "") -> str:
              f"{len(robust)} of {len(front.designs)} designs stay on the front with probability "
              f">= {front.threshold:.0%} (trials {', '.join(str(d.trial) for d in robust) or 'none'}).</p>")
     notes = "".join(f"<p>note: {html.escape(n)}</p>" for n in front.notes)
-    figure: str = robust_figure(front).to_html(full_html=False, include_plotlyjs=False,
-                                          div_id=f"{SECTION_ID}-front", config={"displaylogo": False})
+    figure = figure_html(robust_figure(front), f"{SECTION_ID}-front")
     return headline + intro + notes + figure + _table(front) + _comparisons(front)

@@ -3,14 +3,16 @@ parameters matter for each objective (Optuna's PED-ANOVA). The study page draws 
 
 from __future__ import annotations
 
+import hashlib
 import warnings
+from pathlib import Path
 
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
 from dse.search.objectives import ObjectiveSet, loss_sign
-from dse.search.pareto import hypervolume, reference_point, study_losses
+from dse.search.pareto import hypervolume, pareto_mask, reference_point, study_losses
 from dse.search.reference import study_reference
 
 HYPERVOLUME_POINTS = 100
@@ -31,15 +33,36 @@ def hypervolume_curve(study: optuna.Study, feasible: list[FrozenTrial], trials: 
     numbers = np.array([t.number for t in feasible])
     last = max(t.number for t in trials) + 1
     xs = sorted({int(v) for v in np.linspace(1, last, min(points, last))})
+    # The volume of the first n trials is that of their front (a dominated point adds nothing,
+    # and both volumes below drop dominated points first), so each n measures only the front
+    # of the last n's front and the trials since: the same numbers, without one volume of
+    # every trial so far per n.
     ys = []
+    front = np.zeros(0, dtype=int)  # indices into ``feasible``: the front of the trials before ``done``
+    done = 0
     for n in xs:
-        subset = [feasible[i] for i in np.flatnonzero(numbers < n)]
+        new = np.flatnonzero((numbers >= done) & (numbers < n))
+        if len(new):
+            candidates = np.concatenate([front, new])
+            front = candidates[pareto_mask(loss[candidates])]
+        done = n
         if fixed is not None:
-            ys.append(fixed.volume(loss[numbers < n]) / fixed.hypervolume
-                      if subset and fixed.hypervolume > 0 else 0.0)
+            ys.append(fixed.volume(loss[front]) / fixed.hypervolume
+                      if len(front) and fixed.hypervolume > 0 else 0.0)
             continue
-        ys.append(hypervolume(study, subset, ref, lo) if subset else 0.0)
+        ys.append(hypervolume(study, [feasible[i] for i in front], ref, lo) if len(front) else 0.0)
     return xs, ys
+
+
+def importances_key(trials: list[FrozenTrial], objectives: ObjectiveSet) -> str:
+    """What :func:`importances` of ``trials`` depends on (it is deterministic), as a SHA-256: this
+    module's code, Optuna's version, the objectives and every trial's number, parameters,
+    distributions and values (the report keeps the importances under it)."""
+    digest = hashlib.sha256(f"{optuna.__version__} ".encode() + Path(__file__).read_bytes())
+    digest.update(repr([(o.metric, o.direction) for o in objectives.objectives]).encode())
+    for t in trials:
+        digest.update(f"\0{t.number} {t.params!r} {t.distributions!r} {t.values!r}".encode())
+    return digest.hexdigest()
 
 
 def importances(study: optuna.Study, trials: list[FrozenTrial],
