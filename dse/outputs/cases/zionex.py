@@ -87,9 +87,11 @@ class ZionexFindings:
     """Share of the front's designs with their NICs beside the accelerators."""
     front_network_share: float
     """Share of the front's designs bound by the all-to-all over the network."""
-    starved_are_smallest: bool
-    """Some front designs have under 100 Gb/s per accelerator, and every one of them is at the
-    smallest feasible node count and bound by the network all-to-all."""
+    starved_top_share: float
+    """Throughput of the fastest front design with under 200 Gb/s per accelerator over the front's
+    top throughput (0 when no front design has under 200 Gb/s)."""
+    fastest_nic: float
+    """NIC bandwidth per accelerator (Gb/s) of the front's fastest design."""
     front_scaleout_share: float
     """Share of the front's designs bound by the network all-to-all or the host PCIe links."""
     front_bottlenecks: str
@@ -127,7 +129,9 @@ def analyse_zionex(data: CaseData) -> ZionexFindings:
         if len(front) else math.nan,
         front_network_share=float((front["bottleneck"] == "alltoall_network").mean())
         if len(front) else math.nan,
-        starved_are_smallest=_starved_are_smallest(front, feasible_nodes[0] if feasible_nodes else 0),
+        starved_top_share=_starved_top_share(front),
+        fastest_nic=float(front.loc[front[THROUGHPUT].idxmax(), "nic_gbit_s_per_accelerator"])
+        if len(front) else math.nan,
         front_scaleout_share=float(front["bottleneck"].isin(["alltoall_network", "host_pcie"]).mean())
         if len(front) else math.nan,
         front_bottlenecks=bottlenecks(front) if len(front) else "",
@@ -140,12 +144,12 @@ def analyse_zionex(data: CaseData) -> ZionexFindings:
     )
 
 
-def _starved_are_smallest(front: pd.DataFrame, smallest_nodes: int) -> bool:
-    """Some front designs give under 100 Gb/s per accelerator, all at ``smallest_nodes`` nodes and
-    bound by the all-to-all over the network."""
-    low = front[front["nic_gbit_s_per_accelerator"] < 100.0]
-    return bool(len(low) and (low["nodes"] == smallest_nodes).all()
-                and (low["bottleneck"] == "alltoall_network").all())
+def _starved_top_share(front: pd.DataFrame) -> float:
+    """Fastest front design under 200 Gb/s per accelerator, as a share of the front's fastest."""
+    if not len(front):
+        return math.nan
+    low = front[front["nic_gbit_s_per_accelerator"] < 200.0]
+    return float(low[THROUGHPUT].max() / front[THROUGHPUT].max()) if len(low) else 0.0
 
 
 def explain_zionex(f: ZionexFindings) -> str:
@@ -202,11 +206,13 @@ ZIONEX: CaseStudy[ZionexFindings] = CaseStudy(
         Claim("The front's design with the most samples/s per dollar gives each accelerator at "
               "least 200 Gb/s of scale-out NIC bandwidth.",
               lambda f: f.best_per_usd_nic >= 200.0),
-        Claim("Every front design with less than 100 Gb/s of NIC bandwidth per accelerator is one "
-              "of the smallest cluster that holds the tables, bound by the all-to-all over the "
-              "network: the cheapest few, which starve it. (Changed with calibration 2026.12-2: "
-              "it said most front designs give at least 200 Gb/s; about half do now.)",
-              lambda f: f.starved_are_smallest),
+        Claim("Front designs with less than 200 Gb/s of NIC bandwidth per accelerator sit only at "
+              "the front's cheap end, under half its top throughput; its fastest design gives each "
+              "accelerator 200 Gb/s or more. (Changed with the search of issue 15: it said every "
+              "front design under 100 Gb/s is one of the smallest cluster, bound by the network "
+              "all-to-all; the new default sampler also finds 4-node designs with 2 NICs, bound by "
+              "host PCIe, on the front.)",
+              lambda f: f.starved_top_share < 0.5 and f.fastest_nic >= 200.0),
         Claim("Every design on the front is bound by the scale-out path: the all-to-all over the "
               "network or the host PCIe links the NICs and the host-memory tables sit behind. "
               "(Changed with calibration 2026.12-2: it said most are bound by the network itself; "
