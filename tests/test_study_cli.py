@@ -328,3 +328,23 @@ def test_a_failing_worker_process_reports_one_line_and_exit_code_1(capfd: pytest
     assert exits == WorkerExits(failed=(1,), killed=())
     lines = capfd.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dse: error: ") and "no-such-study" in lines[0], lines
+
+
+def test_run_leaves_the_snapshot_cache_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dse run` ends by bringing the journal's snapshot cache up to date, so that the first
+    read-only command after it replays nothing (a large study's first `dse status` would
+    otherwise read its whole journal); what that command reads is still Optuna's reading."""
+    from dse.search import snapshot as snapshot_module
+
+    monkeypatch.setattr(snapshot_module, "CACHE_AFTER_BYTES", 0)  # cache even a small journal
+    path = study_file(tmp_path, budget=8)
+    journal = tmp_path / "s.journal"
+    result = run("run", str(path), "--quiet", "--no-report")
+    assert result.exit_code == 0, result.output
+    data = journal.read_bytes()
+    assert snapshot_module._load_cache(journal, data)[1] == len(data)
+    read = snapshot_module.read_snapshot(journal)
+    assert read is not None
+    ours = optuna.load_study(study_name="s", storage=read).get_trials(deepcopy=False)
+    assert [(t.number, t.state, t.values) for t in ours] == [
+        (t.number, t.state, t.values) for t in stored(journal).get_trials(deepcopy=False)]

@@ -22,7 +22,7 @@ from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search.journal import repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
-from dse.search.results import load_stored_study, status, trial_rows, trials_frame
+from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec, results_dir, with_catalog
 from dse.search.storage import (
     PROXY_THREADS,
@@ -233,6 +233,7 @@ def _after_run(done: tuple[optuna.Study, WorkerExits], spec: StudySpec, url: str
                    "their trials were retried by the others", err=True)
     if report:
         typer.echo(f"report: {_write_report(result, spec, url, None)}")
+    refresh_snapshot(spec, url)
 
 
 class _InterruptedTrialFilter(logging.Filter):
