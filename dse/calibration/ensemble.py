@@ -270,12 +270,6 @@ def log_throughputs(workload: Workload, system: System, plan: Plan,
         step = step_time(workload, system, plan, c, loads).step_s
         out[k] = math.log(workload.global_batch / step) if 0 < step < math.inf else -math.inf
     return out
-    base = step_loads(workload, system, plan, calibrations[0])
-    for k, c in enumerate(calibrations):
-        loads = recalibrated_loads(base, workload, system, c)
-        step = step_time(workload, system, plan, c, loads).step_s
-        out[k] = math.log(workload.global_batch / step) if 0 < step < math.inf else -math.inf
-    return out
 
 
 def _quantiles(spread: np.ndarray, residuals: np.ndarray, level: float) -> tuple[float, float]:
