@@ -49,6 +49,18 @@ def write_study(path: Path, **fields: Any) -> Path:
     return path
 
 
+def random_dcnv2_study(folder: Path, name: str, budget: int, seed: int) -> tuple[optuna.Study, StudySpec]:
+    """A finished study of ``budget`` random designs of MLPerf DCNv2 on the full space against
+    throughput, capex and power, stored in ``folder/NAME.journal``, with its spec."""
+    from dse.search.runner import run_study
+
+    spec = StudySpec(name=name, workload="mlperf-dlrm-dcnv2", space="full",
+                     objectives="throughput-capex-power", budget=budget, sampler="random", seed=seed,
+                     storage=str(folder / f"{name}.journal"))
+    run_study(spec)
+    return load(spec), spec
+
+
 def load(spec: StudySpec) -> optuna.Study:
     return optuna.load_study(study_name=spec.name, storage=open_storage(None, spec))
 

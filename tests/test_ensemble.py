@@ -19,6 +19,7 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
+from study_helpers import random_dcnv2_study
 from typer.testing import CliRunner
 
 import dse
@@ -45,9 +46,7 @@ from dse.outputs.cases.uncertainty import claims_under_ensemble, uncertainty_lin
 from dse.outputs.report import render_report
 from dse.outputs.robust import robust_front
 from dse.search.objectives import load_objectives
-from dse.search.runner import run_study
 from dse.search.spec import StudySpec
-from dse.search.storage import open_storage
 
 runner = CliRunner()
 CALIB = load_calibration()
@@ -277,12 +276,7 @@ def test_evaluate_with_a_mismatched_ensemble_shows_no_interval(tmp_path: Path) -
 
 @pytest.fixture(scope="module")
 def small_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[optuna.Study, StudySpec]:
-    folder = tmp_path_factory.mktemp("robust")
-    spec = StudySpec(name="robust", workload="mlperf-dlrm-dcnv2", space="full",
-                     objectives="throughput-capex-power", budget=120, sampler="random", seed=5,
-                     storage=str(folder / "robust.journal"))
-    run_study(spec)
-    return optuna.load_study(study_name=spec.name, storage=open_storage(None, spec)), spec
+    return random_dcnv2_study(tmp_path_factory.mktemp("robust"), "robust", budget=120, seed=5)
 
 
 def test_robust_front_is_a_subset_of_the_front(small_study: tuple[optuna.Study, StudySpec]) -> None:

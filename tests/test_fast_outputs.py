@@ -13,6 +13,7 @@ from typing import Any
 import optuna
 import plotly.graph_objects as go
 import pytest
+from study_helpers import random_dcnv2_study
 
 from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
@@ -33,19 +34,12 @@ from dse.outputs.robust_page import robust_figure
 from dse.outputs.timeline import timeline_plot
 from dse.search.objectives import load_objectives
 from dse.search.results import _column_like_pandas, trial_rows, trials_frame
-from dse.search.runner import run_study
 from dse.search.spec import StudySpec
-from dse.search.storage import open_storage
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[optuna.Study, StudySpec]:
-    folder = tmp_path_factory.mktemp("fast")
-    spec = StudySpec(name="fast", workload="mlperf-dlrm-dcnv2", space="full",
-                     objectives="throughput-capex-power", budget=40, sampler="random", seed=3,
-                     storage=str(folder / "fast.journal"))
-    run_study(spec)
-    return optuna.load_study(study_name=spec.name, storage=open_storage(None, spec)), spec
+    return random_dcnv2_study(tmp_path_factory.mktemp("fast"), "fast", budget=40, seed=3)
 
 
 def same(a: Any, b: Any) -> bool:
