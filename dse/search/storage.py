@@ -139,14 +139,15 @@ class QueueJournalStorage(JournalStorage):
     not waiting (what Optuna's in-memory storage does). Without it each ``ask`` reads every trial
     of the study, O(trials) per trial."""
 
-    _scan_from: dict[int, int]
+    def __init__(self, backend: JournalFileBackend) -> None:
+        super().__init__(backend)
+        self._scan_from: dict[int, int] = {}
+        """Per study id: the trial number the next queue look-up starts from."""
 
     def get_all_trials(self, study_id: int, deepcopy: bool = True,
                        states: Container[TrialState] | None = None) -> list[FrozenTrial]:
         if states != (TrialState.WAITING,) or deepcopy:
             return super().get_all_trials(study_id, deepcopy, states)
-        if not hasattr(self, "_scan_from"):
-            self._scan_from = {}
         early = _optuna.trials_since_number(self, study_id, self._scan_from.get(study_id, 0))
         waiting = [t for t in early if t.state == TrialState.WAITING]
         if early:
