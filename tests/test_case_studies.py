@@ -245,6 +245,17 @@ def test_front_bend_is_where_marginal_throughput_drops_most() -> None:
     assert front_bend(front.iloc[:2]) == {}
 
 
+def test_counts_on_case_pages_are_singular_for_one() -> None:
+    from dse.outputs.cases.common import count, nodes_point
+    from dse.outputs.cases.today import systems_list
+
+    assert (count(1, "accelerator"), count(14, "accelerator")) == ("1 accelerator", "14 accelerators")
+    row = pd.Series({"nodes": 1, "param:system": "dgx-h100", "capex_usd": 4e5,
+                     "throughput_samples_per_s": 1.2e7})
+    assert nodes_point(row) == "1 dgx-h100 node ($400 k, 12.00 M samples/s)"
+    assert systems_list({"a": [1], "b": [2, 4]}) == "a at 1 node; b at 2, 4 nodes"
+
+
 def test_markdown_table_formats_numbers() -> None:
     frame = pd.DataFrame({"a": [1234.5, 0.01234], "b": ["x", "y"], "c": [True, False]})
     assert markdown_table(frame).splitlines() == [

@@ -54,7 +54,12 @@ def bottlenecks(frame: pd.DataFrame) -> str:
     return ", ".join(f"{k} ({v})" for k, v in counts.items())
 
 
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is one (``count(1, "node")``: ``1 node``)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def nodes_point(r: pd.Series) -> str:
     """A front point of a study over node counts (and vendor nodes, if the space has them)."""
     system = f"{r['param:system']} " if "param:system" in r else ""
-    return f"{int(r['nodes'])} {system}node(s) ({usd(r['capex_usd'])}, {ksps(r[THROUGHPUT])})"
+    return f"{count(int(r['nodes']), system + 'node')} ({usd(r['capex_usd'])}, {ksps(r[THROUGHPUT])})"

@@ -112,7 +112,8 @@ def analyse_today(data: CaseData) -> TodayFindings:
 
 def systems_list(systems: Mapping[str, list[int]]) -> str:
     """Vendor nodes with the node counts at which they are on a front, for the page's prose."""
-    return "; ".join(f"{s} at {', '.join(map(str, n))} node(s)" for s, n in sorted(systems.items()))
+    return "; ".join(f"{s} at {', '.join(map(str, n))} {'node' if list(n) == [1] else 'nodes'}"
+                     for s, n in sorted(systems.items()))
 
 
 def explain_today(f: TodayFindings) -> str:

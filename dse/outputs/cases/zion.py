@@ -18,7 +18,7 @@ import pandas as pd
 
 from dse.model.timing import alltoall_sends
 from dse.model.workload import repeat_tables
-from dse.outputs.cases.common import THROUGHPUT, bottlenecks, headline, ksps, usd, with_workload
+from dse.outputs.cases.common import THROUGHPUT, bottlenecks, count, headline, ksps, usd, with_workload
 from dse.outputs.cases.framework import (
     CaseData,
     CaseStudy,
@@ -194,7 +194,7 @@ def _switch_dominated(fabrics: pd.DataFrame) -> bool:
 
 
 def _zion_point(r: pd.Series) -> str:
-    return (f"{int(r['param:node.accelerators'])} accelerators with {r['param:node.hbm_gb']:.0f} GB "
+    return (f"{count(int(r['param:node.accelerators']), 'accelerator')} with {r['param:node.hbm_gb']:.0f} GB "
             f"of HBM each ({usd(r['capex_usd'])}, {ksps(r[THROUGHPUT])})")
 
 
