@@ -348,3 +348,24 @@ def test_run_leaves_the_snapshot_cache_current(tmp_path: Path, monkeypatch: pyte
     ours = optuna.load_study(study_name="s", storage=read).get_trials(deepcopy=False)
     assert [(t.number, t.state, t.values) for t in ours] == [
         (t.number, t.state, t.values) for t in stored(journal).get_trials(deepcopy=False)]
+
+
+def test_worker_that_completes_the_study_leaves_the_snapshot_cache_current(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study filled by `dse worker` ends as one filled by `dse run`: the worker that sees the
+    budget complete brings the snapshot cache up to date (a worker stopped earlier does not)."""
+    from dse.search import snapshot as snapshot_module
+
+    monkeypatch.setattr(snapshot_module, "CACHE_AFTER_BYTES", 0)
+    path = study_file(tmp_path, budget=8)
+    journal = tmp_path / "s.journal"
+    assert run("run", str(path), "--quiet", "--no-report", "--trials", "3").exit_code == 0
+    partial = run("worker", str(path), "--trials", "2")
+    assert partial.exit_code == 0, partial.output
+    data = journal.read_bytes()
+    assert snapshot_module._load_cache(journal, data)[1] < len(data)  # not refreshed mid-study
+    result = run("worker", str(path))
+    assert result.exit_code == 0, result.output
+    assert "8 of 8 complete" in result.output
+    data = journal.read_bytes()
+    assert snapshot_module._load_cache(journal, data)[1] == len(data)

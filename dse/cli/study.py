@@ -336,6 +336,9 @@ def worker_cmd(
         raise typer.Exit(code=130) from None
     typer.echo(f"{spec.name}: this worker completed {mine} trials; the study has {info['complete']} "
                f"of {info['budget']} complete, {info['running']} running, in {shown}")
+    if not STOP.is_set() and info["complete"] >= int(info["budget"] or 0):
+        # The study is done: like `dse run`, leave the snapshot cache current for the reads after.
+        refresh_snapshot(spec, url)
     if STOP.is_set():
         signum = stopped_by[0] if stopped_by else signal.SIGTERM
         typer.echo(f"dse: worker stopped by {signal.Signals(signum).name} after its running trial",
