@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
 from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
+from study_helpers import make_spec
 
+from dse.search.pareto import GrowingFront, pareto_mask
+from dse.search.proposals import Proposer
+from dse.search.runner import run_study
 from dse.search.samplers import HandoverNSGAIISampler
+from dse.search.space import load_space
 from dse.search.storage import journal_storage
 
 POPULATION = 6
@@ -59,3 +65,52 @@ def test_handover_nsga2_reads_incrementally_what_optuna_reads_in_full(tmp_path: 
         latest = max((u.system_attrs[key] for u in earlier), default=0)
         full = sum(u.system_attrs[key] == latest for u in earlier) >= POPULATION
         assert g == latest + full, t.number
+
+
+@pytest.mark.parametrize("objectives", [2, 3])
+def test_growing_front_is_the_pareto_mask_of_every_row_so_far(objectives: int) -> None:
+    rng = np.random.default_rng(objectives)
+    # Few distinct values: many ties and equal rows, which pareto_mask keeps all.
+    loss = rng.integers(0, 6, size=(300, objectives)).astype(float)
+    front = GrowingFront()
+    for i, row in enumerate(loss):
+        front.add(i, row)
+        assert front.rows == np.flatnonzero(pareto_mask(loss[: i + 1])).tolist(), i
+
+
+def test_proposer_bookkeeping_matches_a_pass_over_every_row(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, name="p", space="scale-out", sampler="random", budget=120, seed=2,
+                     objectives="throughput-capex-power")
+    study = run_study(spec)
+    proposer = Proposer(load_space(spec.space), seed=0)
+    proposer._update(study)
+    loss = np.array([r[0] for r in proposer._rows])
+    designs = [r[1] for r in proposer._rows]
+    assert len(designs) >= 30 and loss.shape[1] == 3
+    assert np.array_equal(proposer._losses(), loss)
+    assert proposer._front.rows == np.flatnonzero(pareto_mask(loss)).tolist()
+    for objective in range(3):
+        # _best: least loss of the objective, ties by the second objective on, then the row.
+        order = np.lexsort([*loss.T[::-1][:-1], loss[:, objective]])
+        assert proposer._best(objective) is designs[int(order[0])]
+        for p in proposer.categorical:
+            for choice in p.choices:
+                rows = [i for i, d in enumerate(designs) if d.get(p.name) == choice]
+                kept = proposer._choice_best.get((p.name, choice))
+                assert (kept is None) == (not rows)
+                if rows:
+                    assert kept is not None
+                    assert kept[objective] == rows[int(np.argmin(loss[rows, objective]))]
+        # _importance: rank correlation of each ordered parameter's value index.
+        target = np.argsort(np.argsort(loss[:, objective]))
+        scores = {}
+        for name, p in proposer.space.parameters.items():
+            if p.type in ("categorical", "float"):
+                continue
+            values = p.choices if p.type == "ordinal" else p.grid()
+            x = np.array([values.index(d[name]) if d.get(name) in values else -1 for d in designs],
+                         dtype=float)
+            if np.ptp(x) > 0:
+                scores[name] = abs(float(np.corrcoef(np.argsort(np.argsort(x)), target)[0, 1]))
+        want = {n: i for i, n in enumerate(sorted(scores, key=lambda n: -scores[n]))}
+        assert proposer._importance(objective) == want and want
