@@ -40,15 +40,21 @@ chose itself (``stratified``, ``neighbour``, ``extreme``); the objective stores 
 attribute ``proposal``."""
 
 
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True)
+"""What ``json.dumps(..., sort_keys=True)`` builds on every call (the same text), built once: a
+design key is asked for some hundred times per trial."""
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    return v
+
+
 def design_key(design: Mapping[str, Any]) -> str:
     """A design's identity: its parameters and values as canonical JSON (an integral float and an
     int are the same value, as they are for the model)."""
-    def norm(v: Any) -> Any:
-        if isinstance(v, float) and math.isfinite(v) and v.is_integer():
-            return int(v)
-        return v
-
-    return json.dumps({k: norm(v) for k, v in design.items()}, sort_keys=True)
+    return _KEY_ENCODER.encode({k: _norm(v) for k, v in design.items()})
 
 
 def trial_design(space: SearchSpace, trial: FrozenTrial) -> dict[str, Any]:
