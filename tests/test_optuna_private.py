@@ -29,6 +29,7 @@ PRIVATE_IMPORTS = [
     ("optuna.storages._rdb.storage", "_create_scoped_session"),
     ("optuna.storages._grpc.server", "make_server"),
     ("optuna._hypervolume", "compute_hypervolume"),
+    ("optuna.search_space.intersection", "_calculate"),
 ]
 PRIVATE_ATTRS = [
     (optuna.Study, "_storage", "instance"),
@@ -111,6 +112,27 @@ def test_nsga2_keys_and_hypervolume() -> None:
     assert _optuna.nsga2_parent_cache_key_prefix()
     points = np.array([[0.0, 0.5], [0.5, 0.0]])
     assert _optuna.compute_hypervolume(points, [1.0, 1.0]) == pytest.approx(0.75)
+
+
+def test_intersection_step_reads_only_the_trials_from_its_cached_number(tmp_path: Path) -> None:
+    study = _journal_study(tmp_path)
+    space: dict[str, object] | None = None
+    cached = -1
+    for k in range(12):
+        trial = study.ask()
+        trial.suggest_int("a", 0, 9)
+        if k % 3:  # a parameter some trials lack leaves the intersection
+            trial.suggest_float("b", 0.0, 1.0)
+        if k == 7:
+            study.tell(trial, state=TrialState.PRUNED)
+        elif k != 10:  # trial 10 stays running: read again from its number on
+            study.tell(trial, [float(k), 1.0])
+        trials = _optuna.trials_since(study, max(cached, 0))
+        assert not trials or trials[0].number == max(cached, 0)
+        space, cached = _optuna.intersection_step(trials, space, cached)
+        want = optuna.search_space.IntersectionSearchSpace().calculate(study)
+        assert dict(sorted((space or {}).items())) == want
+    assert set(space or {}) == {"a"} and cached == 10
 
 
 def test_a_missing_private_name_fails_with_a_clear_message() -> None:

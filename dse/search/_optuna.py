@@ -64,7 +64,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the installed Optun
 __all__ = [
     "CONSTRAINTS_KEY", "BaseJournalFileLock", "FrozenStudy", "JournalOperation", "OptunaPrivateError",
     "cached_frozen_trial", "completed_trials_cached", "compute_hypervolume", "fail_trial",
-    "grpc_channel", "heartbeat_enabled", "journal_append", "make_grpc_server",
+    "grpc_channel", "heartbeat_enabled", "intersection_step", "journal_append", "make_grpc_server",
     "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "rdb_backend", "rdb_models",
     "rdb_session", "rdb_set_attr", "study_id_of", "study_storage", "trial_id_of", "trials_since",
     "trials_since_number",
@@ -192,6 +192,20 @@ def nsga2_parent_cache_key_prefix() -> str:
     """The study-attribute key prefix of NSGA-II's cached parent populations (private)."""
     key: str = optuna.samplers.NSGAIISampler._get_parent_cache_key_prefix()
     return key
+
+
+def intersection_step(trials: list[FrozenTrial], space: dict[str, Any] | None,
+                      cached_number: int) -> tuple[dict[str, Any] | None, int]:
+    """One step of Optuna's intersection search space (``IntersectionSearchSpace.calculate``, as
+    NSGA-II infers its relative search space): ``trials`` must hold every trial numbered
+    ``cached_number`` and up, in number order (earlier ones are not read); returns the new
+    space and cached number. Optuna's ``calculate`` hands this step every trial of the study, a
+    read of the whole study per trial; dse hands it the trials from ``cached_number`` on
+    (:func:`trials_since`). Private (``optuna.search_space.intersection._calculate``); public
+    form, O(trials): ``IntersectionSearchSpace().calculate(study)``."""
+    step = _private("optuna.search_space.intersection", "_calculate")
+    out: tuple[dict[str, Any] | None, int] = step(trials, False, space, cached_number)
+    return out
 
 
 # --- the journal ---------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import json
 import math
 import random
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Set
 from typing import Any
 
 import optuna
@@ -40,15 +40,21 @@ chose itself (``stratified``, ``neighbour``, ``extreme``); the objective stores 
 attribute ``proposal``."""
 
 
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True)
+"""What ``json.dumps(..., sort_keys=True)`` builds on every call (the same text), built once: a
+design key is asked for some hundred times per trial."""
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    return v
+
+
 def design_key(design: Mapping[str, Any]) -> str:
     """A design's identity: its parameters and values as canonical JSON (an integral float and an
     int are the same value, as they are for the model)."""
-    def norm(v: Any) -> Any:
-        if isinstance(v, float) and math.isfinite(v) and v.is_integer():
-            return int(v)
-        return v
-
-    return json.dumps({k: norm(v) for k, v in design.items()}, sort_keys=True)
+    return _KEY_ENCODER.encode({k: _norm(v) for k, v in design.items()})
 
 
 def trial_design(space: SearchSpace, trial: FrozenTrial) -> dict[str, Any]:
@@ -143,11 +149,11 @@ class DesignIndex:
                    if k == key and n < number and state == TrialState.RUNNING]
         return min(running) if running else None
 
-    def taken(self) -> set[str]:
-        """Keys of the designs evaluated, being evaluated or queued."""
-        keys = set(self._first_complete)
-        keys.update(k for _, k in self._open.values())
-        return keys
+    def taken(self) -> Set[str]:
+        """Keys of the designs evaluated, being evaluated or queued: a view of the index (not a
+        copy of every key, which would cost O(trials) per question), whose completed part
+        follows later refreshes."""
+        return _Taken(self._first_complete, {k for _, k in self._open.values()})
 
     def completed(self) -> int:
         """Distinct designs completed."""
@@ -162,6 +168,23 @@ class DesignIndex:
         refresh)."""
         return (bisect.bisect_left(self._complete_numbers, number)
                 + sum(1 for n in self._open if n < number))
+
+
+class _Taken(Set[str]):
+    """The keys of completed designs (a live mapping) and of open trials (a set)."""
+
+    def __init__(self, done: Mapping[str, int], open_keys: set[str]) -> None:
+        self._done, self._open = done, open_keys
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._done or key in self._open
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._done
+        yield from (k for k in self._open if k not in self._done)
+
+    def __len__(self) -> int:
+        return len(self._done) + sum(1 for k in self._open if k not in self._done)
 
 
 _SHARED: weakref.WeakKeyDictionary[optuna.Study, DesignIndex] = weakref.WeakKeyDictionary()
@@ -305,7 +328,7 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
     return out
 
 
-def fresh_neighbour(space: SearchSpace, design: Mapping[str, Any], taken: set[str],
+def fresh_neighbour(space: SearchSpace, design: Mapping[str, Any], taken: Set[str],
                     rng: random.Random, tries: int = 24,
                     weights: Mapping[str, float] | None = None) -> dict[str, Any] | None:
     """A neighbour of ``design`` (:func:`neighbour`, one change, sometimes two) whose key is not in

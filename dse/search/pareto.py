@@ -45,6 +45,33 @@ def pareto_mask(loss: np.ndarray) -> np.ndarray:
     return mask
 
 
+class GrowingFront:
+    """The non-dominated rows of a loss matrix (minimisation) that grows one row at a time: what
+    :func:`pareto_mask` of every row so far gives (equal rows all kept), in O(front) per row
+    rather than a pass over every row per question (a long study asks after every trial)."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        """Indices of the front's rows, in the order they were added (ascending when rows are
+        added with increasing indices)."""
+        self._points = np.zeros((0, 0))
+
+    def add(self, index: int, loss: np.ndarray) -> bool:
+        """Add row ``index`` with losses ``loss``; True when it is on the front (the rows it
+        dominates leave it)."""
+        loss = np.asarray(loss, dtype=float)
+        if not self.rows:
+            self.rows, self._points = [index], loss[None, :].copy()
+            return True
+        points = self._points
+        if np.any(np.all(points <= loss, axis=1) & np.any(points < loss, axis=1)):
+            return False
+        keep = ~(np.all(loss <= points, axis=1) & np.any(loss < points, axis=1))
+        self.rows = [r for r, k in zip(self.rows, keep.tolist(), strict=True) if k] + [index]
+        self._points = np.vstack([points[keep], loss[None, :]])
+        return True
+
+
 def non_dominated(loss: np.ndarray) -> list[int]:
     """Indices of the non-dominated rows of ``loss`` (minimisation), in lexicographic order of
     their rows (equal rows in index order)."""

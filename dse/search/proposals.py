@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Set
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from dse.search.dedup import (
     shared_index,
 )
 from dse.search.encoding import encode_design
-from dse.search.pareto import is_feasible, pareto_mask
+from dse.search.pareto import GrowingFront, is_feasible
 from dse.search.space import Parameter, SearchSpace
 
 START_PER_CHOICE = 2
@@ -72,12 +73,31 @@ class Proposer:
         self._perms: dict[str, list[int]] = {}
         self._started = 0
         self._extreme = 0
+        self._ranked = {name: _values(p) for name, p in space.parameters.items()
+                        if p.type not in ("categorical", "float")}
+        """The parameters :meth:`_importance` ranks, with their values."""
+        self._reset()
+
+    def _reset(self) -> None:
+        """Forget the study read so far. What is kept per feasible row is kept as rows arrive
+        (the front, the best rows, the value indices), so that a proposal costs the same at
+        trial 5,000 as at trial 500 and chooses as a pass over every row would."""
         self._read = 0
         """Completed trials read (a cursor into the index's ``completed_trials``)."""
         self._rows: list[tuple[np.ndarray, dict[str, Any]]] = []
         """(losses, design) of each feasible completed trial."""
         self._tried: dict[tuple[str, Any], int] = {}
-        self._loss_cache: np.ndarray | None = None
+        self._loss_buf = np.zeros((0, 0))
+        """The rows' losses (the first ``len(self._rows)`` rows; grown by doubling)."""
+        self._front = GrowingFront()
+        self._best_rows: list[int] = []
+        """Per objective: the row :meth:`_best` returns."""
+        self._choice_best: dict[tuple[str, Any], list[int]] = {}
+        """Per (categorical parameter, choice): the first row of the least loss of each objective
+        among the rows with that choice."""
+        self._value_index: dict[str, list[int]] = {name: [] for name in self._ranked}
+        """Per ranked parameter: each row's index of its value (-1: absent)."""
+        self._importance_cache: dict[int, tuple[int, dict[str, int]]] = {}
 
     # --- reading the study -----------------------------------------------------------------
 
@@ -85,8 +105,8 @@ class Proposer:
         """Read the trials completed since the last call (through the study's shared index)."""
         index = shared_index(study, self.space)
         if index is not self.index:  # a new study object: read it from the start
-            self.index, self._read, self._rows, self._tried = index, 0, [], {}
-            self._loss_cache = None
+            self.index = index
+            self._reset()
         self.index.refresh_study(study)
         signs = np.array([-1.0 if d == optuna.study.StudyDirection.MAXIMIZE else 1.0
                           for d in study.directions])
@@ -101,7 +121,37 @@ class Proposer:
                     key = (p.name, design[p.name])
                     self._tried[key] = self._tried.get(key, 0) + 1
             if t.values is not None and is_feasible(t):
-                self._rows.append((np.asarray(t.values, dtype=float) * signs, design))
+                self._add_row(np.asarray(t.values, dtype=float) * signs, design)
+
+    def _add_row(self, loss: np.ndarray, design: dict[str, Any]) -> None:
+        """Add a feasible row and bring what is kept per row up to date."""
+        i = len(self._rows)
+        self._rows.append((loss, design))
+        if i == len(self._loss_buf):
+            grown = np.zeros((max(64, 2 * i), len(loss)))
+            if i:
+                grown[:i] = self._loss_buf[:i]
+            self._loss_buf = grown
+        self._loss_buf[i] = loss
+        self._front.add(i, loss)
+        # _best's order: the objective, then the others from the second on (np.lexsort's keys
+        # there), then the row; a later row replaces the best only when strictly before it.
+        for j in range(len(loss)):
+            if i == 0:
+                self._best_rows.append(0)
+                continue
+            best = self._loss_buf[self._best_rows[j]]
+            if (loss[j], *loss[1:]) < (best[j], *best[1:]):
+                self._best_rows[j] = i
+        for p in self.categorical:
+            if p.name in design and design[p.name] in p.choices:
+                kept = self._choice_best.setdefault((p.name, design[p.name]), [i] * len(loss))
+                for j, r in enumerate(kept):
+                    if loss[j] < self._loss_buf[r, j]:
+                        kept[j] = i
+        for name, values in self._ranked.items():
+            self._value_index[name].append(values.index(design[name]) if design.get(name) in values
+                                           else -1)
 
     # --- proposing -------------------------------------------------------------------------
 
@@ -136,7 +186,7 @@ class Proposer:
             return None
         return kind, encode_design(self.space, fresh)
 
-    def _extreme_move(self, taken: set[str]) -> dict[str, Any] | None:
+    def _extreme_move(self, taken: Set[str]) -> dict[str, Any] | None:
         """An unevaluated design one parameter away from an objective's best design or from its
         best design with one choice of a categorical parameter (objectives in turn, these parents
         in turn), moving the parameters that go most with the objective first
@@ -170,33 +220,33 @@ class Proposer:
     def _importance(self, objective: int) -> dict[str, int]:
         """Parameters ranked by how strongly they go with ``objective`` over the feasible
         designs (absolute rank correlation of the value index, largest first)."""
+        cached = self._importance_cache.get(objective)
+        if cached is not None and cached[0] == len(self._rows):
+            return cached[1]
         loss = self._losses()[:, objective]
         if len(loss) < 3:
             return {}
         target = np.argsort(np.argsort(loss))
         scores: dict[str, float] = {}
-        for name, p in self.space.parameters.items():
-            if p.type == "categorical" or p.type == "float":
-                continue
-            values = _values(p)
-            x = np.array([values.index(d[name]) if d.get(name) in values else -1
-                          for _, d in self._rows], dtype=float)
+        for name in self._ranked:
+            x = np.array(self._value_index[name], dtype=float)
             if np.ptp(x) == 0:
                 continue
             scores[name] = abs(float(np.corrcoef(np.argsort(np.argsort(x)), target)[0, 1]))
         ordered = sorted(scores, key=lambda n: -scores[n])
-        return {n: i for i, n in enumerate(ordered)}
+        rank = {n: i for i, n in enumerate(ordered)}
+        self._importance_cache[objective] = (len(self._rows), rank)
+        return rank
 
     def _extreme_parents(self, objective: int) -> list[dict[str, Any]]:
         """Where extreme moves of ``objective`` start: its best design, then its best design with
         each choice of each categorical parameter (distinct designs)."""
-        loss = self._losses()
         out = {design_key(self._best(objective)): self._best(objective)}
         for p in self.categorical:
             for choice in p.choices:
-                rows = [i for i, (_, d) in enumerate(self._rows) if d.get(p.name) == choice]
-                if rows:
-                    d = self._rows[rows[int(np.argmin(loss[rows, objective]))]][1]
+                best = self._choice_best.get((p.name, choice))
+                if best is not None:
+                    d = self._rows[best[objective]][1]
                     out.setdefault(design_key(d), d)
         return list(out.values())
 
@@ -229,23 +279,19 @@ class Proposer:
         return out
 
     def _losses(self) -> np.ndarray:
-        if self._loss_cache is None or len(self._loss_cache) != len(self._rows):
-            self._loss_cache = np.array([row[0] for row in self._rows])
-        return self._loss_cache
+        """The rows' losses (a view: not to be changed)."""
+        return self._loss_buf[:len(self._rows)]
 
     def _best(self, objective: int) -> dict[str, Any]:
-        loss = self._losses()
-        # The best value of the objective, ties broken by the others (a front member).
-        order = np.lexsort([*loss.T[::-1][:-1], loss[:, objective]] if loss.shape[1] > 1
-                           else [loss[:, 0]])
-        return self._rows[int(order[0])][1]
+        """The best design of ``objective``, ties broken by the others (a front member)."""
+        return self._rows[self._best_rows[objective]][1]
 
     def _front_member(self) -> dict[str, Any] | None:
         """A front design, drawn by its crowding distance (the gap it sits in, objectives scaled
         to the front's range; the ends count as the widest gap): moves fill the front's gaps,
         where the hypervolume is lost."""
         loss = self._losses()
-        front = np.flatnonzero(pareto_mask(loss))
+        front = np.array(self._front.rows, dtype=int)
         if not len(front):
             return None
         points = loss[front]
@@ -268,7 +314,7 @@ class Proposer:
         """How likely a local move changes each parameter: more for those the front varies
         (0.5 + the square root of the number of extra values a parameter takes on the front), so
         moves go along the front rather than across parameters every front design agrees on."""
-        front = np.flatnonzero(pareto_mask(self._losses()))
+        front = self._front.rows
         out: dict[str, float] = {}
         for name in self.space.parameters:
             values = {repr(self._rows[int(i)][1].get(name)) for i in front}
@@ -280,13 +326,12 @@ class Proposer:
         categorical parameter; without one, a front design switched to that choice."""
         p = self.rng.choice(self.categorical)
         choice = min(p.choices, key=lambda c: (self._tried.get((p.name, c), 0), self.rng.random()))
-        rows = [i for i, (_, d) in enumerate(self._rows) if d.get(p.name) == choice]
-        if not rows:
+        best = self._choice_best.get((p.name, choice))
+        if best is None:
             member = self._front_member()
             return None if member is None else {**member, p.name: choice}
-        loss = self._losses()[rows]
-        j = self.rng.randrange(loss.shape[1])
-        return self._rows[rows[int(np.argmin(loss[:, j]))]][1]
+        j = self.rng.randrange(len(best))
+        return self._rows[best[j]][1]
 
 
 def _changed(a: dict[str, Any], b: dict[str, Any]) -> str:

@@ -103,7 +103,29 @@ class AutoSampler(BaseSampler):
 class HandoverNSGAIISampler(NSGAIISampler):
     """NSGA-II whose generation 0 is every trial completed before it took over: its first
     generation breeds from the best of them (elite selection by Pareto rank, crowding and
-    constraints) instead of starting from a random population."""
+    constraints) instead of starting from a random population.
+
+    It also reads the study incrementally where Optuna's NSGA-II reads every trial on every trial
+    (O(trials) per trial, the larger part of a long study's sampler cost): its relative search
+    space (Optuna's intersection of the completed trials' distributions) and its generation
+    bookkeeping (the latest generation and its members) are brought up to date from the trials
+    created or changed since the last trial (:func:`dse.search._optuna.trials_since`), with the
+    same results as Optuna's."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._space_study: int | None = None
+        self._space: dict[str, BaseDistribution] | None = None
+        self._space_from = -1
+        """Optuna's cached trial number of the intersection: trials from it on are read."""
+        self._gen_study: int | None = None
+        self._gen_latest = 0
+        self._gen_members: list[FrozenTrial] = []
+        """Completed trials of generation ``_gen_latest``, in the order they were read."""
+        self._gen_open: list[int] = []
+        """Trials that were unfinished when last read (read again next time)."""
+        self._gen_next = 0
+        """Every trial numbered below this has been read."""
 
     @classmethod
     def _get_generation_key(cls) -> str:
@@ -116,6 +138,44 @@ class HandoverNSGAIISampler(NSGAIISampler):
 
     _handed_over = False
     """Set once a completed trial carries a generation (NSGA-II has taken over for good)."""
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        """NSGA-II's relative search space (the intersection of the completed trials'
+        distributions, single-valued ones left to independent sampling), reading only the trials
+        from the intersection's cached trial number on."""
+        sid = _optuna.study_id_of(study)
+        if sid != self._space_study:
+            self._space_study, self._space, self._space_from = sid, None, -1
+        trials = _optuna.trials_since(study, max(self._space_from, 0))
+        self._space, self._space_from = _optuna.intersection_step(trials, self._space,
+                                                                  self._space_from)
+        return {name: d for name, d in sorted((self._space or {}).items()) if not d.single()}
+
+    def _sync_generations(self, study: Study) -> None:
+        """Read the trials created since the last call and those unfinished then: the completed
+        ones with a generation update the latest generation and its members (what Optuna's
+        NSGA-II keeps, from a read of every trial)."""
+        sid = _optuna.study_id_of(study)
+        if sid != self._gen_study:
+            self._gen_study, self._gen_latest, self._gen_members = sid, 0, []
+            self._gen_open, self._gen_next = [], 0
+        key = self._get_generation_key()
+        still_open = []
+        for t in _optuna.trials_since(study, self._gen_next, self._gen_open):
+            self._gen_next = max(self._gen_next, t.number + 1)
+            if t.state == TrialState.COMPLETE:
+                generation = t.system_attrs.get(key)
+                if generation is None:
+                    continue
+                if generation > self._gen_latest:
+                    self._gen_latest, self._gen_members = generation, [t]
+                elif generation == self._gen_latest:
+                    self._gen_members.append(t)
+            elif not t.state.is_finished():
+                still_open.append(t.number)
+        self._gen_open = still_open
 
     def get_parent_population(self, study: Study, generation: int) -> list[FrozenTrial]:
         """NSGA-II's parents of ``generation``, kept once read: Optuna stores them in the study
@@ -135,19 +195,28 @@ class HandoverNSGAIISampler(NSGAIISampler):
                 return list(trials)
             earlier = [t for t in trials if key not in t.system_attrs]
             return earlier + super().get_population(study, 0)
-        return super().get_population(study, generation)
+        self._sync_generations(study)
+        if generation == self._gen_latest:
+            return list(self._gen_members)
+        return super().get_population(study, generation)  # an older generation: rarely asked
 
     def get_trial_generation(self, study: Study, trial: FrozenTrial) -> int:
         key = self._get_generation_key()
         if key in trial.system_attrs:
             return int(trial.system_attrs[key])
+        storage = _optuna.study_storage(study)
         if not self._handed_over:
             trials = _optuna.completed_trials_cached(study)
             self._handed_over = any(key in t.system_attrs for t in reversed(trials))
             if trials and not self._handed_over:
-                _optuna.study_storage(study).set_trial_system_attr(_optuna.trial_id_of(trial), key, 1)
+                storage.set_trial_system_attr(_optuna.trial_id_of(trial), key, 1)
                 return 1
-        return super().get_trial_generation(study, trial)
+        # Optuna's rule: the latest generation, or the next once it has a full population.
+        self._sync_generations(study)
+        assert self.population_size is not None
+        generation = self._gen_latest + (len(self._gen_members) >= self.population_size)
+        storage.set_trial_system_attr(_optuna.trial_id_of(trial), key, generation)
+        return generation
 
 
 def worker_seed(seed: int | None, worker: str) -> int | None:
