@@ -9,8 +9,7 @@ import heapq
 import itertools
 import math
 import operator
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from dse.model.estimators import Traffic, host_traffic
@@ -54,13 +53,25 @@ def lpt_assign(
     return out
 
 
+Run = tuple[float, float, float, int]
+"""Equal items for :func:`balanced_assign`'s core: (HBM bytes, all-to-all bytes, size in bytes,
+how many). The pieces of a split come as one run: placed a run at a time, they cost the
+partitioner per run what it would pay per piece."""
+
+
+def _normalisers(mem: Iterable[float], comm: Iterable[float], load_mem: Sequence[float],
+                 load_comm: Sequence[float]) -> tuple[float, float]:
+    """For :func:`balanced_assign`: 1 / all HBM bytes and 1 / all all-to-all bytes, of the items
+    (``mem``, ``comm``: one value a piece, in order) and of the devices' loads."""
+    return 1.0 / ((sum(mem) + sum(load_mem)) or 1.0), 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
+
+
 def _ranked(mem: Sequence[float], comm: Sequence[float], load_mem: Sequence[float],
             load_comm: Sequence[float]) -> tuple[float, float, list[float], list[int]]:
-    """For :func:`balanced_assign`: the normalisers (1 / all HBM bytes, 1 / all all-to-all bytes),
-    each item's key (its larger normalised load) and the items by key, largest first (the sort is
-    stable: ties keep their order)."""
-    inv_m = 1.0 / ((sum(mem) + sum(load_mem)) or 1.0)
-    inv_c = 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
+    """For :func:`_place_group`: the normalisers (see :func:`_normalisers`), each item's key (its
+    larger normalised load) and the items by key, largest first (the sort is stable: ties keep
+    their order)."""
+    inv_m, inv_c = _normalisers(mem, comm, load_mem, load_comm)
     keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c in zip(mem, comm, strict=True)]
     return inv_m, inv_c, keys, sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
 
@@ -77,15 +88,59 @@ def balanced_assign(
     normalised load (HBM bytes / all HBM bytes, all-to-all bytes / all such bytes) is smallest and
     that has room. Updates ``load_mem`` and ``load_comm`` (non-negative); returns each item's device
     or ``None``."""
-    inv_m, inv_c, _, order = _ranked(mem, comm, load_mem, load_comm)
-    free = list(capacities)
-    n = len(free)
-    out: list[int | None] = [None] * len(mem)
-    # A device without load has key 0.0, below every loaded device's: a heap of (key, device) would
-    # yield the idle ones first, in index order. So while the next idle device has room and the last
-    # placement left a key above 0.0, that device is the choice, and the heap is built only if items
-    # are left then (usually none are: fewer items than idle devices).
+    runs = list(zip(mem, comm, sizes, [1] * len(mem), strict=True))
+    return [on[0] if on else None for on in balanced_runs(runs, list(capacities), load_mem, load_comm)]
+
+
+def balanced_runs(runs: Sequence[Run], free: list[float], load_mem: list[float],
+                  load_comm: list[float]) -> list[list[int]]:
+    """:func:`balanced_assign` of ``runs`` (each a count of equal items, see :data:`Run`), the items
+    of a run one after another: each run's devices, one an item placed (those no device had room
+    for are the last of their run: once one has no room, nor has an equal one after it).
+    ``free`` (room on each device) is used up."""
+    each = itertools.chain.from_iterable
+    inv_m, inv_c = _normalisers(each(itertools.repeat(m, n) for m, _, _, n in runs),
+                                each(itertools.repeat(c, n) for _, c, _, n in runs), load_mem, load_comm)
+    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c, _, _ in runs]
+    total = sum(keys)
+    if total != total and len(keys) < sum(n for *_, n in runs):
+        # A nan key (only from a nan or infinite load) orders nothing: items one at a time.
+        single = [(m, c, s, 1) for m, c, s, n in runs for _ in range(n)]
+        flat = iter(balanced_runs(single, free, load_mem, load_comm))
+        return [[d for on in itertools.islice(flat, n) for d in on] for *_, n in runs]
+    # Equal items have equal keys, and the sort is stable: a run's items stay together, in order.
+    order = sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
+    out: list[list[int]] = [[] for _ in runs]
     started_idle = not (any(load_mem) or any(load_comm))
+    pos, placed = _fill_idle(runs, keys, order, out, free, load_mem, load_comm, inv_m, inv_c, started_idle)
+    if pos == len(order):
+        return out
+    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
+    # each pop yields does not depend on the heap's internal order, and replacing the top in place
+    # picks the same devices as a pop followed by a push, with one sift instead of two.
+    n = len(free)
+    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
+            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
+    if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
+        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
+    heapq.heapify(heap)
+    for r in order[pos:]:
+        _from_heap(heap, runs[r], out[r], free, load_mem, load_comm, inv_m, inv_c)
+    return out
+
+
+def _fill_idle(runs: Sequence[Run], keys: list[float], order: list[int], out: list[list[int]],
+               free: list[float], load_mem: list[float], load_comm: list[float], inv_m: float,
+               inv_c: float, started_idle: bool) -> tuple[int, int]:
+    """For :func:`balanced_runs`: the first items, on devices without load.
+
+    A device without load has key 0.0, below every loaded device's: a heap of (key, device) would
+    yield the idle ones first, in index order. So while the next idle device has room and the last
+    placement left a key above 0.0, that device is the choice (the heap is built only if items are
+    left then: usually none are, fewer items than idle devices). On an idle device (loads 0.0 or
+    -0.0) an item leaves its own key, up to a zero's sign. Returns the position in ``order`` of the
+    run the heap goes on with (its placed items in ``out``) and how many items were placed."""
+    n = len(free)
     idle: Sequence[int] = range(n)
     if not started_idle:
         idle = ()
@@ -94,53 +149,49 @@ def balanced_assign(
             # The loads are non-negative (else the guard above fails), so a zero sum means no load.
             idle = list(itertools.compress(range(n), map(operator.not_, map(operator.add, load_mem,
                                                                             load_comm))))
-    placed, n_idle = 0, len(idle)
-    last = 1.0  # the key the last placement left
-    for i in order:
-        if placed == n_idle or not last > 0.0 or sizes[i] > free[idle[placed]]:
-            break
-        d = out[i] = idle[placed]
-        free[d] -= sizes[i]
-        lm = load_mem[d] = load_mem[d] + mem[i]
-        lc = load_comm[d] = load_comm[d] + comm[i]
-        lm *= inv_m
-        lc *= inv_c
-        last = lm if lm > lc else lc
-        placed += 1
-    if placed == len(order):
-        return out
-    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
-    # each pop yields does not depend on the heap's internal order, and replacing the top in place
-    # picks the same devices as a pop followed by a push, with one sift instead of two.
-    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
-            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
-    if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
-        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
-    heapq.heapify(heap)
-    for i in order[placed:]:
-        size = sizes[i]
+    placed, last = 0, 1.0  # the key the last placement left
+    for pos, r in enumerate(order):
+        if not last > 0.0:
+            return pos, placed
+        m, c, size, count = runs[r]
+        last = keys[r]
+        got = out[r]
+        for d in idle[placed:placed + (count if last > 0.0 else 1)]:
+            if size > free[d]:
+                break
+            free[d] -= size
+            load_mem[d] += m
+            load_comm[d] += c
+            got.append(d)
+        placed += len(got)
+        if len(got) < count:
+            return pos, placed
+    return len(order), placed
+
+
+def _from_heap(heap: list[tuple[float, int]], run: Run, got: list[int], free: list[float],
+               load_mem: list[float], load_comm: list[float], inv_m: float, inv_c: float) -> None:
+    """For :func:`balanced_runs`: the items of ``run`` not yet in ``got``, each on the device of
+    least key with room (popped from ``heap``; those passed over go back)."""
+    m, c, size, count = run
+    for _ in range(count - len(got)):
         skipped: list[tuple[float, int]] = []
         while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
             skipped.append(heapq.heappop(heap))
-        if heap:
-            d = out[i] = heap[0][1]
-            free[d] -= size
-            lm = load_mem[d] = load_mem[d] + mem[i]
-            lc = load_comm[d] = load_comm[d] + comm[i]
-            lm *= inv_m
-            lc *= inv_c
-            heapq.heapreplace(heap, (lm if lm > lc else lc, d))
+        if not heap:  # no device has room: nor for the equal items after this one
+            for entry in skipped:
+                heapq.heappush(heap, entry)
+            return
+        d = heap[0][1]
+        got.append(d)
+        free[d] -= size
+        lm = load_mem[d] = load_mem[d] + m
+        lc = load_comm[d] = load_comm[d] + c
+        lm *= inv_m
+        lc *= inv_c
+        heapq.heapreplace(heap, (lm if lm > lc else lc, d))
         for entry in skipped:
             heapq.heappush(heap, entry)
-    return out
-
-
-def _least_loaded_first(loads: list[float]) -> Iterator[int]:
-    """Indices of ``loads`` from the least (the first of equal ones first), sorting them only if the
-    caller asks for more than the first (a group usually fits the least-loaded domain)."""
-    first = loads.index(min(loads))
-    yield first
-    yield from (j for j in sorted(range(len(loads)), key=loads.__getitem__) if j != first)
 
 
 def _keys_apart(loads: list[float], inv: float) -> bool:
@@ -171,41 +222,55 @@ def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: 
     return None if None in placed else [d for d in placed if d is not None]
 
 
-def _fills_idle(mem: list[float], comm: list[float], sizes: list[float], free: list[float],
-                load_mem: list[float], load_comm: list[float], lo: int, hi: int) -> bool:
-    """Whether equal pieces (``mem``, ``comm``, ``sizes``: one value each, repeated) go one a device
-    to the first devices of the idle domain ``lo:hi``, as :func:`_place_group` puts them then: no
-    more pieces than devices, no load on any device of the domain, room for a piece on each device
-    it takes, and (for more than one piece) a key above 0.0 left by each."""
-    k = len(mem)
-    lm, lc = load_mem[lo:hi], load_comm[lo:hi]
-    if k > len(lm) or any(lm) or any(lc):
+def _fills_idle(run: Run, free: list[float], load_mem: list[float], load_comm: list[float], lo: int,
+                hi: int) -> bool:
+    """Whether the equal pieces of ``run`` go one a device to the first devices of the idle domain
+    ``lo:hi``, as :func:`_place_group` puts them then: no more pieces than devices, no load on any
+    device of the domain, room for a piece on each device it takes, and (for more than one piece)
+    a key above 0.0 left by each."""
+    m, c, size, k = run
+    lm = load_mem[lo:hi]
+    if k > len(lm) or any(lm) or any(load_comm[lo:hi]):
         return False
-    size = sizes[0]
     for room in free[lo:lo + k]:
         if size > room:
             return False
     if k == 1:
         return True
-    # The key _ranked gives each piece (every load is zero).
-    inv_m = 1.0 / ((sum(mem) + sum(lm)) or 1.0)
-    inv_c = 1.0 / ((sum(comm) + sum(lc)) or 1.0)
-    m, c = mem[0] * inv_m, comm[0] * inv_c
+    # The key _ranked gives each piece (every load is zero, as those of lm).
+    inv_m, inv_c = _normalisers([m] * k, [c] * k, lm, lm)
+    m *= inv_m
+    c *= inv_c
     return (m if m > c else c) > 0.0
 
 
-def _domain_slices(groups: Iterable[list[int]], per_domain: dict[int, int],
-                   key: Callable[[list[int]], float]) -> Iterator[tuple[list[int], set[int]]]:
-    """The row-wise groups (flat piece indices), heaviest first, each as the slices that go to one
-    scale-up domain apiece, with the set of domains its table's slices took so far (shared by them,
-    so two slices of one table never share a domain). A group whose first piece carries
-    ``per_domain`` (by piece index) is cut in slices of that many pieces; any other group is one
-    slice."""
-    for group in sorted(groups, key=key):
-        used: set[int] = set()
-        step = per_domain.get(group[0]) or len(group)
-        for lo in range(0, len(group), step):
-            yield group[lo:lo + step], used
+Slice = list[tuple[float, float, float, int, int]]
+"""Runs of pieces for :func:`assign_hbm`: each a :data:`Run` and the flat index of its first piece."""
+
+
+def _domain_slices(groups: Iterable[Slice], per_domain: Iterable[int]) -> list[list[Slice]]:
+    """The row-wise groups (each its table's runs), heaviest first, each as the slices that go to
+    one scale-up domain apiece: a group with ``per_domain`` (its table's, in order) is cut in
+    slices of that many pieces; any other group is one slice."""
+    each = itertools.chain.from_iterable
+
+    def heaviest_first(item: tuple[Slice, int]) -> float:
+        return -sum(each(itertools.repeat(m + c, n) for m, c, _, n, _ in item[0]))
+
+    out: list[list[Slice]] = []
+    for group, step in sorted(zip(groups, per_domain, strict=True), key=heaviest_first):
+        slices: list[Slice] = [[]]
+        left = step or sum(n for *_, n, _ in group)
+        for m, c, size, n, first in group:
+            while n:
+                if not left:
+                    slices.append([])
+                    left = step
+                k = n if n < left else left
+                slices[-1].append((m, c, size, k, first))
+                first, n, left = first + k, n - k, left - k
+        out.append(slices)
+    return out
 
 
 def assign_hbm(
@@ -220,99 +285,94 @@ def assign_hbm(
     Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
     table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric; a table
     spread over several domains (``per_domain`` pieces each) puts each slice in its own domain.
-    Pieces are numbered flat (a run of n equal pieces takes n numbers), but every list of them is
-    built a run at a time.
+    Pieces are numbered flat (a run of n equal pieces takes n numbers), but placed a run at a time.
     """
-    groups: defaultdict[int, list[int]] = defaultdict(list)
-    rest: list[int] = []
-    mem: list[float] = []
-    comm: list[float] = []
-    size: list[float] = []
-    per_domain: dict[int, int] = {}  # first piece of a run -> its per_domain, where set
+    groups: dict[int, Slice] = {}
+    per_domain: list[int] = []  # of each group's first run
+    rest: Slice = []
     start = 0
     for c, count in runs:
-        if count == 1:  # most runs are one whole table: appended, without a list each
-            if c.sharding == "row_wise" and c.partial:
-                groups[c.table].append(start)
-                if c.per_domain:
-                    per_domain[start] = c.per_domain
-            else:
-                rest.append(start)
-            mem.append(c.mem)
-            comm.append(c.comm)
-            size.append(c.footprint)
-            start += 1
-            continue
-        end = start + count
+        at = (c.mem, c.comm, c.footprint, count, start)
+        start += count
         if c.sharding == "row_wise" and c.partial:
-            groups[c.table] += range(start, end)
-            if c.per_domain:
-                per_domain[start] = c.per_domain
+            group = groups.get(c.table)
+            if group is None:
+                group = groups[c.table] = []
+                per_domain.append(c.per_domain)
+            group.append(at)
         else:
-            rest += range(start, end)
-        mem += [c.mem] * count
-        comm += [c.comm] * count
-        size += [c.footprint] * count
-        start = end
+            rest.append(at)
     devices = [-1] * start
+    rest += _place_groups(_domain_slices(groups.values(), per_domain), free, load_mem, load_comm, domain,
+                          devices)
+    unplaced: list[int] = []
+    placed = balanced_runs([at[:4] for at in rest], free, load_mem, load_comm)
+    for (_, _, _, n, first), on in zip(rest, placed, strict=True):
+        devices[first:first + len(on)] = on  # (no one reads ``free`` after this last batch)
+        if len(on) < n:
+            unplaced += range(first + len(on), first + n)
+    return devices, _candidates_at(runs, unplaced)
+
+
+def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: list[float],
+                  load_comm: list[float], domain: int, devices: list[int]) -> Slice:
+    """For :func:`assign_hbm`: each slice of a row-wise group (``groups``: each group's slices) in
+    the least-loaded scale-up domain (the first of equal ones) where it fits and that no slice of
+    its group took (``devices`` of its pieces set); returns the slices that fit nowhere."""
     n = len(free)
-    get_mem, get_comm, get_size = mem.__getitem__, comm.__getitem__, size.__getitem__
 
     def domain_load(lo: int) -> float:
         total: float = sum(map(operator.add, load_mem[lo:lo + domain], load_comm[lo:lo + domain]))
         return total
 
-    def heaviest_first(group: list[int]) -> float:
-        total: float = sum(map(operator.add, map(get_mem, group), map(get_comm, group)))
-        return -total
-
-    # A group changes only the loads of the domain it lands in, so only that domain's sum is
-    # taken again (the same sum as before, hence the same order of domains for the next group).
+    # A slice changes only the loads of the domain it lands in, so only that domain's sum is
+    # taken again (the same sum as before, hence the same order of domains for the next slice).
     loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
         else [0.0] * len(range(0, n, domain))
-    for group, used in _domain_slices(groups.values(), per_domain, heaviest_first):
-        g_mem, g_comm = list(map(get_mem, group)), list(map(get_comm, group))
-        g_size = list(map(get_size, group))
-        # Equal pieces (as a split's are): equal keys, so the stable sort keeps their order.
-        uniform = g_mem.count(g_mem[0]) == g_comm.count(g_comm[0]) == g_size.count(g_size[0]) == len(group)
-        for j in _least_loaded_first(loads):
-            if j in used:
-                continue
-            lo = j * domain
-            hi = lo + domain
-            if uniform and _fills_idle(g_mem, g_comm, g_size, free, load_mem, load_comm, lo, hi):
-                # The usual case, found without a search: equal pieces on an idle domain, the
-                # j-th on its j-th device (what _place_group answers then, see there).
-                piece_size, piece_mem, piece_comm = g_size[0], g_mem[0], g_comm[0]
-                for i, d in zip(group, range(lo, lo + len(group)), strict=True):
-                    devices[i] = d
-                    free[d] -= piece_size
-                    load_mem[d] += piece_mem
-                    load_comm[d] += piece_comm
-                used.add(j)
-                loads[j] = domain_load(lo)
-                break
-            got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
-            if got is not None:
-                used.add(j)
-                for i, x in zip(group, got, strict=True):
-                    d = devices[i] = lo + x
-                    free[d] -= size[i]
-                    load_mem[d] += mem[i]
-                    load_comm[d] += comm[i]
-                loads[j] = domain_load(lo)
-                break
-        else:
-            rest.extend(group)
-    last = balanced_assign(list(map(get_mem, rest)), list(map(get_comm, rest)), list(map(get_size, rest)),
-                           free, load_mem, load_comm)
-    unplaced: list[int] = []
-    for i, dev in zip(rest, last, strict=True):
-        if dev is None:
-            unplaced.append(i)
-        else:
-            devices[i] = dev  # (no one reads ``free`` after this last batch)
-    return devices, _candidates_at(runs, unplaced)
+    failed: Slice = []
+    for slices in groups:
+        # The domains by load (a stable sort: ties by index), once a group: its slices change the
+        # loads of the domains they take, which leave the list, and the others keep their order.
+        ranked = sorted(range(len(loads)), key=loads.__getitem__)
+        for runs in slices:
+            for j in ranked:
+                lo = j * domain
+                if _place_slice(runs, free, load_mem, load_comm, lo, lo + domain, devices):
+                    ranked.remove(j)
+                    loads[j] = domain_load(lo)
+                    break
+            else:
+                failed += runs
+    return failed
+
+
+def _place_slice(runs: Slice, free: list[float], load_mem: list[float], load_comm: list[float], lo: int,
+                 hi: int, devices: list[int]) -> bool:
+    """For :func:`_place_groups`: place the pieces of ``runs`` on the domain ``lo:hi`` (with
+    :func:`_place_group`), or say they do not fit there."""
+    m, c, size, k, first = runs[0]
+    if len(runs) == 1 and _fills_idle((m, c, size, k), free, load_mem, load_comm, lo, hi):
+        # The usual case, found without a search: equal pieces (a split's) on an idle domain, the
+        # j-th on its j-th device (what _place_group answers then, see there). Its loads are zero
+        # and the pieces' are not negative, so each device's load becomes the piece's.
+        end = lo + k
+        free[lo:end] = [room - size for room in free[lo:end]]
+        load_mem[lo:end] = [m] * k
+        load_comm[lo:end] = [c] * k
+        devices[first:first + k] = range(lo, end)
+        return True
+    each = itertools.chain.from_iterable
+    g_mem, g_comm, g_size = ([*each(itertools.repeat(at[f], at[3]) for at in runs)] for f in range(3))
+    got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
+    if got is None:
+        return False
+    flat = each(range(first, first + n) for _, _, _, n, first in runs)
+    for i, x, m, c, size in zip(flat, got, g_mem, g_comm, g_size, strict=True):
+        d = devices[i] = lo + x
+        free[d] -= size
+        load_mem[d] += m
+        load_comm[d] += c
+    return True
 
 
 def _candidates_at(runs: Sequence[tuple[Candidate, int]], indices: list[int]) -> list[Candidate]:
