@@ -54,24 +54,17 @@ def lpt_assign(
 
 
 Run = tuple[float, float, float, int]
-"""Equal items for :func:`balanced_assign`'s core: (HBM bytes, all-to-all bytes, size in bytes,
-how many). The pieces of a split come as one run: placed a run at a time, they cost the
-partitioner per run what it would pay per piece."""
-
-
-def _normalisers(mem: Iterable[float], comm: Iterable[float], load_mem: Sequence[float],
-                 load_comm: Sequence[float]) -> tuple[float, float]:
-    """For :func:`balanced_assign`: 1 / all HBM bytes and 1 / all all-to-all bytes, of the items
-    (``mem``, ``comm``: one value a piece, in order) and of the devices' loads."""
-    return 1.0 / ((sum(mem) + sum(load_mem)) or 1.0), 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
+"""Equal pieces: (HBM bytes, all-to-all bytes, size in bytes, how many). The pieces of a split
+come as one run (see :func:`assign_hbm`)."""
 
 
 def _ranked(mem: Sequence[float], comm: Sequence[float], load_mem: Sequence[float],
             load_comm: Sequence[float]) -> tuple[float, float, list[float], list[int]]:
-    """For :func:`_place_group`: the normalisers (see :func:`_normalisers`), each item's key (its
-    larger normalised load) and the items by key, largest first (the sort is stable: ties keep
-    their order)."""
-    inv_m, inv_c = _normalisers(mem, comm, load_mem, load_comm)
+    """For :func:`balanced_assign`: the normalisers (1 / all HBM bytes, 1 / all all-to-all bytes),
+    each item's key (its larger normalised load) and the items by key, largest first (the sort is
+    stable: ties keep their order)."""
+    inv_m = 1.0 / ((sum(mem) + sum(load_mem)) or 1.0)
+    inv_c = 1.0 / ((sum(comm) + sum(load_comm)) or 1.0)
     keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c in zip(mem, comm, strict=True)]
     return inv_m, inv_c, keys, sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
 
@@ -88,59 +81,15 @@ def balanced_assign(
     normalised load (HBM bytes / all HBM bytes, all-to-all bytes / all such bytes) is smallest and
     that has room. Updates ``load_mem`` and ``load_comm`` (non-negative); returns each item's device
     or ``None``."""
-    runs = list(zip(mem, comm, sizes, [1] * len(mem), strict=True))
-    return [on[0] if on else None for on in balanced_runs(runs, list(capacities), load_mem, load_comm)]
-
-
-def balanced_runs(runs: Sequence[Run], free: list[float], load_mem: list[float],
-                  load_comm: list[float]) -> list[list[int]]:
-    """:func:`balanced_assign` of ``runs`` (each a count of equal items, see :data:`Run`), the items
-    of a run one after another: each run's devices, one an item placed (those no device had room
-    for are the last of their run: once one has no room, nor has an equal one after it).
-    ``free`` (room on each device) is used up."""
-    each = itertools.chain.from_iterable
-    inv_m, inv_c = _normalisers(each(itertools.repeat(m, n) for m, _, _, n in runs),
-                                each(itertools.repeat(c, n) for _, c, _, n in runs), load_mem, load_comm)
-    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c, _, _ in runs]
-    total = sum(keys)
-    if total != total and len(keys) < sum(n for *_, n in runs):
-        # A nan key (only from a nan or infinite load) orders nothing: items one at a time.
-        single = [(m, c, s, 1) for m, c, s, n in runs for _ in range(n)]
-        flat = iter(balanced_runs(single, free, load_mem, load_comm))
-        return [[d for on in itertools.islice(flat, n) for d in on] for *_, n in runs]
-    # Equal items have equal keys, and the sort is stable: a run's items stay together, in order.
-    order = sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
-    out: list[list[int]] = [[] for _ in runs]
+    inv_m, inv_c, _, order = _ranked(mem, comm, load_mem, load_comm)
+    free = list(capacities)
+    n = len(free)
+    out: list[int | None] = [None] * len(mem)
+    # A device without load has key 0.0, below every loaded device's: a heap of (key, device) would
+    # yield the idle ones first, in index order. So while the next idle device has room and the last
+    # placement left a key above 0.0, that device is the choice, and the heap is built only if items
+    # are left then (usually none are: fewer items than idle devices).
     started_idle = not (any(load_mem) or any(load_comm))
-    pos, placed = _fill_idle(runs, keys, order, out, free, load_mem, load_comm, inv_m, inv_c, started_idle)
-    if pos == len(order):
-        return out
-    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
-    # each pop yields does not depend on the heap's internal order, and replacing the top in place
-    # picks the same devices as a pop followed by a push, with one sift instead of two.
-    n = len(free)
-    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
-            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
-    if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
-        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
-    heapq.heapify(heap)
-    for r in order[pos:]:
-        _from_heap(heap, runs[r], out[r], free, load_mem, load_comm, inv_m, inv_c)
-    return out
-
-
-def _fill_idle(runs: Sequence[Run], keys: list[float], order: list[int], out: list[list[int]],
-               free: list[float], load_mem: list[float], load_comm: list[float], inv_m: float,
-               inv_c: float, started_idle: bool) -> tuple[int, int]:
-    """For :func:`balanced_runs`: the first items, on devices without load.
-
-    A device without load has key 0.0, below every loaded device's: a heap of (key, device) would
-    yield the idle ones first, in index order. So while the next idle device has room and the last
-    placement left a key above 0.0, that device is the choice (the heap is built only if items are
-    left then: usually none are, fewer items than idle devices). On an idle device (loads 0.0 or
-    -0.0) an item leaves its own key, up to a zero's sign. Returns the position in ``order`` of the
-    run the heap goes on with (its placed items in ``out``) and how many items were placed."""
-    n = len(free)
     idle: Sequence[int] = range(n)
     if not started_idle:
         idle = ()
@@ -149,49 +98,45 @@ def _fill_idle(runs: Sequence[Run], keys: list[float], order: list[int], out: li
             # The loads are non-negative (else the guard above fails), so a zero sum means no load.
             idle = list(itertools.compress(range(n), map(operator.not_, map(operator.add, load_mem,
                                                                             load_comm))))
-    placed, last = 0, 1.0  # the key the last placement left
-    for pos, r in enumerate(order):
-        if not last > 0.0:
-            return pos, placed
-        m, c, size, count = runs[r]
-        last = keys[r]
-        got = out[r]
-        for d in idle[placed:placed + (count if last > 0.0 else 1)]:
-            if size > free[d]:
-                break
-            free[d] -= size
-            load_mem[d] += m
-            load_comm[d] += c
-            got.append(d)
-        placed += len(got)
-        if len(got) < count:
-            return pos, placed
-    return len(order), placed
-
-
-def _from_heap(heap: list[tuple[float, int]], run: Run, got: list[int], free: list[float],
-               load_mem: list[float], load_comm: list[float], inv_m: float, inv_c: float) -> None:
-    """For :func:`balanced_runs`: the items of ``run`` not yet in ``got``, each on the device of
-    least key with room (popped from ``heap``; those passed over go back)."""
-    m, c, size, count = run
-    for _ in range(count - len(got)):
+    placed, n_idle = 0, len(idle)
+    last = 1.0  # the key the last placement left
+    for i in order:
+        if placed == n_idle or not last > 0.0 or sizes[i] > free[idle[placed]]:
+            break
+        d = out[i] = idle[placed]
+        free[d] -= sizes[i]
+        lm = load_mem[d] = load_mem[d] + mem[i]
+        lc = load_comm[d] = load_comm[d] + comm[i]
+        lm *= inv_m
+        lc *= inv_c
+        last = lm if lm > lc else lc
+        placed += 1
+    if placed == len(order):
+        return out
+    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
+    # each pop yields does not depend on the heap's internal order, and replacing the top in place
+    # picks the same devices as a pop followed by a push, with one sift instead of two.
+    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
+            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
+    if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
+        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
+    heapq.heapify(heap)
+    for i in order[placed:]:
+        size = sizes[i]
         skipped: list[tuple[float, int]] = []
         while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
             skipped.append(heapq.heappop(heap))
-        if not heap:  # no device has room: nor for the equal items after this one
-            for entry in skipped:
-                heapq.heappush(heap, entry)
-            return
-        d = heap[0][1]
-        got.append(d)
-        free[d] -= size
-        lm = load_mem[d] = load_mem[d] + m
-        lc = load_comm[d] = load_comm[d] + c
-        lm *= inv_m
-        lc *= inv_c
-        heapq.heapreplace(heap, (lm if lm > lc else lc, d))
+        if heap:
+            d = out[i] = heap[0][1]
+            free[d] -= size
+            lm = load_mem[d] = load_mem[d] + mem[i]
+            lc = load_comm[d] = load_comm[d] + comm[i]
+            lm *= inv_m
+            lc *= inv_c
+            heapq.heapreplace(heap, (lm if lm > lc else lc, d))
         for entry in skipped:
             heapq.heappush(heap, entry)
+    return out
 
 
 def _keys_apart(loads: list[float], inv: float) -> bool:
@@ -238,7 +183,8 @@ def _fills_idle(run: Run, free: list[float], load_mem: list[float], load_comm: l
     if k == 1:
         return True
     # The key _ranked gives each piece (every load is zero, as those of lm).
-    inv_m, inv_c = _normalisers([m] * k, [c] * k, lm, lm)
+    inv_m = 1.0 / ((sum([m] * k) + sum(lm)) or 1.0)
+    inv_c = 1.0 / ((sum([c] * k) + sum(lm)) or 1.0)
     m *= inv_m
     c *= inv_c
     return (m if m > c else c) > 0.0
@@ -289,28 +235,43 @@ def assign_hbm(
     """
     groups: dict[int, Slice] = {}
     per_domain: list[int] = []  # of each group's first run
-    rest: Slice = []
+    flat: list[int] = []  # the other pieces, one a piece, with their loads and sizes
+    mem: list[float] = []
+    comm: list[float] = []
+    size: list[float] = []
     start = 0
     for c, count in runs:
-        at = (c.mem, c.comm, c.footprint, count, start)
-        start += count
         if c.sharding == "row_wise" and c.partial:
             group = groups.get(c.table)
             if group is None:
                 group = groups[c.table] = []
                 per_domain.append(c.per_domain)
-            group.append(at)
+            group.append((c.mem, c.comm, c.footprint, count, start))
+        elif count == 1:  # most runs are one whole table: appended, without a list each
+            flat.append(start)
+            mem.append(c.mem)
+            comm.append(c.comm)
+            size.append(c.footprint)
         else:
-            rest.append(at)
+            flat += range(start, start + count)
+            mem += [c.mem] * count
+            comm += [c.comm] * count
+            size += [c.footprint] * count
+        start += count
     devices = [-1] * start
-    rest += _place_groups(_domain_slices(groups.values(), per_domain), free, load_mem, load_comm, domain,
-                          devices)
+    if groups:
+        for m, c_, s, n, first in _place_groups(_domain_slices(groups.values(), per_domain), free, load_mem,
+                                                load_comm, domain, devices):
+            flat += range(first, first + n)
+            mem += [m] * n
+            comm += [c_] * n
+            size += [s] * n
     unplaced: list[int] = []
-    placed = balanced_runs([at[:4] for at in rest], free, load_mem, load_comm)
-    for (_, _, _, n, first), on in zip(rest, placed, strict=True):
-        devices[first:first + len(on)] = on  # (no one reads ``free`` after this last batch)
-        if len(on) < n:
-            unplaced += range(first + len(on), first + n)
+    for i, dev in zip(flat, balanced_assign(mem, comm, size, free, load_mem, load_comm), strict=True):
+        if dev is None:
+            unplaced.append(i)
+        else:
+            devices[i] = dev  # (no one reads ``free`` after this last batch)
     return devices, _candidates_at(runs, unplaced)
 
 
