@@ -167,24 +167,13 @@ def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: 
     return None if None in placed else [d for d in placed if d is not None]
 
 
-def _fills_idle(run: Run, free: list[float], load_mem: list[float], load_comm: list[float], lo: int,
-                hi: int) -> bool:
-    """Whether the equal pieces of ``run`` go one a device to the first devices of the idle domain
-    ``lo:hi``, as :func:`_place_group` puts them then: no more pieces than devices, no load on any
-    device of the domain, room for a piece on each device it takes, and (for more than one piece)
-    a key above 0.0 left by each."""
-    m, c, size, k = run
-    lm = load_mem[lo:hi]
-    if k > len(lm) or any(lm) or any(load_comm[lo:hi]):
-        return False
-    for room in free[lo:lo + k]:
-        if size > room:
-            return False
+def _keys_above_zero(m: float, c: float, k: int) -> bool:
+    """Whether ``k`` equal pieces of ``m`` HBM bytes and ``c`` all-to-all bytes on devices without
+    load each leave a key above 0.0 there (as :func:`_ranked` gives them; one piece needs none)."""
     if k == 1:
         return True
-    # The key _ranked gives each piece (every load is zero, as those of lm).
-    inv_m = 1.0 / ((sum([m] * k) + sum(lm)) or 1.0)
-    inv_c = 1.0 / ((sum([c] * k) + sum(lm)) or 1.0)
+    inv_m = 1.0 / (sum([m] * k) or 1.0)  # (the loads, all zero, add nothing)
+    inv_c = 1.0 / (sum([c] * k) or 1.0)
     m *= inv_m
     c *= inv_c
     return (m if m > c else c) > 0.0
@@ -295,10 +284,21 @@ def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: li
         # The domains by load (a stable sort: ties by index), once a group: its slices change the
         # loads of the domains they take, which leave the list, and the others keep their order.
         ranked = sorted(range(len(loads)), key=loads.__getitem__)
+        keys_above_zero: dict[tuple[float, float, int], bool] = {}  # (the slices of a run share them)
         for runs in slices:
+            m, c, _, k, _ = runs[0]
+            if len(runs) > 1:
+                uniform = False
+            elif (m, c, k) in keys_above_zero:
+                uniform = keys_above_zero[m, c, k]
+            else:
+                uniform = keys_above_zero[m, c, k] = _keys_above_zero(m, c, k)
             for j in ranked:
                 lo = j * domain
-                if _place_slice(runs, free, load_mem, load_comm, lo, lo + domain, devices):
+                # An idle domain (its sum is 0.0 just when every load in it is, none being negative)
+                # takes a uniform slice's pieces one a device, from its first (see _place_slice).
+                if _place_slice(runs, uniform and not loads[j], free, load_mem, load_comm, lo, lo + domain,
+                                devices):
                     ranked.remove(j)
                     loads[j] = domain_load(lo)
                     break
@@ -307,16 +307,20 @@ def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: li
     return failed
 
 
-def _place_slice(runs: Slice, free: list[float], load_mem: list[float], load_comm: list[float], lo: int,
-                 hi: int, devices: list[int]) -> bool:
+def _place_slice(runs: Slice, idle_uniform: bool, free: list[float], load_mem: list[float],
+                 load_comm: list[float],
+                 lo: int, hi: int, devices: list[int]) -> bool:
     """For :func:`_place_groups`: place the pieces of ``runs`` on the domain ``lo:hi`` (with
-    :func:`_place_group`), or say they do not fit there."""
+    :func:`_place_group`), or say they do not fit there. ``idle_uniform``: the domain has no load
+    and ``runs`` is one run, whose pieces leave keys above 0.0 there (:func:`_keys_above_zero`)."""
     m, c, size, k, first = runs[0]
-    if len(runs) == 1 and _fills_idle((m, c, size, k), free, load_mem, load_comm, lo, hi):
+    end = lo + k
+    if idle_uniform and end <= min(hi, len(free)) and \
+            not any(map(operator.gt, itertools.repeat(size, k), free[lo:end])):
         # The usual case, found without a search: equal pieces (a split's) on an idle domain, the
-        # j-th on its j-th device (what _place_group answers then, see there). Its loads are zero
-        # and the pieces' are not negative, so each device's load becomes the piece's.
-        end = lo + k
+        # j-th on its j-th device while each has room (what _place_group answers then, see
+        # there). Its loads are zero and the pieces' are not negative, so each device's load
+        # becomes the piece's.
         free[lo:end] = [room - size for room in free[lo:end]]
         load_mem[lo:end] = [m] * k
         load_comm[lo:end] = [c] * k
