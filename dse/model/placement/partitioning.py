@@ -116,27 +116,69 @@ def balanced_assign(
     # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
     # each pop yields does not depend on the heap's internal order, and replacing the top in place
     # picks the same devices as a pop followed by a push, with one sift instead of two.
-    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
-            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
+    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c
+            for m, c in zip(load_mem, load_comm, strict=True)]
     if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
-        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
-    heapq.heapify(heap)
-    for i in order[placed:]:
+        keys[placed:] = [0.0] * (n - placed)
+    heap = _least_keys(keys, [sizes[i] for i in order[placed:]], free, inv_m, inv_c)
+    replace = heapq.heapreplace
+    for i in order[placed:] if heap else ():
         size = sizes[i]
-        skipped: list[tuple[float, int]] = []
-        while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
-            skipped.append(heapq.heappop(heap))
-        if heap:
-            d = out[i] = heap[0][1]
-            free[d] -= size
-            lm = load_mem[d] = load_mem[d] + mem[i]
-            lc = load_comm[d] = load_comm[d] + comm[i]
-            lm *= inv_m
-            lc *= inv_c
-            heapq.heapreplace(heap, (lm if lm > lc else lc, d))
-        for entry in skipped:
-            heapq.heappush(heap, entry)
+        d = heap[0][1]
+        if size > free[d]:  # rare: the least-loaded device is full
+            _place_past_full(heap, i, size, mem[i], comm[i], inv_m, inv_c, free, load_mem, load_comm, out)
+            continue
+        out[i] = d
+        free[d] -= size
+        lm = load_mem[d] = load_mem[d] + mem[i]
+        lc = load_comm[d] = load_comm[d] + comm[i]
+        lm *= inv_m
+        lc *= inv_c
+        replace(heap, (lm if lm > lc else lc, d))
     return out
+
+
+def _place_past_full(heap: list[tuple[float, int]], i: int, size: float, mem: float, comm: float,
+                     inv_m: float, inv_c: float, free: list[float], load_mem: list[float],
+                     load_comm: list[float], out: list[int | None]) -> None:
+    """For :func:`balanced_assign`, when its least-loaded device has no room for item ``i``: the
+    least-loaded device with room takes it (``out[i]``, loads and ``free`` updated), the devices
+    passed over stay in ``heap`` with their keys."""
+    skipped: list[tuple[float, int]] = []
+    while heap and size > free[heap[0][1]]:
+        skipped.append(heapq.heappop(heap))
+    if heap:
+        d = out[i] = heap[0][1]
+        free[d] -= size
+        lm = load_mem[d] = load_mem[d] + mem
+        lc = load_comm[d] = load_comm[d] + comm
+        lm *= inv_m
+        lc *= inv_c
+        heapq.heapreplace(heap, (lm if lm > lc else lc, d))
+    for entry in skipped:
+        heapq.heappush(heap, entry)
+
+
+def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: float,
+                inv_c: float) -> list[tuple[float, int]]:
+    """For :func:`balanced_assign`: the heap of (key, device) its last items (``need``: their sizes)
+    are placed from, given every device's key.
+
+    Usually only the m smallest pairs, for m items, sorted (a sorted list is a heap): the j-th
+    placement leaves at most j - 1 of them replaced, so an untouched one among them is below every
+    pair outside, and the m placements pop what the whole heap's would, as long as none finds its
+    device full. That holds when each of those devices has room for all m items (twice over, for
+    the rounding of the running differences). The keys must be ordered (no nan): the normalisers
+    positive and finite, so every load is finite. Otherwise the heap of every device."""
+    m = len(need)
+    if m < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf and min(need) >= 0.0:
+        # A stable sort by key: ties in device order, as the pairs compare.
+        low = sorted(range(len(keys)), key=keys.__getitem__)[:m]
+        if min([free[d] for d in low]) >= 2.0 * sum(need):
+            return [(keys[d], d) for d in low]
+    heap = list(zip(keys, range(len(keys)), strict=True))
+    heapq.heapify(heap)
+    return heap
 
 
 def _keys_apart(loads: list[float], inv: float) -> bool:
