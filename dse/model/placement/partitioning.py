@@ -10,7 +10,7 @@ import itertools
 import math
 import operator
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dse.model.estimators import Traffic, host_traffic
 from dse.model.placement.budgets import Budgets
@@ -318,7 +318,7 @@ def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: li
         return total
 
     # A slice changes only the loads of the domain it lands in, so only that domain's sum is
-    # taken again (the same sum as before, hence the same order of domains for the next slice).
+    # taken again (the same sum as before, hence the same order of domains for the next group).
     loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
         else [0.0] * len(range(0, n, domain))
     failed: Slice = []
@@ -326,48 +326,72 @@ def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: li
         # The domains by load (a stable sort: ties by index), once a group: its slices change the
         # loads of the domains they take, which leave the list, and the others keep their order.
         ranked = sorted(range(len(loads)), key=loads.__getitem__)
-        keys_above_zero: dict[tuple[float, float, int], bool] = {}  # (the slices of a run share them)
-        for runs in slices:
-            m, c, _, k, _ = runs[0]
-            if len(runs) > 1:
-                uniform = False
-            elif (m, c, k) in keys_above_zero:
-                uniform = keys_above_zero[m, c, k]
+        filled: dict[tuple[float, float, int], float] = {}
+        for j, equal in _take_domains(slices, ranked, loads, free, load_mem, load_comm, domain, devices,
+                                      failed):
+            # A domain an idle one's equal pieces filled holds what any other they filled holds.
+            if equal is None:
+                loads[j] = domain_load(j * domain)
+            elif equal in filled:
+                loads[j] = filled[equal]
             else:
-                uniform = keys_above_zero[m, c, k] = _keys_above_zero(m, c, k)
-            for j in ranked:
-                lo = j * domain
-                # An idle domain (its sum is 0.0 just when every load in it is, none being negative)
-                # takes a uniform slice's pieces one a device, from its first (see _place_slice).
-                if _place_slice(runs, uniform and not loads[j], free, load_mem, load_comm, lo, lo + domain,
-                                devices):
-                    ranked.remove(j)
-                    loads[j] = domain_load(lo)
-                    break
-            else:
-                failed += runs
+                loads[j] = filled[equal] = domain_load(j * domain)
     return failed
 
 
-def _place_slice(runs: Slice, idle_uniform: bool, free: list[float], load_mem: list[float],
-                 load_comm: list[float],
-                 lo: int, hi: int, devices: list[int]) -> bool:
-    """For :func:`_place_groups`: place the pieces of ``runs`` on the domain ``lo:hi`` (with
-    :func:`_place_group`), or say they do not fit there. ``idle_uniform``: the domain has no load
-    and ``runs`` is one run, whose pieces leave keys above 0.0 there (:func:`_keys_above_zero`)."""
-    m, c, size, k, first = runs[0]
-    end = lo + k
-    if idle_uniform and end <= min(hi, len(free)) and \
-            not any(map(operator.gt, itertools.repeat(size, k), free[lo:end])):
-        # The usual case, found without a search: equal pieces (a split's) on an idle domain, the
-        # j-th on its j-th device while each has room (what _place_group answers then, see
-        # there). Its loads are zero and the pieces' are not negative, so each device's load
-        # becomes the piece's.
+def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], free: list[float],
+                  load_mem: list[float], load_comm: list[float], domain: int, devices: list[int],
+                  failed: Slice) -> list[tuple[int, tuple[float, float, int] | None]]:
+    """For :func:`_place_groups`: the slices of one group, each in the first domain of ``ranked``
+    (those it takes leave the list) where it fits (those that fit nowhere added to ``failed``).
+    Returns the domains taken, each with the (HBM bytes, all-to-all bytes, count) of the equal
+    pieces that filled it from idle, or None.
+
+    A slice of equal pieces whose keys are above 0.0 goes to an idle domain (its sum is 0.0 just
+    when every load in it is, none being negative) one piece a device, from its first, when each
+    has room: what _place_group answers then (see there), found without a search. Such slices are
+    listed and written at the end, consecutive ones (a split's, domain after domain) at once."""
+    n = len(free)
+    above_zero: dict[tuple[float, float, int], bool] = {}  # (the slices of a run share it)
+    idle: list[list[Any]] = []  # lo, end, (m, c, size), first: equal pieces on consecutive devices
+    taken: list[tuple[int, tuple[float, float, int] | None]] = []
+    for runs in slices:
+        m, c, size, k, first = runs[0]
+        if (m, c, k) not in above_zero:
+            above_zero[m, c, k] = _keys_above_zero(m, c, k)
+        uniform = len(runs) == 1 and above_zero[m, c, k]
+        for j in ranked:
+            lo = j * domain
+            end = lo + k
+            if uniform and not loads[j] and end <= min(lo + domain, n) and \
+                    not any(map(operator.gt, itertools.repeat(size, k), free[lo:end])):
+                if idle and idle[-1][1] == lo and idle[-1][2] == (m, c, size) and \
+                        idle[-1][3] + lo - idle[-1][0] == first:
+                    idle[-1][1] = end
+                else:
+                    idle.append([lo, end, (m, c, size), first])
+                taken.append((j, (m, c, k)))
+            elif _place_slice(runs, free, load_mem, load_comm, lo, lo + domain, devices):
+                taken.append((j, None))
+            else:
+                continue
+            ranked.remove(j)
+            break
+        else:
+            failed += runs
+    for lo, end, (m, c, size), first in idle:
+        # Its loads are zero and the pieces' are not negative: each device's becomes the piece's.
         free[lo:end] = [room - size for room in free[lo:end]]
-        load_mem[lo:end] = [m] * k
-        load_comm[lo:end] = [c] * k
-        devices[first:first + k] = range(lo, end)
-        return True
+        load_mem[lo:end] = [m] * (end - lo)
+        load_comm[lo:end] = [c] * (end - lo)
+        devices[first:first + end - lo] = range(lo, end)
+    return taken
+
+
+def _place_slice(runs: Slice, free: list[float], load_mem: list[float], load_comm: list[float], lo: int,
+                 hi: int, devices: list[int]) -> bool:
+    """For :func:`_take_domains`: place the pieces of ``runs`` on the domain ``lo:hi`` with
+    :func:`_place_group`, or say they do not fit there."""
     each = itertools.chain.from_iterable
     g_mem, g_comm, g_size = ([*each(itertools.repeat(at[f], at[3]) for at in runs)] for f in range(3))
     got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
