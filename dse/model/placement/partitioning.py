@@ -53,11 +53,6 @@ def lpt_assign(
     return out
 
 
-Run = tuple[float, float, float, int]
-"""Equal pieces: (HBM bytes, all-to-all bytes, size in bytes, how many). The pieces of a split
-come as one run (see :func:`assign_hbm`)."""
-
-
 def _ranked(mem: Sequence[float], comm: Sequence[float], load_mem: Sequence[float],
             load_comm: Sequence[float]) -> tuple[float, float, list[float], list[int]]:
     """For :func:`balanced_assign`: the normalisers (1 / all HBM bytes, 1 / all all-to-all bytes),
@@ -113,9 +108,10 @@ def balanced_assign(
         placed += 1
     if placed == len(order):
         return out
-    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
-    # each pop yields does not depend on the heap's internal order, and replacing the top in place
-    # picks the same devices as a pop followed by a push, with one sift instead of two.
+    # (key, device) of every device (or of the least-loaded ones: _least_keys), a heap: the pairs
+    # are distinct (one per device), so the device each pop yields does not depend on the heap's
+    # internal order, and replacing the top in place picks the same devices as a pop followed by a
+    # push, with one sift instead of two.
     keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c
             for m, c in zip(load_mem, load_comm, strict=True)]
     if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
@@ -222,7 +218,8 @@ def _keys_above_zero(m: float, c: float, k: int) -> bool:
 
 
 Slice = list[tuple[float, float, float, int, int]]
-"""Runs of pieces for :func:`assign_hbm`: each a :data:`Run` and the flat index of its first piece."""
+"""Runs of equal pieces for :func:`assign_hbm`, each (HBM bytes, all-to-all bytes, size in bytes,
+how many, the flat index of its first piece): the pieces of a split come as one run."""
 
 
 def _domain_slices(groups: Iterable[Slice], per_domain: Iterable[int]) -> list[list[Slice]]:
