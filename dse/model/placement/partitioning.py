@@ -9,9 +9,8 @@ import heapq
 import itertools
 import math
 import operator
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from dse.model.estimators import Traffic, host_traffic
 from dse.model.placement.budgets import Budgets
@@ -109,38 +108,73 @@ def balanced_assign(
         placed += 1
     if placed == len(order):
         return out
-    # (key, device) of every device, a heap: the pairs are distinct (one per device), so the device
-    # each pop yields does not depend on the heap's internal order, and replacing the top in place
-    # picks the same devices as a pop followed by a push, with one sift instead of two.
-    heap = [(m * inv_m if m * inv_m > c * inv_c else c * inv_c, d)
-            for d, (m, c) in enumerate(zip(load_mem, load_comm, strict=True))]
+    # (key, device) of every device (or of the least-loaded ones: _least_keys), a heap: the pairs
+    # are distinct (one per device), so the device each pop yields does not depend on the heap's
+    # internal order, and replacing the top in place picks the same devices as a pop followed by a
+    # push, with one sift instead of two.
+    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c
+            for m, c in zip(load_mem, load_comm, strict=True)]
     if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
-        heap[placed:] = zip([0.0] * (n - placed), range(placed, n), strict=True)
-    heapq.heapify(heap)
-    for i in order[placed:]:
+        keys[placed:] = [0.0] * (n - placed)
+    heap = _least_keys(keys, [sizes[i] for i in order[placed:]], free, inv_m, inv_c)
+    replace = heapq.heapreplace
+    for i in order[placed:] if heap else ():
         size = sizes[i]
-        skipped: list[tuple[float, int]] = []
-        while heap and size > free[heap[0][1]]:  # rare: the least-loaded device is full
-            skipped.append(heapq.heappop(heap))
-        if heap:
-            d = out[i] = heap[0][1]
-            free[d] -= size
-            lm = load_mem[d] = load_mem[d] + mem[i]
-            lc = load_comm[d] = load_comm[d] + comm[i]
-            lm *= inv_m
-            lc *= inv_c
-            heapq.heapreplace(heap, (lm if lm > lc else lc, d))
-        for entry in skipped:
-            heapq.heappush(heap, entry)
+        d = heap[0][1]
+        if size > free[d]:  # rare: the least-loaded device is full
+            _place_past_full(heap, i, size, mem[i], comm[i], inv_m, inv_c, free, load_mem, load_comm, out)
+            continue
+        out[i] = d
+        free[d] -= size
+        lm = load_mem[d] = load_mem[d] + mem[i]
+        lc = load_comm[d] = load_comm[d] + comm[i]
+        lm *= inv_m
+        lc *= inv_c
+        replace(heap, (lm if lm > lc else lc, d))
     return out
 
 
-def _least_loaded_first(loads: list[float]) -> Iterator[int]:
-    """Indices of ``loads`` from the least (the first of equal ones first), sorting them only if the
-    caller asks for more than the first (a group usually fits the least-loaded domain)."""
-    first = loads.index(min(loads))
-    yield first
-    yield from (j for j in sorted(range(len(loads)), key=loads.__getitem__) if j != first)
+def _place_past_full(heap: list[tuple[float, int]], i: int, size: float, mem: float, comm: float,
+                     inv_m: float, inv_c: float, free: list[float], load_mem: list[float],
+                     load_comm: list[float], out: list[int | None]) -> None:
+    """For :func:`balanced_assign`, when its least-loaded device has no room for item ``i``: the
+    least-loaded device with room takes it (``out[i]``, loads and ``free`` updated), the devices
+    passed over stay in ``heap`` with their keys."""
+    skipped: list[tuple[float, int]] = []
+    while heap and size > free[heap[0][1]]:
+        skipped.append(heapq.heappop(heap))
+    if heap:
+        d = out[i] = heap[0][1]
+        free[d] -= size
+        lm = load_mem[d] = load_mem[d] + mem
+        lc = load_comm[d] = load_comm[d] + comm
+        lm *= inv_m
+        lc *= inv_c
+        heapq.heapreplace(heap, (lm if lm > lc else lc, d))
+    for entry in skipped:
+        heapq.heappush(heap, entry)
+
+
+def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: float,
+                inv_c: float) -> list[tuple[float, int]]:
+    """For :func:`balanced_assign`: the heap of (key, device) its last items (``need``: their sizes)
+    are placed from, given every device's key.
+
+    Usually only the m smallest pairs, for m items, sorted (a sorted list is a heap): the j-th
+    placement leaves at most j - 1 of them replaced, so an untouched one among them is below every
+    pair outside, and the m placements pop what the whole heap's would, as long as none finds its
+    device full. That holds when each of those devices has room for all m items (twice over, for
+    the rounding of the running differences). The keys must be ordered (no nan): the normalisers
+    positive and finite, so every load is finite. Otherwise the heap of every device."""
+    m = len(need)
+    if m < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf and min(need) >= 0.0:
+        # A stable sort by key: ties in device order, as the pairs compare.
+        low = sorted(range(len(keys)), key=keys.__getitem__)[:m]
+        if min([free[d] for d in low]) >= 2.0 * sum(need):
+            return [(keys[d], d) for d in low]
+    heap = list(zip(keys, range(len(keys)), strict=True))
+    heapq.heapify(heap)
+    return heap
 
 
 def _keys_apart(loads: list[float], inv: float) -> bool:
@@ -171,41 +205,46 @@ def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: 
     return None if None in placed else [d for d in placed if d is not None]
 
 
-def _fills_idle(mem: list[float], comm: list[float], sizes: list[float], free: list[float],
-                load_mem: list[float], load_comm: list[float], lo: int, hi: int) -> bool:
-    """Whether equal pieces (``mem``, ``comm``, ``sizes``: one value each, repeated) go one a device
-    to the first devices of the idle domain ``lo:hi``, as :func:`_place_group` puts them then: no
-    more pieces than devices, no load on any device of the domain, room for a piece on each device
-    it takes, and (for more than one piece) a key above 0.0 left by each."""
-    k = len(mem)
-    lm, lc = load_mem[lo:hi], load_comm[lo:hi]
-    if k > len(lm) or any(lm) or any(lc):
-        return False
-    size = sizes[0]
-    for room in free[lo:lo + k]:
-        if size > room:
-            return False
+def _keys_above_zero(m: float, c: float, k: int) -> bool:
+    """Whether ``k`` equal pieces of ``m`` HBM bytes and ``c`` all-to-all bytes on devices without
+    load each leave a key above 0.0 there (as :func:`_ranked` gives them; one piece needs none)."""
     if k == 1:
         return True
-    # The key _ranked gives each piece (every load is zero).
-    inv_m = 1.0 / ((sum(mem) + sum(lm)) or 1.0)
-    inv_c = 1.0 / ((sum(comm) + sum(lc)) or 1.0)
-    m, c = mem[0] * inv_m, comm[0] * inv_c
+    inv_m = 1.0 / (sum([m] * k) or 1.0)  # (the loads, all zero, add nothing)
+    inv_c = 1.0 / (sum([c] * k) or 1.0)
+    m *= inv_m
+    c *= inv_c
     return (m if m > c else c) > 0.0
 
 
-def _domain_slices(groups: Iterable[list[int]], per_domain: dict[int, int],
-                   key: Callable[[list[int]], float]) -> Iterator[tuple[list[int], set[int]]]:
-    """The row-wise groups (flat piece indices), heaviest first, each as the slices that go to one
-    scale-up domain apiece, with the set of domains its table's slices took so far (shared by them,
-    so two slices of one table never share a domain). A group whose first piece carries
-    ``per_domain`` (by piece index) is cut in slices of that many pieces; any other group is one
-    slice."""
-    for group in sorted(groups, key=key):
-        used: set[int] = set()
-        step = per_domain.get(group[0]) or len(group)
-        for lo in range(0, len(group), step):
-            yield group[lo:lo + step], used
+Slice = list[tuple[float, float, float, int, int]]
+"""Runs of equal pieces for :func:`assign_hbm`, each (HBM bytes, all-to-all bytes, size in bytes,
+how many, the flat index of its first piece): the pieces of a split come as one run."""
+
+
+def _domain_slices(groups: Iterable[Slice], per_domain: Iterable[int]) -> list[list[Slice]]:
+    """The row-wise groups (each its table's runs), heaviest first, each as the slices that go to
+    one scale-up domain apiece: a group with ``per_domain`` (its table's, in order) is cut in
+    slices of that many pieces; any other group is one slice."""
+    each = itertools.chain.from_iterable
+
+    def heaviest_first(item: tuple[Slice, int]) -> float:
+        return -sum(each(itertools.repeat(m + c, n) for m, c, _, n, _ in item[0]))
+
+    out: list[list[Slice]] = []
+    for group, step in sorted(zip(groups, per_domain, strict=True), key=heaviest_first):
+        slices: list[Slice] = [[]]
+        left = step or sum(n for *_, n, _ in group)
+        for m, c, size, n, first in group:
+            while n:
+                if not left:
+                    slices.append([])
+                    left = step
+                k = n if n < left else left
+                slices[-1].append((m, c, size, k, first))
+                first, n, left = first + k, n - k, left - k
+        out.append(slices)
+    return out
 
 
 def assign_hbm(
@@ -220,99 +259,148 @@ def assign_hbm(
     Row-wise shards of one table are kept inside one scale-up domain when it has room (as TorchRec's
     table-wise-row-wise sharding), so their partial-sum reduce-scatter stays on the fabric; a table
     spread over several domains (``per_domain`` pieces each) puts each slice in its own domain.
-    Pieces are numbered flat (a run of n equal pieces takes n numbers), but every list of them is
-    built a run at a time.
+    Pieces are numbered flat (a run of n equal pieces takes n numbers), but placed a run at a time.
     """
-    groups: defaultdict[int, list[int]] = defaultdict(list)
-    rest: list[int] = []
+    groups: dict[int, Slice] = {}
+    per_domain: list[int] = []  # of each group's first run
+    flat: list[int] = []  # the other pieces, one a piece, with their loads and sizes
     mem: list[float] = []
     comm: list[float] = []
     size: list[float] = []
-    per_domain: dict[int, int] = {}  # first piece of a run -> its per_domain, where set
     start = 0
     for c, count in runs:
-        if count == 1:  # most runs are one whole table: appended, without a list each
-            if c.sharding == "row_wise" and c.partial:
-                groups[c.table].append(start)
-                if c.per_domain:
-                    per_domain[start] = c.per_domain
-            else:
-                rest.append(start)
+        if c.sharding == "row_wise" and c.partial:
+            group = groups.get(c.table)
+            if group is None:
+                group = groups[c.table] = []
+                per_domain.append(c.per_domain)
+            group.append((c.mem, c.comm, c.footprint, count, start))
+        elif count == 1:  # most runs are one whole table: appended, without a list each
+            flat.append(start)
             mem.append(c.mem)
             comm.append(c.comm)
             size.append(c.footprint)
-            start += 1
-            continue
-        end = start + count
-        if c.sharding == "row_wise" and c.partial:
-            groups[c.table] += range(start, end)
-            if c.per_domain:
-                per_domain[start] = c.per_domain
         else:
-            rest += range(start, end)
-        mem += [c.mem] * count
-        comm += [c.comm] * count
-        size += [c.footprint] * count
-        start = end
+            flat += range(start, start + count)
+            mem += [c.mem] * count
+            comm += [c.comm] * count
+            size += [c.footprint] * count
+        start += count
     devices = [-1] * start
-    n = len(free)
-    get_mem, get_comm, get_size = mem.__getitem__, comm.__getitem__, size.__getitem__
-
-    def domain_load(lo: int) -> float:
-        total: float = sum(map(operator.add, load_mem[lo:lo + domain], load_comm[lo:lo + domain]))
-        return total
-
-    def heaviest_first(group: list[int]) -> float:
-        total: float = sum(map(operator.add, map(get_mem, group), map(get_comm, group)))
-        return -total
-
-    # A group changes only the loads of the domain it lands in, so only that domain's sum is
-    # taken again (the same sum as before, hence the same order of domains for the next group).
-    loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
-        else [0.0] * len(range(0, n, domain))
-    for group, used in _domain_slices(groups.values(), per_domain, heaviest_first):
-        g_mem, g_comm = list(map(get_mem, group)), list(map(get_comm, group))
-        g_size = list(map(get_size, group))
-        # Equal pieces (as a split's are): equal keys, so the stable sort keeps their order.
-        uniform = g_mem.count(g_mem[0]) == g_comm.count(g_comm[0]) == g_size.count(g_size[0]) == len(group)
-        for j in _least_loaded_first(loads):
-            if j in used:
-                continue
-            lo = j * domain
-            hi = lo + domain
-            if uniform and _fills_idle(g_mem, g_comm, g_size, free, load_mem, load_comm, lo, hi):
-                # The usual case, found without a search: equal pieces on an idle domain, the
-                # j-th on its j-th device (what _place_group answers then, see there).
-                piece_size, piece_mem, piece_comm = g_size[0], g_mem[0], g_comm[0]
-                for i, d in zip(group, range(lo, lo + len(group)), strict=True):
-                    devices[i] = d
-                    free[d] -= piece_size
-                    load_mem[d] += piece_mem
-                    load_comm[d] += piece_comm
-                used.add(j)
-                loads[j] = domain_load(lo)
-                break
-            got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
-            if got is not None:
-                used.add(j)
-                for i, x in zip(group, got, strict=True):
-                    d = devices[i] = lo + x
-                    free[d] -= size[i]
-                    load_mem[d] += mem[i]
-                    load_comm[d] += comm[i]
-                loads[j] = domain_load(lo)
-                break
-        else:
-            rest.extend(group)
-    last = balanced_assign(list(map(get_mem, rest)), list(map(get_comm, rest)), list(map(get_size, rest)),
-                           free, load_mem, load_comm)
+    if groups:
+        for m, c_, s, n, first in _place_groups(_domain_slices(groups.values(), per_domain), free, load_mem,
+                                                load_comm, domain, devices):
+            flat += range(first, first + n)
+            mem += [m] * n
+            comm += [c_] * n
+            size += [s] * n
     unplaced: list[int] = []
-    for i, dev in zip(rest, last, strict=True):
+    for i, dev in zip(flat, balanced_assign(mem, comm, size, free, load_mem, load_comm), strict=True):
         if dev is None:
             unplaced.append(i)
         else:
             devices[i] = dev  # (no one reads ``free`` after this last batch)
     return devices, _candidates_at(runs, unplaced)
+
+
+def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: list[float],
+                  load_comm: list[float], domain: int, devices: list[int]) -> Slice:
+    """For :func:`assign_hbm`: each slice of a row-wise group (``groups``: each group's slices) in
+    the least-loaded scale-up domain (the first of equal ones) where it fits and that no slice of
+    its group took (``devices`` of its pieces set); returns the slices that fit nowhere."""
+    n = len(free)
+
+    def domain_load(lo: int) -> float:
+        total: float = sum(map(operator.add, load_mem[lo:lo + domain], load_comm[lo:lo + domain]))
+        return total
+
+    # A slice changes only the loads of the domain it lands in, so only that domain's sum is
+    # taken again (the same sum as before, hence the same order of domains for the next group).
+    loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
+        else [0.0] * len(range(0, n, domain))
+    failed: Slice = []
+    for slices in groups:
+        # The domains by load (a stable sort: ties by index), once a group: its slices change the
+        # loads of the domains they take, which leave the list, and the others keep their order.
+        ranked = sorted(range(len(loads)), key=loads.__getitem__)
+        filled: dict[tuple[float, float, int], float] = {}
+        for j, equal in _take_domains(slices, ranked, loads, free, load_mem, load_comm, domain, devices,
+                                      failed):
+            # A domain an idle one's equal pieces filled holds what any other they filled holds.
+            if equal is None:
+                loads[j] = domain_load(j * domain)
+            elif equal in filled:
+                loads[j] = filled[equal]
+            else:
+                loads[j] = filled[equal] = domain_load(j * domain)
+    return failed
+
+
+def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], free: list[float],
+                  load_mem: list[float], load_comm: list[float], domain: int, devices: list[int],
+                  failed: Slice) -> list[tuple[int, tuple[float, float, int] | None]]:
+    """For :func:`_place_groups`: the slices of one group, each in the first domain of ``ranked``
+    (those it takes leave the list) where it fits (those that fit nowhere added to ``failed``).
+    Returns the domains taken, each with the (HBM bytes, all-to-all bytes, count) of the equal
+    pieces that filled it from idle, or None.
+
+    A slice of equal pieces whose keys are above 0.0 goes to an idle domain (its sum is 0.0 just
+    when every load in it is, none being negative) one piece a device, from its first, when each
+    has room: what _place_group answers then (see there), found without a search. Such slices are
+    listed and written at the end, consecutive ones (a split's, domain after domain) at once."""
+    n = len(free)
+    above_zero: dict[tuple[float, float, int], bool] = {}  # (the slices of a run share it)
+    idle: list[list[Any]] = []  # lo, end, (m, c, size), first: equal pieces on consecutive devices
+    taken: list[tuple[int, tuple[float, float, int] | None]] = []
+    for runs in slices:
+        m, c, size, k, first = runs[0]
+        if (m, c, k) not in above_zero:
+            above_zero[m, c, k] = _keys_above_zero(m, c, k)
+        uniform = len(runs) == 1 and above_zero[m, c, k]
+        for j in ranked:
+            lo = j * domain
+            end = lo + k
+            if uniform and not loads[j] and end <= min(lo + domain, n) and \
+                    not any(map(operator.gt, itertools.repeat(size, k), free[lo:end])):
+                if idle and idle[-1][1] == lo and idle[-1][2] == (m, c, size) and \
+                        idle[-1][3] + lo - idle[-1][0] == first:
+                    idle[-1][1] = end
+                else:
+                    idle.append([lo, end, (m, c, size), first])
+                taken.append((j, (m, c, k)))
+            elif _place_slice(runs, free, load_mem, load_comm, lo, lo + domain, devices):
+                taken.append((j, None))
+            else:
+                continue
+            ranked.remove(j)
+            break
+        else:
+            failed += runs
+    for lo, end, (m, c, size), first in idle:
+        # Its loads are zero and the pieces' are not negative: each device's becomes the piece's.
+        free[lo:end] = [room - size for room in free[lo:end]]
+        load_mem[lo:end] = [m] * (end - lo)
+        load_comm[lo:end] = [c] * (end - lo)
+        devices[first:first + end - lo] = range(lo, end)
+    return taken
+
+
+def _place_slice(runs: Slice, free: list[float], load_mem: list[float], load_comm: list[float], lo: int,
+                 hi: int, devices: list[int]) -> bool:
+    """For :func:`_take_domains`: place the pieces of ``runs`` on the domain ``lo:hi`` with
+    :func:`_place_group`, or say they do not fit there."""
+    each = itertools.chain.from_iterable
+    g_mem, g_comm, g_size = ([*each(itertools.repeat(at[f], at[3]) for at in runs)] for f in range(3))
+    got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
+    if got is None:
+        return False
+    flat = each(range(first, first + n) for _, _, _, n, first in runs)
+    for i, x, m, c, size in zip(flat, got, g_mem, g_comm, g_size, strict=True):
+        d = devices[i] = lo + x
+        free[d] -= size
+        load_mem[d] += m
+        load_comm[d] += c
+    return True
 
 
 def _candidates_at(runs: Sequence[tuple[Candidate, int]], indices: list[int]) -> list[Candidate]:
