@@ -309,3 +309,8 @@ def test_warm_start_picks_distinct_values_by_hypervolume() -> None:
     two = greedy_front(losses, 2)
     assert 1 in two and len(two) == 2
     assert greedy_front(losses, 1) == [1]
+    # With the extremes first: both ends, then the middle point (its equal rows never again).
+    assert greedy_front(losses, 2, extremes=True) == [0, 4]
+    assert greedy_front(losses, 10, extremes=True) == [0, 1, 4]
+    losses[0] = [1.0, 1.0]  # the best of objective 1 is now the middle point's value (row 0)
+    assert greedy_front(losses, 1, extremes=True) == [0]
