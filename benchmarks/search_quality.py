@@ -203,6 +203,16 @@ def warm_cap(sampler: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def enqueued(sampler: str, budget: int) -> int:
+    """Designs of the sweep's front a default study of ``budget`` trials enqueues at most (none
+    for the other samplers): what makes a default run of a smaller budget differ from the first
+    trials of a larger one."""
+    cap = warm_cap(sampler)
+    if sampler != "auto" and cap is None:
+        return 0
+    return min(WARM_MAX_TRIALS if cap is None else cap, max(1, budget // 5))
+
+
 def run_sampler(case: Case, sampler: str, seed: int, budget: int) -> dict[str, Any]:
     """One in-memory study of ``budget`` trials; the trials in order and their timings."""
     space = case_space(case)
@@ -244,6 +254,11 @@ def ratios(case: Case, exact: Exact, sampler: str, seed: int, budgets: Sequence[
     trials = run["trials"]
     out = {str(b): hypervolume(losses_of(trials[:b], objectives), exact) / exact.hypervolume
            for b in budgets}
+    for b in budgets:
+        if enqueued(sampler, b) != enqueued(sampler, max(budgets)):
+            # A smaller study enqueues fewer designs of the sweep's front: run it apart.
+            alone = run_sampler(case, sampler, seed, b)["trials"]
+            out[str(b)] = hypervolume(losses_of(alone[:b], objectives), exact) / exact.hypervolume
     designs = [json.dumps(t.user_attrs.get("design"), sort_keys=True) for t in trials]
     first = losses_of(trials[:EXTREME_WITHIN], objectives)
     best = float(first[:, 0].min()) if len(first) else math.inf
@@ -339,7 +354,7 @@ def pre_sweep(case: Case, exact: Exact) -> dict[str, Any]:
     coarse = len(coarse_grid(space, REFERENCE_MAX_DESIGNS)[1])
     result = coarse_to_fine(space, load_workload(case.workload), objectives)
     loss = result.losses()
-    warm = loss[greedy_front(loss, WARM_MAX_TRIALS)]
+    warm = loss[greedy_front(loss, WARM_MAX_TRIALS, extremes=True)]
     return {"designs": len(result.frame), "coarse_designs": coarse, "seconds": result.seconds,
             "front": len(loss), "ratio": hypervolume(loss, exact) / exact.hypervolume,
             "warm_ratio": hypervolume(warm, exact) / exact.hypervolume}
@@ -572,23 +587,29 @@ Each case is a workload on a discrete space whose every design `dse sweep` score
 is the non-dominated set of the designs that meet every constraint. Every sampler then runs an
 in-memory study per seed exactly as `dse run` does (the same objective function, constraints through
 `trial.set_constraint`, the space's baseline presets enqueued first). *default (auto)* is what `dse
-run` does for a new study: a coarse sweep of the space (at most 20,000 designs, one core) whose
-front fixes the study's hypervolume reference and whose designs (at most 20 of distinct values,
-picked by hypervolume contribution) are enqueued, then the auto sampler with its own proposals
-(`dse.search.proposals`: a stratified start, then from 40 completed trials neighbours of the front,
-each objective's extreme searched for directly from its best design and its best design with each
-categorical choice, the parameters that go with the objective first, and the least-tried choices);
-those enqueued designs count as trials, the coarse sweep's designs do not. The previous default
-(TPE, then NSGA-II at 250 trials; no proposals, no warm start) is `tpe` itself up to 200 trials and
-is not run again. Every run prunes a repeat of an evaluated design without running the model
-(`dse.search.dedup`), so N trials are N distinct designs for every sampler. Samplers do not know
-the budget, so the first N completed trials of one run of the largest budget are what a run of
-budget N does. The hypervolume ratio is the hypervolume of those trials' feasible designs over the
-exact front's, both with the objectives scaled between the exact front's ideal point and its nadir
-pushed 10% further out (one reference point per case). `gp` (Optuna's GPSampler) runs one seed to
-50 trials only: it costs seconds per trial on these spaces (a 50-trial zion-2020 run took 38
-minutes on this shared machine); a case without a `gp` row is one whose gp run
-did not finish in the time the run had."""
+run` does for a new study: before its first trial, a coarse-to-fine sweep (`dse.search.refine`, one
+core): the exact front of a coarse grid of the space (at most 20,000 designs, 3 to 6 values per
+parameter), then rounds that sweep every design one parameter away from each front design and from
+each objective's best design with each categorical choice (line searches over each parameter's
+whole grid, at most 20,000 designs more) until the front stops changing. That front fixes the
+study's hypervolume reference and at most 20 of its designs (a fifth of the budget at most: each
+objective's best, then by hypervolume contribution) are enqueued; then the auto sampler runs with
+its own proposals (`dse.search.proposals`: a stratified start, then from 40 completed trials
+neighbours of the front, each objective's extreme searched for directly, and the least-tried
+choices). The enqueued designs count as trials; **the sweep's designs do not**: how many it scored
+and how long it took is given under each table. `auto-wN` is the default with at most N designs
+enqueued. The previous default (TPE, then NSGA-II at 250 trials; no proposals, no warm start) is
+`tpe` itself up to 200 trials and is not run again. Every run prunes a repeat of an evaluated design
+without running the model (`dse.search.dedup`), so N trials are N distinct designs for every
+sampler. Samplers do not know the budget, so the first N completed trials of one run of the largest
+budget are what a run of budget N does; except that a default study of fewer than 100 trials
+enqueues fewer designs (a fifth of its budget), so its column comes from a run of its own budget.
+The hypervolume ratio is the hypervolume of those trials' feasible designs over the exact front's,
+both with the objectives scaled between the exact front's ideal point and its nadir pushed 10%
+further out (one reference point per case). `gp` (Optuna's GPSampler) runs one seed to 50 trials
+only: it costs seconds per trial on these spaces (a 50-trial zion-2020 run took 38 minutes on this
+shared machine); a case without a `gp` row is one whose gp run did not finish in the time the run
+had."""
 
 SWEEP_NOTES = """\
 How: a placement depends only on counts and capacities (`dse.model.placement.plan_key`), and the step's
