@@ -15,7 +15,7 @@ front designs, so each round of :func:`coarse_to_fine` takes as parents
 
 and sweeps every design one parameter away from a parent (a line search along each parameter
 over its whole grid, or over :data:`LINE_MAX_VALUES` values spread over a longer one, its nearest
-values included; a float parameter at the midpoints towards its nearest swept values). A
+values included; a float parameter over :data:`FLOAT_LEVELS` values). A
 parameter that becomes active (a fabric's bandwidth when a fabric is chosen) takes each of its
 values. Designs already swept are skipped, the round is scored in one batch ordered for the memo
 (:func:`dse.search.sweep.explicit_grid`) and the front updated; a parent is expanded once. The
@@ -62,10 +62,16 @@ REFINE_MAX_DESIGNS = 20_000
 coarse grid itself). Measured on the benchmark spaces (docs/benchmarks.md, one core, through the
 memo), no round stopped by it: zion-2020 6,318 coarse + 2,479 refined designs in 5.5 s,
 production-12t 6,912 + 3,418 in 12 s, issue-mixed 6,912 + 2,083 in 5 s, todays-nodes-3d 720 + 880
-in 1.2 s, each finding the whole exact front; the cap bounds spaces with many more parameters."""
+in 1.2 s, each finding the whole exact front. On the study files' spaces: zion-2020's (float
+knobs) 6,318 + 10,816 in 9 s; zionex-scale-out's 1,080 + 824 in 17 s (the 12T model on up to 128
+accelerators: a new placement costs tens of ms). The cap bounds spaces with many more parameters."""
 LINE_MAX_VALUES = 32
 """A parameter with more values than this is line-searched over this many (spread on its scale,
 log for a log-scale int) plus the four nearest either side of the parent's value."""
+FLOAT_LEVELS = 21
+"""Values a float parameter is line-searched over (ends included, spaced on its scale): the fine
+grid of a space with float knobs, so that refining them ends (each new value of a capacity is a
+new placement, the costly part of a design)."""
 FILL_MAX_DESIGNS = 64
 """Parameters that become active in a line-search move take every combination of their values up
 to this many designs (beyond, their middle value)."""
@@ -142,8 +148,6 @@ class _State:
         self.seen: set[str] = set()
         self.expanded: set[str] = set()
         self.values = {name: _line_values(p) for name, p in space.parameters.items()}
-        self.floats: dict[str, set[float]] = {n: set() for n, p in space.parameters.items()
-                                              if p.type == "float"}
         self.categorical = [p for p in space.parameters.values() if p.type == "categorical"]
         self.add(first)
 
@@ -152,10 +156,6 @@ class _State:
         designs = [part.grid.design(i) for i in range(len(part.grid))]
         self.designs += designs
         self.seen.update(design_key(d) for d in designs)
-        for d in designs:
-            for name, tried in self.floats.items():
-                if name in d:
-                    tried.add(float(d[name]))
         self.losses = np.vstack([self.losses, objective_losses(part.frame, self.objectives)])
         self.eligible = np.concatenate([self.eligible, part.frame["eligible"].to_numpy(dtype=bool)])
 
@@ -210,10 +210,7 @@ class _State:
             if name not in parent:
                 continue
             value = parent[name]
-            if p.type == "float":
-                moves = _midpoints(sorted(self.floats[name]), float(value))
-            else:
-                moves = _near(p, value, self.values[name])
+            moves = list(self.values[name]) if p.type == "float" else _near(p, value, self.values[name])
             for v in moves:
                 if v == value:
                     continue
@@ -268,9 +265,12 @@ def _best(loss: np.ndarray, j: int) -> int:
 
 
 def _line_values(p: Parameter) -> tuple[Any, ...]:
-    """The values a line search along ``p`` visits (floats: none; see :func:`_midpoints`)."""
+    """The values a line search along ``p`` visits (a float: :data:`FLOAT_LEVELS` on its scale)."""
     if p.type == "float":
-        return ()
+        assert p.low is not None and p.high is not None
+        raw = (np.exp(np.linspace(math.log(p.low), math.log(p.high), FLOAT_LEVELS)) if p.log
+               else np.linspace(p.low, p.high, FLOAT_LEVELS))
+        return (p.low, *(float(x) for x in raw[1:-1]), p.high)
     values = p.grid()
     if len(values) <= LINE_MAX_VALUES:
         return values
@@ -293,17 +293,5 @@ def _near(p: Parameter, value: Any, line: tuple[Any, ...]) -> list[Any]:
     return list(dict.fromkeys([*near, *line]))
 
 
-def _midpoints(tried: list[float], value: float) -> list[float]:
-    """Midpoints (on the parameter's own values) between ``value`` and its nearest swept values."""
-    below = [v for v in tried if v < value]
-    above = [v for v in tried if v > value]
-    out = []
-    if below:
-        out.append((below[-1] + value) / 2)
-    if above:
-        out.append((above[0] + value) / 2)
-    return out
-
-
-__all__ = ["FILL_MAX_DESIGNS", "LINE_MAX_VALUES", "METHOD", "REFINE_MAX_DESIGNS", "coarse_to_fine",
-           "seed_new_study"]
+__all__ = ["FILL_MAX_DESIGNS", "FLOAT_LEVELS", "LINE_MAX_VALUES", "METHOD", "REFINE_MAX_DESIGNS",
+           "coarse_to_fine", "seed_new_study"]
