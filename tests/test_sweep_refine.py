@@ -142,3 +142,22 @@ def test_new_study_reference_and_warm_start_come_from_the_refinement() -> None:
     # The coarse grid at 6 levels (6 x 7 x 4 = 168 designs), then lines through its front.
     assert 168 < info["designs"] < 448
     assert seed_new_study(study, space, wl, objectives, budget=100, warm=True) == []
+
+
+def test_line_values_of_long_and_float_parameters() -> None:
+    """A float knob is line-searched over FLOAT_LEVELS values on its scale (ends exact); a long
+    log-scale int over LINE_MAX_VALUES spread values, plus the four nearest either side."""
+    from dse.search.refine import FLOAT_LEVELS, LINE_MAX_VALUES, _line_values, _near
+    from dse.search.space import Parameter
+
+    ddr = Parameter("node.ddr_gb", "float", low=1536.0, high=8192.0, log=True)
+    values = _line_values(ddr)
+    assert len(values) == FLOAT_LEVELS == 21
+    assert values[0] == 1536.0 and values[-1] == 8192.0
+    ratios = np.diff(np.log(np.array(values, dtype=float)))
+    assert np.allclose(ratios, np.log(8192 / 1536) / 20)
+    nodes = Parameter("nodes", "int", low=1, high=1024, log=True)
+    line = _line_values(nodes)
+    assert line[0] == 1 and line[-1] == 1024 and len(line) <= LINE_MAX_VALUES
+    near = _near(nodes, 300, line)
+    assert all(v in near for v in range(296, 305)) and set(line) <= set(near)
