@@ -175,17 +175,17 @@ def test_reference_box_is_fixed() -> None:
 
 
 def test_study_records_reference_and_reports_convergence(tmp_path: Path) -> None:
-    """A new study of budget >= 50 is seeded from a coarse sweep whose front fixes the
+    """A new study of budget >= 50 is seeded from a coarse-to-fine sweep whose front fixes the
     hypervolume box; the status says what the figure is relative to and whether it moves."""
     spec = make_spec(tmp_path, "journal", budget=60, sampler="auto", seed=2)
     study = open_study(spec, open_storage(None, spec))
     ref = study_reference(study)
-    assert ref is not None and ref.method == "coarse sweep" and ref.designs > 1000
+    assert ref is not None and ref.method == "coarse-to-fine sweep" and ref.designs > 1000
     warm = [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("warm_start") == "sweep"]
     assert 1 <= len(warm) <= 12  # a fifth of the budget at most
     run_study(spec)
     info = status(load(spec))
-    assert info["hypervolume_reference"].startswith("coarse sweep of")
+    assert info["hypervolume_reference"].startswith("coarse-to-fine sweep of")
     assert info["hypervolume"] > 0.9  # the warm start alone reaches the coarse front
     assert info["hypervolume"] != pytest.approx(info["hypervolume_own_range"])
     conv = convergence(load(spec), [t for t in complete(load(spec))
@@ -309,3 +309,8 @@ def test_warm_start_picks_distinct_values_by_hypervolume() -> None:
     two = greedy_front(losses, 2)
     assert 1 in two and len(two) == 2
     assert greedy_front(losses, 1) == [1]
+    # With the extremes first: both ends, then the middle point (its equal rows never again).
+    assert greedy_front(losses, 2, extremes=True) == [0, 4]
+    assert greedy_front(losses, 10, extremes=True) == [0, 1, 4]
+    losses[0] = [1.0, 1.0]  # the best of objective 1 is now the middle point's value (row 0)
+    assert greedy_front(losses, 1, extremes=True) == [0]

@@ -127,7 +127,8 @@ def run_cmd(
         "--warm-start", help="'sweep': before the sampler starts, enqueue the exact front of a "
         "coarse sweep of the space (at most a fifth of the budget); once per study. Default: a "
         "new study of the auto sampler with a budget of 50 or more on a space whose coarse grid "
-        "has at most 20,000 designs is seeded with up to 20 of them; 'none' turns that off.")] = None,
+        "has at most 20,000 designs is seeded with up to 20 designs of the front of that grid "
+        "refined along its front (a coarse-to-fine sweep); 'none' turns that off.")] = None,
     catalog: CatalogOpt = None,
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then

@@ -5,7 +5,8 @@ Modules: :mod:`~dse.search.spec` (study files), :mod:`~dse.search.space`,
 :mod:`~dse.search.objectives` (and the sign rule), :mod:`~dse.search.encoding` (design -> system),
 :mod:`~dse.search.objective` (a trial), :mod:`~dse.search.storage` (and PostgreSQL's timeouts in
 :mod:`~dse.search.postgres`), :mod:`~dse.search.recovery`,
-:mod:`~dse.search.runner`, :mod:`~dse.search.samplers`, :mod:`~dse.search.sweep`,
+:mod:`~dse.search.runner`, :mod:`~dse.search.samplers`, :mod:`~dse.search.sweep` (and the
+coarse-to-fine sweep of :mod:`~dse.search.refine`),
 :mod:`~dse.search.pareto`; every private name of Optuna is in :mod:`~dse.search._optuna`.
 """
 

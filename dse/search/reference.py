@@ -4,11 +4,12 @@ The hypervolume of a front measured in the front's own range reads ~0.98 for any
 poor. A study created with a budget of at least :data:`REFERENCE_MIN_BUDGET` on a space whose
 coarse grid (:func:`dse.search.sweep.coarse_grid`, at most :data:`REFERENCE_MAX_DESIGNS` designs)
 is small enough is given a fixed box when it is created (``dse:reference``): the exact front of
-that coarse sweep, its ideal point and its nadir pushed 10% out. From then on the study's
-hypervolume is that of its feasible front in this box divided by the coarse front's (1.0: as good
-as the coarse sweep; above 1: better), and whether the front is still moving is the hypervolume
-gained over the last :func:`window` completed trials. Without a reference (a small budget, a huge
-space) the figure is the old one, in the front's own range, and says so.
+the coarse-to-fine sweep of :mod:`dse.search.refine` (that coarse grid, refined along its front),
+its ideal point and its nadir pushed 10% out. From then on the study's hypervolume is that of its
+feasible front in this box divided by the sweep front's (1.0: as good as the sweep; above 1:
+better), and whether the front is still moving is the hypervolume gained over the last
+:func:`window` completed trials. Without a reference (a small budget, a huge space) the figure is
+the old one, in the front's own range, and says so.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ REFERENCE_KEY = "dse:reference"
 """Study user attribute: the fixed hypervolume box (JSON: ``ideal``, ``nadir``, ``hypervolume``
 of the coarse front in it, ``designs`` swept, ``method``)."""
 REFERENCE_MIN_BUDGET = 50
-"""Studies with smaller budgets get no coarse sweep (it would cost more than the study)."""
+"""Studies with smaller budgets get no sweep (it would cost more than the study)."""
 REFERENCE_MAX_DESIGNS = 20_000
-"""The largest coarse grid swept when a study is created (seconds on one core)."""
+"""The largest coarse grid swept when a study is created (seconds on one core; the refinement
+of :mod:`dse.search.refine` adds at most as many designs again)."""
 MOVING_GAIN = 0.005
 """A front whose hypervolume rose by more than this over the last window is still moving."""
 
@@ -42,7 +44,7 @@ class Reference:
     ideal: np.ndarray
     nadir: np.ndarray
     hypervolume: float
-    """Hypervolume of the reference front (the coarse sweep's) in the box."""
+    """Hypervolume of the reference front (the sweep's) in the box."""
     designs: int
     method: str
 
@@ -96,7 +98,8 @@ class Convergence:
     hypervolume: float
     """Against the reference front (``reference`` set) or in the front's own range."""
     reference: str
-    """What ``hypervolume`` is relative to: ``coarse sweep of N designs`` or ``own range``."""
+    """What ``hypervolume`` is relative to: ``coarse-to-fine sweep of N designs`` (``coarse sweep
+    of N designs`` for studies created before it) or ``own range``."""
     gained: float
     """Hypervolume gained over the last ``window`` completed trials (same scale)."""
     window: int

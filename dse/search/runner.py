@@ -46,6 +46,7 @@ from dse.search.objectives import loss_sign
 from dse.search.pareto import is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, recover
 from dse.search.reference import convergence
+from dse.search.refine import seed_new_study
 from dse.search.samplers import make_sampler, worker_seed
 from dse.search.space import SearchSpace, preset_params
 from dse.search.spec import (
@@ -58,7 +59,6 @@ from dse.search.spec import (
     study_workload,
 )
 from dse.search.storage import open_storage, state_counts, storage_file
-from dse.search.sweep import seed_new_study
 
 RECOVER_EVERY_S = 2.0
 """How often a worker looks for dead workers' trials while it works (and every second while it
@@ -117,9 +117,10 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     (:class:`~dse.search.recovery.WorkerLock`), so one that finds the lock free of others knows
     the creator is dead and completes the creation at once.
 
-    ``warm_start``: ``auto`` (a new study of the default sampler is seeded from a coarse sweep's
-    front when :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the coarse sweep
-    still fixes the hypervolume reference) or ``sweep`` (the caller seeds it).
+    ``warm_start``: ``auto`` (a new study of the default sampler is seeded from the front of a
+    coarse-to-fine sweep, :func:`dse.search.refine.seed_new_study`, when
+    :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
+    hypervolume reference) or ``sweep`` (the caller seeds it).
     """
     with WorkerLock(storage_path) as lock:
         lock.share()

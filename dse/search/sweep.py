@@ -336,6 +336,9 @@ class SweepResult:
     """Row indices of the exact Pareto front (eligible, non-dominated), by the first objective."""
     seconds: float
     jobs: int
+    method: str = "sweep"
+    """How the designs were chosen (``sweep``, ``coarse sweep``, ``coarse-to-fine sweep``): the
+    label of a study reference taken from this front."""
 
     @property
     def designs_per_s(self) -> float:
@@ -369,17 +372,21 @@ def run_sweep(
     calibration: Calibration | None = None,
     catalog: Catalog | None = None,
     grid: DesignGrid | None = None,
+    memo: Memo | None = None,
 ) -> SweepResult:
-    """Score every design of ``space`` (or ``samples`` Sobol designs) with ``jobs`` processes
-    (default: every core) and find the exact front of ``objectives`` among the designs that meet
-    every constraint. ``on_progress(done, total)`` is called as chunks finish."""
+    """Score every design of ``space`` (or ``samples`` Sobol designs, or ``grid``) with ``jobs``
+    processes (default: every core) and find the exact front of ``objectives`` among the designs
+    that meet every constraint. ``on_progress(done, total)`` is called as chunks finish. ``memo``
+    (for the same workload and calibration) carries plans and loads over from earlier sweeps in
+    this process (used with one job only: workers keep their own)."""
     global _CTX
     start = time.perf_counter()
     if grid is None:
         grid = sobol_designs(space, samples, seed) if samples is not None else design_grid(space)
     calib = calibration or load_calibration()
     cat = catalog or load_catalog()
-    ctx = _Context(workload, space, objectives, grid, calib, cat)
+    ctx = _Context(workload, space, objectives, grid, calib, cat,
+                   memo if memo is not None and (jobs or 0) == 1 else None)
     total = len(grid)
     bounds = [(lo, min(lo + CHUNK_DESIGNS, total)) for lo in range(0, total, CHUNK_DESIGNS)]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(bounds) or 1))
@@ -407,14 +414,78 @@ def run_sweep(
     finally:
         _CTX = previous
     frame = _frame(grid, chunks)
-    eligible = frame["eligible"].to_numpy(dtype=bool)
-    rows = np.flatnonzero(eligible)
-    # The front in lexicographic order of its losses: by the first objective.
+    on = _mark_front(frame, objectives)
+    return SweepResult(space, workload, objectives, grid, frame, on, time.perf_counter() - start, jobs)
+
+
+def _mark_front(frame: pd.DataFrame, objectives: ObjectiveSet) -> np.ndarray:
+    """Rows of the exact front of ``frame`` (eligible, non-dominated; in lexicographic order of
+    their losses: by the first objective), also marked in its ``front`` column."""
+    rows = np.flatnonzero(frame["eligible"].to_numpy(dtype=bool))
     on = rows[non_dominated(objective_losses(frame.iloc[rows], objectives))]
     front = np.zeros(len(frame), dtype=bool)
     front[on] = True
     frame["front"] = front
-    return SweepResult(space, workload, objectives, grid, frame, on, time.perf_counter() - start, jobs)
+    return on
+
+
+def explicit_grid(space: SearchSpace, designs: Sequence[Mapping[str, Any]],
+                  order: Sequence[str] | None = None) -> DesignGrid:
+    """``designs`` (``{parameter: value}``, active parameters only) as a :class:`DesignGrid` of
+    ``space``. With ``order`` (parameters from slowest- to fastest-varying, as
+    :func:`sweep_order` gives) the rows are sorted on it, so that a sweep of the grid meets designs
+    sharing a placement one after another (the memo's best case); without, they stay as given."""
+    names = tuple(space.parameters)
+    choices: list[list[Any]] = [[] for _ in names]
+    lookups: list[dict[str, int]] = [{} for _ in names]
+    codes = np.full((len(designs), len(names)), -1, dtype=np.int32)
+    for i, design in enumerate(designs):
+        for j, name in enumerate(names):
+            if name not in design:
+                continue
+            value = design[name]
+            key = repr(value)
+            k = lookups[j].get(key)
+            if k is None:
+                k = lookups[j][key] = len(choices[j])
+                choices[j].append(value)
+            codes[i, j] = k
+    if order is not None and len(designs):
+        # Codes renumbered by value so that sorting them sorts the values (inactive first).
+        ranks = np.zeros_like(codes)
+        for j in range(len(names)):
+            column = choices[j]
+            by_value = sorted(range(len(column)), key=lambda k: _sort_key(column[k]))
+            rank = np.empty(len(choices[j]) + 1, dtype=np.int32)
+            rank[by_value] = np.arange(len(by_value), dtype=np.int32)
+            rank[-1] = -1
+            ranks[:, j] = rank[codes[:, j]]
+        keys = [ranks[:, names.index(n)] for n in reversed(list(order)) if n in names]
+        codes = codes[np.lexsort(keys)] if keys else codes
+    return DesignGrid(names, tuple(tuple(c) for c in choices), codes)
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    return (0, float(value)) if isinstance(value, int | float) else (1, str(value))
+
+
+def combine_sweeps(space: SearchSpace, parts: Sequence[SweepResult], seconds: float,
+                   method: str) -> SweepResult:
+    """One sweep of ``space`` holding every design of ``parts`` (sweeps of the same workload and
+    objectives over disjoint designs of ``space`` or of a coarser cut of it), with the exact front
+    among all of them."""
+    designs = [part.grid.design(i) for part in parts for i in range(len(part.grid))]
+    grid = explicit_grid(space, designs)
+    skip = {*(n for part in parts for n in part.grid.names), "front"}
+    frames = [part.frame[[c for c in part.frame.columns if c not in skip]] for part in parts]
+    metrics = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if "bottleneck" in metrics:
+        metrics["bottleneck"] = pd.Categorical(metrics["bottleneck"].astype(object))
+    frame = pd.concat([_frame(grid, []), metrics], axis=1)
+    objectives = parts[0].objectives
+    on = _mark_front(frame, objectives)
+    return SweepResult(space, parts[0].workload, objectives, grid, frame, on, seconds,
+                       1, method)
 
 
 def _init_worker(ctx: _Context) -> None:
@@ -523,13 +594,15 @@ def spread_front(losses: np.ndarray, k: int) -> list[int]:
     return sorted(picks)
 
 
-def greedy_front(losses: np.ndarray, k: int) -> list[int]:
+def greedy_front(losses: np.ndarray, k: int, extremes: bool = False) -> list[int]:
     """``k`` indices of front rows chosen greedily by hypervolume contribution (each pick the row
     that adds the most hypervolume to those already picked, objectives scaled between the front's
     ideal point and its nadir pushed 10% out; ties: the lower index). Rows with the same values as
     a picked one add nothing, so a front whose cheap end is many equivalent designs (same cost,
     same throughput, different switches) is not enqueued many times over, as an even spread
-    along the first objective would."""
+    along the first objective would. With ``extremes``, each objective's best row (ties broken by
+    the others) is picked first: its share of the hypervolume can be small (a 2% faster design
+    at a quarter more capex), yet it is the design a study is most often asked for."""
     n = losses.shape[0]
     if n == 0 or k <= 0:
         return []
@@ -542,7 +615,14 @@ def greedy_front(losses: np.ndarray, k: int) -> list[int]:
     points = (losses - lo) / scale
     ones = np.ones(losses.shape[1])
     picked: list[int] = []
-    volume = 0.0
+    if extremes:
+        rows = losses[distinct]
+        for j in range(losses.shape[1]):
+            others = [rows[:, c] for c in range(losses.shape[1]) if c != j][::-1]
+            best = distinct[int(np.lexsort([*others, rows[:, j]])[0])]
+            if best not in picked and len(picked) < k:
+                picked.append(best)
+    volume = float(compute_hypervolume(points[picked], ones)) if picked else 0.0
     while len(picked) < min(k, len(distinct)):
         best, gain = -1, -1.0
         for i in distinct:
@@ -551,13 +631,19 @@ def greedy_front(losses: np.ndarray, k: int) -> list[int]:
             g = float(compute_hypervolume(points[[*picked, i]], ones)) - volume
             if g > gain + 1e-15:
                 best, gain = i, g
+        if best < 0:
+            break
         picked.append(best)
         volume += gain
     return sorted(picked)
 
 
 WARM_MAX_TRIALS = 20
-"""Designs of the coarse front a default warm start enqueues (and at most a fifth of the budget)."""
+"""Designs of the sweep's front a default warm start enqueues (and at most a fifth of the budget).
+Measured with the coarse-to-fine sweep (docs/benchmarks.md, 5 seeds): 40 instead of 20 changes
+nothing at 100 trials (a fifth of the budget is 20) and at 200 trials raises production-12t from
+0.997 to 1.000 and issue-mixed from 0.998 to 1.000 of the exact front; 20 already meets every
+target and leaves the sampler more of a small budget."""
 
 
 def coarse_front(space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
@@ -565,14 +651,17 @@ def coarse_front(space: SearchSpace, workload: Workload, objectives: ObjectiveSe
                  catalog: Catalog | None = None) -> SweepResult:
     """The sweep of :func:`coarse_grid` (at most ``max_designs`` designs, or its 2-level grid)."""
     coarse, grid = coarse_grid(space, max_designs)
-    return run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid, catalog=catalog)
+    result = run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid, catalog=catalog)
+    result.method = "coarse sweep"
+    return result
 
 
 def record_reference(study: Any, result: SweepResult) -> None:
-    """Store the coarse front's box as the study's fixed hypervolume reference (once)."""
+    """Store the box of ``result``'s front (a coarse or coarse-to-fine sweep) as the study's fixed
+    hypervolume reference (once), labelled with its method and number of designs."""
     if REFERENCE_KEY in study.user_attrs or not len(result.front):
         return
-    ref = reference_from_front(result.losses(), len(result.frame), "coarse sweep")
+    ref = reference_from_front(result.losses(), len(result.frame), result.method)
     study.set_user_attr(REFERENCE_KEY, ref.to_json())
 
 
@@ -589,11 +678,11 @@ def warm_start(
 ) -> list[dict[str, Any]]:
     """Enqueue the exact front of a coarse sweep of ``space`` (at most ``max_designs`` designs,
     or ``result`` when already swept) into the Optuna ``study``: at most ``max_trials`` designs
-    of distinct values, picked by hypervolume contribution (:func:`greedy_front`), so its sampler
-    starts from good designs rather than random ones; the coarse front also becomes the study's
-    fixed hypervolume reference (:mod:`dse.search.reference`) when it has none. Returns the
-    enqueued designs. A study already seeded (attribute ``dse:warm_start``) is left alone, so
-    resuming never enqueues twice."""
+    of distinct values, each objective's best first, then picked by hypervolume contribution
+    (:func:`greedy_front`), so its sampler starts from good designs rather than random ones; the
+    front also becomes the study's fixed hypervolume reference (:mod:`dse.search.reference`) when
+    it has none. Returns the enqueued designs. A study already seeded (attribute
+    ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
     if WARM_START_KEY in study.user_attrs:
         return []
     if result is None:
@@ -601,11 +690,12 @@ def warm_start(
     record_reference(study, result)
     designs = result.front_designs()
     if max_trials is not None:
-        designs = [designs[i] for i in greedy_front(result.losses(), max_trials)]
+        designs = [designs[i] for i in greedy_front(result.losses(), max_trials, extremes=True)]
     for design in designs:
         study.enqueue_trial(encode_design(space, design), user_attrs={"warm_start": "sweep"})
     study.set_user_attr(WARM_START_KEY, {"designs": len(result.frame), "front": len(result.front),
-                                         "enqueued": len(designs), "space": result.space.name})
+                                         "enqueued": len(designs), "space": result.space.name,
+                                         "method": result.method, "seconds": result.seconds})
     return designs
 
 
@@ -630,34 +720,19 @@ def sweep_allowed(space: SearchSpace, budget: int) -> bool:
     return 0 < len(grid) <= REFERENCE_MAX_DESIGNS
 
 
-def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
-                   budget: int, warm: bool, catalog: Catalog | None = None) -> list[dict[str, Any]]:
-    """What a new study gets by default when :func:`sweep_allowed`: one coarse sweep, whose front
-    is the study's fixed hypervolume reference and, when ``warm`` (the default sampler), is
-    enqueued as a warm start (at most :data:`WARM_MAX_TRIALS` designs and a fifth of the
-    budget). Returns the enqueued designs."""
-    if not sweep_allowed(space, budget) or REFERENCE_KEY in study.user_attrs:
-        return []
-    result = coarse_front(space, workload, objectives, REFERENCE_MAX_DESIGNS, 1, catalog)
-    if not warm:
-        record_reference(study, result)
-        return []
-    return warm_start(study, space, workload, objectives,
-                      max_trials=min(WARM_MAX_TRIALS, max(1, budget // 5)), result=result)
-
-
 __all__ = [
     "DesignGrid",
     "SweepResult",
     "coarse_front",
     "coarse_grid",
     "coarse_space",
+    "combine_sweeps",
     "design_grid",
+    "explicit_grid",
     "greedy_front",
     "objective_losses",
     "record_reference",
     "run_sweep",
-    "seed_new_study",
     "sobol_designs",
     "sweep_allowed",
     "sweep_order",

@@ -1,0 +1,297 @@
+"""Coarse-to-fine sweeps: the exact front of a coarse grid, then the full-resolution neighbourhood
+of that front swept until the front stops changing.
+
+A coarse grid (:func:`dse.search.sweep.coarse_grid`: 3 to 6 values per parameter) misses the
+designs between its levels, and on spaces whose front is made of such designs its front is a poor
+start: measured against the exact front (docs/benchmarks.md), the coarse front of zion-2020 holds
+0.57 of its hypervolume and production-12t's 0.69. A front is mostly made of near neighbours of
+front designs, so each round of :func:`coarse_to_fine` takes as parents
+
+- every design of the current front,
+- each objective's best design, and its best design with each choice of each categorical
+  parameter (so an objective's extreme is searched for directly, from every fabric or
+  accelerator: zion-2020's fastest design has 14 accelerators on a ring, while its fastest on
+  the coarse grid's fabrics has 8 fully connected),
+
+and sweeps every design one parameter away from a parent (a line search along each parameter
+over its whole grid, or over :data:`LINE_MAX_VALUES` values spread over a longer one, its nearest
+values included; a float parameter over :data:`FLOAT_LEVELS` values). A
+parameter that becomes active (a fabric's bandwidth when a fabric is chosen) takes each of its
+values. Designs already swept are skipped, the round is scored in one batch ordered for the memo
+(:func:`dse.search.sweep.explicit_grid`) and the front updated; a parent is expanded once. The
+sweep stops when a round brings no new parent (the front and every per-choice best unchanged) or
+when :data:`REFINE_MAX_DESIGNS` designs beyond the coarse grid have been scored.
+
+It is deterministic: no random draw, parents and candidates in a fixed order.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from dse.calibration.parameters import Calibration, load_calibration
+from dse.model.catalog import Catalog, load_catalog
+from dse.model.evaluate import Memo
+from dse.model.workload import Workload
+from dse.search.dedup import design_key
+from dse.search.objectives import ObjectiveSet
+from dse.search.pareto import pareto_mask
+from dse.search.reference import REFERENCE_KEY, REFERENCE_MAX_DESIGNS
+from dse.search.space import Parameter, SearchSpace
+from dse.search.sweep import (
+    WARM_MAX_TRIALS,
+    SweepResult,
+    coarse_grid,
+    combine_sweeps,
+    explicit_grid,
+    objective_losses,
+    record_reference,
+    run_sweep,
+    sweep_allowed,
+    sweep_order,
+    warm_start,
+)
+
+REFINE_MAX_DESIGNS = 20_000
+"""Designs a coarse-to-fine sweep scores beyond its coarse grid, at most (of the order of the
+coarse grid itself). Measured on the benchmark spaces (docs/benchmarks.md, one core, through the
+memo), no round stopped by it: zion-2020 6,318 coarse + 2,479 refined designs in 5.5 s,
+production-12t 6,912 + 3,418 in 12 s, issue-mixed 6,912 + 2,083 in 5 s, todays-nodes-3d 720 + 880
+in 1.2 s, each finding the whole exact front. On the study files' spaces: zion-2020's (float
+knobs) 6,318 + 10,816 in 9 s; zionex-scale-out's 1,080 + 824 in 17 s (the 12T model on up to 128
+accelerators: a new placement costs tens of ms). The cap bounds spaces with many more parameters."""
+LINE_MAX_VALUES = 32
+"""A parameter with more values than this is line-searched over this many (spread on its scale,
+log for a log-scale int) plus the four nearest either side of the parent's value."""
+FLOAT_LEVELS = 21
+"""Values a float parameter is line-searched over (ends included, spaced on its scale): the fine
+grid of a space with float knobs, so that refining them ends (each new value of a capacity is a
+new placement, the costly part of a design)."""
+FILL_MAX_DESIGNS = 64
+"""Parameters that become active in a line-search move take every combination of their values up
+to this many designs (beyond, their middle value)."""
+METHOD = "coarse-to-fine sweep"
+"""The label of a reference fixed on such a sweep's front (``coarse-to-fine sweep of N designs``)."""
+
+
+def coarse_to_fine(
+    space: SearchSpace,
+    workload: Workload,
+    objectives: ObjectiveSet,
+    coarse_max_designs: int = REFERENCE_MAX_DESIGNS,
+    max_designs: int = REFINE_MAX_DESIGNS,
+    catalog: Catalog | None = None,
+    calibration: Calibration | None = None,
+) -> SweepResult:
+    """The sweep of :func:`~dse.search.sweep.coarse_grid` (at most ``coarse_max_designs``
+    designs) refined as the module describes (at most ``max_designs`` more), on one core with
+    one memo. The result holds every design scored (``method`` :data:`METHOD`, ``seconds`` the
+    whole time) and the exact front among them."""
+    start = time.perf_counter()
+    calib = calibration or load_calibration()
+    cat = catalog or load_catalog()
+    memo = Memo(workload, calib)
+    coarse, grid = coarse_grid(space, coarse_max_designs)
+    parts = [run_sweep(coarse, workload, objectives, jobs=1, grid=grid, calibration=calib,
+                       catalog=cat, memo=memo)]
+    state = _State(space, objectives, parts[0])
+    order = sweep_order(space)
+    scored = 0
+    while scored < max_designs:
+        batch = state.next_round(max_designs - scored)
+        if batch is None:
+            break
+        if not batch:
+            continue
+        part = run_sweep(space, workload, objectives, jobs=1, grid=explicit_grid(space, batch, order),
+                         calibration=calib, catalog=cat, memo=memo)
+        parts.append(part)
+        state.add(part)
+        scored += len(batch)
+    return combine_sweeps(space, parts, time.perf_counter() - start, METHOD)
+
+
+def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
+                   budget: int, warm: bool, catalog: Catalog | None = None,
+                   max_trials: int | None = None) -> list[dict[str, Any]]:
+    """What a new study gets by default when :func:`~dse.search.sweep.sweep_allowed`: one
+    :func:`coarse_to_fine` sweep, whose front is the study's fixed hypervolume reference
+    (``coarse-to-fine sweep of N designs``) and, when ``warm`` (the default sampler), is enqueued
+    as a warm start (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
+    :data:`~dse.search.sweep.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
+    are not trials. Returns the enqueued designs."""
+    if not sweep_allowed(space, budget) or REFERENCE_KEY in study.user_attrs:
+        return []
+    result = coarse_to_fine(space, workload, objectives, catalog=catalog)
+    if not warm:
+        record_reference(study, result)
+        return []
+    cap = WARM_MAX_TRIALS if max_trials is None else max_trials
+    return warm_start(study, space, workload, objectives, max_trials=min(cap, max(1, budget // 5)),
+                      result=result)
+
+
+class _State:
+    """The designs scored so far, their losses, and which parents have been expanded."""
+
+    def __init__(self, space: SearchSpace, objectives: ObjectiveSet, first: SweepResult) -> None:
+        self.space = space
+        self.objectives = objectives
+        self.designs: list[dict[str, Any]] = []
+        self.losses = np.zeros((0, len(objectives.objectives)))
+        self.eligible = np.zeros(0, dtype=bool)
+        self.seen: set[str] = set()
+        self.expanded: set[str] = set()
+        self.values = {name: _line_values(p) for name, p in space.parameters.items()}
+        self.categorical = [p for p in space.parameters.values() if p.type == "categorical"]
+        self.add(first)
+
+    def add(self, part: SweepResult) -> None:
+        """Take in the designs of a scored batch."""
+        designs = [part.grid.design(i) for i in range(len(part.grid))]
+        self.designs += designs
+        self.seen.update(design_key(d) for d in designs)
+        self.losses = np.vstack([self.losses, objective_losses(part.frame, self.objectives)])
+        self.eligible = np.concatenate([self.eligible, part.frame["eligible"].to_numpy(dtype=bool)])
+
+    def parents(self) -> list[dict[str, Any]]:
+        """Designs to expand, not expanded before: each objective's best, the front (by the first
+        objective), each objective's best with each categorical choice."""
+        rows = np.flatnonzero(self.eligible)
+        if not len(rows):
+            return []
+        loss = self.losses[rows]
+        picks: list[int] = []
+        k = loss.shape[1]
+        for j in range(k):
+            picks.append(int(rows[_best(loss, j)]))
+        front = rows[pareto_mask(loss)]
+        picks += [int(i) for i in front[np.lexsort(self.losses[front].T[::-1])]]
+        for p in self.categorical:
+            for choice in p.choices:
+                mine = [r for r, i in enumerate(rows) if self.designs[i].get(p.name) == choice]
+                if mine:
+                    sub = loss[mine]
+                    picks += [int(rows[mine[_best(sub, j)]]) for j in range(k)]
+        out: dict[str, dict[str, Any]] = {}
+        for i in picks:
+            key = design_key(self.designs[i])
+            if key not in self.expanded and key not in out:
+                out[key] = self.designs[i]
+        return list(out.values())
+
+    def next_round(self, room: int) -> list[dict[str, Any]] | None:
+        """The unseen designs one parameter away from this round's parents (at most ``room``), or
+        ``None`` when no parent is left to expand."""
+        parents = self.parents()
+        if not parents:
+            return None
+        batch: list[dict[str, Any]] = []
+        for parent in parents:
+            self.expanded.add(design_key(parent))
+            for cand in self._lines(parent):
+                key = design_key(cand)
+                if key in self.seen:
+                    continue
+                self.seen.add(key)
+                batch.append(cand)
+                if len(batch) >= room:
+                    return batch
+        return batch
+
+    def _lines(self, parent: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """Designs one parameter away from ``parent``, parameter by parameter in space order."""
+        for name, p in self.space.parameters.items():
+            if name not in parent:
+                continue
+            value = parent[name]
+            moves = list(self.values[name]) if p.type == "float" else _near(p, value, self.values[name])
+            for v in moves:
+                if v == value:
+                    continue
+                yield from self._complete({**parent, name: v})
+
+    def _complete(self, design: dict[str, Any]) -> list[dict[str, Any]]:
+        """``design`` with inactive parameters dropped and newly active ones filled in (every
+        combination of their values, or their middle values beyond :data:`FILL_MAX_DESIGNS`)."""
+        out = _fill(self.space, design, lambda n: self._options(n, False))
+        if len(out) > FILL_MAX_DESIGNS:
+            out = _fill(self.space, design, lambda n: self._options(n, True))
+        return out
+
+    def _options(self, name: str, middle: bool) -> tuple[Any, ...]:
+        p = self.space.parameters[name]
+        if p.type == "float":
+            assert p.low is not None and p.high is not None
+            return (math.sqrt(p.low * p.high) if p.log else (p.low + p.high) / 2,)
+        values = self.values[name]
+        return (values[len(values) // 2],) if middle else values
+
+
+def _fill(space: SearchSpace, design: Mapping[str, Any],
+          options: Callable[[str], tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Every completion of ``design``: parameters in space order, an inactive one dropped, an
+    active one absent from ``design`` taking each of its ``options`` (a filled parameter may
+    switch another on)."""
+    names = list(space.parameters)
+    out: list[dict[str, Any]] = []
+
+    def walk(i: int, chosen: dict[str, Any]) -> None:
+        if i == len(names):
+            out.append(dict(chosen))
+            return
+        n = names[i]
+        if not space.active(n, chosen):
+            walk(i + 1, chosen)
+        elif n in design:
+            walk(i + 1, {**chosen, n: design[n]})
+        else:
+            for v in options(n):
+                walk(i + 1, {**chosen, n: v})
+
+    walk(0, {})
+    return out
+
+
+def _best(loss: np.ndarray, j: int) -> int:
+    """Row of ``loss`` best in objective ``j``, ties broken by the others in order."""
+    others = [loss[:, c] for c in range(loss.shape[1]) if c != j][::-1]
+    return int(np.lexsort([*others, loss[:, j]])[0])
+
+
+def _line_values(p: Parameter) -> tuple[Any, ...]:
+    """The values a line search along ``p`` visits (a float: :data:`FLOAT_LEVELS` on its scale)."""
+    if p.type == "float":
+        assert p.low is not None and p.high is not None
+        raw = (np.exp(np.linspace(math.log(p.low), math.log(p.high), FLOAT_LEVELS)) if p.log
+               else np.linspace(p.low, p.high, FLOAT_LEVELS))
+        return (p.low, *(float(x) for x in raw[1:-1]), p.high)
+    values = p.grid()
+    if len(values) <= LINE_MAX_VALUES:
+        return values
+    if p.type == "int" and p.log:
+        assert p.low is not None and p.high is not None
+        raw = np.exp(np.linspace(math.log(max(p.low, 1e-9)), math.log(p.high), LINE_MAX_VALUES))
+    else:
+        raw = np.linspace(0, len(values) - 1, LINE_MAX_VALUES)
+        return tuple(dict.fromkeys(values[round(x)] for x in raw))
+    return tuple(sorted({min(values, key=lambda v: abs(float(v) - x)) for x in raw}, key=float))
+
+
+def _near(p: Parameter, value: Any, line: tuple[Any, ...]) -> list[Any]:
+    """The line-search values of ``p`` and, on a long grid, the four nearest either side."""
+    values = p.grid()
+    if len(values) <= LINE_MAX_VALUES or value not in values:
+        return list(line)
+    i = values.index(value)
+    near = [values[k] for k in range(max(0, i - 4), min(len(values), i + 5))]
+    return list(dict.fromkeys([*near, *line]))
+
+
+__all__ = ["FILL_MAX_DESIGNS", "FLOAT_LEVELS", "LINE_MAX_VALUES", "METHOD", "REFINE_MAX_DESIGNS",
+           "coarse_to_fine", "seed_new_study"]

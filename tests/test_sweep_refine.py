@@ -1,0 +1,163 @@
+"""Coarse-to-fine sweeps (dse.search.refine): on a small space swept whole, the refinement finds
+the exact front the coarse grid misses; the design cap holds; the result is deterministic, holds
+no design twice and agrees with the model; a new study's reference and warm start come from it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import optuna
+import pytest
+
+from dse.model.evaluate import evaluate
+from dse.model.workload import Workload, load_workload
+from dse.search.dedup import design_key
+from dse.search.encoding import design_system
+from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.reference import study_reference
+from dse.search.refine import METHOD, coarse_to_fine, seed_new_study
+from dse.search.space import SearchSpace, space_from_mapping
+from dse.search.sweep import WARM_START_KEY, SweepResult, coarse_front, explicit_grid, run_sweep
+
+LINES = {
+    "name": "lines",
+    "base_system": "zion",
+    "fixed": {"nodes": 1},
+    "parameters": {
+        "node.accelerators": {"type": "int", "low": 1, "high": 16},
+        "node.scaleup": {"type": "categorical", "choices": ["none", "ring", "switch"]},
+        "node.scaleup_gb_s": {"type": "ordinal", "choices": [50.0, 150.0, 400.0],
+                              "when": {"node.scaleup": ["ring", "switch"]}},
+        "node.nics": {"type": "ordinal", "choices": [1, 2, 4, 8]},
+    },
+}
+"""448 designs (16 accelerator counts x (no fabric + 2 fabrics x 3 bandwidths) x 4 NIC counts);
+with at most 60 coarse designs the coarse grid keeps 2 levels: 1 or 16 accelerators, 50 or
+400 GB/s, 1 or 8 NICs (20 designs)."""
+COARSE_MAX = 60
+
+
+def lines_space() -> SearchSpace:
+    return space_from_mapping(json.loads(json.dumps(LINES)), "test space")
+
+
+def front_points(losses: np.ndarray) -> set[tuple[float, ...]]:
+    return {tuple(float(x) for x in row) for row in np.round(losses, 6)}
+
+
+@dataclass(frozen=True)
+class Swept:
+    space: SearchSpace
+    wl: Workload
+    objectives: ObjectiveSet
+    full: SweepResult
+    coarse: SweepResult
+    refined: SweepResult
+
+
+@pytest.fixture(scope="module")
+def swept() -> Swept:
+    space = lines_space()
+    wl = load_workload("zion-2019")
+    objectives = load_objectives("throughput-vs-capex")
+    return Swept(space, wl, objectives, run_sweep(space, wl, objectives, jobs=1),
+                 coarse_front(space, wl, objectives, max_designs=COARSE_MAX),
+                 coarse_to_fine(space, wl, objectives, coarse_max_designs=COARSE_MAX))
+
+
+def test_refinement_finds_the_front_the_coarse_grid_misses(swept: Swept) -> None:
+    full, coarse, refined = swept.full, swept.coarse, swept.refined
+    assert len(full.frame) == 448 and len(coarse.frame) == 20
+    exact = front_points(full.losses())
+    found_coarse = exact & front_points(coarse.losses())
+    found = exact & front_points(refined.losses())
+    # The coarse grid has neither 14 accelerators nor 150 GB/s: it holds 1 of the 10 front points.
+    assert len(exact) == 10 and len(found_coarse) == 1
+    assert found == exact and front_points(refined.losses()) == exact
+    fastest = refined.front_designs()[0]
+    assert fastest == {"node.accelerators": 14, "node.scaleup": "ring", "node.scaleup_gb_s": 150.0,
+                       "node.nics": 1}
+    # Fewer designs than the whole space: 20 coarse, the rest lines through the front.
+    assert 20 < len(refined.frame) < 448
+    assert refined.method == METHOD
+
+
+def test_refined_designs_are_distinct_and_scored_as_the_model_scores_them(
+        swept: Swept) -> None:
+    refined, space = swept.refined, swept.space
+    designs = [refined.grid.design(i) for i in range(len(refined.grid))]
+    assert len({design_key(d) for d in designs}) == len(designs)
+    frame = refined.frame
+    for i in range(0, len(designs), 17):
+        metrics = evaluate(swept.wl, design_system(space, designs[i])).metrics()
+        for key in ("throughput_samples_per_s", "capex_usd"):
+            assert frame[key].iloc[i] == pytest.approx(metrics[key], rel=1e-9)
+        assert frame["node.accelerators"].iloc[i] == designs[i]["node.accelerators"]
+
+
+def test_refinement_is_deterministic(swept: Swept) -> None:
+    again = coarse_to_fine(swept.space, swept.wl, swept.objectives,
+                           coarse_max_designs=COARSE_MAX)
+    first = swept.refined
+    assert [again.grid.design(i) for i in range(len(again.grid))] == \
+        [first.grid.design(i) for i in range(len(first.grid))]
+    assert again.front.tolist() == first.front.tolist()
+
+
+def test_refinement_cap_is_honoured(swept: Swept) -> None:
+    capped = coarse_to_fine(swept.space, swept.wl, swept.objectives,
+                            coarse_max_designs=COARSE_MAX, max_designs=25)
+    assert len(capped.frame) == 20 + 25
+    none = coarse_to_fine(swept.space, swept.wl, swept.objectives,
+                          coarse_max_designs=COARSE_MAX, max_designs=0)
+    assert len(none.frame) == 20
+
+
+def test_explicit_grid_orders_for_the_memo() -> None:
+    space = lines_space()
+    designs = [{"node.accelerators": 8, "node.scaleup": "none", "node.nics": 2},
+               {"node.accelerators": 2, "node.scaleup": "ring", "node.scaleup_gb_s": 400.0,
+                "node.nics": 1},
+               {"node.accelerators": 2, "node.scaleup": "none", "node.nics": 4}]
+    as_given = explicit_grid(space, designs)
+    assert [as_given.design(i) for i in range(3)] == designs
+    ordered = explicit_grid(space, designs, order=["node.accelerators", "node.nics",
+                                                   "node.scaleup", "node.scaleup_gb_s"])
+    # Slowest first: accelerators (2, 2, 8), then NICs within (1 before 4).
+    assert [ordered.design(i) for i in range(3)] == [designs[1], designs[2], designs[0]]
+
+
+def test_new_study_reference_and_warm_start_come_from_the_refinement() -> None:
+    space = lines_space()
+    wl = load_workload("zion-2019")
+    objectives = load_objectives("throughput-vs-capex")
+    study = optuna.create_study(directions=objectives.directions)
+    enqueued = seed_new_study(study, space, wl, objectives, budget=100, warm=True)
+    ref = study_reference(study)
+    info = study.user_attrs[WARM_START_KEY]
+    assert ref is not None and ref.method == METHOD and ref.designs == info["designs"]
+    assert info["method"] == METHOD and info["seconds"] > 0 and 1 <= len(enqueued) <= 20
+    # The coarse grid at 6 levels (6 x 7 x 4 = 168 designs), then lines through its front.
+    assert 168 < info["designs"] < 448
+    assert seed_new_study(study, space, wl, objectives, budget=100, warm=True) == []
+
+
+def test_line_values_of_long_and_float_parameters() -> None:
+    """A float knob is line-searched over FLOAT_LEVELS values on its scale (ends exact); a long
+    log-scale int over LINE_MAX_VALUES spread values, plus the four nearest either side."""
+    from dse.search.refine import FLOAT_LEVELS, LINE_MAX_VALUES, _line_values, _near
+    from dse.search.space import Parameter
+
+    ddr = Parameter("node.ddr_gb", "float", low=1536.0, high=8192.0, log=True)
+    values = _line_values(ddr)
+    assert len(values) == FLOAT_LEVELS == 21
+    assert values[0] == 1536.0 and values[-1] == 8192.0
+    ratios = np.diff(np.log(np.array(values, dtype=float)))
+    assert np.allclose(ratios, np.log(8192 / 1536) / 20)
+    nodes = Parameter("nodes", "int", low=1, high=1024, log=True)
+    line = _line_values(nodes)
+    assert line[0] == 1 and line[-1] == 1024 and len(line) <= LINE_MAX_VALUES
+    near = _near(nodes, 300, line)
+    assert all(v in near for v in range(296, 305)) and set(line) <= set(near)
