@@ -178,7 +178,7 @@ def test_ctrl_c_during_run_says_what_was_kept(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         # A shell's background job ignores SIGINT; a terminal's Ctrl-C does not.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a new study's pre-trial sweep is slow on a loaded machine
     while time.monotonic() < deadline and (
             not journal.exists() or journal.read_bytes().count(b'"state":1') < 20):
         time.sleep(0.2)
@@ -202,6 +202,36 @@ def test_ctrl_c_during_run_says_what_was_kept(tmp_path: Path) -> None:
     retried = {t.user_attrs.get(RETRY_KEY)
                for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
     assert set(cut) <= retried, (cut, err)
+
+
+def test_ctrl_c_while_a_new_study_sweeps_says_so_and_the_next_run_completes_it(tmp_path: Path) -> None:
+    """A real SIGINT during a new study's pre-trial coarse-to-fine sweep (seconds): exit 130 and
+    one line saying so; the next `dse run` completes the recording and runs trials."""
+    path = write_study(tmp_path / "s.toml", name="s", **CHEAP, budget=60, seed=1,
+                       storage=str(tmp_path / "s.journal"))
+    journal = tmp_path / "s.journal"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dse", "run", str(path), "--quiet", "--no-report"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    # The study's definition is recorded before the sweep, its budget after it.
+    while time.monotonic() < deadline and (not journal.exists()
+                                           or b"dse:files" not in journal.read_bytes()):
+        time.sleep(0.05)
+    assert b"dse:budget" not in journal.read_bytes()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and out == ""
+    assert err.strip() == (f"interrupted while creating the study, before its first trial; "
+                           f"`dse run {path}` completes it")
+    resumed = runner.invoke(app, ["run", str(path), "--quiet", "--no-report", "--trials", "3"])
+    assert resumed.exit_code == 0, resumed.output
+    study = optuna.load_study(study_name="s", storage=journal_storage(journal))
+    assert study.user_attrs["dse:budget"] == 60
+    assert len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) == 3
 
 
 # --- time and cost to train the workload's own dataset -------------------------------------------

@@ -161,6 +161,13 @@ def run_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
+    except KeyboardInterrupt:
+        # Before the first trial (the coarse-to-fine sweep of a new study takes seconds): the
+        # recording is completed by the next run, which sweeps again.
+        resume = f"dse run {study}" + (f" --storage {redact(url)}" if url and url != spec.storage else "")
+        typer.echo(f"interrupted while creating the study, before its first trial; `{resume}` "
+                   "completes it", err=True)
+        raise typer.Exit(code=130) from None
     if trials == 0:
         info = status(created)
         join = "" if not url else " --storage " + ("URL" if "***" in shown else shown)
