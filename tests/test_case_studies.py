@@ -243,6 +243,10 @@ def test_front_bend_is_where_marginal_throughput_drops_most() -> None:
     assert bend["bottlenecks_before"] == "a (3)" and bend["bottlenecks_after"] == "b (2)"
     assert "buys 10 samples/s on average, after it 1." in describe_bend(bend, lambda r: "x")
     assert front_bend(front.iloc[:2]) == {}
+    # A design $1 dearer than the cheapest is no bend, however steep the chord to it.
+    near = pd.concat([front.iloc[:1].assign(capex_usd=1e3 + 1.0, throughput_samples_per_s=15.0),
+                      front]).sort_values("capex_usd")
+    assert front_bend(near)["at"]["capex_usd"] == 3e3
 
 
 def test_counts_on_case_pages_are_singular_for_one() -> None:

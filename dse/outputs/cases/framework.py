@@ -292,12 +292,19 @@ def scale_network_prices(catalog: Catalog, scale: float) -> Catalog:
 # --- reading a front ---------------------------------------------------------------------------
 
 
+BEND_MIN_SPAN = 0.02
+"""Share of a front's cost range a bend leaves on either side, at least."""
+
+
 def front_bend(front: pd.DataFrame, cost: str = "capex_usd",
                gain: str = "throughput_samples_per_s") -> dict[str, Any]:
     """Where a 2-D front bends: the design that splits it into the two chords (cheapest design to
     it, it to the dearest) whose slopes (``gain`` per unit of ``cost``) differ most, with the
     bottlenecks on either side. Chords, not neighbouring segments, so two near-equal designs do
-    not make a bend. Empty for a front of fewer than three distinct points."""
+    not make a bend; and a bend leaves at least :data:`BEND_MIN_SPAN` of the front's cost range on
+    each side, so a chord between two designs a few dollars apart (a slope of millions of
+    samples/s per $1k) is not read as one. Empty for a front of fewer than three distinct points
+    or without a point so placed."""
     pts = front.drop_duplicates([cost, gain]).sort_values(cost)
     if len(pts) < 3:
         return {}
@@ -306,7 +313,11 @@ def front_bend(front: pd.DataFrame, cost: str = "capex_usd",
     def chord(a: int, b: int) -> float:
         return float((y[b] - y[a]) / max(x[b] - x[a], 1e-12))
 
-    drops = [(chord(0, i) / max(chord(i, len(x) - 1), 1e-300), i) for i in range(1, len(x) - 1)]
+    span = BEND_MIN_SPAN * (x[-1] - x[0])
+    drops = [(chord(0, i) / max(chord(i, len(x) - 1), 1e-300), i) for i in range(1, len(x) - 1)
+             if x[i] - x[0] >= span and x[-1] - x[i] >= span]
+    if not drops:
+        return {}
     ratio, i = max(drops)
     return {
         "at": pts.iloc[i], "ratio": ratio,
@@ -324,7 +335,7 @@ def describe_bend(bend: Mapping[str, Any], what: Callable[[pd.Series], str],
                   unit: str = "$1k", scale: float = 1e3) -> str:
     """One sentence on :func:`front_bend`: where the front bends and what bounds it on each side."""
     if not bend:
-        return "The front has too few distinct points to bend."
+        return "The front has no bend (too few distinct points apart from its ends)."
     return (f"The front bends at {what(bend['at'])}: before it each extra {unit} buys "
             f"{bend['slope_before'] * scale:,.0f} samples/s on average, after it "
             f"{bend['slope_after'] * scale:,.0f}. Up to the bend the designs are bound by "
