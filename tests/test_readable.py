@@ -166,18 +166,23 @@ def test_numbers_never_in_scientific_notation() -> None:
 # --- Ctrl-C during dse run -----------------------------------------------------------------------
 
 
+def _dse_run(path: Path) -> subprocess.Popen[str]:
+    """``dse run PATH --quiet --no-report`` in a subprocess that a SIGINT interrupts (a shell's
+    background job ignores SIGINT; a terminal's Ctrl-C does not)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "dse", "run", str(path), "--quiet", "--no-report"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 def test_ctrl_c_during_run_says_what_was_kept(tmp_path: Path) -> None:
     """A real SIGINT to ``dse run`` in a subprocess: exit 130, one line on stderr, no traceback;
     the resume retries a trial the interrupt failed."""
     path = write_study(tmp_path / "s.toml", name="s", **CHEAP, sampler="random", budget=100_000,
                        seed=1, storage=str(tmp_path / "s.journal"))
     journal = tmp_path / "s.journal"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dse", "run", str(path), "--quiet", "--no-report"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        # A shell's background job ignores SIGINT; a terminal's Ctrl-C does not.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = _dse_run(path)
     deadline = time.monotonic() + 180  # a new study's pre-trial sweep is slow on a loaded machine
     while time.monotonic() < deadline and (
             not journal.exists() or journal.read_bytes().count(b'"state":1') < 20):
@@ -210,11 +215,7 @@ def test_ctrl_c_while_a_new_study_sweeps_says_so_and_the_next_run_completes_it(t
     path = write_study(tmp_path / "s.toml", name="s", **CHEAP, budget=60, seed=1,
                        storage=str(tmp_path / "s.journal"))
     journal = tmp_path / "s.journal"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dse", "run", str(path), "--quiet", "--no-report"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = _dse_run(path)
     deadline = time.monotonic() + 120
     # The study's definition is recorded before the sweep, its budget after it.
     while time.monotonic() < deadline and (not journal.exists()
