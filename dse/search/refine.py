@@ -146,7 +146,10 @@ class _State:
         self.losses = np.zeros((0, len(objectives.objectives)))
         self.eligible = np.zeros(0, dtype=bool)
         self.seen: set[str] = set()
+        self.row: dict[str, int] = {}
+        """Design key -> its row in ``designs``."""
         self.expanded: set[str] = set()
+        self.paired: set[str] = set()
         self.values = {name: _line_values(p) for name, p in space.parameters.items()}
         self.categorical = [p for p in space.parameters.values() if p.type == "categorical"]
         self.add(first)
@@ -154,14 +157,18 @@ class _State:
     def add(self, part: SweepResult) -> None:
         """Take in the designs of a scored batch."""
         designs = [part.grid.design(i) for i in range(len(part.grid))]
+        for d in designs:
+            self.row[design_key(d)] = len(self.row)
         self.designs += designs
         self.seen.update(design_key(d) for d in designs)
         self.losses = np.vstack([self.losses, objective_losses(part.frame, self.objectives)])
         self.eligible = np.concatenate([self.eligible, part.frame["eligible"].to_numpy(dtype=bool)])
 
-    def parents(self) -> list[dict[str, Any]]:
-        """Designs to expand, not expanded before: each objective's best, the front (by the first
-        objective), each objective's best with each categorical choice."""
+    def parents(self, done: set[str] | None = None) -> list[dict[str, Any]]:
+        """Designs to expand, not in ``done`` (default: those line-searched before): each
+        objective's best, the front (by the first objective), each objective's best with each
+        categorical choice."""
+        done = self.expanded if done is None else done
         rows = np.flatnonzero(self.eligible)
         if not len(rows):
             return []
@@ -181,20 +188,24 @@ class _State:
         out: dict[str, dict[str, Any]] = {}
         for i in picks:
             key = design_key(self.designs[i])
-            if key not in self.expanded and key not in out:
+            if key not in done and key not in out:
                 out[key] = self.designs[i]
         return list(out.values())
 
     def next_round(self, room: int) -> list[dict[str, Any]] | None:
-        """The unseen designs one parameter away from this round's parents (at most ``room``), or
-        ``None`` when no parent is left to expand."""
+        """The unseen designs one parameter away from this round's parents (at most ``room``);
+        when every parent has been line-searched, those of :meth:`_repairs`; ``None`` when no
+        parent is left to expand either way."""
         parents = self.parents()
+        moves, done = self._lines, self.expanded
         if not parents:
-            return None
+            parents, moves, done = self.parents(self.paired), self._repairs, self.paired
+            if not parents:
+                return None
         batch: list[dict[str, Any]] = []
         for parent in parents:
-            self.expanded.add(design_key(parent))
-            for cand in self._lines(parent):
+            done.add(design_key(parent))
+            for cand in moves(parent):
                 key = design_key(cand)
                 if key in self.seen:
                     continue
@@ -215,6 +226,30 @@ class _State:
                 if v == value:
                     continue
                 yield from self._complete({**parent, name: v})
+
+    def _repairs(self, parent: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """Designs two parameters away from ``parent``: one moved a step to a value that made the
+        design miss a constraint, another along its whole line. A front is often bounded by
+        feasibility: fewer nodes fit the tables only with more host DDR per node (the ZionEX
+        space's cheapest designs: 4 nodes with 6.4 TB each, where 4 nodes with the 5 TB of the
+        5-node designs do not fit), a move no single-parameter line search makes."""
+        for name, p in self.space.parameters.items():
+            if name not in parent or p.type == "categorical":
+                continue
+            i = _position(list(self.values[name]), parent[name])
+            if i is None:
+                continue
+            line = self.values[name]
+            for v in [line[k] for k in (i - 1, i + 1) if 0 <= k < len(line) and line[k] != parent[name]]:
+                for moved in self._complete({**parent, name: v}):
+                    row = self.row.get(design_key(moved))
+                    if row is None or self.eligible[row]:
+                        continue
+                    for other in self.space.parameters:
+                        if other != name and other in moved:
+                            for w in self.values[other]:
+                                if w != moved[other]:
+                                    yield from self._complete({**moved, other: w})
 
     def _complete(self, design: dict[str, Any]) -> list[dict[str, Any]]:
         """``design`` with inactive parameters dropped and newly active ones filled in (every
@@ -256,6 +291,16 @@ def _fill(space: SearchSpace, design: Mapping[str, Any],
 
     walk(0, {})
     return out
+
+
+def _position(line: list[Any], value: Any) -> int | None:
+    """Index of ``value`` on a parameter's ``line``, else of the nearest numeric value there
+    (a float knob's value off its line), else ``None``."""
+    if value in line:
+        return line.index(value)
+    if not isinstance(value, int | float) or not all(isinstance(v, int | float) for v in line):
+        return None
+    return min(range(len(line)), key=lambda k: abs(float(line[k]) - float(value)))
 
 
 def _best(loss: np.ndarray, j: int) -> int:
