@@ -161,3 +161,32 @@ def test_line_values_of_long_and_float_parameters() -> None:
     assert line[0] == 1 and line[-1] == 1024 and len(line) <= LINE_MAX_VALUES
     near = _near(nodes, 300, line)
     assert all(v in near for v in range(296, 305)) and set(line) <= set(near)
+
+
+FIT = {"name": "fit", "base_system": "zionex",
+       "fixed": {"node.nic_attach": "accelerator", "node.nics": 8, "node.nic_gbit_s": 200},
+       "parameters": {"nodes": {"type": "int", "low": 3, "high": 8},
+                      "node.ddr_gb": {"type": "float", "low": 1536.0, "high": 8192.0, "log": True}}}
+"""The 12T model on ZionEX nodes: fewer nodes hold its tables only with more host DDR each."""
+
+
+def test_repair_moves_pair_a_step_that_misses_a_constraint_with_a_line_along_another() -> None:
+    from dse.search.refine import _line_values, _State
+
+    space = space_from_mapping(json.loads(json.dumps(FIT)), "test space")
+    wl, objectives = load_workload("synthetic-production-12t"), load_objectives("throughput-vs-capex")
+    ddr = _line_values(space.parameters["node.ddr_gb"])
+    parent = {"nodes": 5, "node.ddr_gb": ddr[15]}
+    fewer, more = {**parent, "nodes": 4}, {**parent, "nodes": 6}
+    order = list(space.parameters)
+    scored = run_sweep(space, wl, objectives, jobs=1,
+                       grid=explicit_grid(space, [parent, fewer, more], order))
+    fit = dict(zip(scored.frame["nodes"].astype(int), scored.frame["eligible"], strict=True))
+    assert fit == {4: False, 5: True, 6: True}  # 4 nodes with 5.4 TB each cannot hold the tables
+    repairs = list(_State(space, objectives, scored)._repairs(parent))
+    # Only the step that missed the constraint is repaired, along every other DDR value.
+    assert sorted(map(design_key, repairs)) == sorted(
+        design_key({**fewer, "node.ddr_gb": v}) for v in ddr if v != parent["node.ddr_gb"])
+    fits = run_sweep(space, wl, objectives, jobs=1, grid=explicit_grid(space, repairs, order))
+    fit_ddr = fits.frame.loc[fits.frame["eligible"], "node.ddr_gb"]
+    assert len(fit_ddr) and fit_ddr.min() > parent["node.ddr_gb"]

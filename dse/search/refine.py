@@ -20,7 +20,11 @@ parameter that becomes active (a fabric's bandwidth when a fabric is chosen) tak
 values. Designs already swept are skipped, the round is scored in one batch ordered for the memo
 (:func:`dse.search.sweep.explicit_grid`) and the front updated; a parent is expanded once. The
 sweep stops when a round brings no new parent (the front and every per-choice best unchanged) or
-when :data:`REFINE_MAX_DESIGNS` designs beyond the coarse grid have been scored.
+when :data:`REFINE_MAX_DESIGNS` designs beyond the coarse grid have been scored. When no parent
+is left to line-search, the same parents get repair moves (:meth:`_State._repairs`): a parameter
+stepped to a value that made the design miss a constraint, with another along its whole line
+(fewer nodes fit the tables only with more memory per node), and line searches resume from any
+new front design.
 
 It is deterministic: no random draw, parents and candidates in a fixed order.
 """
