@@ -64,11 +64,11 @@ from dse.search.sweep import (
 REFINE_MAX_DESIGNS = 20_000
 """Designs a coarse-to-fine sweep scores beyond its coarse grid, at most (of the order of the
 coarse grid itself). Measured on the benchmark spaces (docs/benchmarks.md, one core, through the
-memo), no round stopped by it: zion-2020 6,318 coarse + 2,479 refined designs in 5.5 s,
-production-12t 6,912 + 3,418 in 12 s, issue-mixed 6,912 + 2,083 in 5 s, todays-nodes-3d 720 + 880
-in 1.2 s, each finding the whole exact front. On the study files' spaces: zion-2020's (float
-knobs) 6,318 + 10,816 in 9 s; zionex-scale-out's 1,080 + 824 in 17 s (the 12T model on up to 128
-accelerators: a new placement costs tens of ms). The cap bounds spaces with many more parameters."""
+memo, repair moves included, light load), no round stopped by it: zion-2020 6,318 coarse + 7,149
+refined designs in 3.7 s, production-12t 6,912 + 4,995 in 6.1 s, issue-mixed 6,912 + 3,031 in
+2.4 s, todays-nodes-3d 720 + 1,238 in 0.5 s, each finding the whole exact front. On the study
+files' spaces: zionex-scale-out's 3,177 in 7.3 s (the 12T model on up to 128 accelerators: a new
+placement costs tens of ms). The cap bounds spaces with many more parameters."""
 LINE_MAX_VALUES = 32
 """A parameter with more values than this is line-searched over this many (spread on its scale,
 log for a log-scale int) plus the four nearest either side of the parent's value."""
