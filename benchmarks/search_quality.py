@@ -609,10 +609,10 @@ The hypervolume ratio is the hypervolume of those trials' feasible designs over 
 both with the objectives scaled between the exact front's ideal point and its nadir pushed 10%
 further out (one reference point per case). `gp` (Optuna's GPSampler) runs one seed only: it
 costs seconds per trial on these spaces, more as trials accumulate (a 50-trial zion-2020 run took
-38 minutes on this shared machine, 200 trials of todays-nodes-3d 42 minutes and of issue-mixed
-28); `--all` runs it to 50 trials, the 200-trial rows were run apart (`--samplers gp --budgets
-50,100,200 --seeds 1`) and merged; a case without a `gp` row is one whose gp run did not finish
-in the time the run had."""
+38 minutes on this shared machine, 200 trials of todays-nodes-3d 42 minutes, of issue-mixed
+28 and of production-12t 20); `--all` runs it to 50 trials, the 200-trial rows were run apart
+(`--samplers gp --budgets 50,100,200 --seeds 1`) and merged; a case without a `gp` row is one
+whose gp run did not finish in the time the run had."""
 
 SWEEP_NOTES = """\
 How: a placement depends only on counts and capacities (`dse.model.placement.plan_key`), and the step's
