@@ -164,7 +164,7 @@ def run_cmd(
     except KeyboardInterrupt:
         # Before the first trial (the coarse-to-fine sweep of a new study takes seconds): the
         # recording is completed by the next run, which sweeps again.
-        resume = f"dse run {study}" + (f" --storage {redact(url)}" if url and url != spec.storage else "")
+        resume = _resume_command(spec, study, url)
         typer.echo(f"interrupted while creating the study, before its first trial; `{resume}` "
                    "completes it", err=True)
         raise typer.Exit(code=130) from None
@@ -274,6 +274,11 @@ def _quiet_interrupted_trials() -> Iterator[None]:
         logger.removeFilter(quiet)
 
 
+def _resume_command(spec: StudySpec, study: str, url: str) -> str:
+    """The command that resumes ``study`` (its storage named when it is not the study file's)."""
+    return f"dse run {study}" + (f" --storage {redact(url)}" if url and url != spec.storage else "")
+
+
 def _interrupted(spec: StudySpec, study: str, url: str) -> None:
     """Ctrl-C: one line saying what the study kept and how to resume, exit code 130 (128 + SIGINT)."""
     try:
@@ -281,7 +286,7 @@ def _interrupted(spec: StudySpec, study: str, url: str) -> None:
         what = f"{kept:,} of {spec.budget:,} trials kept"
     except Exception:  # the storage itself may be what hung: the line must still come
         what = "the completed trials are kept"
-    resume = f"dse run {study}" + (f" --storage {redact(url)}" if url and url != spec.storage else "")
+    resume = _resume_command(spec, study, url)
     typer.echo(f"interrupted: {what}; `{resume}` resumes", err=True)
     raise typer.Exit(code=130)
 
