@@ -72,6 +72,13 @@ class GrowingFront:
         return True
 
 
+def best_row(loss: np.ndarray, j: int) -> int:
+    """Row of ``loss`` (minimised) best in objective ``j``, ties broken by the others in order:
+    that objective's extreme point of the front."""
+    others = [loss[:, c] for c in range(loss.shape[1]) if c != j][::-1]
+    return int(np.lexsort([*others, loss[:, j]])[0])
+
+
 def non_dominated(loss: np.ndarray) -> list[int]:
     """Indices of the non-dominated rows of ``loss`` (minimisation), in lexicographic order of
     their rows (equal rows in index order)."""

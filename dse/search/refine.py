@@ -44,7 +44,7 @@ from dse.model.evaluate import Memo
 from dse.model.workload import Workload
 from dse.search.dedup import design_key
 from dse.search.objectives import ObjectiveSet
-from dse.search.pareto import pareto_mask
+from dse.search.pareto import best_row, pareto_mask
 from dse.search.reference import REFERENCE_KEY, REFERENCE_MAX_DESIGNS
 from dse.search.space import Parameter, SearchSpace
 from dse.search.sweep import (
@@ -180,7 +180,7 @@ class _State:
         picks: list[int] = []
         k = loss.shape[1]
         for j in range(k):
-            picks.append(int(rows[_best(loss, j)]))
+            picks.append(int(rows[best_row(loss, j)]))
         front = rows[pareto_mask(loss)]
         picks += [int(i) for i in front[np.lexsort(self.losses[front].T[::-1])]]
         for p in self.categorical:
@@ -188,7 +188,7 @@ class _State:
                 mine = [r for r, i in enumerate(rows) if self.designs[i].get(p.name) == choice]
                 if mine:
                     sub = loss[mine]
-                    picks += [int(rows[mine[_best(sub, j)]]) for j in range(k)]
+                    picks += [int(rows[mine[best_row(sub, j)]]) for j in range(k)]
         out: dict[str, dict[str, Any]] = {}
         for i in picks:
             key = design_key(self.designs[i])
@@ -305,12 +305,6 @@ def _position(line: list[Any], value: Any) -> int | None:
     if not isinstance(value, int | float) or not all(isinstance(v, int | float) for v in line):
         return None
     return min(range(len(line)), key=lambda k: abs(float(line[k]) - float(value)))
-
-
-def _best(loss: np.ndarray, j: int) -> int:
-    """Row of ``loss`` best in objective ``j``, ties broken by the others in order."""
-    others = [loss[:, c] for c in range(loss.shape[1]) if c != j][::-1]
-    return int(np.lexsort([*others, loss[:, j]])[0])
 
 
 def _line_values(p: Parameter) -> tuple[Any, ...]:

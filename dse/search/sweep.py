@@ -45,7 +45,7 @@ from dse.model.workload import Workload
 from dse.search._optuna import compute_hypervolume
 from dse.search.encoding import design_system, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
-from dse.search.pareto import non_dominated
+from dse.search.pareto import best_row, non_dominated
 from dse.search.reference import (
     REFERENCE_KEY,
     REFERENCE_MAX_DESIGNS,
@@ -618,8 +618,7 @@ def greedy_front(losses: np.ndarray, k: int, extremes: bool = False) -> list[int
     if extremes:
         rows = losses[distinct]
         for j in range(losses.shape[1]):
-            others = [rows[:, c] for c in range(losses.shape[1]) if c != j][::-1]
-            best = distinct[int(np.lexsort([*others, rows[:, j]])[0])]
+            best = distinct[best_row(rows, j)]
             if best not in picked and len(picked) < k:
                 picked.append(best)
     volume = float(compute_hypervolume(points[picked], ones)) if picked else 0.0
