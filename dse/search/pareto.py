@@ -112,13 +112,19 @@ def pareto_trials(study: optuna.Study, feasible: list[FrozenTrial] | None = None
     return [feasible[i] for i in non_dominated(study_losses(study, feasible))]
 
 
+def loss_box(loss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The hypervolume box of loss rows: their ideal point (best value of each objective) and
+    their nadir (worst value) pushed out by 10% of the range, so that the extreme designs still
+    add volume; a zero range is widened by a relative 1e-9 so that the box never collapses."""
+    ideal = loss.min(axis=0)
+    worst = loss.max(axis=0)
+    nadir: np.ndarray = worst + 0.1 * np.maximum(worst - ideal, np.abs(worst) * 1e-9 + 1e-12)
+    return ideal, nadir
+
+
 def reference_point(study: optuna.Study, trials: list[FrozenTrial]) -> np.ndarray:
     """Hypervolume reference: the worst feasible value of each objective, pushed 10% further."""
-    loss = study_losses(study, trials)
-    worst = loss.max(axis=0)
-    best = loss.min(axis=0)
-    ref: np.ndarray = worst + 0.1 * np.maximum(worst - best, np.abs(worst) * 1e-9 + 1e-12)
-    return ref
+    return loss_box(study_losses(study, trials))[1]
 
 
 def hypervolume(study: optuna.Study, trials: list[FrozenTrial],

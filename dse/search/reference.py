@@ -23,7 +23,7 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from dse.search._optuna import compute_hypervolume
-from dse.search.pareto import hypervolume, study_losses
+from dse.search.pareto import hypervolume, loss_box, study_losses
 
 REFERENCE_KEY = "dse:reference"
 """Study user attribute: the fixed hypervolume box (JSON: ``ideal``, ``nadir``, ``hypervolume``
@@ -69,9 +69,7 @@ class Reference:
 
 def reference_from_front(front_losses: np.ndarray, designs: int, method: str) -> Reference:
     """The box of a reference front (losses): its ideal point and its nadir pushed 10% out."""
-    ideal = front_losses.min(axis=0)
-    worst = front_losses.max(axis=0)
-    nadir = worst + 0.1 * np.maximum(worst - ideal, np.abs(worst) * 1e-9 + 1e-12)
+    ideal, nadir = loss_box(front_losses)
     ref = Reference(ideal, nadir, 0.0, designs, method)
     return Reference(ideal, nadir, ref.volume(front_losses), designs, method)
 
@@ -126,9 +124,7 @@ def convergence(study: optuna.Study, feasible: list[FrozenTrial], complete: int)
                   if older and ref.hypervolume > 0 else 0.0)
     else:
         now = hypervolume(study, feasible)
-        loss = study_losses(study, feasible)
-        worst, best = loss.max(axis=0), loss.min(axis=0)
-        box = worst + 0.1 * np.maximum(worst - best, np.abs(worst) * 1e-9 + 1e-12)
+        best, box = loss_box(study_losses(study, feasible))
         before = hypervolume(study, older, box, best) if older else 0.0
     gained = now - before
     return Convergence(now, _label(ref), gained, w, gained > MOVING_GAIN)

@@ -45,7 +45,7 @@ from dse.model.workload import Workload
 from dse.search._optuna import compute_hypervolume
 from dse.search.encoding import design_system, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
-from dse.search.pareto import best_row, non_dominated
+from dse.search.pareto import best_row, loss_box, non_dominated
 from dse.search.reference import (
     REFERENCE_KEY,
     REFERENCE_MAX_DESIGNS,
@@ -608,9 +608,7 @@ def greedy_front(losses: np.ndarray, k: int, extremes: bool = False) -> list[int
         return []
     _, first = np.unique(losses, axis=0, return_index=True)
     distinct = sorted(int(i) for i in first)
-    lo = losses.min(axis=0)
-    worst = losses.max(axis=0)
-    ref = worst + 0.1 * np.maximum(worst - lo, np.abs(worst) * 1e-9 + 1e-12)
+    lo, ref = loss_box(losses)
     scale = np.where(ref - lo > 0, ref - lo, 1.0)
     points = (losses - lo) / scale
     ones = np.ones(losses.shape[1])
