@@ -127,6 +127,24 @@ def test_fresh_neighbour_avoids_taken_designs() -> None:
     assert len(seen) > 10
 
 
+def test_proposer_best_of_each_objective_is_a_front_member() -> None:
+    """The Proposer's best design of each objective, kept row by row, breaks ties on that
+    objective by the others in order, as pareto.best_row does: with three objectives and ties on
+    every one, it is a front member (a row that ties on objective 1 but is worse on objective 0
+    does not displace it)."""
+    from dse.search.pareto import best_row, non_dominated
+
+    proposer = Proposer(load_space("scale-out"), seed=0)
+    rng = np.random.default_rng(7)
+    loss = rng.integers(0, 3, size=(40, 3)).astype(float)
+    for row in loss:
+        proposer._add_row(row, dict(DESIGN))
+    front = set(non_dominated(loss))
+    for j in range(3):
+        assert proposer._best_rows[j] == best_row(loss, j)
+        assert proposer._best_rows[j] in front
+
+
 def test_stratified_start_covers_every_category() -> None:
     """The default sampler's start gives every accelerator of the scale-out space the same share
     (2 each of 6), and spreads the node count over 1-64 (log scale)."""

@@ -134,14 +134,13 @@ class Proposer:
             self._loss_buf = grown
         self._loss_buf[i] = loss
         self._front.add(i, loss)
-        # _best's order: the objective, then the others from the second on (np.lexsort's keys
-        # there), then the row; a later row replaces the best only when strictly before it.
+        # pareto.best_row's order: the objective, then the others in order, then the row (a
+        # later row replaces the best only when strictly before it), so the best is a front member.
         for j in range(len(loss)):
             if i == 0:
                 self._best_rows.append(0)
                 continue
-            best = self._loss_buf[self._best_rows[j]]
-            if (loss[j], *loss[1:]) < (best[j], *best[1:]):
+            if _tie_key(loss, j) < _tie_key(self._loss_buf[self._best_rows[j]], j):
                 self._best_rows[j] = i
         for p in self.categorical:
             if p.name in design and design[p.name] in p.choices:
@@ -353,3 +352,8 @@ def start_size(space: SearchSpace) -> int:
 
 
 __all__ = ["Proposer", "start_size"]
+
+
+def _tie_key(loss: np.ndarray, j: int) -> tuple[float, ...]:
+    """Objective ``j`` of a loss row, then the other objectives in order (``pareto.best_row``)."""
+    return (loss[j], *(loss[c] for c in range(len(loss)) if c != j))
