@@ -209,3 +209,25 @@ def test_constraint_violation_is_relative_and_signed() -> None:
     assert c.violation(500.0) == pytest.approx(-0.5)
     both = Constraint("capex_usd", max=10.0, min=5.0)
     assert both.violation(4.0) > 0 and both.violation(11.0) > 0 and both.violation(7.0) <= 0
+
+
+def test_same_machine_fingerprint_compares_every_field() -> None:
+    """A preset is a space's baseline only when the space rebuilds the same machine: stating the
+    catalog's HBM capacity or renaming changes nothing, while any other field of the system file
+    (PCIe switch sharing, a multi-node pod, software switches) makes another machine."""
+    import dataclasses
+
+    from dse.model.system import PodSpec, load_system_spec
+    from dse.search.space import _fingerprint
+
+    spec = load_system_spec("dgx-h100")
+    node = spec.node
+    same = [dataclasses.replace(spec, node=dataclasses.replace(node, hbm_gb=80.0), name="x",
+                                description="y")]
+    other = [dataclasses.replace(spec, node=dataclasses.replace(node, pcie_switch_share=4)),
+             dataclasses.replace(spec, pod=PodSpec(nodes=2), nodes=2),
+             dataclasses.replace(spec, software=dataclasses.replace(
+                 spec.software, bottom_mlp_on_one_device=True)),
+             dataclasses.replace(spec, node=dataclasses.replace(node, hbm_cache_gb=10.0))]
+    assert all(_fingerprint(s) == _fingerprint(spec) for s in same)
+    assert all(_fingerprint(s) != _fingerprint(spec) for s in other)

@@ -19,13 +19,14 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dse.errors import DseInputError
-from dse.model.system import SystemSpec, load_system_spec, system_presets
+from dse.model.system import ConstraintsSpec, SystemSpec, load_system_spec, system_presets
 from dse.model.workload import workload_presets
 from dse.records import SPACE, from_mapping, named_file, read_toml
 
@@ -289,16 +290,20 @@ def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
 
 
 def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
-    """What makes two system specs the same machine (names and descriptions aside)."""
+    """What makes two system specs the same machine: every resolved figure, and every field of the
+    spec but its name, description, source and buildability constraints, with the node fields that
+    default from the catalog compared by what they resolve to (a preset that leaves ``hbm_gb``
+    unset is the same machine as one that states the catalog's capacity). Generic over the
+    dataclasses' fields, so a field added to the system file is compared without being listed."""
     from dse.model.system import resolve_system
 
     s = resolve_system(spec)
-    n = spec.node
-    return (s.accelerator.name, s.cpu.name, s.nodes, s.accelerators_per_node, s.hbm_bytes,
-            s.hbm_bytes_s, s.scaleup, s.scaleup_bytes_s, s.scaleup_domain, s.pcie_bytes_s,
-            s.ddr_bytes, s.ddr_bytes_s, n.cpu_sockets, n.nics, n.nic_gbit_s, n.nic_attach,
-            n.frontend_nics, n.frontend_nic_gbit_s, n.input_source, n.hbm_cache_gb, spec.network,
-            spec.software)
+    resolved = tuple(getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "spec")
+    defaulted: dict[str, Any] = {f.name: None for f in dataclasses.fields(spec.node)
+                 if f.default is None and f.name != "hbm_cache_gb"}
+    bare = dataclasses.replace(spec, node=dataclasses.replace(spec.node, **defaulted), name="",
+                               description="", source="", constraints=ConstraintsSpec())
+    return (*resolved, bare)
 
 
 def _value_of(spec: SystemSpec, dotted: str) -> Any:
