@@ -290,3 +290,33 @@ def test_run_warm_start_cli(tmp_path: Path) -> None:
     assert "40 of 40 trials complete" in run.stdout
     bad = subprocess.run([*cmd, "--warm-start", "bogus"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_run_warm_start_sweep_seeds_any_sampler_from_the_refined_front(tmp_path: Path) -> None:
+    """`--warm-start sweep` on a space small enough for the coarse-to-fine sweep seeds a TPE study
+    from that sweep's front (computed once, when the study is created), with up to a fifth of
+    its budget; the same sweep is the study's hypervolume reference."""
+    import subprocess
+    import sys
+
+    from dse.search.reference import study_reference
+    from dse.search.sweep import WARM_START_KEY
+
+    study = tmp_path / "wt.toml"
+    study.write_text('name = "wt"\nworkload = "mlperf-dlrm-v1"\nspace = "zion-node-grid"\n'
+                     'objectives = "throughput-vs-capex"\nbudget = 60\nseed = 1\nsampler = "tpe"\n'
+                     f'storage = "{tmp_path / "wt.journal"}"\n')
+    cmd = [sys.executable, "-m", "dse", "run", str(study), "--no-report", "--quiet", "--trials", "0",
+           "--warm-start", "sweep"]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "designs of a coarse-to-fine sweep's front enqueued" in run.stderr
+    stored = optuna.load_study(study_name="wt", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "wt.journal"))))
+    info = stored.user_attrs[WARM_START_KEY]
+    waiting = [t for t in stored.get_trials() if t.user_attrs.get("warm_start") == "sweep"]
+    assert info["method"] == "coarse-to-fine sweep" and 1 <= len(waiting) == info["enqueued"] <= 12
+    ref = study_reference(stored)
+    assert ref is not None and ref.method == "coarse-to-fine sweep" and ref.designs == info["designs"]
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode == 0 and "enqueued" not in again.stderr

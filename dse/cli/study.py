@@ -77,6 +77,27 @@ def _shown(url: str, spec: StudySpec) -> str:
     return redact(url) if url else str(default_storage_path(spec))
 
 
+def _exists(storage: Any, name: str) -> bool:
+    try:
+        storage.get_study_id_from_name(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _seed_sweep(study: optuna.Study, spec: StudySpec, new: bool) -> None:
+    """`--warm-start sweep`: a ``new`` study was seeded as it was created (the coarse-to-fine
+    sweep's front); where the space was too large for that sweep, it is seeded from a coarse
+    sweep now (once per study: a seeded study is left as it is). Says what was enqueued."""
+    from dse.search.sweep import WARM_START_KEY, warm_start_study
+
+    seeded = warm_start_study(study, spec)
+    info = study.user_attrs.get(WARM_START_KEY)
+    if (new or seeded) and info:
+        typer.echo(f"warm start: {info['enqueued']} designs of a {info['method']}'s front "
+                   "enqueued", err=True)
+
+
 @contextmanager
 def _storage_errors(where: str = "") -> Iterator[None]:
     """A storage lost mid-run (database down or hung, proxy stopped, the journal ``where`` on a
@@ -124,11 +145,12 @@ def run_cmd(
     report: Annotated[bool, typer.Option("--report/--no-report",
                                          help="Write NAME.html beside the journal when done.")] = True,
     warm_start: Annotated[str | None, typer.Option(
-        "--warm-start", help="'sweep': before the sampler starts, enqueue the exact front of a "
-        "coarse sweep of the space (at most a fifth of the budget); once per study. Default: a "
-        "new study of the auto sampler with a budget of 50 or more on a space whose coarse grid "
-        "has at most 20,000 designs is seeded with up to 20 designs of the front of that grid "
-        "refined along its front (a coarse-to-fine sweep); 'none' turns that off.")] = None,
+        "--warm-start", help="'sweep': before the sampler starts, enqueue designs of a "
+        "sweep's front (at most a fifth of the budget), whatever the sampler: the coarse-to-fine "
+        "sweep's where the space allows it (a coarse grid of at most 20,000 designs and a budget "
+        "of 50 or more), else a coarse sweep's; once per study. Default: a new study of the auto "
+        "sampler on such a space is seeded with up to 20 designs of that coarse-to-fine front; "
+        "'none' turns that off.")] = None,
     catalog: CatalogOpt = None,
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
@@ -147,16 +169,12 @@ def run_cmd(
             # means N more for all workers together.
             if warm_start not in (None, "sweep", "none"):
                 fail(f"--warm-start {warm_start!r}: expected 'sweep' or 'none'")
-            created = open_study(spec, open_storage(url, spec), force,
-                                 storage_path=storage_file(url, spec),
-                                 warm_start="none" if warm_start == "none" else "auto")
+            store = open_storage(url, spec)
+            new = warm_start == "sweep" and not _exists(store, spec.name)
+            created = open_study(spec, store, force, storage_path=storage_file(url, spec),
+                                 warm_start=warm_start or "auto")
             if warm_start == "sweep":
-                from dse.search.sweep import warm_start_study
-
-                seeded = warm_start_study(created, spec)
-                if seeded:
-                    typer.echo(f"warm start: {len(seeded)} designs of a coarse sweep's front "
-                               "enqueued", err=True)
+                _seed_sweep(created, spec, new)
             until = target_of(spec, created, trials)
     except DseInputError as exc:
         fail(str(exc))

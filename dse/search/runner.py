@@ -120,7 +120,9 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     ``warm_start``: ``auto`` (a new study of the default sampler is seeded from the front of a
     coarse-to-fine sweep, :func:`dse.search.refine.seed_new_study`, when
     :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
-    hypervolume reference) or ``sweep`` (the caller seeds it).
+    hypervolume reference) or ``sweep`` (a new study of any sampler is seeded from that front with
+    up to a fifth of its budget; where the space is too large for that sweep, the caller seeds it
+    from a coarse sweep, :func:`dse.search.sweep.warm_start_study`).
     """
     with WorkerLock(storage_path) as lock:
         lock.share()
@@ -212,9 +214,12 @@ def _record_new(study: optuna.Study, spec: StudySpec, warm_start: str = "auto") 
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, study_space(spec))
+        # `--warm-start sweep` seeds any sampler, with up to a fifth of the budget.
+        asked = warm_start == "sweep"
         seed_new_study(study, study_space(spec), study_workload(spec), study_objectives(spec),
-                       spec.budget, warm=spec.sampler == "auto" and warm_start == "auto",
-                       catalog=study_catalog(spec).catalog)
+                       spec.budget, warm=asked or (spec.sampler == "auto" and warm_start == "auto"),
+                       catalog=study_catalog(spec).catalog,
+                       max_trials=max(1, spec.budget // 5) if asked else None)
     study.set_user_attr("dse:budget", spec.budget)
 
 
