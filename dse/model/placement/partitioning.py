@@ -94,10 +94,16 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
     each item placed (the others keep theirs), uses up ``free``, updates the loads.
 
     A run's items have one key, so sorting the runs (stably) orders the items as sorting them one
-    by one would, and a run that lands on idle devices is written a slice at a time."""
-    each = itertools.chain.from_iterable
-    total_m = sum(each(itertools.repeat(m, k) for m, _, _, k, _ in runs))  # the items' sums, in order
-    total_c = sum(each(itertools.repeat(c, k) for _, c, _, k, _ in runs))
+    by one would."""
+    total_m = total_c = 0.0  # the items' sums, in order, as sum() adds them
+    for m, c, _, k, _ in runs:
+        if k == 1:
+            total_m += m
+            total_c += c
+            continue
+        for _ in range(k):
+            total_m += m
+            total_c += c
     inv_m = 1.0 / ((total_m + sum(load_mem)) or 1.0)
     inv_c = 1.0 / ((total_c + sum(load_comm)) or 1.0)
     keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c, _, _, _ in runs]
@@ -113,20 +119,21 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
         idle = ()
         if 0.0 in load_mem and 0.0 in load_comm and _keys_apart(load_mem, inv_m) and \
                 _keys_apart(load_comm, inv_c):
-            # The loads are non-negative (else the guard above fails), so a zero sum means no load.
-            idle = list(itertools.compress(range(n), map(operator.not_, map(operator.add, load_mem,
-                                                                            load_comm))))
+            # The loads are non-negative (else the guard above fails): no load is a zero in both.
+            idle = [d for d, m, c in zip(range(n), load_mem, load_comm, strict=True) if not (m or c)]
     left: list[float] = []  # the key each idle placement left, in order of the idle devices
-    at, j = _fill_idle(runs, order, keys, idle, free, load_mem, load_comm, inv_m, inv_c, out, left)
+    at, j = _fill_idle(runs, order, idle, free, load_mem, load_comm, inv_m, inv_c, out, left)
     if at == len(order):
         return
     # (key, device) of every device (or of the least-loaded ones: _least_keys), a heap: the pairs
     # are distinct (one per device), so the device each pop yields does not depend on the heap's
     # internal order, and replacing the top in place picks the same devices as a pop followed by a
     # push, with one sift instead of two.
-    heap = _least_keys(_device_keys(left, idle, started_idle, load_mem, load_comm, inv_m, inv_c),
-                       [*each(itertools.repeat(runs[r][2], runs[r][3] - (j if r == order[at] else 0))
-                              for r in order[at:])], free, inv_m, inv_c)
+    need: list[float] = []  # the sizes of the items left, in order
+    for r in order[at:]:
+        need += [runs[r][2]] * runs[r][3]
+    heap = _least_keys(_device_keys(left, idle, started_idle, load_mem, load_comm, inv_m, inv_c), need[j:],
+                       free, inv_m, inv_c)
     replace = heapq.heapreplace
     for r in order[at:] if heap else ():
         m, c, size, k, first = runs[r]
@@ -145,32 +152,17 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
         j = 0
 
 
-def _fill_idle(runs: Slice, order: list[int], keys: list[float], idle: Sequence[int], free: list[float],
-               load_mem: list[float], load_comm: list[float], inv_m: float, inv_c: float, out: list[int],
+def _fill_idle(runs: Slice, order: list[int], idle: Sequence[int], free: list[float], load_mem: list[float],
+               load_comm: list[float], inv_m: float, inv_c: float, out: list[int],
                left: list[float]) -> tuple[int, int]:
     """For :func:`balanced_runs`: the items, in ``order`` of their runs, on the ``idle`` devices one
     each, while the next has room and the last placement left a key above 0.0 (``left`` gets each
     key left). Returns where it stopped: the position in ``order`` and the items of that run
-    placed."""
+    placed. (Writing a run's items a slice at a time costs more than this loop for runs of 4.)"""
     placed, n_idle = 0, len(idle)
     last = 1.0  # the key the last placement left
     for at, r in enumerate(order):
         m, c, size, k, first = runs[r]
-        end = placed + k
-        if k > 1 and end <= n_idle and last > 0.0 and keys[r] > 0.0 and m and c and \
-                idle[end - 1] - idle[placed] == k - 1 and size <= min(free[idle[placed]:idle[placed] + k]):
-            # Consecutive idle devices with room for every item: the loads there are zeros (0.0 or
-            # -0.0) and zero + x is x, so each device's loads become the item's and its key the
-            # run's (as ranked); each item leaves a key above 0.0, so none stops the next.
-            lo = idle[placed]
-            out[first:first + k] = range(lo, lo + k)
-            free[lo:lo + k] = [room - size for room in free[lo:lo + k]]
-            load_mem[lo:lo + k] = [m] * k
-            load_comm[lo:lo + k] = [c] * k
-            last = keys[r]
-            left += [last] * k
-            placed = end
-            continue
         for j in range(k):
             if placed == n_idle or not last > 0.0 or size > free[idle[placed]]:
                 return at, j
