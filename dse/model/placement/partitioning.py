@@ -189,14 +189,29 @@ def _device_keys(left: list[float], idle: Sequence[int], started_idle: bool, loa
     if not idle or idle[-1] - idle[0] != len(idle) - 1:
         return _load_keys(load_mem, load_comm, inv_m, inv_c)
     lo, hi = idle[0], idle[-1] + 1  # consecutive idle devices: the loaded ones lie around them
-    return [*_load_keys(load_mem[:lo], load_comm[:lo], inv_m, inv_c), *left, *[0.0] * (hi - lo - len(left)),
-            *_load_keys(load_mem[hi:], load_comm[hi:], inv_m, inv_c)]
+    keys = _load_keys(load_mem[:lo], load_comm[:lo], inv_m, inv_c) if lo else []
+    keys += left
+    keys += [0.0] * (hi - lo - len(left))
+    if hi < n:
+        keys += _load_keys(load_mem[hi:], load_comm[hi:], inv_m, inv_c)
+    return keys
 
 
 def _load_keys(load_mem: list[float], load_comm: list[float], inv_m: float, inv_c: float) -> list[float]:
-    """Each device's key: its larger normalised load."""
-    return [m * inv_m if m * inv_m > c * inv_c else c * inv_c
-            for m, c in zip(load_mem, load_comm, strict=True)]
+    """Each device's key: its larger normalised load. Devices in a row often hold the same loads
+    (the same float objects: the equal pieces of a split, one a device), which share one key."""
+    keys: list[float] = []
+    keep = keys.append
+    last_m = last_c = None
+    key = 0.0
+    for m, c in zip(load_mem, load_comm, strict=True):
+        if m is not last_m or c is not last_c:
+            last_m, last_c = m, c
+            m *= inv_m
+            c *= inv_c
+            key = m if m > c else c
+        keep(key)
+    return keys
 
 
 def _place_past_full(heap: list[tuple[float, int]], i: int, size: float, mem: float, comm: float,
