@@ -116,11 +116,11 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
     started_idle = not (any(load_mem) or any(load_comm))
     idle: Sequence[int] = range(n)
     if not started_idle:
-        idle = ()
-        if 0.0 in load_mem and 0.0 in load_comm and _keys_apart(load_mem, inv_m) and \
-                _keys_apart(load_comm, inv_c):
-            # The loads are non-negative (else the guard above fails): no load is a zero in both.
-            idle = [d for d, m, c in zip(range(n), load_mem, load_comm, strict=True) if not (m or c)]
+        # The devices with zero loads, when the loads are non-negative (else the guard fails) and
+        # no loaded device's key is 0.0.
+        idle = [d for d, m, c in zip(range(n), load_mem, load_comm, strict=True) if not (m or c)]
+        if not (idle and _keys_apart(load_mem, inv_m) and _keys_apart(load_comm, inv_c)):
+            idle = ()
     left: list[float] = []  # the key each idle placement left, in order of the idle devices
     at, j = _fill_idle(runs, order, idle, free, load_mem, load_comm, inv_m, inv_c, out, left)
     if at == len(order):
@@ -132,8 +132,8 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
     need: list[float] = []  # the sizes of the items left, in order
     for r in order[at:]:
         need += [runs[r][2]] * runs[r][3]
-    heap = _least_keys(_device_keys(left, idle, started_idle, load_mem, load_comm, inv_m, inv_c), need[j:],
-                       free, inv_m, inv_c)
+    heap = _least_keys(_device_keys(left, idle, started_idle, load_mem, load_comm, inv_m, inv_c),
+                       need[j:] if j else need, free, inv_m, inv_c)
     replace = heapq.heapreplace
     for r in order[at:] if heap else ():
         m, c, size, k, first = runs[r]
@@ -250,7 +250,7 @@ def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: 
     if m < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf and min(need) >= 0.0:
         # A stable sort by key: ties in device order, as the pairs compare.
         low = sorted(range(len(keys)), key=keys.__getitem__)[:m]
-        if min([free[d] for d in low]) >= 2.0 * sum(need):
+        if min(map(free.__getitem__, low)) >= 2.0 * sum(need):
             return [(keys[d], d) for d in low]
     heap = list(zip(keys, range(len(keys)), strict=True))
     heapq.heapify(heap)
@@ -260,7 +260,9 @@ def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: 
 def _keys_apart(loads: list[float], inv: float) -> bool:
     """Whether the normalised loads ``load x inv`` stay 0.0 for a zero load and are above 0.0 for the
     others: every load is non-negative, no product underflows, and ``inv`` is positive and finite."""
-    return 0.0 < inv < math.inf and min(filter(None, loads), default=1.0) * inv > 0.0
+    # (A 1.0 after the loads instead of min(..., default=1.0), whose keyword costs more than the
+    # min: with a positive, finite ``inv``, a smallest load of 1.0 or more passes either way.)
+    return 0.0 < inv < math.inf and min(itertools.chain(filter(None, loads), (1.0,))) * inv > 0.0
 
 
 def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: list[float],
@@ -436,7 +438,10 @@ def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], fr
             failed += runs
     for lo, end, (m, c, size), first in idle:
         # Its loads are zero and the pieces' are not negative: each device's becomes the piece's.
-        free[lo:end] = [room - size for room in free[lo:end]]
+        # Their room is one figure as a rule (nothing placed there yet): one subtraction then.
+        block = free[lo:end]
+        free[lo:end] = [block[0] - size] * (end - lo) if block.count(block[0]) == end - lo else \
+            [room - size for room in block]
         load_mem[lo:end] = [m] * (end - lo)
         load_comm[lo:end] = [c] * (end - lo)
         devices[first:first + end - lo] = range(lo, end)
