@@ -200,6 +200,10 @@ def _device_keys(left: list[float], idle: Sequence[int], started_idle: bool, loa
 def _load_keys(load_mem: list[float], load_comm: list[float], inv_m: float, inv_c: float) -> list[float]:
     """Each device's key: its larger normalised load. Devices in a row often hold the same loads
     (the same float objects: the equal pieces of a split, one a device), which share one key."""
+    n = len(load_mem)
+    if n and load_mem.count(load_mem[0]) == n and load_comm.count(load_comm[0]) == n:
+        m, c = load_mem[0] * inv_m, load_comm[0] * inv_c  # one load pair (a C scan tells): one key
+        return [m if m > c else c] * n
     keys: list[float] = []
     keep = keys.append
     last_m = last_c = None
