@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
 from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
-from dse.model.placement.partitioning import _place_group
+from dse.model.placement.partitioning import _place_group, balanced_runs
 from dse.model.system import System, load_system
 from dse.model.timing import step_loads
 from dse.model.workload import Workload, load_workload
@@ -163,6 +163,39 @@ def test_balanced_assign_matches_a_plain_search(
     assert group == (None if None in want else want)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    runs=st.lists(st.tuples(loads_st, loads_st, st.sampled_from((0.0, 1.0, 2.0, 5.0)), st.integers(1, 4)),
+                  max_size=6),
+    devices=st.lists(st.tuples(st.sampled_from((0.0, 1.0, 4.0, 100.0, 1e9)), loads_st, loads_st),
+                     min_size=1, max_size=10),
+    idle=st.sampled_from(("all", "none", "some")),
+)
+def test_balanced_runs_place_runs_as_their_items_one_by_one(
+    runs: list[tuple[float, float, float, int]], devices: list[tuple[float, float, float]], idle: str
+) -> None:
+    # Runs of equal items (in a flat order that is not the runs' own) go where the plain search
+    # puts the same items one by one; with some devices idle, the idle ones come first.
+    flat = [(m, c, size) for m, c, size, k in runs for _ in range(k)]
+    caps = [d[0] for d in devices]
+    zero = [idle == "all" or (idle == "some" and i % 2 == 0) for i in range(len(devices))]
+    load_mem = [0.0 if z else d[1] for z, d in zip(zero, devices, strict=True)]
+    load_comm = [0.0 if z else d[2] for z, d in zip(zero, devices, strict=True)]
+    want = reference_balanced_assign([x[0] for x in flat], [x[1] for x in flat], [x[2] for x in flat], caps,
+                                     load_mem, load_comm)
+    # Item i of the flat list is out[i + 3] (the runs' first indices are offsets into ``out``).
+    batch: list[tuple[float, float, float, int, int]] = []
+    first = 3
+    for m, c, size, k in runs:
+        batch.append((m, c, size, k, first))
+        first += k
+    out = [-1] * (first + 2)
+    lm, lc = list(load_mem), list(load_comm)
+    balanced_runs(batch, list(caps), lm, lc, out)
+    assert out[:3] == [-1] * 3 and out[first:] == [-1, -1]
+    assert [None if d < 0 else d for d in out[3:first]] == want
+
+
 # --- plan_placement invariants --------------------------------------------------------------------
 
 CASES: tuple[tuple[str, str, tuple[tuple[str, object], ...]], ...] = (
@@ -255,7 +288,8 @@ def test_groups_are_the_shards_grouped(
             assert plan.shards[i] == shard._replace(device=d)
             i += 1
     rebuilt = Plan(shards=plan.shards, **{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
-                                          if f.name not in ("group_shards", "group_devices", "_shards")})
+                                          if f.name not in ("group_shards", "group_devices")
+                                          and not f.name.startswith("_")})
     assert rebuilt == plan and rebuilt.groups == plan.groups and rebuilt.shards == plan.shards
     assert dataclasses.replace(plan, feasible=plan.feasible) == plan
     calib = load_calibration()

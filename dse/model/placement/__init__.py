@@ -43,7 +43,6 @@ from dse.model.placement.plan import (
     ShardGroup,
     Sharding,
     Tier,
-    count_groups,
     plan_key,
     shards_grouped,
     with_device,
@@ -121,5 +120,5 @@ def plan_placement(workload: Workload, system: System) -> Plan:
         reason=reason,
         memory_short_bytes=short,
         replicated_grad_elements=float(sum(s.rows * s.dim for s in replicas)),
-        counts=count_groups(shards, devices, len(hbm.shards)),
+        hbm_groups=len(hbm.shards),  # (counted when first asked: Plan.counts)
     )

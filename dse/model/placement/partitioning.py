@@ -53,6 +53,11 @@ def lpt_assign(
     return out
 
 
+Slice = list[tuple[float, float, float, int, int]]
+"""Runs of equal pieces for :func:`assign_hbm`, each (HBM bytes, all-to-all bytes, size in bytes,
+how many, the flat index of its first piece): the pieces of a split come as one run."""
+
+
 def _ranked(mem: Sequence[float], comm: Sequence[float], load_mem: Sequence[float],
             load_comm: Sequence[float]) -> tuple[float, float, list[float], list[int]]:
     """For :func:`balanced_assign`: the normalisers (1 / all HBM bytes, 1 / all all-to-all bytes),
@@ -75,11 +80,35 @@ def balanced_assign(
     """LPT on two loads at once: items (largest normalised load first) go to the device whose larger
     normalised load (HBM bytes / all HBM bytes, all-to-all bytes / all such bytes) is smallest and
     that has room. Updates ``load_mem`` and ``load_comm`` (non-negative); returns each item's device
-    or ``None``."""
-    inv_m, inv_c, _, order = _ranked(mem, comm, load_mem, load_comm)
-    free = list(capacities)
+    or ``None``. (:func:`balanced_runs` with a run per item.)"""
+    out = [-1] * len(mem)
+    balanced_runs([(m, c, s, 1, i) for i, (m, c, s) in enumerate(zip(mem, comm, sizes, strict=True))],
+                  list(capacities), load_mem, load_comm, out)
+    return [None if d < 0 else d for d in out]
+
+
+def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_comm: list[float],
+                  out: list[int]) -> None:
+    """:func:`balanced_assign` of runs of equal items, each (HBM bytes, all-to-all bytes, size,
+    count, index in ``out`` of its first item; the items are the runs' in order): sets ``out`` of
+    each item placed (the others keep theirs), uses up ``free``, updates the loads.
+
+    A run's items have one key, so sorting the runs (stably) orders the items as sorting them one
+    by one would."""
+    total_m = total_c = 0.0  # the items' sums, in order, as sum() adds them
+    for m, c, _, k, _ in runs:
+        if k == 1:
+            total_m += m
+            total_c += c
+            continue
+        for _ in range(k):
+            total_m += m
+            total_c += c
+    inv_m = 1.0 / ((total_m + sum(load_mem)) or 1.0)
+    inv_c = 1.0 / ((total_c + sum(load_comm)) or 1.0)
+    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c, _, _, _ in runs]
+    order = sorted(range(len(runs)), key=keys.__getitem__, reverse=True)  # stable: ties in order
     n = len(free)
-    out: list[int | None] = [None] * len(mem)
     # A device without load has key 0.0, below every loaded device's: a heap of (key, device) would
     # yield the idle ones first, in index order. So while the next idle device has room and the last
     # placement left a key above 0.0, that device is the choice, and the heap is built only if items
@@ -87,57 +116,112 @@ def balanced_assign(
     started_idle = not (any(load_mem) or any(load_comm))
     idle: Sequence[int] = range(n)
     if not started_idle:
-        idle = ()
-        if 0.0 in load_mem and 0.0 in load_comm and _keys_apart(load_mem, inv_m) and \
-                _keys_apart(load_comm, inv_c):
-            # The loads are non-negative (else the guard above fails), so a zero sum means no load.
-            idle = list(itertools.compress(range(n), map(operator.not_, map(operator.add, load_mem,
-                                                                            load_comm))))
-    placed, n_idle = 0, len(idle)
-    last = 1.0  # the key the last placement left
-    for i in order:
-        if placed == n_idle or not last > 0.0 or sizes[i] > free[idle[placed]]:
-            break
-        d = out[i] = idle[placed]
-        free[d] -= sizes[i]
-        lm = load_mem[d] = load_mem[d] + mem[i]
-        lc = load_comm[d] = load_comm[d] + comm[i]
-        lm *= inv_m
-        lc *= inv_c
-        last = lm if lm > lc else lc
-        placed += 1
-    if placed == len(order):
-        return out
+        # The devices with zero loads, when the loads are non-negative (else the guard fails) and
+        # no loaded device's key is 0.0.
+        idle = [d for d, m, c in zip(range(n), load_mem, load_comm, strict=True) if not (m or c)]
+        if not (idle and _keys_apart(load_mem, inv_m) and _keys_apart(load_comm, inv_c)):
+            idle = ()
+    left: list[float] = []  # the key each idle placement left, in order of the idle devices
+    at, j = _fill_idle(runs, order, idle, free, load_mem, load_comm, inv_m, inv_c, out, left)
+    if at == len(order):
+        return
     # (key, device) of every device (or of the least-loaded ones: _least_keys), a heap: the pairs
     # are distinct (one per device), so the device each pop yields does not depend on the heap's
     # internal order, and replacing the top in place picks the same devices as a pop followed by a
     # push, with one sift instead of two.
-    keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c
-            for m, c in zip(load_mem, load_comm, strict=True)]
-    if started_idle:  # the devices not reached keep the key they started with (0 x inf is nan)
-        keys[placed:] = [0.0] * (n - placed)
-    heap = _least_keys(keys, [sizes[i] for i in order[placed:]], free, inv_m, inv_c)
+    need: list[float] = []  # the sizes of the items left, in order
+    for r in order[at:]:
+        need += [runs[r][2]] * runs[r][3]
+    heap = _least_keys(_device_keys(left, idle, started_idle, load_mem, load_comm, inv_m, inv_c),
+                       need[j:] if j else need, free, inv_m, inv_c)
     replace = heapq.heapreplace
-    for i in order[placed:] if heap else ():
-        size = sizes[i]
-        d = heap[0][1]
-        if size > free[d]:  # rare: the least-loaded device is full
-            _place_past_full(heap, i, size, mem[i], comm[i], inv_m, inv_c, free, load_mem, load_comm, out)
-            continue
-        out[i] = d
-        free[d] -= size
-        lm = load_mem[d] = load_mem[d] + mem[i]
-        lc = load_comm[d] = load_comm[d] + comm[i]
-        lm *= inv_m
-        lc *= inv_c
-        replace(heap, (lm if lm > lc else lc, d))
-    return out
+    for r in order[at:] if heap else ():
+        m, c, size, k, first = runs[r]
+        for i in range(first + j, first + k):
+            d = heap[0][1]
+            if size > free[d]:  # rare: the least-loaded device is full
+                _place_past_full(heap, i, size, m, c, inv_m, inv_c, free, load_mem, load_comm, out)
+                continue
+            out[i] = d
+            free[d] -= size
+            lm = load_mem[d] = load_mem[d] + m
+            lc = load_comm[d] = load_comm[d] + c
+            lm *= inv_m
+            lc *= inv_c
+            replace(heap, (lm if lm > lc else lc, d))
+        j = 0
+
+
+def _fill_idle(runs: Slice, order: list[int], idle: Sequence[int], free: list[float], load_mem: list[float],
+               load_comm: list[float], inv_m: float, inv_c: float, out: list[int],
+               left: list[float]) -> tuple[int, int]:
+    """For :func:`balanced_runs`: the items, in ``order`` of their runs, on the ``idle`` devices one
+    each, while the next has room and the last placement left a key above 0.0 (``left`` gets each
+    key left). Returns where it stopped: the position in ``order`` and the items of that run
+    placed. (Writing a run's items a slice at a time costs more than this loop for runs of 4.)"""
+    placed, n_idle = 0, len(idle)
+    last = 1.0  # the key the last placement left
+    for at, r in enumerate(order):
+        m, c, size, k, first = runs[r]
+        for j in range(k):
+            if placed == n_idle or not last > 0.0 or size > free[idle[placed]]:
+                return at, j
+            d = out[first + j] = idle[placed]
+            free[d] -= size
+            lm = load_mem[d] = load_mem[d] + m
+            lc = load_comm[d] = load_comm[d] + c
+            lm *= inv_m
+            lc *= inv_c
+            last = lm if lm > lc else lc
+            left.append(last)
+            placed += 1
+    return len(order), 0
+
+
+def _device_keys(left: list[float], idle: Sequence[int], started_idle: bool, load_mem: list[float],
+                 load_comm: list[float], inv_m: float, inv_c: float) -> list[float]:
+    """For :func:`balanced_runs`: every device's key once the idle devices are filled: ``left`` for
+    the idle devices it reached, 0.0 for the other idle ones (their loads are zeros), the others'
+    from their loads."""
+    n = len(load_mem)
+    if started_idle:  # (0 x inf is nan: the devices not reached keep the key they started with)
+        return left + [0.0] * (n - len(left))
+    if not idle or idle[-1] - idle[0] != len(idle) - 1:
+        return _load_keys(load_mem, load_comm, inv_m, inv_c)
+    lo, hi = idle[0], idle[-1] + 1  # consecutive idle devices: the loaded ones lie around them
+    keys = _load_keys(load_mem[:lo], load_comm[:lo], inv_m, inv_c) if lo else []
+    keys += left
+    keys += [0.0] * (hi - lo - len(left))
+    if hi < n:
+        keys += _load_keys(load_mem[hi:], load_comm[hi:], inv_m, inv_c)
+    return keys
+
+
+def _load_keys(load_mem: list[float], load_comm: list[float], inv_m: float, inv_c: float) -> list[float]:
+    """Each device's key: its larger normalised load. Devices in a row often hold the same loads
+    (the same float objects: the equal pieces of a split, one a device), which share one key."""
+    n = len(load_mem)
+    if n and load_mem.count(load_mem[0]) == n and load_comm.count(load_comm[0]) == n:
+        m, c = load_mem[0] * inv_m, load_comm[0] * inv_c  # one load pair (a C scan tells): one key
+        return [m if m > c else c] * n
+    keys: list[float] = []
+    keep = keys.append
+    last_m = last_c = None
+    key = 0.0
+    for m, c in zip(load_mem, load_comm, strict=True):
+        if m is not last_m or c is not last_c:
+            last_m, last_c = m, c
+            m *= inv_m
+            c *= inv_c
+            key = m if m > c else c
+        keep(key)
+    return keys
 
 
 def _place_past_full(heap: list[tuple[float, int]], i: int, size: float, mem: float, comm: float,
                      inv_m: float, inv_c: float, free: list[float], load_mem: list[float],
-                     load_comm: list[float], out: list[int | None]) -> None:
-    """For :func:`balanced_assign`, when its least-loaded device has no room for item ``i``: the
+                     load_comm: list[float], out: list[int]) -> None:
+    """For :func:`balanced_runs`, when its least-loaded device has no room for item ``i``: the
     least-loaded device with room takes it (``out[i]``, loads and ``free`` updated), the devices
     passed over stay in ``heap`` with their keys."""
     skipped: list[tuple[float, int]] = []
@@ -170,7 +254,7 @@ def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: 
     if m < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf and min(need) >= 0.0:
         # A stable sort by key: ties in device order, as the pairs compare.
         low = sorted(range(len(keys)), key=keys.__getitem__)[:m]
-        if min([free[d] for d in low]) >= 2.0 * sum(need):
+        if min(map(free.__getitem__, low)) >= 2.0 * sum(need):
             return [(keys[d], d) for d in low]
     heap = list(zip(keys, range(len(keys)), strict=True))
     heapq.heapify(heap)
@@ -180,7 +264,9 @@ def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: 
 def _keys_apart(loads: list[float], inv: float) -> bool:
     """Whether the normalised loads ``load x inv`` stay 0.0 for a zero load and are above 0.0 for the
     others: every load is non-negative, no product underflows, and ``inv`` is positive and finite."""
-    return 0.0 < inv < math.inf and min(filter(None, loads), default=1.0) * inv > 0.0
+    # (A 1.0 after the loads instead of min(..., default=1.0), whose keyword costs more than the
+    # min: with a positive, finite ``inv``, a smallest load of 1.0 or more passes either way.)
+    return 0.0 < inv < math.inf and min(itertools.chain(filter(None, loads), (1.0,))) * inv > 0.0
 
 
 def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: list[float],
@@ -215,11 +301,6 @@ def _keys_above_zero(m: float, c: float, k: int) -> bool:
     m *= inv_m
     c *= inv_c
     return (m if m > c else c) > 0.0
-
-
-Slice = list[tuple[float, float, float, int, int]]
-"""Runs of equal pieces for :func:`assign_hbm`, each (HBM bytes, all-to-all bytes, size in bytes,
-how many, the flat index of its first piece): the pieces of a split come as one run."""
 
 
 def _domain_slices(groups: Iterable[Slice], per_domain: Iterable[int]) -> list[list[Slice]]:
@@ -263,10 +344,7 @@ def assign_hbm(
     """
     groups: dict[int, Slice] = {}
     per_domain: list[int] = []  # of each group's first run
-    flat: list[int] = []  # the other pieces, one a piece, with their loads and sizes
-    mem: list[float] = []
-    comm: list[float] = []
-    size: list[float] = []
+    rest: Slice = []  # the other runs, for balanced_runs
     start = 0
     for c, count in runs:
         if c.sharding == "row_wise" and c.partial:
@@ -275,31 +353,17 @@ def assign_hbm(
                 group = groups[c.table] = []
                 per_domain.append(c.per_domain)
             group.append((c.mem, c.comm, c.footprint, count, start))
-        elif count == 1:  # most runs are one whole table: appended, without a list each
-            flat.append(start)
-            mem.append(c.mem)
-            comm.append(c.comm)
-            size.append(c.footprint)
         else:
-            flat += range(start, start + count)
-            mem += [c.mem] * count
-            comm += [c.comm] * count
-            size += [c.footprint] * count
+            rest.append((c.mem, c.comm, c.footprint, count, start))
         start += count
     devices = [-1] * start
     if groups:
-        for m, c_, s, n, first in _place_groups(_domain_slices(groups.values(), per_domain), free, load_mem,
-                                                load_comm, domain, devices):
-            flat += range(first, first + n)
-            mem += [m] * n
-            comm += [c_] * n
-            size += [s] * n
+        rest += _place_groups(_domain_slices(groups.values(), per_domain), free, load_mem, load_comm, domain,
+                              devices)
+    balanced_runs(rest, free, load_mem, load_comm, devices)  # (no one reads ``free`` after it)
     unplaced: list[int] = []
-    for i, dev in zip(flat, balanced_assign(mem, comm, size, free, load_mem, load_comm), strict=True):
-        if dev is None:
-            unplaced.append(i)
-        else:
-            devices[i] = dev  # (no one reads ``free`` after this last batch)
+    if -1 in devices:  # (every piece is in a group or in ``rest``)
+        unplaced = [i for *_, n, first in rest for i in range(first, first + n) if devices[i] < 0]
     return devices, _candidates_at(runs, unplaced)
 
 
@@ -378,7 +442,10 @@ def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], fr
             failed += runs
     for lo, end, (m, c, size), first in idle:
         # Its loads are zero and the pieces' are not negative: each device's becomes the piece's.
-        free[lo:end] = [room - size for room in free[lo:end]]
+        # Their room is one figure as a rule (nothing placed there yet): one subtraction then.
+        block = free[lo:end]
+        free[lo:end] = [block[0] - size] * (end - lo) if block.count(block[0]) == end - lo else \
+            [room - size for room in block]
         load_mem[lo:end] = [m] * (end - lo)
         load_comm[lo:end] = [c] * (end - lo)
         devices[first:first + end - lo] = range(lo, end)

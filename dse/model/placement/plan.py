@@ -133,8 +133,11 @@ class Plan:
     """How many bytes the design lacks to hold the model (0 when feasible)."""
     replicated_grad_elements: float
     """Elements of replicated tables' gradients that join the dense allreduce."""
-    counts: dict[str, int]
-    """Shards per sharding kind and tier (``table_wise``, ``hbm``, ...)."""
+    hbm_groups: int = field(repr=False, compare=False)
+    """How many of the first groups are the HBM ones, for :attr:`counts` (-1: not known; then the
+    counts are those given, or none)."""
+    _counts: dict[str, int] | None = field(init=False, repr=False, compare=False)
+    """:attr:`counts`, once asked for (a report reads them; a search never does)."""
     _shards: tuple[Shard, ...] | None = field(init=False, repr=False, compare=False)
     """:attr:`shards`, once asked for (most evaluations never list the pieces one by one)."""
 
@@ -154,12 +157,15 @@ class Plan:
         memory_short_bytes: float = 0.0,
         replicated_grad_elements: float = 0.0,
         counts: dict[str, int] | None = None,
+        hbm_groups: int | None = None,
         groups: Iterable[ShardGroup] | None = None,
         group_shards: tuple[Shard, ...] | None = None,
         group_devices: tuple[tuple[int, ...], ...] | None = None,
     ) -> None:
         """A plan of ``shards`` (every piece), of ``groups`` or of ``group_shards`` and
-        ``group_devices`` (the same, grouped): one of the three."""
+        ``group_devices`` (the same, grouped): one of the three. ``counts``: shards per kind and
+        tier, or, without them, ``hbm_groups``: how many of the first groups are in HBM, to count
+        them from when first asked (:func:`count_groups`; no counts without either)."""
         listed: tuple[Shard, ...] | None = None
         given = (bool(shards), groups is not None, group_shards is not None or group_devices is not None)
         if sum(given) > 1:
@@ -188,7 +194,17 @@ class Plan:
         setattr_(self, "reason", reason)
         setattr_(self, "memory_short_bytes", memory_short_bytes)
         setattr_(self, "replicated_grad_elements", replicated_grad_elements)
-        setattr_(self, "counts", {} if counts is None else counts)
+        setattr_(self, "hbm_groups", -1 if hbm_groups is None or counts is not None else hbm_groups)
+        setattr_(self, "_counts", {} if counts is None and self.hbm_groups < 0 else counts)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Shards per sharding kind and tier (``table_wise``, ``hbm``, ...)."""
+        counts = self._counts
+        if counts is None:
+            counts = count_groups(self.group_shards, self.group_devices, self.hbm_groups)
+            object.__setattr__(self, "_counts", counts)
+        return counts
 
     @property
     def groups(self) -> tuple[ShardGroup, ...]:
