@@ -302,3 +302,31 @@ def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
     packaged = load_calibration()
     for name in FIT_PARAMETERS:
         assert getattr(calib, name) == pytest.approx(getattr(packaged, name), rel=1e-3, abs=1e-9)
+
+
+def test_only_the_2023_embedding_collection_exchanges_keys_flat() -> None:
+    # HugeCTR 23.04/23.08's data distributor (MLPerf v3.0/v3.1 DCNv2) sends keys with a flat
+    # all-to-all; the one-hot HugeCTR of 2020-2022 (hybrid embedding, no data distributor), PyTorch
+    # and TensorFlow do not, and their multi-device steps carry no key exchange.
+    from dse.model.evaluate import evaluate
+
+    flat = {"hugectr-2023.04", "hugectr-2023.09"}
+    for family, caps in SOFTWARE_CAPABILITIES.items():
+        assert (("software.flat_key_exchange", True) in caps) == (family in flat)
+    calib = Calibration()
+    seen = set()
+    for m in load_measurements():
+        if m.accelerators_per_node * m.nodes < 8 or m.family in seen:
+            continue
+        seen.add(m.family)
+        wl, sysm = measurement_design(m)
+        assert sysm.spec.software.flat_key_exchange == (m.family in flat)
+        st = evaluate(wl, sysm, calib).timing.stages_s
+        keys = st["keys_fabric"] + st["keys_network"]
+        if m.family in flat:
+            g = m.accelerators_per_node * m.nodes
+            # 2 rounds x (15 us + (G - 1) x 1 us) at the priors.
+            assert keys == pytest.approx(2 * (15e-6 + (g - 1) * 1e-6), rel=1e-12)
+        else:
+            assert keys == 0.0
+    assert flat <= seen and REFERENCE_FAMILY in seen

@@ -64,7 +64,7 @@ FIT_PARAMETERS: tuple[str, ...] = (
 )
 """Scalar parameters the measurements constrain. ``host_efficiency`` (no measurement places tables
 in host memory), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
-overhead with these data) keep their priors."""
+overhead with these data) and ``key_peer_latency_s`` keep their priors."""
 EFFICIENCIES = frozenset(p for p in FIT_PARAMETERS if p.endswith("efficiency") or "_efficiency_" in p)
 OVERHEAD_FLOORS_S: dict[str, float] = {
     "kernel_overhead_s": 0.5e-6,
@@ -108,6 +108,9 @@ PRIOR_REASONS: dict[str, str] = {
         "few multi-node points (one message per peer can cost no less than a network or NVLink "
         "message latency, about 1 us), so it keeps that prior; the hierarchical all-to-all pays it "
         "once per peer in the domain and once per other domain."),
+    "key_peer_latency_s": (
+        "Not fitted: it keeps peer_latency_s's prior, one message latency (about 1 us) per peer of "
+        "each round of HugeCTR 23.04/23.08's flat key all-to-all."),
 }
 """Why each calibration parameter outside :data:`FIT_PARAMETERS` keeps its prior (listed in
 ``docs/validation.md`` beside the fitted ones)."""
