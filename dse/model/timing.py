@@ -624,7 +624,9 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     leaves it (backward) instead of overlapping it. ``t["top_wgrad"]`` (part of ``top_bwd``; 0
     unless the software computes weight gradients on a side stream): the top part's weight
     gradients run beside the backward all-to-all and embedding update, before the bottom MLP's
-    backward, instead of before the all-to-all."""
+    backward, instead of before the all-to-all. ``t["keys_fabric"]``/``t["keys_network"]`` (0
+    unless ``software.flat_key_exchange``, :func:`key_exchange_seconds`): the next step's key
+    all-to-all, beside the middle."""
     fwd_lookup = Par((Leaf("embedding_memory", t["emb_fwd"], "embedding forward (HBM)"),
                       Leaf("host_pcie", t["host_fwd"], "embedding forward (host)")))
     a2a_fwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all forward (fabric)"),
@@ -644,9 +646,12 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
         # HugeCTR 23.04/23.08 (model_pipeline.cpp, create_train_pipeline_with_ebc, inter-iteration
         # overlap): the host thread of each device issues the next step's key exchange on its
         # "prefetch" stream after the dense graph's launch and before the backward all-to-all, on
-        # the communicator both all-to-alls use (core->get_nccl()), which runs them in the order
-        # issued: the exchange runs between the forward and the backward all-to-all, beside the
-        # middle's dense compute, and delays the backward all-to-all where it is the longer.
+        # the communicator both all-to-alls use (core->get_nccl()), whose kernels NCCL runs in the
+        # order issued (NVIDIA/nccl src/enqueue.cc, v2.18.5-1, lines 981-988 and 1119-1130): the
+        # exchange runs between the forward and the backward all-to-all, beside the middle's dense
+        # compute, and delays the backward all-to-all where it is the longer. The host thread's
+        # cudaStreamSynchronize between the rounds does not stall the device: the dense graph is
+        # queued before it (docs/sources.md, "What the MLPerf v3.0/v3.1 DCNv2 runs did").
         stage = "alltoall_network" if t.get("keys_network", 0.0) > 0.0 else "alltoall_fabric"
         middle = Par((middle, Leaf(stage, keys, "key all-to-all, next step (prefetch stream)")))
     if lead:
