@@ -302,3 +302,55 @@ def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
     packaged = load_calibration()
     for name in FIT_PARAMETERS:
         assert getattr(calib, name) == pytest.approx(getattr(packaged, name), rel=1e-3, abs=1e-9)
+
+
+def test_only_the_2023_embedding_collection_exchanges_keys_flat() -> None:
+    # HugeCTR 23.04/23.08's data distributor (MLPerf v3.0/v3.1 DCNv2) sends keys with a flat
+    # all-to-all; the one-hot HugeCTR of 2020-2022 (hybrid embedding, no data distributor), PyTorch
+    # and TensorFlow do not, and their multi-device steps carry no key exchange.
+    from dse.model.evaluate import evaluate
+
+    flat = {"hugectr-2023.04", "hugectr-2023.09"}
+    for family, caps in SOFTWARE_CAPABILITIES.items():
+        assert (("software.flat_key_exchange", True) in caps) == (family in flat)
+    calib = Calibration(collective_latency_s=15e-6, key_peer_latency_s=1e-6)
+    seen = set()
+    for m in load_measurements():
+        if m.accelerators_per_node * m.nodes < 8 or m.family in seen:
+            continue
+        seen.add(m.family)
+        wl, sysm = measurement_design(m)
+        assert sysm.spec.software.flat_key_exchange == (m.family in flat)
+        st = evaluate(wl, sysm, calib).timing.stages_s
+        keys = st["keys_fabric"] + st["keys_network"]
+        if m.family in flat:
+            g = m.accelerators_per_node * m.nodes
+            # 2 rounds x (15 us + (G - 1) x 1 us).
+            assert keys == pytest.approx(2 * (15e-6 + (g - 1) * 1e-6), rel=1e-12)
+        else:
+            assert keys == 0.0
+    assert flat <= seen and REFERENCE_FAMILY in seen
+
+
+def test_key_peer_latency_stays_between_its_nccl_bounds() -> None:
+    # Fitted through a logistic onto (0.6 us, 14 us): NCCL 2.18.5's NVLink LL hop and network
+    # Simple hop latencies (dse.calibration.fit.OVERHEAD_FLOORS_S, CEILINGS_S).
+    from dse.calibration.fit import _decode, _encode, at_bound, parameter_bounds
+
+    assert parameter_bounds("key_peer_latency_s") == (0.6e-6, 14e-6)
+    i = FIT_PARAMETERS.index("key_peer_latency_s")
+    base = Calibration()
+    for zi in (-700.0, -5.0, 0.0, 5.0, 700.0):
+        z = _encode(base, [])
+        z[i] = zi
+        v = _decode(z, base, []).key_peer_latency_s
+        assert 0.6e-6 <= v <= 14e-6
+    # z = 0 is the middle of the range: 0.6 + 13.4 / 2 = 7.3 us; the encoding inverts the decoding.
+    z = _encode(base, [])
+    z[i] = 0.0
+    mid = _decode(z, base, [])
+    assert mid.key_peer_latency_s == pytest.approx(7.3e-6, rel=1e-12)
+    assert _encode(mid, [])[i] == pytest.approx(0.0, abs=1e-9)
+    assert "key_peer_latency_s" in at_bound(base.with_values(key_peer_latency_s=14e-6))
+    assert "key_peer_latency_s" in at_bound(base.with_values(key_peer_latency_s=0.6e-6))
+    assert "key_peer_latency_s" not in at_bound(base.with_values(key_peer_latency_s=3e-6))

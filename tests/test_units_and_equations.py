@@ -27,7 +27,15 @@ from dse.model.estimators import (
 from dse.model.evaluate import evaluate
 from dse.model.placement import Plan, Shard
 from dse.model.system import gbit_s_to_bytes_s, load_system
-from dse.model.timing import allreduce_time, alltoall_elements, gemm_time, topology_factor
+from dse.model.timing import (
+    allreduce_time,
+    alltoall_elements,
+    critical,
+    gemm_time,
+    key_exchange_seconds,
+    step_tree,
+    topology_factor,
+)
 from dse.model.workload import load_workload
 
 REL = 1e-12
@@ -147,6 +155,47 @@ def test_allreduce_two_devices_on_a_switch() -> None:
     assert buckets == 1
     assert t == approx(4_737_794 / 150e9 + 1e-5)
     assert t == pytest.approx(4.1585293333e-5, rel=1e-9)
+
+
+FLAT_KEYS = (("software.flat_key_exchange", True),)
+
+
+def test_flat_key_exchange_by_hand() -> None:
+    calib = Calibration(collective_latency_s=10e-6, key_peer_latency_s=2e-6)
+    # 16 DGX H100 = 128 devices, 8 a domain: the exchange crosses the network.
+    # t = 2 rounds x (collective latency + (G - 1) peers x per-peer latency)
+    #   = 2 x (10 us + 127 x 2 us) = 2 x 264 us = 528 us
+    big = load_system("dgx-h100", (("nodes", 16), *FLAT_KEYS))
+    assert key_exchange_seconds(128, big, calib) == (0.0, pytest.approx(528e-6, rel=REL))
+    # One node, 8 devices: it stays on the fabric, 2 x (10 + 7 x 2) = 48 us.
+    one = load_system("dgx-h100", FLAT_KEYS)
+    assert key_exchange_seconds(8, one, calib) == (pytest.approx(48e-6, rel=REL), 0.0)
+    # Nothing to exchange on one device, and nothing without the data distributor (the default
+    # software: keys arrive with each device's input).
+    assert key_exchange_seconds(1, one, calib) == (0.0, 0.0)
+    assert key_exchange_seconds(128, load_system("dgx-h100", (("nodes", 16),)), calib) == (0.0, 0.0)
+    # It grows with the device count: one more peer a round for every device added.
+    totals = [sum(key_exchange_seconds(8 * n, load_system("dgx-h100", (("nodes", n), *FLAT_KEYS)), calib))
+              for n in (1, 2, 4, 8, 16)]
+    assert totals == sorted(totals) and len(set(totals)) == len(totals)
+    assert totals[-1] - totals[-2] == pytest.approx(2 * 64 * 2e-6, rel=1e-9)
+
+
+def test_flat_key_exchange_hides_behind_the_middle_only() -> None:
+    # The tree puts the exchange beside the middle (interaction + top MLP fwd/bwd): it costs the
+    # step only what it has beyond the middle. Middle = 300 + 500 - 0 = 800 us.
+    t = dict.fromkeys(("emb_fwd", "host_fwd", "a2a_fabric", "a2a_network", "emb_bwd", "host_bwd",
+                       "bottom_fwd", "bottom_bwd", "allreduce_exposed", "optimizer", "overhead"), 0.0)
+    t.update(top_fwd=300e-6, top_bwd=500e-6, a2a_network=100e-6, optimizer=50e-6)
+    base, _, _ = critical(step_tree(t))  # 100 + 800 + 100 + 50 = 1050 us
+    assert base == pytest.approx(1050e-6, rel=1e-12)
+    hidden, _, _ = critical(step_tree({**t, "keys_network": 700e-6}))
+    assert hidden == pytest.approx(1050e-6, rel=1e-12)
+    exposed, attr, path = critical(step_tree({**t, "keys_network": 1000e-6}))
+    # 100 + max(800, 1000) + 100 + 50 = 1250 us; the extra 200 us are network all-to-all time.
+    assert exposed == pytest.approx(1250e-6, rel=1e-12)
+    assert attr["alltoall_network"] == pytest.approx(1200e-6, rel=1e-12)
+    assert "key all-to-all, next step (prefetch stream)" in path
 
 
 def test_allreduce_adds_replicated_gradients_and_buckets() -> None:

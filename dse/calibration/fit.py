@@ -5,7 +5,8 @@ The fit minimises a loss of the log throughput residuals over the named paramete
 software family (the reference family is fixed at 1). Bounds keep every parameter physical: an
 efficiency is mapped through a logistic function onto (0, 1), an overhead through ``floor + exp``
 onto (floor, inf), where the floor is a measured lower bound of that fixed cost
-(:data:`OVERHEAD_FLOORS_S`). The optimiser is Levenberg-Marquardt with forward-difference Jacobians
+(:data:`OVERHEAD_FLOORS_S`), or through a logistic function onto (floor, ceiling) where it has a
+ceiling too (:data:`CEILINGS_S`). The optimiser is Levenberg-Marquardt with forward-difference Jacobians
 (numpy only).
 
 The loss is a calibration-method choice (:data:`LOSSES`, default :data:`FIT_LOSS`):
@@ -61,6 +62,7 @@ FIT_PARAMETERS: tuple[str, ...] = (
     "network_efficiency",
     "kernel_overhead_s",
     "step_overhead_s",
+    "key_peer_latency_s",
 )
 """Scalar parameters the measurements constrain. ``host_efficiency`` (no measurement places tables
 in host memory), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
@@ -69,6 +71,7 @@ EFFICIENCIES = frozenset(p for p in FIT_PARAMETERS if p.endswith("efficiency") o
 OVERHEAD_FLOORS_S: dict[str, float] = {
     "kernel_overhead_s": 0.5e-6,
     "step_overhead_s": 5e-6,
+    "key_peer_latency_s": 0.6e-6,
 }
 """Measured floors of the fitted fixed costs (seconds). A kernel launched from a CUDA graph still
 leaves about 0.5 us between dependent kernels (NVIDIA technical blog "Getting Started with CUDA
@@ -76,7 +79,16 @@ Graphs", 2019: a chain of short kernels took 3.4 us per kernel with a graph agai
 kernel execution); every step synchronises the host with the devices at least once (loss and
 gradient-scaler check, data hand-off), about 5 us per synchronisation (the same blog: 9.6 us per
 kernel when each launch was followed by a stream synchronisation, against 3.8 us without).
-The fit may only raise them."""
+The fit may only raise them. ``key_peer_latency_s``: NCCL 2.18.5's own latency model (the NCCL of
+MLPerf v3.1's DGX H100 runs) charges 0.6 us per NVLink hop of its lowest-latency protocol
+(``hwLat``, LL, NVIDIA/nccl ``src/graph/tuning.cc`` lines 65-69, tag v2.18.5-1): no message to a
+peer costs less."""
+CEILINGS_S: dict[str, float] = {
+    "key_peer_latency_s": 14e-6,
+}
+"""Upper bounds of fitted costs (seconds). ``key_peer_latency_s``: 14 us, NCCL 2.18.5's latency of
+one network hop with its slowest protocol (Simple; ``hwLat`` NET, ``src/graph/tuning.cc`` line 75):
+a peer's message costs at most one such hop even when the peers are served one after another."""
 AT_BOUND_REASONS: dict[str, str] = {
     "dense_efficiency_simt": (
         "The only fp32 (non tensor-core) points are DeepLearningExamples PyTorch on V100; they "
@@ -118,7 +130,7 @@ def parameter_bounds(name: str) -> tuple[float, float]:
     overhead."""
     if name in EFFICIENCIES:
         return 0.0, 1.0
-    return OVERHEAD_FLOORS_S.get(name, 0.0), math.inf
+    return OVERHEAD_FLOORS_S.get(name, 0.0), CEILINGS_S.get(name, math.inf)
 
 
 def at_bound(calib: Calibration, rel: float = 1e-3) -> list[str]:
@@ -128,7 +140,7 @@ def at_bound(calib: Calibration, rel: float = 1e-3) -> list[str]:
         v = float(getattr(calib, name))
         lo, hi = parameter_bounds(name)
         near_lo = v <= lo * (1 + rel) if lo > 0 else v <= rel * (1.0 if hi == 1.0 else 1e-6)
-        if near_lo or (hi == 1.0 and v >= 1 - rel):
+        if near_lo or (math.isfinite(hi) and v >= hi * (1 - rel)):
             out.append(name)
     return out
 REPLANS = 3
@@ -202,6 +214,10 @@ def _encode(calib: Calibration, families: Sequence[str]) -> np.ndarray:
         if name in EFFICIENCIES:
             v = min(max(v, 1e-4), 1 - 1e-6)
             z.append(math.log(v / (1 - v)))
+        elif name in CEILINGS_S:  # logistic onto (floor, ceiling)
+            lo, hi = parameter_bounds(name)
+            u = min(max((v - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+            z.append(math.log(u / (1 - u)))
         else:
             floor = OVERHEAD_FLOORS_S.get(name, 0.0)
             z.append(math.log(max(v - floor, 1e-12)))
@@ -213,6 +229,10 @@ def _decode(z: np.ndarray, base: Calibration, families: Sequence[str]) -> Calibr
     values: dict[str, Any] = {}
     for i, name in enumerate(FIT_PARAMETERS):
         zi = min(max(float(z[i]), -700.0), 700.0)  # a wild trial step must not overflow exp
+        if name in CEILINGS_S:
+            lo, hi = parameter_bounds(name)
+            values[name] = lo + (hi - lo) / (1 + math.exp(-zi))
+            continue
         values[name] = (1 / (1 + math.exp(-zi)) if name in EFFICIENCIES
                         else OVERHEAD_FLOORS_S.get(name, 0.0) + math.exp(zi))
     factors = {REFERENCE_FAMILY: 1.0}

@@ -81,9 +81,11 @@ SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
     "hugectr-2022": (),
     "hugectr-2023.04": (("software.hot_embedding_replication", False),
                         ("software.replicate_small_tables", False),
-                        ("software.overlap_weight_gradients", True)),
+                        ("software.overlap_weight_gradients", True),
+                        ("software.flat_key_exchange", True)),
     "hugectr-2023.09": (("software.hot_embedding_replication", False),
-                        ("software.overlap_weight_gradients", True)),
+                        ("software.overlap_weight_gradients", True),
+                        ("software.flat_key_exchange", True)),
     "pytorch-2021": (*_WHOLE_TABLES, ("software.bottom_mlp_on_one_device", True)),
     "tensorflow-2023": _WHOLE_TABLES,
 }
@@ -100,7 +102,9 @@ frequent-row hybrid (that was the one-hot DLRM's hybrid embedding), and computes
 on a side stream (``use_embedding_collection=True``, ``DenseLayerComputeConfig(async_wgrad=True)``
 in NVIDIA's dlrm_dcnv2 train.py); v3.1's multi-node configuration makes small tables
 data-parallel (``DP_SHARDING_THRESHOLD=0.0125`` in config_DGXH100_8x8x2112.sh), v3.0's sets no
-such threshold, so its small tables stay model-parallel."""
+such threshold, so its small tables stay model-parallel. Both releases' data distributor sends
+each model-parallel key to its owner with a flat all-to-all over all devices
+(``software.flat_key_exchange``; docs/sources.md, "What the MLPerf v3.0/v3.1 DCNv2 runs did")."""
 
 
 def software_family(software: str) -> str | None:

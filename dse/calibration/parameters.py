@@ -55,6 +55,13 @@ class Calibration:
     on one node is about 10-20 us (nccl-tests)."""
     peer_latency_s: float = field(default=1e-6, metadata=NONNEG)
     """Extra latency per peer of an all-to-all (one message per peer) [A]."""
+    key_peer_latency_s: float = field(default=2.7e-6, metadata=NONNEG)
+    """Cost per peer of each round of a flat key all-to-all (``software.flat_key_exchange``: one
+    ``ncclSend``/``ncclRecv`` pair to every device, HugeCTR 23.04/23.08's data distributor). Prior:
+    NCCL 2.18.5's latency of one network hop with its low-latency protocol, 2.7 us (``hwLat`` NET,
+    Ring/LL, NVIDIA/nccl ``src/graph/tuning.cc`` line 75, tag v2.18.5-1, the NCCL of MLPerf v3.1's
+    DGX H100 runs). Fitted between the bounds in ``dse.calibration.fit.OVERHEAD_FLOORS_S`` and
+    ``CEILINGS_S``."""
     step_overhead_s: float = field(default=1e-4, metadata=NONNEG)
     """Fixed per-step cost outside kernels (data-loader hand-off, host synchronisation) [A]; the fit
     keeps it above one measured host synchronisation (``dse.calibration.fit.OVERHEAD_FLOORS_S``)."""

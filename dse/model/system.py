@@ -126,6 +126,13 @@ class SoftwareSpec:
     async_wgrad=True)``, MLPerf Training v3.0/v3.1 NVIDIA dlrm_dcnv2 train.py). Off: the top
     part's whole backward precedes the all-to-all, as in the reference software the model is
     calibrated to (MLPerf v2.0/v2.1 HugeCTR)."""
+    flat_key_exchange: bool = False
+    """Exchange every model-parallel key with its owner before the lookup by a flat all-to-all over
+    all G devices, two rounds a step (a count per peer, then the keys), as HugeCTR 23.04/23.08's
+    data distributor does (MLPerf Training v3.0/v3.1 DCNv2: ``ncclSend``/``ncclRecv`` per peer in
+    ``HugeCTR/embedding/data_distributor/data_distributor.cu``, v23.04.00, and
+    ``sparse_data_distribution_op_impl.cu``, v23.08.00; docs/sources.md). Off: the keys arrive with
+    the input and only the embedding vectors are exchanged (HugeCTR's hybrid embedding, TorchRec)."""
     bottom_mlp_on_one_device: bool = False
     """Run the bottom MLP model-parallel on device 0 for the whole global batch, with no tables on
     that device; its output joins the all-to-all and its gradients skip the allreduce (NVIDIA

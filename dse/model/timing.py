@@ -7,6 +7,7 @@ Inputs are plain data (workload, resolved system, placement plan, calibration); 
     forward   = max( [embedding lookup (HBM || host)] -> [all-to-all (fabric || network)],
                      bottom-MLP forward )
     middle    = interaction + top-MLP forward, then top-MLP + interaction backward
+                || the next step's flat key all-to-all (software.flat_key_exchange only)
     backward  = max( [all-to-all (fabric || network)] -> [embedding backward+update (HBM || host)],
                      bottom-MLP backward )
     allreduce = the dense-gradient allreduce minus what hides behind the backward phase's compute
@@ -378,6 +379,30 @@ def network_hops(sys: System) -> int:
     return 3 if ports <= radix * radix // 2 else 5
 
 
+KEY_EXCHANGE_ROUNDS = 2
+"""Grouped send/recv rounds of HugeCTR 23.04/23.08's key exchange a step: the keys' counts per
+bucket (``all2all_keys_per_bucket``), then the keys (``all2all_keys``), the host waiting for the
+first (``cudaStreamSynchronize``) to size the second (``data_distributor.cu``, v23.04.00, lines
+443-530; ``sparse_data_distribution_op_impl.cu``, v23.08.00, lines 231-338)."""
+
+
+def key_exchange_seconds(g: int, sys: System, calib: Calibration) -> tuple[float, float]:
+    """Seconds of the flat key all-to-all of ``software.flat_key_exchange`` (zero without it or on
+    one device), as (fabric, network): the part that stays in the scale-up domain, or crosses the
+    network when there are several domains.
+
+    Each of :data:`KEY_EXCHANGE_ROUNDS` rounds is one ``ncclGroupStart``/``ncclGroupEnd`` with a
+    ``ncclSend``/``ncclRecv`` pair to every one of the G global devices (``for (size_t peer = 0;
+    peer < num_global_gpus_; ++peer)``): flat, unlike the embedding vectors' hierarchical
+    all-to-all, so every device pays one message latency per other device. The payload is a few
+    bytes per key (b x hotness keys a device), small beside the vectors; latency bounds it, and
+    no bandwidth enters (the placement stays free of it)."""
+    if g <= 1 or not sys.spec.software.flat_key_exchange:
+        return 0.0, 0.0
+    t = KEY_EXCHANGE_ROUNDS * (calib.collective_latency_s + calib.key_peer_latency_s * (g - 1))
+    return (0.0, t) if g > sys.scaleup_domain else (t, 0.0)
+
+
 def alltoall_sends(wl: Workload, plan: Plan, sys: System) -> tuple[float, float]:
     """Bytes the busiest device sends per all-to-all inside and outside its scale-up domain (the
     bandwidth-free part of :func:`alltoall_times`)."""
@@ -612,7 +637,9 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     leaves it (backward) instead of overlapping it. ``t["top_wgrad"]`` (part of ``top_bwd``; 0
     unless the software computes weight gradients on a side stream): the top part's weight
     gradients run beside the backward all-to-all and embedding update, before the bottom MLP's
-    backward, instead of before the all-to-all."""
+    backward, instead of before the all-to-all. ``t["keys_fabric"]``/``t["keys_network"]`` (0
+    unless ``software.flat_key_exchange``, :func:`key_exchange_seconds`): the next step's key
+    all-to-all, beside the middle."""
     fwd_lookup = Par((Leaf("embedding_memory", t["emb_fwd"], "embedding forward (HBM)"),
                       Leaf("host_pcie", t["host_fwd"], "embedding forward (host)")))
     a2a_fwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all forward (fabric)"),
@@ -626,6 +653,20 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
     wgrad = t.get("top_wgrad", 0.0)
     if wgrad > 0.0:
         bottom_bwd = Seq((Leaf("dense_compute", wgrad, "top MLP weight gradients (side stream)"), bottom_bwd))
+    middle: Node = Leaf("dense_compute", t["top_fwd"] + t["top_bwd"] - wgrad, "interaction + top MLP fwd/bwd")
+    keys = t.get("keys_fabric", 0.0) + t.get("keys_network", 0.0)
+    if keys > 0.0:
+        # HugeCTR 23.04/23.08 (model_pipeline.cpp, create_train_pipeline_with_ebc, inter-iteration
+        # overlap): the host thread of each device issues the next step's key exchange on its
+        # "prefetch" stream after the dense graph's launch and before the backward all-to-all, on
+        # the communicator both all-to-alls use (core->get_nccl()), whose kernels NCCL runs in the
+        # order issued (NVIDIA/nccl src/enqueue.cc, v2.18.5-1, lines 981-988 and 1119-1130): the
+        # exchange runs between the forward and the backward all-to-all, beside the middle's dense
+        # compute, and delays the backward all-to-all where it is the longer. The host thread's
+        # cudaStreamSynchronize between the rounds does not stall the device: the dense graph is
+        # queued before it (docs/sources.md, "What the MLPerf v3.0/v3.1 DCNv2 runs did").
+        stage = "alltoall_network" if t.get("keys_network", 0.0) > 0.0 else "alltoall_fabric"
+        middle = Par((middle, Leaf(stage, keys, "key all-to-all, next step (prefetch stream)")))
     if lead:
         forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
         backward: Node = Seq((a2a_bwd, Par((bwd_update, bottom_bwd))))
@@ -634,7 +675,7 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
         backward = Par((Seq((a2a_bwd, bwd_update)), bottom_bwd))
     return Seq((
         forward,
-        Leaf("dense_compute", t["top_fwd"] + t["top_bwd"] - wgrad, "interaction + top MLP fwd/bwd"),
+        middle,
         backward,
         Leaf("allreduce_exposed", t["allreduce_exposed"], "allreduce (exposed)"),
         Leaf("dense_compute", t["optimizer"], "dense optimizer"),
@@ -721,6 +762,7 @@ def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration,
     t = dict(ld.dense)
     t.update(embedding_seconds(ld.embedding, sys, calib))
     t.update(alltoall_seconds(ld.send_same, ld.send_cross, ld.devices, sys, calib))
+    t["keys_fabric"], t["keys_network"] = key_exchange_seconds(ld.devices, sys, calib)
     allreduce = allreduce_seconds(ld.allreduce_bytes, ld.buckets, ld.devices, sys, calib)
     t["allreduce"] = allreduce
     # The allreduce hides behind the backward phase's compute, not behind the all-to-all, which
