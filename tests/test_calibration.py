@@ -49,7 +49,6 @@ TRUTH = Calibration(
     fabric_efficiency=0.6,
     network_efficiency=0.8,
     kernel_overhead_s=3e-6,
-    step_overhead_s=5e-5,
     software_factor={REFERENCE_FAMILY: 1.0, "hugectr-2020": 0.7, "hugectr-2021": 0.9,
                      "pytorch-2021": 0.8, "tensorflow-2023": 1.25, "hugectr-2023.04": 1.1,
                      "hugectr-2023.09": 1.05},

@@ -62,9 +62,11 @@ class Calibration:
     Ring/LL, NVIDIA/nccl ``src/graph/tuning.cc`` line 75, tag v2.18.5-1, the NCCL of MLPerf v3.1's
     DGX H100 runs). Fitted between the bounds in ``dse.calibration.fit.OVERHEAD_FLOORS_S`` and
     ``CEILINGS_S``."""
-    step_overhead_s: float = field(default=1e-4, metadata=NONNEG)
-    """Fixed per-step cost outside kernels (data-loader hand-off, host synchronisation) [A]; the fit
-    keeps it above one measured host synchronisation (``dse.calibration.fit.OVERHEAD_FLOORS_S``)."""
+    step_overhead_s: float = field(default=5e-6, metadata=NONNEG)
+    """Fixed per-step cost outside kernels: one host synchronisation (loss and gradient-scaler
+    check, data hand-off), about 5 us (NVIDIA technical blog "Getting Started with CUDA Graphs",
+    2019: 9.6 us per kernel with a stream synchronisation after each launch, 3.8 us without). Not
+    fitted (``dse.calibration.fit.PRIOR_REASONS``)."""
     software_factor: dict[str, float] = field(default_factory=dict)
     """Throughput factor per software generation (measurement source label -> factor), fitted;
     used only when a measurement names its software. Designs are scored with factor 1."""
