@@ -98,8 +98,9 @@ AT_BOUND_REASONS: dict[str, str] = {
         "data do not ask for more."),
     "network_efficiency": (
         "At line rate: with the 2023 16-node DCNv2 runs' cost counted (the flat key exchange of "
-        "HugeCTR 23.04/23.08), the points left to move it are the one-hot HugeCTR 2021-2022 runs "
-        "on 4 to 14 nodes, which the model under-predicts by 5-16% even at line rate: it charges "
+        "HugeCTR 23.04/23.08), the points left to move it are the one-hot HugeCTR 2022 runs "
+        "(MLPerf v2.0 on 8 and 14 DGX A100 nodes, v2.1 on 4 DGX H100 nodes), which the model "
+        "under-predicts by 11-16% even at line rate: it charges "
         "them more inter-node time than the machines spent, through an effect it does not "
         "identify (their hybrid embedding's hot rows, the overlap of their all-to-all), not a "
         "network faster than its line rate. The fit is nearly flat in it (sum of squared log "

@@ -181,58 +181,75 @@ What calibration 2026.12-2 adds (issue 13, scale-out placement):
   side stream beside the backward all-to-all (`async_wgrad=True`); v3.1's multi-node runs make
   small tables data-parallel (`DP_SHARDING_THRESHOLD`), v3.0's configuration sets no such threshold
   (`dse.calibration.measurements.SOFTWARE_CAPABILITIES`).
-- **Every efficiency now off its bound but one**: memory 0.75 (FBGEMM/HugeCTR gathers reach 60-90%
-  of HBM peak), network 0.79, fabric 0.66, TF32 0.59, half precision 0.48; fp32 SIMT stays at 1
-  for the reason stated above. The fit is worse in its median (10.4% against 9.4%) and
+- **Every efficiency off its bound but one** (in 2026.12-2): memory 0.75, network 0.79, fabric
+  0.66, TF32 0.59, half precision 0.48; the fit was worse in its median (10.4% against 9.4%) and
   leave-one-out (12.5% against 10.1%) than 2026.12-1's, whose memory and network efficiencies at 1
-  compensated for the missing placement; the multi-node points are now within 3% at 8 nodes.
+  compensated for the missing placement.
+
+What calibration 2026.12-3 adds (issue 13, the fixed costs of the 2023 multi-node runs):
+
+- **HugeCTR 2023's flat key exchange, counted.** The data distributor of HugeCTR 23.04/23.08 sends
+  each device's keys of model-parallel tables to their owners with one `ncclSend`/`ncclRecv` pair
+  per peer over all global GPUs, a count round and then a key round with a host synchronisation
+  between them (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`). It is issued eagerly,
+  outside the CUDA graph, on the same NCCL communicator as the embedding all-to-alls and the
+  allreduce, after the dense graph is queued and before the backward all-to-all, so it hides
+  behind the middle of the step (interaction and top MLP) and costs only what it takes beyond it:
+  2 rounds x (one collective's latency + (G - 1) x `key_peer_latency_s`) for G GPUs
+  (`software.flat_key_exchange`, set for the two 2023 HugeCTR families only; one-hot HugeCTR has no
+  data distributor). The per-peer cost is fitted between NCCL 2.18.5's own latencies of an NVLink
+  hop (0.6 us) and of a network hop with its slowest protocol (14 us); it comes out at 3.3 us
+  (NCCL's low-latency network hop: 2.7 us), the same from any start between 1.5 and 6 us. At 128
+  GPUs the exchange takes 0.86 ms against 0.28 ms of the step's middle; at 8 GPUs it hides.
+- **The per-step overhead a physical quantity.** `step_overhead_s`, one host synchronisation (5 us),
+  is no longer fitted: every earlier fit left it at that floor, and the fitted per-peer latency
+  would otherwise be a 15th free parameter on 58 points.
+- **What moved.** v3.1 on 16 nodes from +16.5% to -11.3%, v3.0 on 16 nodes from +37.3% to +15.0%;
+  the 2023 software factors rise from 0.86-0.88 to 0.93-0.95; the median of all 58 points falls
+  from 10.4% to 10.2%, leave-one-out from 12.5% to 11.6%, the forward figures are unchanged
+  (fitted on the one-hot points alone, the per-peer latency keeps its prior). The network
+  efficiency goes to its bound of 1 (the reason is stated above), the memory efficiency from 0.75
+  to 0.66. The adoption rule was fixed before the measurement: adopted only if the all-58,
+  leave-one-out and forward medians are each no worse than 2026.12-2's; they are not worse.
 
 Where it still misses (reported, not tuned away):
 
-- **v3.0 on 16 DGX H100 nodes is over-predicted by 37%.** MLPerf v3.0 scaled from 45.3 M to
+- **v3.0 on 16 DGX H100 nodes is still over-predicted by 15.0%.** MLPerf v3.0 scaled from 45.3 M to
   46.0 M samples/s going from 8 to 16 nodes (+1.6%; 2.96 and 2.93 ms a step between evaluations),
   v3.1 on the same machines from 54.3 M to 70.6 M (+30%; 2.48 and 1.91 ms); with one throughput
-  factor per software release no model can match both. What was checked
-  (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`): the two rounds' 8- and 16-node
-  configurations differ only in v3.1's data-parallel threshold for small tables, which the model
-  already represents; batch, optimizer, `hier_auto` sharding, hierarchical embedding all-to-all,
+  factor per software release and the same key exchange in both, no model can match both. What
+  was checked (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`): the two rounds' 8- and
+  16-node configurations differ only in v3.1's data-parallel threshold for small tables, which the
+  model represents; batch, optimizer, `hier_auto` sharding, hierarchical embedding all-to-all,
   SHARP allreduce, overlap flags and data reader are the same; NVIDIA's own planner, rerun on the
-  published arguments, expects both rounds to shed a third of a step from 8 to 16 nodes; and the
-  flat key all-to-all of HugeCTR's data distributor (one message per GPU over all 128) is the same
-  in both releases. A step that stays at 2.9 ms while every device's work halves points to a floor
-  that does not shrink with nodes (host-side launches of the embedding collection, which runs
-  outside the CUDA graph, or the synchronised key exchange), but nothing published measures it for
-  v3.0 alone, so it is not modelled. The model puts v3.0 at +0.7% on 8 nodes.
-- **v3.1 (Eos) is +16.5% on 16 nodes and -13% on one node**: the model scales v3.1 from one node to
-  16 about a third more than the machines did; the per-release factor (0.88) splits the difference.
-  What costs the measured systems more at 128 GPUs than the model counts is open (the receiving
-  side of the spread tables' partial sums and the in-node aggregation of the hierarchical
-  all-to-all are not counted; timing the two levels in sequence instead of in parallel made the fit
-  worse and was not kept). Nor is HugeCTR's key exchange, a flat all-to-all over all 128 GPUs with
-  a host synchronisation inside it, run one step ahead on a prefetch stream: at the 1 us a peer
-  the model assumes, its two rounds of 127 messages (about 0.28 ms) would hide behind the 0.28 ms
-  of interaction and top MLP the model counts at 16 nodes, so counting it would not move the fit;
-  it would if a message to a remote GPU cost several microseconds, which no published figure pins.
+  published arguments, expects both rounds to shed a third of a step from 8 to 16 nodes. The
+  model puts v3.0 at +6.8% on 8 nodes and v3.1 at +2.2% on 8 and -11.3% on 16.
+- **The 8-GPU H100 v3.1 boxes are 13% under** (seven submissions, 15.1-15.2 M samples/s measured,
+  13.2 M predicted, bound by the embedding gathers): the shared HBM efficiency (0.66) is held down
+  by the next point.
 - **4x H100 PCIe (Quanta D54U-3U, v3.1) is over-predicted 3.2x.** Its logs show the machine
   changed state during the measurement: run 0 trained at 2.28 s per 100 steps (2.42 M samples/s)
   until step 12,600, then at 4.64 s (1.19 M samples/s) to its end, and runs 1-9 ran at 4.6 s from
   their first step, evaluations slowing with them (18 s to 29 s), with the same container,
   configuration and data (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`). The published
   1.19 M samples/s is the slow state's, whose cause (GPU clocks, a PCIe link, ...) is not
-  published; the log puts the GPUs on NUMA nodes 2, 2, 4 and 6 (two a socket). The model (3.80 M)
+  published; the log puts the GPUs on NUMA nodes 2, 2, 4 and 6 (two a socket). The model (3.79 M)
   is +57% against the fast state. The point stays in the fit and in every statistic at its
-  published value. As the fit's largest residual it pulls the shared HBM efficiency down:
-  refitting with the fast state's rate instead moves `memory_efficiency` from 0.75 to 0.85, the
-  median error of all 58 points from 10.4% to 8.3% and the leave-one-out median from 12.5% to
-  9.3%, brings the 8-GPU H100 v3.1 boxes from -13% to -8%, and leaves this point at +68% and the
-  4x H100 SXM Supermicro at +24%. Which rate the point should carry is a choice of data, recorded
-  here and not made silently.
-- **8x A40 (IEI NF5468M6, v3.0) is +12%, 8x A30 (+28%) and the DGX H100 v2.1 preview (+25%)** are
+  published value, as the data's README asks (net of evaluation is the figure to fit). As the
+  fit's largest residual it pulls the shared HBM efficiency down: refitting with the fast state's
+  rate instead (measured on this model, not adopted) moves `memory_efficiency` from 0.66 to 0.80,
+  the median error of all 58 points from 10.2% to 7.7% and the leave-one-out median from 11.6% to
+  8.8% (both targets met), the 8- and 16-node points to within 11.8%, the 8-GPU H100 v3.1 boxes
+  from -13% to -8%, and leaves this point at +69% and the 4x H100 SXM Supermicro (v3.1) at +25%.
+  Which rate the point should carry is a choice of data, recorded here and not made silently; this
+  one point is what keeps the median, leave-one-out and 16-node targets from being met.
+- **8x A40 (IEI NF5468M6, v3.0) is +19%, 8x A30 (+27%) and the DGX H100 v2.1 preview (+18%)** are
   over-predicted; the PCIe boxes' switch wiring is not published (`pcie_switch_share` is an
   assumption; the NF5468M6 description names no GPU interconnect), and the preview ran pre-release
   software.
-- **MLPerf v2.0 on 8 and 14 DGX A100 nodes (-19%, -14%)** and the 8-GPU H100 v3.1 boxes (-13%)
-  are under-predicted; the first share their software factor with the single-node v2.0/v2.1 runs.
+- **MLPerf v2.0 on 8 and 14 DGX A100 nodes (-16%, -11%) and v2.1 on 4 DGX H100 nodes (-11%)** are
+  under-predicted even with the network at line rate; they share their software factor with the
+  single-node v2.0/v2.1 runs.
 
 Robust loss (measured, not adopted):
 
@@ -247,25 +264,29 @@ Robust loss (measured, not adopted):
 
   | | least squares (default) | Huber |
   |---|---|---|
-  | median abs error, all 58 (max) | 10.4% (219%) | 4.6% (264%) |
-  | Spearman | 0.984 | 0.990 |
-  | leave-one-out median (mean) | 12.5% (17.6%) | 7.3% (15.7%) |
-  | DCNv2 within 20% | 23 of 25 | 21 of 25 |
-  | DCNv2 v3.0 / v3.1 on 8 nodes | +0.7% / -2.3% | -0.3% / +4.0% |
-  | DCNv2 v3.0 / v3.1 on 16 nodes | +37.3% / +16.5% | +36.8% / +22.3% |
+  | median abs error, all 58 (max) | 10.2% (218%) | 5.8% (264%) |
+  | Spearman | 0.985 | 0.990 |
+  | leave-one-out median (mean) | 11.6% (16.8%) | 8.4% (15.4%) |
+  | DCNv2 within 20% | 24 of 25 | 23 of 25 |
+  | DCNv2 v3.0 / v3.1 on 8 nodes | +6.8% / +2.2% | +5.4% / +9.4% |
+  | DCNv2 v3.0 / v3.1 on 16 nodes | +15.0% / -11.3% | +9.8% / -7.5% |
   | forward median (max), Spearman | 12.8% (306%), 0.923 | 14.3% (312%), 0.923 |
-  | memory / fabric / network efficiency | 0.75 / 0.66 / 0.79 | 1 (bound) / 0.73 / 0.84 |
-  | TF32 / half-precision efficiency | 0.59 / 0.48 | 0.55 / 0.42 |
+  | memory / fabric / network efficiency | 0.66 / 0.67 / 1 (bound) | 0.93 / 0.71 / 1 (bound) |
+  | TF32 / half-precision efficiency | 0.62 / 0.49 | 0.55 / 0.42 |
 
-  Huber's fit gives the 4x H100 PCIe point weight 0.09 and 14 others weights 0.34-0.96 (the
-  16-node v3.0 run 0.36, the DGX H100 v2.1 preview 0.38, the 8x A30 0.37, the 4x H100 SXM
-  Supermicro 0.42, the 16-node v3.1 run 0.56, ...); with them it lifts the HBM efficiency to its
-  bound of 1, which brings the 8-GPU H100 v3.1 boxes from -13% to -4% but pushes the points
-  it weighs down further out (A30 +36%, the Supermicro +31%, 16-node v3.1 +22%). Out of sample
-  it predicts the left-out point better (leave-one-out median 7.3% against 12.5%) but the later
-  DCNv2 points from the one-hot points worse (forward median 14.3% against 12.8%: fitted on the
-  one-hot points alone, it predicts each of the 29 later points 0.2-4 points higher, and most were
-  over-predicted already), so least squares stays the calibration's loss.
+  (measured on calibration 2026.12-3's model; on 2026.12-2's the same comparison gave 10.4% /
+  4.6% all-58, 12.5% / 7.3% leave-one-out and 12.8% / 14.3% forward.) Huber's fit gives the 4x
+  H100 PCIe point weight 0.10 and ten others weights 0.37-0.92 (the DeepLearningExamples TF2 DCNv2
+  on one A100 in mixed precision 0.37, the 8x A30 0.44, the 4x H100 SXM Supermicro 0.46, the DGX
+  H100 v2.1 preview 0.47, ...); with them it lifts the HBM efficiency to 0.93, which brings the
+  8-GPU H100 v3.1 boxes to within 4% but pushes the points it weighs down further out (A30 +33%,
+  the Supermicro +31%, the v2.1 preview +31%). Out of sample it predicts the left-out point better
+  (leave-one-out median 8.4% against 11.6%) but the later DCNv2 points from the one-hot points
+  worse (forward median 14.3% against 12.8%), so by the rule fixed before it was first measured
+  (both no worse) least squares stays the calibration's loss. Huber's fit meets every target of
+  issue 13 but one (every DCNv2 point within 20%: the 4x H100 PCIe and the 4x H100 SXM Supermicro
+  miss it); choosing it would trade the forward figure, the test of hardware not yet measured,
+  for the in-sample and leave-one-out ones.
 
 Targets not met are listed as such in the summary above; no efficiency was set by hand."""
 
