@@ -107,7 +107,7 @@ def evaluate_cmd(
     else:
         print_evaluation(ev, Console(), iv)
         if iv_note:
-            Console(stderr=True).print(escape(f"note: {iv_note}"))
+            Console(stderr=True, soft_wrap=True).print(escape(f"note: {iv_note}"))
         if summary:
             print_plan(summary, Console())
         if what_if_:
