@@ -161,11 +161,10 @@ LOSSES: tuple[str, ...] = ("huber", "squares")
 """Losses :func:`fit` can minimise (module docstring)."""
 FIT_LOSS = "squares"
 """The calibration method's loss. Huber's was measured against squares on the 58 points and would
-be the default only if it predicted no worse out of sample in both tests; it does not: it cuts
-the leave-one-out median |error| from 12.5% to 7.3% (and the in-sample median from 10.4% to
-4.6%), but the forward median (fit through 2022, predict the 2023 DCNv2 points) rises from 12.8%
-to 14.3%, and it drives ``memory_efficiency`` to its bound of 1 (``docs/validation.md``,
-"Robust loss"). ``dse calibrate --loss huber`` fits with it."""
+be the default only if it predicted no worse out of sample in both tests; it does not: on
+calibration 2026.12-3's model it cuts the leave-one-out median |error| from 11.6% to 8.4% (and the
+in-sample median from 10.2% to 5.8%), but the forward median (fit through 2022, predict the 2023
+DCNv2 points) rises from 12.8% to 14.3% (``docs/validation.md``, "Robust loss"). ``dse calibrate --loss huber`` fits with it."""
 HUBER_K = 1.345
 """Huber's threshold in units of the residuals' scale: 95% asymptotic efficiency relative to
 least squares under normal errors (Holland and Welsch 1977; the textbook default)."""
