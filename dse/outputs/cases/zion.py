@@ -316,7 +316,7 @@ ZION: CaseStudy[ZionFindings] = CaseStudy(
         Claim("With the tables in host DDR the fabric matters less than with them in HBM: at "
               "Zion's own link bandwidth the four fabrics' throughputs spread less. (Changed with "
               "calibration 2026.12-2: they were within 5% of each other with the tables in DDR; "
-              "the cheaper DDR updates leave about 6%, against 8% in HBM.)",
+              "the cheaper DDR updates leave about 6%, against 8% in HBM, 7% with 2026.12-3.)",
               lambda f: f.fabric_spread["host DDR"] < f.fabric_spread["HBM"]),
         Claim("Each doubling of the sparse features multiplies the all-to-all bytes per "
               "accelerator per step by at least 1.7, so the bandwidth that keeps the step time "

@@ -218,7 +218,7 @@ ZIONEX: CaseStudy[ZionexFindings] = CaseStudy(
         Claim("Every design on the front is bound by the scale-out path: the all-to-all over the "
               "network or the host PCIe links the NICs and the host-memory tables sit behind. "
               "(Changed with calibration 2026.12-2: it said most are bound by the network itself; "
-              "about half are now, the rest by host PCIe.)",
+              "about half were then and a third are with 2026.12-3, the rest by host PCIe.)",
               lambda f: f.front_scaleout_share == 1.0),
         Claim("With CPU-attached NICs throughput stops rising at 100 Gb/s per accelerator or "
               "below, at 4, 8 and 16 nodes.",
