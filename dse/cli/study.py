@@ -35,6 +35,7 @@ from dse.search.storage import (
     serve_proxy,
     storage_failure,
     storage_file,
+    study_exists,
 )
 
 if TYPE_CHECKING:
@@ -75,14 +76,6 @@ def _spec(study: str, catalog: Path | None = None) -> StudySpec:
 def _shown(url: str, spec: StudySpec) -> str:
     """The storage as messages name it: the journal's path, or the URL without its password."""
     return redact(url) if url else str(default_storage_path(spec))
-
-
-def _exists(storage: Any, name: str) -> bool:
-    try:
-        storage.get_study_id_from_name(name)
-    except KeyError:
-        return False
-    return True
 
 
 def _seed_sweep(study: optuna.Study, spec: StudySpec, new: bool) -> None:
@@ -170,7 +163,7 @@ def run_cmd(
             if warm_start not in (None, "sweep", "none"):
                 fail(f"--warm-start {warm_start!r}: expected 'sweep' or 'none'")
             store = open_storage(url, spec)
-            new = warm_start == "sweep" and not _exists(store, spec.name)
+            new = warm_start == "sweep" and not study_exists(store, spec.name)
             created = open_study(spec, store, force, storage_path=storage_file(url, spec),
                                  warm_start=warm_start or "auto")
             if warm_start == "sweep":

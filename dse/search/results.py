@@ -23,7 +23,13 @@ from dse.search.recovery import BASELINE_KEY, RETRY_KEY
 from dse.search.reference import convergence
 from dse.search.snapshot import read_snapshot
 from dse.search.spec import FILES_KEY, StudySpec
-from dse.search.storage import default_storage_path, journal_file, open_storage, storage_file
+from dse.search.storage import (
+    default_storage_path,
+    journal_file,
+    open_storage,
+    storage_file,
+    study_exists,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,10 +57,8 @@ def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> Study:
                                 f"{exc.strerror or exc}") from None
     if storage is None:
         storage = open_storage(storage_url, spec)
-    try:
-        storage.get_study_id_from_name(spec.name)
-    except KeyError:
-        raise missing from None
+    if not study_exists(storage, spec.name):
+        raise missing
     return optuna.load_study(study_name=spec.name, storage=storage)
 
 

@@ -84,6 +84,15 @@ def default_storage_path(spec: StudySpec) -> Path:
     return results_dir(spec) / f"{spec.name}.journal"
 
 
+def study_exists(storage: BaseStorage, name: str) -> bool:
+    """Whether ``storage`` (an Optuna storage) holds a study called ``name``."""
+    try:
+        storage.get_study_id_from_name(name)
+    except KeyError:
+        return False
+    return True
+
+
 def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
     """The storage for ``url`` (``spec.storage`` when ``None``; the default journal when empty).
 
