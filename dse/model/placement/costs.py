@@ -3,8 +3,6 @@ step) and HBM traffic, from the per-lookup coefficients of :mod:`dse.model.estim
 
 from __future__ import annotations
 
-from math import expm1
-
 from dse.model.estimators import Traffic, hbm_traffic, unique_rows
 from dse.model.placement.plan import new_traffic
 from dse.model.widths import COMM_BYTES, INDEX_BYTES
@@ -56,9 +54,7 @@ class ShardCosts:
         :func:`~dse.model.estimators.hbm_traffic`, from its coefficients."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         out = out_rows * per_out
-        # unique_rows(lookups, table_rows), inlined (as in piece):
-        touched = (lookups if table_rows <= 0.0 or lookups <= 0.0
-                   else table_rows * -expm1(-lookups / table_rows))
+        touched = unique_rows(lookups, table_rows)
         rows = update_rows if update_rows > touched else touched  # max(), without its call
         return new_traffic((lookups * per_lookup + out,  # HBM forward, backward; no host traffic
                             out + rows * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
@@ -76,9 +72,7 @@ class ShardCosts:
               table_rows: float) -> tuple[float, float, Traffic]:
         """:meth:`loads` and :meth:`traffic` of one piece together (its distinct rows counted once)."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
-        # unique_rows(lookups, table_rows), inlined (a plan prices a piece per table and split):
-        touched = (lookups if table_rows <= 0.0 or lookups <= 0.0
-                   else table_rows * -expm1(-lookups / table_rows))
+        touched = unique_rows(lookups, table_rows)
         out = out_rows * per_out
         mem = lookups * (per_lookup + INDEX_BYTES) + touched * per_update + 2.0 * out
         traffic = new_traffic((lookups * per_lookup + out,
