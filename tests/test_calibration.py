@@ -21,12 +21,14 @@ from dse.calibration.fit import (
     FIT_PARAMETERS,
     fit,
     levenberg_marquardt,
+    power_fit,
     predict_full,
     spearman,
     validate,
 )
 from dse.calibration.measurements import (
     COLUMNS,
+    POWER_MEASUREMENTS,
     REFERENCE_FAMILY,
     SOFTWARE_CAPABILITIES,
     SOFTWARE_FAMILIES,
@@ -227,6 +229,43 @@ def test_packaged_calibration_is_a_fitted_version() -> None:
     assert calib.software_factor[REFERENCE_FAMILY] == 1.0
 
 
+def test_power_utilisation_is_a_calibration_parameter_in_the_packaged_file() -> None:
+    # Fitted to a wall-power measurement, so it lives in the calibration (its file, its version),
+    # not in the model's code; its value is the one the model used when it was a constant.
+    import dse.model.cost as cost
+
+    assert not hasattr(cost, "ACCELERATOR_TRAINING_UTILISATION")
+    calib = load_calibration()
+    assert calib.accelerator_training_utilisation == 0.61
+    assert calib.fit["power_points"] == float(len(POWER_MEASUREMENTS)) == 1.0
+    assert calib.fit["power_abs_pct_error"] == pytest.approx(power_fit(calib).abs_pct_error)
+    # The throughput fit does not move it.
+    assert "accelerator_training_utilisation" not in FIT_PARAMETERS
+
+
+def test_power_fit_by_hand_and_the_evaluation_uses_the_calibration() -> None:
+    from dse.model.cost import power
+    from dse.model.evaluate import evaluate
+    from dse.model.system import load_system
+    from dse.model.workload import load_workload
+
+    m = POWER_MEASUREMENTS[0]
+    system = load_system(m.system)
+    idle_w, full_w = power(system, None, 0.0).power_w, power(system, None, 1.0).power_w
+    p = power_fit(load_calibration())
+    # Wall power is linear in the utilisation: idle + (full - idle) u.
+    assert p.predicted_w == pytest.approx(idle_w + (full_w - idle_w) * 0.61, rel=1e-12)
+    assert 7060.0 <= p.predicted_w <= 7110.0 and p.within_range
+    assert p.abs_pct_error == pytest.approx(abs(p.predicted_w - 7085.0) / 7085.0 * 100)
+    exact = dataclasses.replace(load_calibration(), accelerator_training_utilisation=p.exact_utilisation)
+    assert power_fit(exact).predicted_w == pytest.approx(7085.0, rel=1e-12)
+    wl = load_workload("mlperf-dlrm-dcnv2")
+    lower = dataclasses.replace(load_calibration(), accelerator_training_utilisation=0.3)
+    assert evaluate(wl, system, lower).power.power_w == pytest.approx(
+        power(system, None, 0.3).power_w, rel=1e-12)
+    assert evaluate(wl, system).power.power_w == pytest.approx(p.predicted_w, rel=1e-12)
+
+
 # --- the commands ----------------------------------------------------------------------------------
 
 
@@ -244,6 +283,10 @@ def test_validate_json_has_the_required_keys() -> None:
         assert key in point
     assert report["median_abs_pct_error"] == pytest.approx(
         float(np.median([p["abs_pct_error"] for p in report["points"]])))
+    power = report["power"]
+    assert power["parameter"] == "accelerator_training_utilisation" and power["value"] == 0.61
+    assert power["measured_low_w"] <= power["predicted_w"] <= power["measured_high_w"]
+    assert power["id"] == POWER_MEASUREMENTS[0].id and power["within_range"] is True
 
 
 def test_validate_table_lists_every_point_and_the_summary() -> None:
@@ -251,7 +294,8 @@ def test_validate_table_lists_every_point_and_the_summary() -> None:
     assert result.exit_code == 0, result.output
     for m in load_measurements():
         assert m.id in result.stdout
-    for words in ("median |error|", "mean |error|", "Spearman", "worst point", "leave-one-out"):
+    for words in ("median |error|", "mean |error|", "Spearman", "worst point", "leave-one-out",
+                  "power: accelerator_training_utilisation 0.61", "inside the range"):
         assert words in result.stdout
 
 
@@ -295,6 +339,8 @@ def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
     calib = load_calibration(out)
     assert calib.version == "test-1"
     assert calib.fit["points"] == 58.0 and calib.fit["free_parameters"] <= 14
+    assert calib.accelerator_training_utilisation == 0.61
+    assert calib.fit["power_abs_pct_error"] == load_calibration().fit["power_abs_pct_error"]
     for name in FIT_PARAMETERS:
         assert name in result.stdout
     # The packaged file was fitted by this command from the same data: the same fit.

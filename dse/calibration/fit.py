@@ -44,12 +44,19 @@ from typing import Any
 
 import numpy as np
 
-from dse.calibration.measurements import REFERENCE_FAMILY, Measurement, measurement_design
+from dse.calibration.measurements import (
+    POWER_MEASUREMENTS,
+    REFERENCE_FAMILY,
+    Measurement,
+    PowerMeasurement,
+    measurement_design,
+)
 from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
+from dse.model.cost import power
 from dse.model.evaluate import evaluate
 from dse.model.placement import Plan, plan_placement
-from dse.model.system import System
+from dse.model.system import System, load_system
 from dse.model.timing import step_time
 from dse.model.workload import Workload
 
@@ -66,7 +73,8 @@ FIT_PARAMETERS: tuple[str, ...] = (
 """Scalar parameters the measurements constrain. ``host_efficiency`` (no measurement places tables
 in host memory), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
 overhead with these data) and ``step_overhead_s`` (a measured host synchronisation) keep their
-priors."""
+priors. ``accelerator_training_utilisation`` does not move throughput; it is fitted to wall power
+(:func:`power_fit`) and carried through this fit unchanged."""
 EFFICIENCIES = frozenset(p for p in FIT_PARAMETERS if p.endswith("efficiency") or "_efficiency_" in p)
 OVERHEAD_FLOORS_S: dict[str, float] = {
     "kernel_overhead_s": 0.5e-6,
@@ -442,6 +450,57 @@ def abs_pct_error(predicted: float, measured: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class PowerFit:
+    """``accelerator_training_utilisation`` against its wall-power measurement: the model's wall
+    power of the measured system at the calibration's utilisation, and the utilisation that would
+    hit the middle of the measured range."""
+
+    measurement: PowerMeasurement
+    utilisation: float
+    """The calibration's ``accelerator_training_utilisation``."""
+    predicted_w: float
+    exact_utilisation: float
+    """The utilisation at which the model draws ``measurement.mid_w``."""
+
+    @property
+    def abs_pct_error(self) -> float:
+        """|predicted - middle of the measured range| / middle, percent."""
+        return abs_pct_error(self.predicted_w, self.measurement.mid_w)
+
+    @property
+    def within_range(self) -> bool:
+        """Whether the prediction lies inside the measured range."""
+        return self.measurement.low_w <= self.predicted_w <= self.measurement.high_w
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the ``power`` entry of ``dse validate --json``)."""
+        m = self.measurement
+        return {"parameter": "accelerator_training_utilisation", "value": self.utilisation,
+                "exact_fit": self.exact_utilisation, "id": m.id, "system": m.system,
+                "measured_low_w": m.low_w, "measured_high_w": m.high_w,
+                "predicted_w": self.predicted_w, "abs_pct_error": self.abs_pct_error,
+                "within_range": self.within_range, "source": m.source}
+
+
+def power_fit(calib: Calibration, measurement: PowerMeasurement = POWER_MEASUREMENTS[0]) -> PowerFit:
+    """Score ``calib``'s ``accelerator_training_utilisation`` on ``measurement``. Wall power is
+    linear in the utilisation (:func:`dse.model.cost.power`), so the exact fit is the utilisation
+    at which the line through its values at 0 and 1 meets the measured midpoint."""
+    system = load_system(measurement.system)
+    idle_w = power(system, None, 0.0).power_w
+    full_w = power(system, None, 1.0).power_w
+    util = calib.accelerator_training_utilisation
+    return PowerFit(measurement, util, power(system, None, util).power_w,
+                    (measurement.mid_w - idle_w) / (full_w - idle_w))
+
+
+def power_record(calib: Calibration) -> dict[str, float]:
+    """The power fit's entries of a calibration file's ``[fit]`` table."""
+    return {"power_points": float(len(POWER_MEASUREMENTS)),
+            "power_abs_pct_error": power_fit(calib).abs_pct_error}
+
+
+@dataclass(frozen=True, slots=True)
 class PointReport:
     """One measurement with its prediction."""
 
@@ -544,6 +603,8 @@ class Validation:
     weights: tuple[float, ...] = ()
     """Each point's weight under ``loss`` at this calibration's residuals (:func:`loss_weights`):
     how much it pulls on the fit; below 1 only under Huber's loss."""
+    power: PowerFit | None = None
+    """The wall-power parameter against its measurement (:func:`power_fit`)."""
 
     @property
     def downweighted(self) -> list[tuple[PointReport, float]]:
@@ -570,6 +631,7 @@ class Validation:
             "huber_k": HUBER_K if self.loss == "huber" else None,
             "downweighted": [{"id": p.measurement.id, "weight": w} for p, w in self.downweighted],
             "forward": None if self.forward is None else self.forward.to_dict(),
+            "power": None if self.power is None else self.power.to_dict(),
             "points": [
                 {
                     "id": p.measurement.id,
@@ -601,7 +663,8 @@ def validate(
     forward_cut: str | None = None,
     loss: str | None = None,
 ) -> Validation:
-    """Predict every measurement with ``calib``; with ``leave_one_out``, also refit without each
+    """Predict every measurement with ``calib`` and its wall power (:func:`power_fit`); with
+    ``leave_one_out``, also refit without each
     point (starting from ``calib``) and predict it; with ``forward_cut``, also fit on the points
     published up to that month and predict the later ones (:func:`forward_validate`). Every refit
     minimises ``loss`` (default: the one ``calib`` was fitted with, :func:`loss_of`)."""
@@ -639,4 +702,5 @@ def validate(
         loss=loss,
         weights=tuple(float(w) for w in loss_weights(
             np.log(preds) - np.log([m.samples_per_s for m in measurements]), loss)),
+        power=power_fit(calib),
     )

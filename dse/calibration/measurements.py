@@ -16,6 +16,9 @@ where its logs or table live:
 turns a row into the workload and system the model scores: the workload preset with the measured
 precision and global batch, and the system preset of the same accelerator and fabric with the
 measured accelerator and node counts.
+
+One wall-power figure (:data:`POWER_MEASUREMENTS`) is what the calibration's
+``accelerator_training_utilisation`` is fitted to (:func:`dse.calibration.fit.power_fit`).
 """
 
 from __future__ import annotations
@@ -65,11 +68,6 @@ reference at 1.0, the software the model assumes for every design. The MLPerf Tr
 implementation, whatever other containers the submitter lists; one family per round keeps the two
 software versions apart."""
 REFERENCE_FAMILY = "hugectr-2022"
-HOT_REPLICATION_FAMILIES = frozenset({"hugectr-2021", "hugectr-2022"})
-"""Families that replicate frequently used embedding rows on every device (HugeCTR's hybrid
-embedding, introduced for MLPerf Training v1.0; NVIDIA developer blog on MLPerf v1.0 DLRM, 2021).
-In the hybrid embedding every row of a tiny table is frequent, so these families also keep small
-tables data-parallel, and they balance devices by splitting tables."""
 _WHOLE_TABLES = (
     ("software.hot_embedding_replication", False),
     ("software.replicate_small_tables", False),
@@ -105,6 +103,34 @@ data-parallel (``DP_SHARDING_THRESHOLD=0.0125`` in config_DGXH100_8x8x2112.sh), 
 such threshold, so its small tables stay model-parallel. Both releases' data distributor sends
 each model-parallel key to its owner with a flat all-to-all over all devices
 (``software.flat_key_exchange``; docs/sources.md, "What the MLPerf v3.0/v3.1 DCNv2 runs did")."""
+
+
+@dataclass(frozen=True, slots=True)
+class PowerMeasurement:
+    """A published wall power of a whole system while it trained, as the range its logs show (W)."""
+
+    id: str
+    system: str
+    """The system preset that describes the measured machine."""
+    low_w: float
+    high_w: float
+    source: str
+
+    @property
+    def mid_w(self) -> float:
+        """The middle of the measured range (W): the value a fit aims at."""
+        return (self.low_w + self.high_w) / 2.0
+
+
+POWER_MEASUREMENTS: tuple[PowerMeasurement, ...] = (
+    PowerMeasurement(
+        "mlperf-v4.0-8xh100-dcnv2-power", "dgx-h100", 7060.0, 7110.0,
+        "MLPerf Training v4.0 DLRM-DCNv2 on an 8x H100 SXM node, wall power during training from "
+        "the submission's smc-ac-power logs (mlcommons/training_results_v4.0; docs/sources.md, "
+        "\"Whole-node power\")"),
+)
+"""Wall-power measurements of training systems: the one point ``accelerator_training_utilisation``
+is fitted to."""
 
 
 def software_family(software: str) -> str | None:

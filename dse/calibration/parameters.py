@@ -3,7 +3,10 @@
 Efficiencies are the fraction of a datasheet peak that DLRM kernels reach; overheads are per kernel and
 per collective. They are *calibration parameters*: their defaults below are literature priors, and
 ``dse calibrate`` fits them to published measurements and writes ``dse/data/calibration.toml``, which
-:func:`load_calibration` reads by default. Nothing in the model is tuned outside this file.
+:func:`load_calibration` reads by default. Nothing in the model is tuned outside this file: every
+number fitted to a measurement is a field here (the step-time efficiencies and overheads to
+throughput, ``accelerator_training_utilisation`` to wall power), so it is in the calibration file
+and under its version.
 """
 
 from __future__ import annotations
@@ -67,6 +70,16 @@ class Calibration:
     check, data hand-off), about 5 us (NVIDIA technical blog "Getting Started with CUDA Graphs",
     2019: 9.6 us per kernel with a stream synchronisation after each launch, 3.8 us without). Not
     fitted (``dse.calibration.fit.PRIOR_REASONS``)."""
+    accelerator_training_utilisation: float = field(default=0.61, metadata=EFF)
+    """Share of (TDP - idle) an accelerator draws while training DLRM (``dse.model.cost.power``).
+    Fitted, not to throughput but to the one published wall-power measurement
+    (``dse.calibration.measurements.POWER_MEASUREMENTS``): an 8x H100 SXM node (MLPerf Training
+    v4.0 DLRM-DCNv2, ``smc-ac-power`` logs) drew 7.06-7.11 kW at the wall; with this catalog
+    ``dgx-h100`` comes to 7.10 kW at 0.61 (the exact fit to the range's midpoint is 0.608). One
+    point, so its error is that of the measurement's range (+-0.4%) plus the catalog's estimates;
+    ``dse validate`` reports it (``dse.calibration.fit.power_fit``), and ``dse calibrate`` keeps it
+    (the throughput fit does not move it) and records its error in ``[fit]``. Power is a property
+    of the parts, not of the step breakdown, so adding a part never lowers it."""
     software_factor: dict[str, float] = field(default_factory=dict)
     """Throughput factor per software generation (measurement source label -> factor), fitted;
     used only when a measurement names its software. Designs are scored with factor 1."""

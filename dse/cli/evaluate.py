@@ -538,7 +538,15 @@ def calibrate_cmd(
 ) -> None:
     """Fit the calibration parameters to the measurements and write a versioned calibration file
     (with --ensemble, its ensemble too)."""
-    from dse.calibration.fit import FIT_LOSS, FIT_PARAMETERS, check_loss, fit, loss_record, validate
+    from dse.calibration.fit import (
+        FIT_LOSS,
+        FIT_PARAMETERS,
+        check_loss,
+        fit,
+        loss_record,
+        power_record,
+        validate,
+    )
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import Calibration, write_calibration
 
@@ -558,6 +566,7 @@ def calibrate_cmd(
         "mean_abs_pct_error": check.mean_abs_pct_error,
         "spearman": check.spearman,
         **loss_record(loss),
+        **power_record(result.calibration),
     })
     write_calibration(calib, out)
     console = Console()

@@ -20,12 +20,6 @@ CRITEO_EPOCH_SAMPLES = 4_195_197_692
 ACCELERATOR_IDLE_FRACTION = 0.15
 """Idle draw as a share of TDP where the catalog gives none [A: an idle H100 SXM draws about
 70-100 W of 700 W; the measured 8x H100 node idled at 2.3-2.7 kW at the wall]."""
-ACCELERATOR_TRAINING_UTILISATION = 0.61
-"""Calibration parameter: the share of (TDP - idle) an accelerator draws while training DLRM, fitted
-to the one published wall-power measurement: an 8x H100 SXM node (MLPerf Training v4.0 DLRM-DCNv2,
-smc-ac-power logs) drew 7.06-7.11 kW; with this catalog ``dgx-h100`` comes to 7.08 kW at 0.61.
-One point, so its error is that of the measurement's range (+-0.4%) plus the catalog's estimates.
-Power is a property of the parts, not of the step breakdown, so adding a part never lowers it."""
 CPU_TRAINING_UTILISATION = 0.5
 """Share of TDP the host CPUs draw while feeding training (data pipeline, framework threads) [A]."""
 PRICE_FLOOR_FRACTION = 0.5
@@ -118,11 +112,13 @@ def _network_capex(system: System, cat: Catalog) -> float:
 
 def power(
     system: System,
-    catalog: Catalog | None = None,
-    accelerator_utilisation: float = ACCELERATOR_TRAINING_UTILISATION,
+    catalog: Catalog | None,
+    accelerator_utilisation: float,
 ) -> PowerBreakdown:
     """Wall power of the cluster while training: every part at its training utilisation, PSU losses
-    on the nodes, and the scale-out switches and optics."""
+    on the nodes, and the scale-out switches and optics. ``accelerator_utilisation``: the share of
+    (TDP - idle) each accelerator draws, the calibration's ``accelerator_training_utilisation``
+    (fitted to a wall-power measurement, :class:`~dse.calibration.parameters.Calibration`)."""
     cat = catalog or load_catalog()
     node = system.spec.node
     acc = system.accelerator

@@ -230,7 +230,7 @@ def evaluate(
         reasons.append("a stage has no bandwidth (step time is infinite)")
     step = timing.step_s
     cost = capex(system, cat)
-    pw = power(system, cat)
+    pw = power(system, cat, calib.accelerator_training_utilisation)
     throughput = workload.global_batch / step if 0 < step < math.inf else 0.0
     return Evaluation(
         workload=workload,

@@ -17,6 +17,7 @@ from dse.calibration.fit import (
     HUBER_K,
     MAD_TO_SIGMA,
     PRIOR_REASONS,
+    PowerFit,
     Validation,
     at_bound,
 )
@@ -64,6 +65,8 @@ def summary_lines(v: Validation) -> list[str]:
         lines.append(f"DCNv2 on 8 and 16 nodes: worst {worst:.1f}% (target <= "
                      f"{t['dcnv2_multinode_max_abs_pct_error']:.0f}%: "
                      f"{_met(worst <= t['dcnv2_multinode_max_abs_pct_error'])})")
+    if v.power is not None:
+        lines.append(power_line(v.power))
     f = v.forward
     if f is not None:
         lines.append(
@@ -105,6 +108,16 @@ def by_group(v: Validation, key: str) -> dict[str, float]:
     for p in v.points:
         groups[str(getattr(p.measurement, key))].append(p.abs_pct_error)
     return {k: float(np.median(e)) for k, e in sorted(groups.items())}
+
+
+def power_line(p: PowerFit) -> str:
+    """The wall-power parameter against its measurement, in one line."""
+    m = p.measurement
+    return (f"power: accelerator_training_utilisation {p.utilisation:.4g} gives {m.system} "
+            f"{p.predicted_w:,.0f} W at the wall against {m.low_w:,.0f}-{m.high_w:,.0f} W measured "
+            f"({m.id}): |error| {p.abs_pct_error:.1f}% from the middle, "
+            f"{'inside' if p.within_range else 'outside'} the range (exact fit "
+            f"{p.exact_utilisation:.4g})")
 
 
 def render_table(v: Validation, console: Console) -> None:
@@ -315,6 +328,8 @@ def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
         "|---|---|",
         *[f"| `{name}` | {getattr(c, name):.4g} |" for name in FIT_PARAMETERS],
         *[f"| software factor `{k}` | {f:.3f} |" for k, f in sorted(c.software_factor.items())],
+        f"| `accelerator_training_utilisation` (fitted to wall power, not throughput) | "
+        f"{c.accelerator_training_utilisation:.4g} |",
         "",
         "### Parameters at a bound of their range",
         "",
