@@ -12,7 +12,6 @@ out default from the accelerator's catalog entry. :func:`resolve_system` turns a
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,7 +32,7 @@ from dse.model.limits import (
     positive,
     upto,
 )
-from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name, to_mapping
+from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]
 NicAttach = Literal["accelerator", "cpu"]
@@ -344,14 +343,3 @@ def load_system(
     spec = load_system_spec(name_or_path, overrides)
     source = name_or_path if name_or_path.endswith(".toml") else f"system preset {name_or_path}"
     return resolve_system(spec, catalog, source)
-
-
-def spec_to_mapping(spec: SystemSpec) -> dict[str, Any]:
-    """The spec as a plain table (for TOML/JSON output and study attributes)."""
-    out: dict[str, Any] = to_mapping(spec)
-    return out
-
-
-def replace_node(spec: SystemSpec, **changes: Any) -> SystemSpec:
-    """A copy of ``spec`` with node fields changed."""
-    return dataclasses.replace(spec, node=dataclasses.replace(spec.node, **changes))

@@ -584,16 +584,6 @@ def coarse_grid(space: SearchSpace, max_designs: int = 20_000) -> tuple[SearchSp
         levels -= 1
 
 
-def spread_front(losses: np.ndarray, k: int) -> list[int]:
-    """``k`` indices of front rows spread evenly along it (by the first objective, ends kept)."""
-    n = losses.shape[0]
-    if n <= k:
-        return list(range(n))
-    order = np.argsort(losses[:, 0], kind="stable")
-    picks = {int(order[round(i * (n - 1) / (k - 1))]) for i in range(k)} if k > 1 else {int(order[0])}
-    return sorted(picks)
-
-
 def greedy_front(losses: np.ndarray, k: int, extremes: bool = False) -> list[int]:
     """``k`` indices of front rows chosen greedily by hypervolume contribution (each pick the row
     that adds the most hypervolume to those already picked, objectives scaled between the front's

@@ -150,11 +150,6 @@ class CaseResult(Generic[F]):
     """Share of the front's designs still on the front with the assumption at ``1 - factor``."""
     front_kept_high: float
 
-    @property
-    def all_hold(self) -> bool:
-        """Every claim holds at the catalog's prices."""
-        return all(c.holds for c in self.claims)
-
 
 # --- scoring ------------------------------------------------------------------------------------
 
