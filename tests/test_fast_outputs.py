@@ -222,7 +222,7 @@ def test_the_report_sections_are_cached_and_read_back_only_for_the_same_inputs(
     """The importances and the plan-and-timeline section kept in the report cache are what was
     made (the page is the same with the cache cold, warm, or absent), are what a later page
     shows (doctored, they show), and are made again for other trials or other designs."""
-    from dse.outputs.chosen import chosen_section, score_designs
+    from dse.outputs.front_design_detail import chosen_section, score_designs
     from dse.outputs.report import (
         cached_chosen,
         cached_importances,

@@ -111,7 +111,7 @@ def init_cmd(
 ) -> None:
     """Copy the example study, its workload, search space and objectives, and a user catalog into
     a folder for editing, and print the command that runs it."""
-    from dse.search.starter import write_starter
+    from dse.search.init_folder import write_starter
 
     try:
         starter = write_starter(folder)

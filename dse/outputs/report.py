@@ -5,9 +5,9 @@ the front for every pair of objectives (and a 3-D view for three) with dominated
 infeasible ones marked apart, front points joined and baselines labelled; the step time of every
 front design by stage; parallel coordinates of the front over the design parameters; hypervolume
 against trial number and parameter importances per objective; one front design's placement plan
-and step timeline, chosen from a list (:mod:`dse.outputs.chosen`); the front under the model's
-error (error bars, each design's probability of staying on the front, the robust front:
-:mod:`dse.outputs.robust_page`); a sortable table of the front.
+and step timeline, chosen from a list (:mod:`dse.outputs.front_design_detail`); the front under
+the model's error (error bars, each design's probability of staying on the front, the robust
+front: :mod:`dse.outputs.robust_page`); a sortable table of the front.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from dse import __version__
 from dse.errors import DseInputError
 from dse.model.timing import STAGES
 from dse.model.user_catalog import CatalogChange
-from dse.outputs.chosen import MAX_DESIGNS, chosen_section, score_designs
 from dse.outputs.figures import Figure, colorscale, figure_html
+from dse.outputs.front_design_detail import MAX_DESIGNS, chosen_section, score_designs
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
@@ -526,15 +526,16 @@ def cached_importances(study: Study, data: ReportData, cache: Path | None) -> di
 
 
 def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], cache: Path | None) -> str:
-    """The plan-and-timeline section (:mod:`dse.outputs.chosen`) of ``designs``, kept in ``cache``
-    under a key of the model's fingerprint, the output code and Plotly's version, the study's
-    workload, space, catalog and calibration, and the designs with their labels."""
+    """The plan-and-timeline section (:mod:`dse.outputs.front_design_detail`) of ``designs``, kept
+    in ``cache`` under a key of the model's fingerprint, the output code and Plotly's version, the
+    study's workload, space, catalog and calibration, and the designs with their labels."""
     from dse.calibration.parameters import load_calibration
     from dse.search.fingerprint import model_fingerprint
     from dse.search.spec import study_catalog, study_space, study_workload
 
-    digest = _sources_digest("dse.outputs.chosen", "dse.outputs.plan", "dse.outputs.timeline",
-                             "dse.outputs.figures", "dse.outputs.labels", "dse.search.encoding")
+    digest = _sources_digest("dse.outputs.front_design_detail", "dse.outputs.plan",
+                             "dse.outputs.timeline", "dse.outputs.figures", "dse.outputs.labels",
+                             "dse.search.encoding")
     digest.update(model_fingerprint().encode())
     for item in (study_workload(spec), study_space(spec), study_catalog(spec).catalog,
                  load_calibration()):
