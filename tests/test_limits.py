@@ -17,9 +17,11 @@ from typer.testing import CliRunner
 from dse.cli import app
 from dse.errors import DseInputError
 from dse.model import limits
-from dse.model.system import load_system, load_system_spec
-from dse.model.workload import load_workload
-from dse.search.space import space_from_mapping
+from dse.model.system import load_system, load_system_spec, system_presets
+from dse.model.workload import load_workload, workload_presets
+from dse.records import OBJECTIVES, SPACE, STUDY, SYSTEM, WORKLOAD, FileKind, read_toml
+from dse.search.objectives import load_objectives
+from dse.search.space import load_space, space_from_mapping
 from dse.search.spec import load_study_spec, study_workload
 
 runner = CliRunner()
@@ -60,11 +62,60 @@ def test_cluster_size_is_bounded_by_the_product() -> None:
         load_system_spec("zion", (("nodes", nodes + 1), ("node.accelerators", per_node)))
 
 
-def test_limits_admit_every_shipped_design() -> None:
-    """The limits are far above anything real: every shipped preset loads (also checked by the
-    catalog and study tests), and so do the largest values today's machines have."""
-    load_system("gb200-nvl72", (("nodes", 1_000),))
-    load_system("zion", (("node.cpu_sockets", 32), ("node.ddr_gb", 48_000)))
+def _shipped(kind: FileKind) -> list[Path]:
+    """Every preset of ``kind`` shipped with dse (its built-in folder, not the working directory)."""
+    paths = sorted(kind.builtin.glob("*.toml"))
+    assert paths, f"no shipped {kind.noun} in {kind.builtin}"
+    return paths
+
+
+def test_every_shipped_preset_loads_within_the_limits() -> None:
+    """The limits are far above anything real: every shipped system, workload, search space,
+    objective set and study loads, and holds what its file says."""
+    systems = _shipped(SYSTEM)
+    assert sorted(p.stem for p in systems) == sorted(system_presets())
+    for path in systems:
+        raw = read_toml(path)
+        system = load_system(path.stem)
+        assert system.nodes == raw.get("nodes", 1), path.stem
+        assert system.accelerators_per_node == raw["node"]["accelerators"], path.stem
+        assert system.spec.node.accelerator == raw["node"]["accelerator"], path.stem
+        assert 1 <= system.accelerators_total <= limits.MAX_ACCELERATORS_TOTAL
+        assert 0 < system.hbm_bytes <= limits.MAX_MEMORY_GB * 1e9, path.stem
+    workloads = _shipped(WORKLOAD)
+    assert sorted(p.stem for p in workloads) == sorted(workload_presets())
+    for path in workloads:
+        raw = read_toml(path)
+        workload = load_workload(path.stem)
+        assert workload.name == raw["name"] == path.stem
+        assert workload.global_batch == raw["global_batch"], path.stem
+        assert workload.tables, path.stem
+        assert all(1 <= t.rows <= limits.MAX_ROWS_PER_TABLE for t in workload.tables), path.stem
+    for path in _shipped(SPACE):
+        space = load_space(path.stem)
+        assert space.name == path.stem and space.parameters, path.stem
+        assert set(space.bases()) <= set(system_presets()), path.stem
+        assert space.base_spec().node.accelerators >= 1, path.stem
+    for path in _shipped(OBJECTIVES):
+        objectives = load_objectives(path.stem)
+        assert objectives.name == path.stem, path.stem
+        assert len(objectives.objectives) == len(read_toml(path)["objectives"]) >= 1, path.stem
+    for path in _shipped(STUDY):
+        raw = read_toml(path)
+        spec = load_study_spec(path.stem)
+        assert (spec.name, spec.workload, spec.space, spec.objectives, spec.budget) == (
+            path.stem, raw["workload"], raw["space"], raw["objectives"], raw["budget"])
+        assert 1 <= spec.budget <= limits.MAX_BUDGET
+        assert study_workload(spec).tables, path.stem
+        assert load_space(spec.space).name == spec.space
+        assert load_objectives(spec.objectives).name == spec.objectives
+
+
+def test_limits_admit_the_largest_values_of_todays_machines() -> None:
+    big = load_system("gb200-nvl72", (("nodes", 1_000),))
+    assert big.accelerators_total == 1_000 * big.accelerators_per_node == 4_000
+    wide = load_system("zion", (("node.cpu_sockets", 32), ("node.ddr_gb", 48_000)))
+    assert wide.spec.node.cpu_sockets == 32 and wide.ddr_bytes == 48_000e9
 
 
 WORKLOAD_CASES: list[tuple[str, Any, str]] = [

@@ -91,10 +91,11 @@ def designs(draw: st.DrawFn) -> Design:
     return Design(draw(st.sampled_from(WORKLOADS)), system, knobs)
 
 
-def knobs(accelerators: int, nodes: int, hbm_gb: float, hbm_gb_s: float, ddr_gb: float, nics: int,
-          nic_gbit_s: float, scaleup: str, pcie_gen: int, oversubscription: float,
+def knobs(*, accelerators: int, nodes: int, hbm_gb: float, hbm_gb_s: float, ddr_gb: float,
+          nics: int, nic_gbit_s: float, scaleup: str, pcie_gen: int, oversubscription: float,
           scaleup_gb_s: float | None = None) -> dict[str, Any]:
-    """The knob table of a pinned counterexample."""
+    """The knob table of a pinned counterexample, every value named (keyword-only: two values of
+    the same type cannot be swapped unnoticed)."""
     out: dict[str, Any] = {
         "node.accelerators": accelerators, "nodes": nodes, "node.hbm_gb": hbm_gb,
         "node.hbm_gb_s": hbm_gb_s, "node.ddr_gb": ddr_gb, "node.nics": nics,
@@ -113,7 +114,8 @@ def knobs(accelerators: int, nodes: int, hbm_gb: float, hbm_gb_s: float, ddr_gb:
 @given(d=designs())
 @example(  # node.nics = 0 on 2 nodes used to raise ZeroDivisionError in allreduce_time
     d=Design("criteo-1tb-small", "dgx-a100",
-             knobs(1, 2, 20.0, 1019.5, 64.0, 0, 100.0, "none", 3, 1.0)))
+             knobs(accelerators=1, nodes=2, hbm_gb=20.0, hbm_gb_s=1019.5, ddr_gb=64.0, nics=0,
+                   nic_gbit_s=100.0, scaleup="none", pcie_gen=3, oversubscription=1.0)))
 def test_throughput_positive_or_infeasible_with_reason(d: Design) -> None:
     ev = d.evaluate()  # never raises
     thr = ev.throughput_samples_per_s
@@ -187,7 +189,9 @@ def _end_to_end(d: Design, knob: str) -> None:
 @given(d=designs())
 @example(  # 0.01884 s -> 0.02129 s with 2x NVLink bandwidth
     d=Design("mlperf-dlrm-dcnv2", "dgx-a100",
-             knobs(3, 2, 40.0, 3058.5, 256.0, 8, 800.0, "switch", 3, 3.0, 150.0)))
+             knobs(accelerators=3, nodes=2, hbm_gb=40.0, hbm_gb_s=3058.5, ddr_gb=256.0, nics=8,
+                   nic_gbit_s=800.0, scaleup="switch", pcie_gen=3, oversubscription=3.0,
+                   scaleup_gb_s=150.0)))
 def test_more_scaleup_bandwidth_never_slower(d: Design) -> None:
     _end_to_end(d, "scaleup_gb_s")
 
@@ -196,7 +200,9 @@ def test_more_scaleup_bandwidth_never_slower(d: Design) -> None:
 @given(d=designs())
 @example(  # 5 x 8 H100, 7 x 800 -> 1600 Gb/s NICs: 5.42 ms -> 7.48 ms (+38%)
     d=Design("mlperf-dlrm-dcnv2", "dgx-h100",
-             knobs(8, 5, 80.0, 5025.0, 2048.0, 7, 800.0, "switch", 3, 1.0, 450.0)))
+             knobs(accelerators=8, nodes=5, hbm_gb=80.0, hbm_gb_s=5025.0, ddr_gb=2048.0, nics=7,
+                   nic_gbit_s=800.0, scaleup="switch", pcie_gen=3, oversubscription=1.0,
+                   scaleup_gb_s=450.0)))
 def test_faster_nics_never_slower(d: Design) -> None:
     _end_to_end(d, "nic_gbit_s")
 
@@ -205,7 +211,9 @@ def test_faster_nics_never_slower(d: Design) -> None:
 @given(d=designs())
 @example(  # 42.3 ms -> 45.9 ms with 2x HBM bandwidth (the old plan would take 36.8 ms)
     d=Design("mlperf-dlrm-dcnv2", "zion",
-             knobs(13, 4, 32.0, 450.0, 64.0, 1, 100.0, "ring", 5, 2.0, 25.0)))
+             knobs(accelerators=13, nodes=4, hbm_gb=32.0, hbm_gb_s=450.0, ddr_gb=64.0, nics=1,
+                   nic_gbit_s=100.0, scaleup="ring", pcie_gen=5, oversubscription=2.0,
+                   scaleup_gb_s=25.0)))
 def test_more_hbm_bandwidth_never_slower(d: Design) -> None:
     _end_to_end(d, "hbm_gb_s")
 
@@ -214,7 +222,9 @@ def test_more_hbm_bandwidth_never_slower(d: Design) -> None:
 @given(d=designs())
 @example(  # gen5 -> gen6: 3.7433437 ms -> 3.7433455 ms (host costs reweight the LPT order)
     d=Design("mlperf-dlrm-v1", "dgx-1",
-             knobs(8, 1, 8.0, 900.0, 64.0, 4, 200.0, "switch", 5, 3.0, 300.0)))
+             knobs(accelerators=8, nodes=1, hbm_gb=8.0, hbm_gb_s=900.0, ddr_gb=64.0, nics=4,
+                   nic_gbit_s=200.0, scaleup="switch", pcie_gen=5, oversubscription=3.0,
+                   scaleup_gb_s=300.0)))
 def test_newer_pcie_never_slower(d: Design) -> None:
     _end_to_end(d, "pcie_gen")
 
@@ -223,7 +233,9 @@ def test_newer_pcie_never_slower(d: Design) -> None:
 @given(d=designs())
 @example(  # oversubscription 2 -> 1: 5.17 ms -> 6.09 ms
     d=Design("mlperf-dlrm-dcnv2", "dgx-h100",
-             knobs(2, 5, 160.0, 5025.0, 512.0, 7, 400.0, "hybrid_cube_mesh", 5, 2.0, 100.0)))
+             knobs(accelerators=2, nodes=5, hbm_gb=160.0, hbm_gb_s=5025.0, ddr_gb=512.0, nics=7,
+                   nic_gbit_s=400.0, scaleup="hybrid_cube_mesh", pcie_gen=5, oversubscription=2.0,
+                   scaleup_gb_s=100.0)))
 def test_less_oversubscription_never_slower(d: Design) -> None:
     _end_to_end(d, "oversubscription")
 
@@ -282,7 +294,8 @@ def test_adding_a_part_never_lowers_power_at_equal_utilisation(
 @PINNED
 @given(d=designs(), what=st.sampled_from(ADDITIONS))
 @example(d=Design("mlperf-dlrm-dcnv2", "zion",
-                  knobs(3, 1, 48.0, 450.0, 512.0, 3, 400.0, "none", 3, 2.0)),
+                  knobs(accelerators=3, nodes=1, hbm_gb=48.0, hbm_gb_s=450.0, ddr_gb=512.0, nics=3,
+                        nic_gbit_s=400.0, scaleup="none", pcie_gen=3, oversubscription=2.0)),
          what="one more accelerator")
 def test_adding_a_part_never_lowers_power(d: Design, what: str) -> None:
     old = d.evaluate()
@@ -323,7 +336,9 @@ def test_larger_batch_never_lowers_throughput_with_the_same_placement(
 @PROPS
 @given(d=designs(), factor=st.sampled_from((2, 4)))
 @example(d=Design("criteo-1tb-small", "dgx-a100",
-                  knobs(8, 4, 80.0, 2039.0, 2048.0, 8, 200.0, "switch", 4, 1.0, 300.0)),
+                  knobs(accelerators=8, nodes=4, hbm_gb=80.0, hbm_gb_s=2039.0, ddr_gb=2048.0,
+                        nics=8, nic_gbit_s=200.0, scaleup="switch", pcie_gen=4,
+                        oversubscription=1.0, scaleup_gb_s=300.0)),
          factor=2)
 def test_larger_batch_never_lowers_throughput(d: Design, factor: int) -> None:
     # "While it stays feasible" with every table in HBM: when the larger batch's activations push
@@ -351,8 +366,10 @@ def test_larger_batch_never_lowers_throughput(d: Design, factor: int) -> None:
 def test_larger_batch_can_spill_tables_to_host() -> None:
     # One A100-class part with 10 GB of HBM holds part of criteo-1tb-small's 16.7 GB; doubling the
     # batch grows the activations, which take HBM from the tables, so more lookups go to host DDR.
-    d = Design("criteo-1tb-small", "zionex", knobs(1, 1, 10.0, 777.5, 64.0, 0, 100.0, "none", 3,
-                                                     1.0))
+    d = Design("criteo-1tb-small", "zionex", knobs(accelerators=1, nodes=1, hbm_gb=10.0,
+                                                   hbm_gb_s=777.5, ddr_gb=64.0, nics=0,
+                                                   nic_gbit_s=100.0, scaleup="none", pcie_gen=3,
+                                                   oversubscription=1.0))
     wl = load_workload(d.workload)
     old = evaluate(wl, d.system_())
     new = evaluate(with_batch(wl, wl.global_batch * 2), d.system_())

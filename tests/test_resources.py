@@ -7,12 +7,17 @@ tests are skipped with that reason.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import optuna
 import pytest
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import FrozenTrial, TrialState
 from study_helpers import CHEAP, write_study
 from typer.testing import CliRunner, Result
 
@@ -64,9 +69,30 @@ def test_disk_full_is_one_line_and_the_study_resumes(tmp_path: Path, small_disk:
     assert_one_line(result, str(journal), "No space left on device")
     status = run("status", str(study), "--json")
     assert status.exit_code == 0, status.output
+    kept = _complete(_stored(journal))
+    assert kept and json.loads(status.stdout)["complete"] == len(kept)
     subprocess.run(["mount", "-o", "remount,size=8m", str(small_disk)], check=True)
     more = run("run", str(study), "--trials", "5", "--quiet", "--no-report")
     assert more.exit_code == 0, more.output
+    # Read back from the journal itself: the trials completed before the disk filled are all
+    # there unchanged, five more completed after them, and the budget is the study's.
+    resumed = _stored(journal)
+    after = _complete(resumed)
+    assert len(after) == len(kept) + 5
+    for number, trial in kept.items():
+        assert (after[number].params, after[number].values) == (trial.params, trial.values)
+    assert min(set(after) - set(kept)) > max(kept)
+    assert resumed.user_attrs["dse:budget"] == 100_000
+
+
+def _stored(journal: Path) -> optuna.Study:
+    """The study in ``journal``, read with Optuna's own journal storage (not dse's)."""
+    return optuna.load_study(study_name="s", storage=JournalStorage(JournalFileBackend(str(journal))))
+
+
+def _complete(study: optuna.Study) -> dict[int, FrozenTrial]:
+    """The completed trials of ``study`` by number."""
+    return {t.number: t for t in study.get_trials(states=(TrialState.COMPLETE,))}
 
 
 def test_a_read_only_file_system_is_one_line(tmp_path: Path, small_disk: Path) -> None:
