@@ -23,7 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.dedup import PROPOSAL_KEY
+from dse.search.attribute_keys import PROPOSAL_KEY
 from dse.search.proposals import Proposer
 from dse.search.space import SearchSpace
 
