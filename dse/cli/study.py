@@ -20,6 +20,7 @@ from rich.console import Console
 from dse.cli._app import app, fail, to_json
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
+from dse.search import _optuna
 from dse.search.attribute_keys import WARM_START_KEY, WORKER_KEY
 from dse.search.journal import repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
@@ -289,7 +290,7 @@ class _InterruptedTrialFilter(logging.Filter):
 
 @contextmanager
 def _quiet_interrupted_trials() -> Iterator[None]:
-    logger = logging.getLogger("optuna.study._optimize")
+    logger = _optuna.optimize_logger()
     quiet = _InterruptedTrialFilter()
     logger.addFilter(quiet)
     try:
