@@ -50,22 +50,17 @@ import optuna
 from optuna.trial import TrialState
 
 from dse.model.workload import load_workload
+from dse.search.attribute_keys import WARM_START_KEY
 from dse.search.objective import DesignObjective
 from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.reference import REFERENCE_MAX_DESIGNS
 from dse.search.refine import coarse_to_fine, seed_new_study
 from dse.search.runner import enqueue_baselines, run_study
 from dse.search.samplers import make_sampler
+from dse.search.seeding import WARM_MAX_TRIALS, warm_start_trials
 from dse.search.space import SearchSpace, load_space
 from dse.search.spec import load_study_spec
-from dse.search.sweep import (
-    WARM_MAX_TRIALS,
-    WARM_START_KEY,
-    coarse_grid,
-    coarse_space,
-    greedy_front,
-    run_sweep,
-)
+from dse.search.sweep import coarse_grid, coarse_space, greedy_front, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 optuna.logging.set_verbosity(optuna.logging.ERROR)  # GPSampler warns on every conditional parameter
@@ -210,7 +205,7 @@ def enqueued(sampler: str, budget: int) -> int:
     cap = warm_cap(sampler)
     if sampler != "auto" and cap is None:
         return 0
-    return min(WARM_MAX_TRIALS if cap is None else cap, max(1, budget // 5))
+    return warm_start_trials(budget, WARM_MAX_TRIALS if cap is None else cap)
 
 
 def run_sampler(case: Case, sampler: str, seed: int, budget: int) -> dict[str, Any]:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from dse.model.workload import EmbeddingTable, Workload, load_workload, workload_presets
 
 __version__ = "0.1.0"
+"""dse's version, here only: the package metadata reads it (``pyproject.toml``'s dynamic
+``version``), and studies record it (``dse:version``)."""
 
 _PUBLIC = {
     "CalibrationEnsemble": "dse.calibration.ensemble",

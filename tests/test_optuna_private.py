@@ -4,6 +4,11 @@ and behaves as dse expects: an Optuna upgrade that renames one fails here, by na
 from __future__ import annotations
 
 import importlib
+import inspect
+import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +19,8 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from dse.search import _optuna
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PRIVATE_IMPORTS = [
     ("optuna.storages", "_CachedStorage"),
@@ -138,3 +145,82 @@ def test_intersection_step_reads_only_the_trials_from_its_cached_number(tmp_path
 def test_a_missing_private_name_fails_with_a_clear_message() -> None:
     with pytest.raises(_optuna.OptunaPrivateError, match=r"optuna\.storages\.no_such\.thing"):
         _optuna._private("optuna.storages.no_such", "thing")
+
+
+PRIVATE_LOGGERS = [
+    # (logger name, the start of the message dse filters from it)
+    (_optuna.OPTIMIZE_LOGGER, "Trial {trial_number} failed with parameters"),
+    (_optuna.RDB_STORAGE_LOGGER, "Caught an error from sqlalchemy"),
+]
+
+
+@pytest.mark.parametrize(("name", "message"), PRIVATE_LOGGERS, ids=[n for n, _ in PRIVATE_LOGGERS])
+def test_private_logger_is_the_module_that_logs_the_filtered_message(name: str, message: str) -> None:
+    # Optuna names each logger after its module: the module must still exist, log through the
+    # logger dse filters (the same object), and write the message the filter recognises.
+    module = importlib.import_module(name)
+    assert getattr(module, "_logger", None) is logging.getLogger(name), f"Optuna lost the logger {name}"
+    assert message in inspect.getsource(module), f"{name} no longer logs {message!r}"
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _interrupted_trial(records: _Records) -> list[str]:
+    """The messages Optuna's optimize logger emits for a trial interrupted by Ctrl-C."""
+    def objective(trial: optuna.Trial) -> float:
+        raise KeyboardInterrupt
+
+    records.messages.clear()
+    with pytest.raises(KeyboardInterrupt):
+        optuna.create_study().optimize(objective, n_trials=1)
+    return list(records.messages)
+
+
+def test_the_optimize_logger_carries_the_interrupted_trial_warnings_the_cli_drops() -> None:
+    from dse.cli.study import _quiet_interrupted_trials
+
+    records = _Records()
+    logger = _optuna.optimize_logger()
+    logger.addHandler(records)
+    try:
+        loud = _interrupted_trial(records)
+        with _quiet_interrupted_trials():
+            quiet = _interrupted_trial(records)
+    finally:
+        logger.removeHandler(records)
+    assert [m.split(" because")[0] for m in loud] == [
+        "Trial 0 failed with parameters: {}", "Trial 0 failed with value None."]
+    assert quiet == []
+
+
+def _levels_after(code: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter on this checkout."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return out.stdout.strip()
+
+
+LEVELS = ("import logging, optuna; print(logging.getLogger().level, logging.getLogger('optuna').level, "
+          "optuna.logging.get_verbosity())")
+
+
+def test_importing_dse_changes_no_log_level() -> None:
+    # Every module of the package, the CLI's included: only running a command sets a level.
+    every_module = ("import importlib, pkgutil, dse; [importlib.import_module(m.name) for m in "
+                    "pkgutil.walk_packages(dse.__path__, 'dse.') if not m.name.endswith('__main__')]; ")
+    plain = _levels_after(LEVELS)
+    assert plain == f"{logging.WARNING} {logging.INFO} {logging.INFO}"  # Python's and Optuna's own
+    assert _levels_after(every_module + LEVELS) == plain
+
+
+def test_a_cli_command_quiets_optuna() -> None:
+    run = ("from typer.testing import CliRunner; from dse.cli import app; "
+           "assert CliRunner().invoke(app, ['list', 'workloads']).exit_code == 0; ")
+    assert _levels_after(run + LEVELS) == f"{logging.WARNING} {logging.WARNING} {logging.WARNING}"

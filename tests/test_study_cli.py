@@ -304,6 +304,9 @@ def test_two_jobs_share_one_study(tmp_path: Path) -> None:
     path = study_file(tmp_path, "j", workload=SLOW, budget=200, seed=3, storage=str(journal))
     result = run_dse("run", str(path), "--jobs", "2", "--quiet", "--no-report", timeout=180)
     assert result.returncode == 0, result.stderr
+    # The command quiets Optuna, and its --jobs worker process logs as it does: no per-trial
+    # INFO line ("[I <time>] Trial N finished ...") from either.
+    assert not [line for line in result.stderr.splitlines() if line.startswith("[I ")], result.stderr
     study = stored(journal, "j")
     done = complete(study)
     assert len(done) == 200

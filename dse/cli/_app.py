@@ -20,6 +20,16 @@ app = typer.Typer(
 """The ``dse`` command; each module of :mod:`dse.cli` adds its commands to it when imported."""
 
 
+@app.callback()
+def quiet_optuna() -> None:
+    """Run before every command: Optuna's log shows warnings only. Optuna logs every trial at
+    INFO, and a study of thousands of trials would drown dse's own output; the library leaves the
+    level alone (importing it sets none), the command sets it as it starts."""
+    import optuna  # already loaded by the study commands' modules; imported here for the name
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
 def fail(message: str) -> None:
     """Print one error line to stderr and exit with code 2."""
     typer.echo(f"dse: error: {message}", err=True)

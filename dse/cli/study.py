@@ -20,9 +20,13 @@ from rich.console import Console
 from dse.cli._app import app, fail, to_json
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
+from dse.search import _optuna
+from dse.search.attribute_keys import WARM_START_KEY, WORKER_KEY
 from dse.search.journal import repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
+from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
+from dse.search.seeding import WARM_BUDGET_SHARE, WARM_MAX_TRIALS, WARM_START_CHOICES, WarmStart
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec, results_dir, with_catalog
 from dse.search.storage import (
     PROXY_THREADS,
@@ -78,11 +82,21 @@ def _shown(url: str, spec: StudySpec) -> str:
     return redact(url) if url else str(default_storage_path(spec))
 
 
+def _warm_start_mode(given: str | None) -> WarmStart:
+    """``--warm-start``'s value as a mode (none given: :attr:`WarmStart.AUTO`); another value
+    fails with one line naming those it accepts."""
+    if given is None:
+        return WarmStart.AUTO
+    if given not in WARM_START_CHOICES:
+        fail(f"--warm-start {given!r}: expected " + " or ".join(f"'{c}'" for c in WARM_START_CHOICES))
+    return WarmStart(given)
+
+
 def _seed_sweep(study: optuna.Study, spec: StudySpec, new: bool) -> None:
     """`--warm-start sweep`: a ``new`` study was seeded as it was created (the coarse-to-fine
     sweep's front); where the space was too large for that sweep, it is seeded from a coarse
     sweep now (once per study: a seeded study is left as it is). Says what was enqueued."""
-    from dse.search.sweep import WARM_START_KEY, warm_start_study
+    from dse.search.sweep import warm_start_study
 
     seeded = warm_start_study(study, spec)
     info = study.user_attrs.get(WARM_START_KEY)
@@ -138,12 +152,13 @@ def run_cmd(
     report: Annotated[bool, typer.Option("--report/--no-report",
                                          help="Write NAME.html beside the journal when done.")] = True,
     warm_start: Annotated[str | None, typer.Option(
-        "--warm-start", help="'sweep': before the sampler starts, enqueue designs of a "
-        "sweep's front (at most a fifth of the budget), whatever the sampler: the coarse-to-fine "
-        "sweep's where the space allows it (a coarse grid of at most 20,000 designs and a budget "
-        "of 50 or more), else a coarse sweep's; once per study. Default: a new study of the auto "
-        "sampler on such a space is seeded with up to 20 designs of that coarse-to-fine front; "
-        "'none' turns that off.")] = None,
+        "--warm-start", help=f"'{WarmStart.SWEEP}': before the sampler starts, enqueue designs of a "
+        f"sweep's front (at most {WARM_BUDGET_SHARE} of the budget), whatever the sampler: the "
+        "coarse-to-fine sweep's where the space allows it (a coarse grid of at most "
+        f"{REFERENCE_MAX_DESIGNS:,} designs and a budget of {REFERENCE_MIN_BUDGET} or more), else a "
+        "coarse sweep's; once per study. Default: a new study of the auto sampler on such a space "
+        f"is seeded with up to {WARM_MAX_TRIALS} designs of that coarse-to-fine front; "
+        f"'{WarmStart.NONE}' turns that off.")] = None,
     catalog: CatalogOpt = None,
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
@@ -160,13 +175,12 @@ def run_cmd(
         with _storage_errors(shown):
             # Checks and records before workers start, and fixes the target once, so `--trials N`
             # means N more for all workers together.
-            if warm_start not in (None, "sweep", "none"):
-                fail(f"--warm-start {warm_start!r}: expected 'sweep' or 'none'")
+            mode = _warm_start_mode(warm_start)
             store = open_storage(url, spec)
-            new = warm_start == "sweep" and not study_exists(store, spec.name)
+            new = mode == WarmStart.SWEEP and not study_exists(store, spec.name)
             created = open_study(spec, store, force, storage_path=storage_file(url, spec),
-                                 warm_start=warm_start or "auto")
-            if warm_start == "sweep":
+                                 warm_start=mode)
+            if mode == WarmStart.SWEEP:
                 _seed_sweep(created, spec, new)
             until = target_of(spec, created, trials)
     except DseInputError as exc:
@@ -276,7 +290,7 @@ class _InterruptedTrialFilter(logging.Filter):
 
 @contextmanager
 def _quiet_interrupted_trials() -> Iterator[None]:
-    logger = logging.getLogger("optuna.study._optimize")
+    logger = _optuna.optimize_logger()
     quiet = _InterruptedTrialFilter()
     logger.addFilter(quiet)
     try:
@@ -337,7 +351,6 @@ def worker_cmd(
     from optuna.trial import TrialState
 
     from dse.search.parallel import stop_gracefully
-    from dse.search.recovery import WORKER_KEY
     from dse.search.runner import STOP, run_study
 
     spec = _spec(study, catalog)

@@ -36,6 +36,14 @@ from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
 from dse.search.analysis import hypervolume_curve, importances, importances_key
+from dse.search.attribute_keys import (
+    CALIBRATION_VERSION_KEY,
+    CATALOG_KEY,
+    MODEL_KEY,
+    SPACE_KEY,
+    VERSION_KEY,
+    WORKLOAD_KEY,
+)
 from dse.search.dedup import group_by_design, trial_numbers
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import (
@@ -73,7 +81,7 @@ def gather(study: Study, spec: StudySpec, objectives: ObjectiveSet) -> ReportDat
     feasible = [t for t in trials if is_feasible(t)]
     infeasible = [t for t in trials if not is_feasible(t)]
     front = pareto_trials(study, feasible)
-    params = list(json.loads(study.user_attrs.get("dse:space", "{}")).get("parameters", {}))
+    params = list(json.loads(study.user_attrs.get(SPACE_KEY, "{}")).get("parameters", {}))
     return ReportData(spec, objectives, trials, feasible, infeasible, front, params)
 
 
@@ -396,9 +404,9 @@ caption { text-align: left; font-weight: bold; padding: 4px 0; }
 def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]]:
     """The header row listing a study's user catalog and every change it made to the packaged
     catalog (none for a study priced with the packaged catalog alone)."""
-    if "dse:catalog" not in attrs:
+    if CATALOG_KEY not in attrs:
         return []
-    changes = [CatalogChange(**c) for c in json.loads(attrs["dse:catalog"])]
+    changes = [CatalogChange(**c) for c in json.loads(attrs[CATALOG_KEY])]
     listed = "; ".join(html.escape(c.describe()) for c in changes) or "no changes"
     return [("catalog", f"packaged catalog with the user catalog {html.escape(spec.catalog)}: {listed}")]
 
@@ -406,7 +414,7 @@ def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]
 def parts_line(study: Study, data: ReportData) -> str:
     """Which parts the space allows (its ``constraints.year`` and ``constraints.hypothetical``)
     and how many designs on the front are what-ifs (parts nobody sells)."""
-    fixed = json.loads(study.user_attrs.get("dse:space", "{}")).get("fixed", {})
+    fixed = json.loads(study.user_attrs.get(SPACE_KEY, "{}")).get("fixed", {})
     year = fixed.get("constraints.year")
     line = f"parts on sale by {year}" if year is not None else "any catalogued part"
     line += "; buildability rules (link budgets, PCIe, DDR slots, HBM offers) as constraints"
@@ -431,7 +439,7 @@ def convergence_line(study: Study, data: ReportData) -> str:
 def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
-    wl = json.loads(attrs.get("dse:workload", "{}"))
+    wl = json.loads(attrs.get(WORKLOAD_KEY, "{}"))
     spec = data.spec
     # A user's own study file is rerun by its path; a built-in one by its name.
     own = spec.file and not STUDY.is_builtin(Path(spec.file))
@@ -451,8 +459,8 @@ def header(study: Study, data: ReportData, storage: str) -> str:
                    f"{len(group_by_design(data.front))} distinct designs; sampler "
                    f"{spec.sampler}, seed {spec.seed}"),
         ("convergence", convergence_line(study, data)),
-        ("versions", f"dse {attrs.get('dse:version')} (report by dse {__version__}), calibration "
-                     f"{attrs.get('dse:calibration_version')}, model {attrs.get('dse:model')}"),
+        ("versions", f"dse {attrs.get(VERSION_KEY)} (report by dse {__version__}), calibration "
+                     f"{attrs.get(CALIBRATION_VERSION_KEY)}, model {attrs.get(MODEL_KEY)}"),
         *catalog_rows(attrs, spec),
         ("reproduce", f"<code>{html.escape(command)}</code>"),
     ]

@@ -51,6 +51,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation, Memo, evaluate
 from dse.model.timing import loads_key
+from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
 from dse.search.encoding import design_system
 from dse.search.fingerprint import model_fingerprint
 from dse.search.objectives import ObjectiveSet, losses_of
@@ -374,7 +375,7 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     retimes only the designs it has not met."""
     calib = calibration or load_calibration()
     ens = ensemble or load_ensemble(calibration=calib)
-    scored = study.user_attrs.get("dse:calibration_version")
+    scored = study.user_attrs.get(CALIBRATION_VERSION_KEY)
     if scored is not None and scored != ens.calibration_version:
         raise EnsembleMismatch(spec.name, "calibration", (
             f"the study was scored with calibration {scored}, the ensemble belongs to "

@@ -7,10 +7,10 @@ Modules: :mod:`~dse.search.spec` (study files), :mod:`~dse.search.space`,
 :mod:`~dse.search.postgres`), :mod:`~dse.search.recovery`,
 :mod:`~dse.search.runner`, :mod:`~dse.search.samplers`, :mod:`~dse.search.sweep` (and the
 coarse-to-fine sweep of :mod:`~dse.search.refine`),
-:mod:`~dse.search.pareto`; every private name of Optuna is in :mod:`~dse.search._optuna`.
+:mod:`~dse.search.pareto`; every private name of Optuna is in :mod:`~dse.search._optuna`; the
+names of the attributes dse stores in studies and trials are in :mod:`~dse.search.attribute_keys`,
+the warm-start rules in :mod:`~dse.search.seeding`.
+
+Importing it sets no log level, Optuna's included: the ``dse`` command quiets Optuna's per-trial
+lines when it starts (:func:`dse.cli._app.quiet_optuna`); a program using the library chooses.
 """
-
-import optuna
-
-# Optuna logs every trial at INFO; a study of thousands of trials would drown dse's own output.
-optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -15,6 +15,7 @@ where that costs only speed). Written against Optuna 4.x-5.x.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -62,12 +63,13 @@ except ImportError as _exc:  # pragma: no cover - depends on the installed Optun
     raise _missing(str(_exc.name or _exc), _exc) from _exc
 
 __all__ = [
-    "CONSTRAINTS_KEY", "BaseJournalFileLock", "FrozenStudy", "JournalOperation", "OptunaPrivateError",
+    "CONSTRAINTS_KEY", "OPTIMIZE_LOGGER", "RDB_STORAGE_LOGGER", "BaseJournalFileLock", "FrozenStudy",
+    "JournalOperation", "OptunaPrivateError",
     "cached_frozen_trial", "completed_trials_cached", "compute_hypervolume", "fail_trial",
     "grpc_channel", "heartbeat_enabled", "intersection_step", "journal_append", "make_grpc_server",
-    "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "rdb_backend", "rdb_models",
-    "rdb_session", "rdb_set_attr", "study_id_of", "study_storage", "trial_id_of", "trials_since",
-    "trials_since_number",
+    "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "optimize_logger", "rdb_backend",
+    "rdb_models", "rdb_session", "rdb_set_attr", "rdb_storage_logger", "study_id_of", "study_storage",
+    "trial_id_of", "trials_since", "trials_since_number",
 ]
 
 
@@ -192,6 +194,30 @@ def nsga2_parent_cache_key_prefix() -> str:
     """The study-attribute key prefix of NSGA-II's cached parent populations (private)."""
     key: str = optuna.samplers.NSGAIISampler._get_parent_cache_key_prefix()
     return key
+
+
+# --- loggers -------------------------------------------------------------------------------------
+
+OPTIMIZE_LOGGER = "optuna.study._optimize"
+"""The logger of Optuna's optimize loop (its private module's name), which warns twice about a
+trial failed by an exception (``Trial N failed with parameters: ...`` with the traceback, then
+``Trial N failed with value None.``)."""
+RDB_STORAGE_LOGGER = "optuna.storages._rdb.storage"
+"""The logger of Optuna's RDB storage (its private module's name), which warns ``Caught an error
+from sqlalchemy: ... Falling back to a slower alternative.`` when a query fails."""
+
+
+def optimize_logger() -> logging.Logger:
+    """Optuna's :data:`OPTIMIZE_LOGGER`: dse's CLI drops its warnings about a trial failed by
+    Ctrl-C and says in one line what was kept. No public form (Optuna's public logging
+    configures only the library's root logger, ``optuna``)."""
+    return logging.getLogger(OPTIMIZE_LOGGER)
+
+
+def rdb_storage_logger() -> logging.Logger:
+    """Optuna's :data:`RDB_STORAGE_LOGGER`: dse drops its fall-back note when the failed query
+    lost the database server (the fall-back fails the same way). No public form."""
+    return logging.getLogger(RDB_STORAGE_LOGGER)
 
 
 def intersection_step(trials: list[FrozenTrial], space: dict[str, Any] | None,

@@ -34,10 +34,6 @@ from dse.search.space import Parameter, SearchSpace
 
 DUPLICATE_KEY = "duplicate_of"
 """Trial user attribute: the number of the earlier trial whose design a pruned trial repeats."""
-PROPOSAL_KEY = "dse:proposal"
-"""Trial system attribute set in memory by the default sampler on the trials whose design it
-chose itself (``stratified``, ``neighbour``, ``extreme``); the objective stores it as the user
-attribute ``proposal``."""
 
 
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True)

@@ -27,9 +27,9 @@ from dse.model.evaluate import evaluate
 from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search._optuna import CONSTRAINTS_KEY, JournalOperation, rdb_backend
+from dse.search.attribute_keys import PROPOSAL_KEY, WORKER_KEY
 from dse.search.dedup import (
     DUPLICATE_KEY,
-    PROPOSAL_KEY,
     DesignIndex,
     design_key,
     fresh_neighbour,
@@ -38,7 +38,7 @@ from dse.search.dedup import (
 )
 from dse.search.encoding import design_system, encode_design, suggest_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
-from dse.search.recovery import WORKER_KEY, retry
+from dse.search.recovery import retry
 from dse.search.space import SearchSpace
 from dse.search.storage import grpc_call, quick_counts, rdb_write_attrs
 

@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 
+import optuna
+
 from dse.errors import DseInputError
 from dse.search.runner import STOP, run_study
 from dse.search.spec import load_study_spec, with_catalog
@@ -42,11 +44,13 @@ def start_workers(study: str, storage: str | None, until: int, count: int,
                   catalog: str = "") -> tuple[BaseProcess, ...]:
     """Start ``count`` worker processes on the study file ``study`` (name or path) in ``storage``
     (``None``: the study's own), each working until ``until`` trials are complete in total;
-    ``catalog`` replaces the study's user catalog (``dse run --catalog``)."""
+    ``catalog`` replaces the study's user catalog (``dse run --catalog``). Optuna logs in them
+    at this process's level (a spawned process starts at Optuna's default, every trial at INFO)."""
     ctx = multiprocessing.get_context("spawn")
     parent = os.getpid()
-    workers = tuple(ctx.Process(target=_work, args=(study, storage, until, i + 1, parent, catalog),
-                                daemon=True)
+    verbosity = optuna.logging.get_verbosity()
+    workers = tuple(ctx.Process(target=_work, daemon=True,
+                                args=(study, storage, until, i + 1, parent, catalog, verbosity))
                     for i in range(count))
     for w in workers:
         w.start()
@@ -63,10 +67,11 @@ def join_workers(workers: tuple[BaseProcess, ...]) -> WorkerExits:
 
 
 def _work(study: str, storage: str | None, until: int, index: int, parent: int,
-          catalog: str = "") -> None:
-    """Entry point of worker ``index`` (from 1; the parent is worker 0) of process ``parent``: an
-    input error or a lost storage is one line on stderr and exit code
-    :data:`WORKER_ERROR_EXIT`. It stops after its running trial when the parent dies."""
+          catalog: str, verbosity: int) -> None:
+    """Entry point of worker ``index`` (from 1; the parent is worker 0) of process ``parent``,
+    Optuna logging at ``verbosity``: an input error or a lost storage is one line on stderr and
+    exit code :data:`WORKER_ERROR_EXIT`. It stops after its running trial when the parent dies."""
+    optuna.logging.set_verbosity(verbosity)
     stop_gracefully()
     _stop_with_parent(parent)
     try:

@@ -27,6 +27,7 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.search import _optuna
+from dse.search.attribute_keys import RETRY_KEY, WORKER_KEY
 
 STALE_SECONDS = 300.0
 """A RUNNING trial of another host older than this is taken as abandoned (dse trials take
@@ -35,10 +36,6 @@ UNCLAIMED_SECONDS = 10.0
 MAX_RETRIES = 3
 """A trial whose worker died is retried at most this often on a database server (a design that
 kills its worker every time is then given up)."""
-WORKER_KEY = "dse:worker"
-"""Trial system attribute: the worker (host:pid) running the trial."""
-RETRY_KEY = "dse:retry_of"
-"""Trial user attribute: the number of the trial whose design this one retries."""
 BASELINE_KEY = "baseline"
 """Trial user attribute: the system preset an enqueued baseline design reproduces."""
 

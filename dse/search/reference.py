@@ -23,11 +23,9 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from dse.search._optuna import compute_hypervolume
+from dse.search.attribute_keys import REFERENCE_KEY
 from dse.search.pareto import hypervolume, loss_box, study_losses
 
-REFERENCE_KEY = "dse:reference"
-"""Study user attribute: the fixed hypervolume box (JSON: ``ideal``, ``nadir``, ``hypervolume``
-of the coarse front in it, ``designs`` swept, ``method``)."""
 REFERENCE_MIN_BUDGET = 50
 """Studies with smaller budgets get no sweep (it would cost more than the study)."""
 REFERENCE_MAX_DESIGNS = 20_000

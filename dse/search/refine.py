@@ -42,13 +42,14 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo
 from dse.model.workload import Workload
+from dse.search.attribute_keys import REFERENCE_KEY
 from dse.search.dedup import design_key
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import best_row, pareto_mask
-from dse.search.reference import REFERENCE_KEY, REFERENCE_MAX_DESIGNS
+from dse.search.reference import REFERENCE_MAX_DESIGNS
+from dse.search.seeding import WARM_MAX_TRIALS, warm_start_trials
 from dse.search.space import Parameter, SearchSpace
 from dse.search.sweep import (
-    WARM_MAX_TRIALS,
     SweepResult,
     coarse_grid,
     combine_sweeps,
@@ -61,9 +62,10 @@ from dse.search.sweep import (
     warm_start,
 )
 
-REFINE_MAX_DESIGNS = 20_000
-"""Designs a coarse-to-fine sweep scores beyond its coarse grid, at most (of the order of the
-coarse grid itself). Measured on the benchmark spaces (docs/benchmarks.md, one core, through the
+REFINE_MAX_DESIGNS = REFERENCE_MAX_DESIGNS
+"""Designs a coarse-to-fine sweep scores beyond its coarse grid, at most: the coarse grid's own
+bound (:data:`~dse.search.reference.REFERENCE_MAX_DESIGNS`), so refining costs at most as much
+as the coarse sweep. Measured on the benchmark spaces (docs/benchmarks.md, one core, through the
 memo, repair moves included, light load), no round stopped by it: zion-2020 6,318 coarse + 7,149
 refined designs in 3.7 s, production-12t 6,912 + 4,995 in 6.1 s, issue-mixed 6,912 + 3,031 in
 2.4 s, todays-nodes-3d 720 + 1,238 in 0.5 s, each finding the whole exact front. On the study
@@ -127,7 +129,7 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
     :func:`coarse_to_fine` sweep, whose front is the study's fixed hypervolume reference
     (``coarse-to-fine sweep of N designs``) and, when ``warm`` (the default sampler), is enqueued
     as a warm start (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
-    :data:`~dse.search.sweep.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
+    :data:`~dse.search.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
     are not trials. Returns the enqueued designs."""
     if not sweep_allowed(space, budget) or REFERENCE_KEY in study.user_attrs:
         return []
@@ -136,7 +138,7 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
         record_reference(study, result)
         return []
     cap = WARM_MAX_TRIALS if max_trials is None else max_trials
-    return warm_start(study, space, workload, objectives, max_trials=min(cap, max(1, budget // 5)),
+    return warm_start(study, space, workload, objectives, max_trials=warm_start_trials(budget, cap),
                       result=result)
 
 

@@ -16,13 +16,22 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
+from dse.search.attribute_keys import (
+    BUDGET_KEY,
+    CALIBRATION_VERSION_KEY,
+    FILES_KEY,
+    MODEL_KEY,
+    OBJECTIVES_KEY,
+    RETRY_KEY,
+    VERSION_KEY,
+)
 from dse.search.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
 from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_mapping
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
-from dse.search.recovery import BASELINE_KEY, RETRY_KEY
+from dse.search.recovery import BASELINE_KEY
 from dse.search.reference import convergence
 from dse.search.snapshot import read_snapshot
-from dse.search.spec import FILES_KEY, StudySpec
+from dse.search.spec import StudySpec
 from dse.search.storage import (
     default_storage_path,
     journal_file,
@@ -87,10 +96,10 @@ def status(study: Study) -> dict[str, Any]:
     front = _with_repeats(group_by_design(pareto_trials(study, feasible)), trials)
     conv = convergence(study, feasible, len(complete))
     attrs = study.user_attrs
-    objectives = json.loads(attrs.get("dse:objectives", "{}"))
+    objectives = json.loads(attrs.get(OBJECTIVES_KEY, "{}"))
     return {
         "study": study.study_name,
-        "budget": attrs.get("dse:budget"),
+        "budget": attrs.get(BUDGET_KEY),
         "complete": counts[TrialState.COMPLETE],
         "running": counts[TrialState.RUNNING],
         "failed": counts[TrialState.FAIL],
@@ -108,9 +117,9 @@ def status(study: Study) -> dict[str, Any]:
         "front_moving": conv.moving,
         "hypervolume_own_range": hypervolume(study, feasible),
         "objectives": objectives.get("objectives", []),
-        "dse_version": attrs.get("dse:version"),
-        "calibration_version": attrs.get("dse:calibration_version"),
-        "model": attrs.get("dse:model"),
+        "dse_version": attrs.get(VERSION_KEY),
+        "calibration_version": attrs.get(CALIBRATION_VERSION_KEY),
+        "model": attrs.get(MODEL_KEY),
         "running_trials": [t.number for t in trials if t.state == TrialState.RUNNING],
         "failed_trials": [t.number for t in trials if t.state == TrialState.FAIL],
         "front": [{**_row(g[0]), "trials": trial_numbers(g)} for g in front[:10]],
@@ -231,7 +240,7 @@ def objective_set_of(study: Study, fallback: str) -> ObjectiveSet:
     of them loads the set the study recorded, the recorded set itself (without its description).
     """
     attrs = study.user_attrs
-    recorded: dict[str, Any] = json.loads(attrs.get("dse:objectives", "{}"))
+    recorded: dict[str, Any] = json.loads(attrs.get(OBJECTIVES_KEY, "{}"))
     files: dict[str, str] = json.loads(attrs.get(FILES_KEY, "{}"))
     candidates = [c for c in (files.get("objectives"), fallback, recorded.get("name")) if c]
     for candidate in candidates:

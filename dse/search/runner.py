@@ -36,6 +36,21 @@ from dse import __version__
 from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.search import _optuna
+from dse.search.attribute_keys import (
+    BUDGET_KEY,
+    CALIBRATION_VERSION_KEY,
+    CATALOG_KEY,
+    CHANGES_KEY,
+    CREATOR_KEY,
+    FILES_KEY,
+    KEY_PREFIX,
+    MODEL_KEY,
+    OBJECTIVES_KEY,
+    SPACE_KEY,
+    STUDY_KEY,
+    VERSION_KEY,
+    WORKLOAD_KEY,
+)
 from dse.search.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.encoding import encode_design, grid_of
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
@@ -48,9 +63,9 @@ from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, rec
 from dse.search.reference import convergence
 from dse.search.refine import seed_new_study
 from dse.search.samplers import make_sampler, worker_seed
+from dse.search.seeding import WarmStart, warm_start_trials
 from dse.search.space import SearchSpace, preset_params
 from dse.search.spec import (
-    FILES_KEY,
     StudySpec,
     study_catalog,
     study_files,
@@ -74,9 +89,6 @@ PROGRESS_SHARE = 0.02
 seconds (the front, the hypervolume, the display) is followed by none for ``t / PROGRESS_SHARE``
 seconds, so the figure of a study of many thousand trials is recomputed less often rather than
 costing more per trial (under 10 ms, as up to 5,000 trials, the half second holds)."""
-CREATOR_KEY = "dse:creator"
-"""Study system attribute: ``HOST:PID`` of the process that records the study, so a process on
-the same host that finds the recording unfinished and its creator dead completes it at once."""
 
 log = logging.getLogger("dse")
 STOP = threading.Event()
@@ -90,21 +102,22 @@ def _describe(spec: StudySpec) -> dict[str, str]:
     # its changes are recorded by file name, so the study resumes from any working directory.
     changes = [{**dataclasses.asdict(c), "source": Path(c.source).name}
                for c in study_catalog(spec).changes]
-    catalog = {"dse:catalog": json.dumps(changes)} if spec.catalog else {}
+    catalog = {CATALOG_KEY: json.dumps(changes)} if spec.catalog else {}
     return {
-        "dse:workload": json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
+        WORKLOAD_KEY: json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
                                     **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
                                        else {}),
                                     **wl.summary()}, sort_keys=True),
-        "dse:space": json.dumps(study_space(spec).to_dict(), sort_keys=True),
-        "dse:objectives": json.dumps(study_objectives(spec).to_dict(), sort_keys=True),
+        SPACE_KEY: json.dumps(study_space(spec).to_dict(), sort_keys=True),
+        OBJECTIVES_KEY: json.dumps(study_objectives(spec).to_dict(), sort_keys=True),
         **catalog,
     }
 
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
                create: bool = True, where: str = "", worker: str = "",
-               storage_path: Path | None = None, warm_start: str = "auto") -> optuna.Study:
+               storage_path: Path | None = None,
+               warm_start: WarmStart = WarmStart.AUTO) -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
     objectives (refused unless ``force``, which records the change in ``dse:changes``).
 
@@ -130,7 +143,7 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
 
 
 def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool, where: str,
-                worker: str, lock: WorkerLock, warm_start: str) -> optuna.Study:
+                worker: str, lock: WorkerLock, warm_start: WarmStart) -> optuna.Study:
     objectives = study_objectives(spec)
     seed = worker_seed(spec.seed, worker)
     sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name,
@@ -156,10 +169,10 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
         study.sampler = make_sampler(spec.sampler, worker_seed(spec.seed, f"{worker}/resume-{done}"),
                                      grid_of(study_space(spec)), spec.name, space=study_space(spec))
     described = _describe(spec)
-    if "dse:budget" not in attrs:  # made by plain Optuna, or its creator died while recording it
+    if BUDGET_KEY not in attrs:  # made by plain Optuna, or its creator died while recording it
         _record_new(study, spec, warm_start)
         return study
-    changed = [k.removeprefix("dse:") for k, v in described.items() if attrs.get(k) != v]
+    changed = [k.removeprefix(KEY_PREFIX) for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
                   else optuna.study.StudyDirection.MINIMIZE for d in objectives.directions]
     if list(study.directions) != directions:
@@ -174,7 +187,7 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
         raise DseInputError(spec.name, ", ".join(changed),
                             "differs from what the stored study was created with; "
                             "rerun with --force to continue anyway (the change is recorded)")
-    log = list(attrs.get("dse:changes", []))
+    log = list(attrs.get(CHANGES_KEY, []))
     now = datetime.now(UTC).isoformat()
     if changed:
         log.append({"at": now, "changed": changed, **described})
@@ -182,24 +195,25 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
             study.set_user_attr(key, value)
     # A new model (its code or data), calibration or dse version is not refused, but recorded:
     # trials after this point were scored by it.
-    versions = {"dse:calibration_version": load_calibration().version, "dse:version": __version__,
-                "dse:model": model_fingerprint()}
+    versions = {CALIBRATION_VERSION_KEY: load_calibration().version, VERSION_KEY: __version__,
+                MODEL_KEY: model_fingerprint()}
     moved = {k: {"from": attrs.get(k), "to": v} for k, v in versions.items() if attrs.get(k) != v}
     if moved:
-        log.append({"at": now, "changed": [k.removeprefix("dse:") for k in moved],
+        log.append({"at": now, "changed": [k.removeprefix(KEY_PREFIX) for k in moved],
                     "from_trial": len(study.get_trials(deepcopy=False)), **moved})
         for key, value in versions.items():
             study.set_user_attr(key, value)
-    if len(log) > len(attrs.get("dse:changes", [])):
-        study.set_user_attr("dse:changes", log)
+    if len(log) > len(attrs.get(CHANGES_KEY, [])):
+        study.set_user_attr(CHANGES_KEY, log)
     files = json.dumps(study_files(spec), sort_keys=True)
     if attrs.get(FILES_KEY) != files:  # the files moved, or the study predates the record
         study.set_user_attr(FILES_KEY, files)
-    study.set_user_attr("dse:budget", spec.budget)
+    study.set_user_attr(BUDGET_KEY, spec.budget)
     return study
 
 
-def _record_new(study: optuna.Study, spec: StudySpec, warm_start: str = "auto") -> None:
+def _record_new(study: optuna.Study, spec: StudySpec,
+                warm_start: WarmStart = WarmStart.AUTO) -> None:
     """Record a new study's definition and enqueue its baselines; ``dse:budget`` comes last and
     tells other processes the study is ready. Also completes a recording its creator did not
     finish (killed at any step): baselines already enqueued are not enqueued again."""
@@ -207,20 +221,20 @@ def _record_new(study: optuna.Study, spec: StudySpec, warm_start: str = "auto") 
         _optuna.study_id_of(study), CREATOR_KEY, _this_process())
     for key, value in _describe(spec).items():
         study.set_user_attr(key, value)
-    study.set_user_attr("dse:version", __version__)
-    study.set_user_attr("dse:calibration_version", load_calibration().version)
-    study.set_user_attr("dse:model", model_fingerprint())
-    study.set_user_attr("dse:study", json.dumps(_spec_dict(spec), sort_keys=True))
+    study.set_user_attr(VERSION_KEY, __version__)
+    study.set_user_attr(CALIBRATION_VERSION_KEY, load_calibration().version)
+    study.set_user_attr(MODEL_KEY, model_fingerprint())
+    study.set_user_attr(STUDY_KEY, json.dumps(_spec_dict(spec), sort_keys=True))
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, study_space(spec))
         # `--warm-start sweep` seeds any sampler, with up to a fifth of the budget.
-        asked = warm_start == "sweep"
+        asked = warm_start == WarmStart.SWEEP
+        default = spec.sampler == "auto" and warm_start == WarmStart.AUTO
         seed_new_study(study, study_space(spec), study_workload(spec), study_objectives(spec),
-                       spec.budget, warm=asked or (spec.sampler == "auto" and warm_start == "auto"),
-                       catalog=study_catalog(spec).catalog,
-                       max_trials=max(1, spec.budget // 5) if asked else None)
-    study.set_user_attr("dse:budget", spec.budget)
+                       spec.budget, warm=asked or default, catalog=study_catalog(spec).catalog,
+                       max_trials=warm_start_trials(spec.budget) if asked else None)
+    study.set_user_attr(BUDGET_KEY, spec.budget)
 
 
 def _this_process() -> str:
@@ -255,7 +269,7 @@ def _wait_until_recorded(study: optuna.Study, lock: WorkerLock) -> dict[str, Any
     announced = False
     while True:
         attrs: dict[str, Any] = study.user_attrs
-        if "dse:budget" in attrs or time.monotonic() > deadline or _creator_gone(study, lock):
+        if BUDGET_KEY in attrs or time.monotonic() > deadline or _creator_gone(study, lock):
             return attrs
         if not announced:
             log.warning("dse: study %s is being created by another process; waiting up to %g s "

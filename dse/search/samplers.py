@@ -23,7 +23,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.dedup import PROPOSAL_KEY
+from dse.search.attribute_keys import PROPOSAL_KEY
 from dse.search.proposals import Proposer
 from dse.search.space import SearchSpace
 
@@ -161,7 +161,7 @@ class HandoverNSGAIISampler(NSGAIISampler):
         if sid != self._gen_study:
             self._gen_study, self._gen_latest, self._gen_members = sid, 0, []
             self._gen_open, self._gen_next = [], 0
-        key = self._get_generation_key()
+        key = _optuna.nsga2_generation_key()
         still_open = []
         for t in _optuna.trials_since(study, self._gen_next, self._gen_open):
             self._gen_next = max(self._gen_next, t.number + 1)
@@ -189,7 +189,7 @@ class HandoverNSGAIISampler(NSGAIISampler):
 
     def get_population(self, study: Study, generation: int) -> list[FrozenTrial]:
         if generation == 0:
-            key = self._get_generation_key()
+            key = _optuna.nsga2_generation_key()
             trials = _optuna.completed_trials_cached(study)
             if not any(key in t.system_attrs for t in trials):
                 return list(trials)
@@ -201,7 +201,7 @@ class HandoverNSGAIISampler(NSGAIISampler):
         return super().get_population(study, generation)  # an older generation: rarely asked
 
     def get_trial_generation(self, study: Study, trial: FrozenTrial) -> int:
-        key = self._get_generation_key()
+        key = _optuna.nsga2_generation_key()
         if key in trial.system_attrs:
             return int(trial.system_attrs[key])
         storage = _optuna.study_storage(study)

@@ -25,9 +25,6 @@ from dse.search.space import SearchSpace, load_space
 
 STUDIES_DIR = Path(STUDY.folder)
 """Where the results of a built-in study go: ``./studies`` under the working directory."""
-FILES_KEY = "dse:files"
-"""The study attribute recording where a study's files were (:func:`study_files`), so its results
-can be read again wherever the files live."""
 INTERNAL_KEYS = ("file",)
 """StudySpec fields set by :func:`load_study_spec`, never read from a study file."""
 DEFAULT_STUDY = "zion-2020"

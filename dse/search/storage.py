@@ -449,7 +449,7 @@ def quiet_lost_storage() -> Iterator[None]:
         if args.exc_value is None or storage_failure(args.exc_value) is None:
             previous(args)
 
-    notes = logging.getLogger("optuna.storages._rdb.storage")
+    notes = _optuna.rdb_storage_logger()
     quiet = _LostServerNotes()
     threading.excepthook = hook
     notes.addFilter(quiet)

@@ -43,22 +43,17 @@ from dse.model.system import load_system_spec, resolve_system
 from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
 from dse.search._optuna import compute_hypervolume
+from dse.search.attribute_keys import REFERENCE_KEY, WARM_START_KEY
 from dse.search.encoding import design_system, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.pareto import best_row, loss_box, non_dominated
-from dse.search.reference import (
-    REFERENCE_KEY,
-    REFERENCE_MAX_DESIGNS,
-    REFERENCE_MIN_BUDGET,
-    reference_from_front,
-)
+from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
+from dse.search.seeding import warm_start_trials
 from dse.search.space import Parameter, SearchSpace, probe_values
 from dse.search.spec import StudySpec, study_catalog, study_objectives, study_space, study_workload
 
 CHUNK_DESIGNS = 4096
 """Designs per work item handed to a worker process."""
-WARM_START_KEY = "dse:warm_start"
-"""Study attribute recording that a study was seeded from a coarse sweep (and with what)."""
 
 
 # --- the designs of a space --------------------------------------------------------------------
@@ -570,7 +565,8 @@ COARSE_MAX_LEVELS = 6
 """The most values per parameter a coarse grid keeps (fewer when the grid would be too large)."""
 
 
-def coarse_grid(space: SearchSpace, max_designs: int = 20_000) -> tuple[SearchSpace, DesignGrid]:
+def coarse_grid(space: SearchSpace,
+                max_designs: int = REFERENCE_MAX_DESIGNS) -> tuple[SearchSpace, DesignGrid]:
     """The finest :func:`coarse_space` (:data:`COARSE_MAX_LEVELS` levels down to 2) whose grid
     has at most ``max_designs`` designs."""
     levels = COARSE_MAX_LEVELS
@@ -625,16 +621,8 @@ def greedy_front(losses: np.ndarray, k: int, extremes: bool = False) -> list[int
     return sorted(picked)
 
 
-WARM_MAX_TRIALS = 20
-"""Designs of the sweep's front a default warm start enqueues (and at most a fifth of the budget).
-Measured with the coarse-to-fine sweep (docs/benchmarks.md, 5 seeds): 40 instead of 20 changes
-nothing at 100 trials (a fifth of the budget is 20) and at 200 trials raises production-12t from
-0.997 to 1.000 and issue-mixed from 0.998 to 1.000 of the exact front; 20 already meets every
-target and leaves the sampler more of a small budget."""
-
-
 def coarse_front(space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
-                 max_designs: int = 20_000, jobs: int | None = 1,
+                 max_designs: int = REFERENCE_MAX_DESIGNS, jobs: int | None = 1,
                  catalog: Catalog | None = None) -> SweepResult:
     """The sweep of :func:`coarse_grid` (at most ``max_designs`` designs, or its 2-level grid)."""
     coarse, grid = coarse_grid(space, max_designs)
@@ -658,7 +646,7 @@ def warm_start(
     workload: Workload,
     objectives: ObjectiveSet,
     max_trials: int | None = None,
-    max_designs: int = 20_000,
+    max_designs: int = REFERENCE_MAX_DESIGNS,
     jobs: int | None = 1,
     catalog: Catalog | None = None,
     result: SweepResult | None = None,
@@ -688,8 +676,9 @@ def warm_start(
 
 def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None) -> list[dict[str, Any]]:
     """:func:`warm_start` for a study file's ``spec`` (``dse run --warm-start sweep``): at most a
-    fifth of the budget (and at least one design) is spent on the coarse front."""
-    cap = max_trials if max_trials is not None else max(1, spec.budget // 5)
+    fifth of the budget (and at least one design, :func:`~dse.search.seeding.warm_start_trials`)
+    is spent on the coarse front."""
+    cap = max_trials if max_trials is not None else warm_start_trials(spec.budget)
     return warm_start(study, study_space(spec), study_workload(spec), study_objectives(spec),
                       max_trials=cap, catalog=study_catalog(spec).catalog)
 
