@@ -24,6 +24,7 @@ from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
 from dse.outputs.labels import header, human_number, show
 from dse.records import parse_override, to_mapping
+from dse.safe_write import write_file
 
 if TYPE_CHECKING:
     from dse.calibration.ensemble import PredictionInterval
@@ -119,8 +120,7 @@ def evaluate_cmd(
     if html is not None:
         from dse.outputs.timeline import timeline_figure
 
-        html.parent.mkdir(parents=True, exist_ok=True)
-        timeline_figure(ev).write_html(html, include_plotlyjs=True)
+        _write(html, timeline_figure(ev).to_html(include_plotlyjs=True))
         typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)
@@ -559,7 +559,10 @@ def calibrate_cmd(
         "spearman": check.spearman,
         **loss_record(loss),
     })
-    write_calibration(calib, out)
+    try:
+        write_calibration(calib, out)
+    except DseInputError as exc:
+        fail(str(exc))
     console = Console()
     table = Table("parameter", "fitted", "prior", title=f"calibration {label}")
     prior = Calibration()
@@ -594,7 +597,10 @@ def _write_ensemble(measurements: Any, calib: Any, folder: Path, members: int, s
 
     ens = build_ensemble(measurements, calib, members, seed, jobs, progress)
     path = folder / ENSEMBLE_FILE
-    write_ensemble(ens, path)
+    try:
+        write_ensemble(ens, path)
+    except DseInputError as exc:
+        fail(str(exc))
     cov = ens.coverage
     assert cov is not None
     console.print(
@@ -637,17 +643,24 @@ def validate_cmd(
         return
     section, summary, note = _validation_intervals(measurements, calib, report)
     if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(render_html(report), encoding="utf-8")
+        _write(html, render_html(report))
     if markdown is not None:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(render_markdown(report, section), encoding="utf-8")
+        _write(markdown, render_markdown(report, section))
     if as_json:
         typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
     else:
         render_table(report, wide_console(160))
         console = wide_console(160)
         console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a page the safe way (:func:`dse.safe_write.write_file`: regenerated in place, in one
+    rename), failing in one line."""
+    try:
+        write_file(path, text)
+    except DseInputError as exc:
+        fail(str(exc))
 
 
 def coverage_text(summary: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from dse.model.placement import plan_key
 from dse.model.system import load_system_spec, resolve_system
 from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
+from dse.safe_write import write_file
 from dse.search._optuna import compute_hypervolume
 from dse.search.encoding import design_system, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
@@ -525,7 +527,7 @@ def write_parquet(result: SweepResult, path: str) -> None:
         if isinstance(frame[name].dtype, pd.CategoricalDtype):
             frame[name] = frame[name].astype(object).map(lambda v: None if v is None else str(v))
     frame.attrs = {}
-    frame.to_parquet(path, index=False)
+    write_file(Path(path), frame.to_parquet(index=False))
 
 
 # --- coarse sweeps and warm starts -------------------------------------------------------------
