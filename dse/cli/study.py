@@ -27,6 +27,7 @@ from dse.search.results import load_stored_study, refresh_snapshot, status, tria
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec, results_dir, with_catalog
 from dse.search.storage import (
     PROXY_THREADS,
+    check_journal_file,
     default_storage_path,
     is_loopback,
     journal_file,
@@ -445,6 +446,10 @@ def repair_cmd(
     if path is None or not str(path).endswith(".journal"):
         fail(f"{study}: repair works on journal files; its storage is {redact(str(path or storage))}")
         return
+    try:
+        check_journal_file(path)
+    except DseInputError as exc:
+        fail(str(exc))
     if not path.is_file():
         fail(f"{path}: no journal to repair")
         return
