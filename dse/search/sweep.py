@@ -515,8 +515,9 @@ def _frame(grid: DesignGrid, chunks: list[dict[str, np.ndarray]]) -> pd.DataFram
     return pd.DataFrame(data)
 
 
-def write_parquet(result: SweepResult, path: str) -> None:
-    """Write every design and metric of ``result`` to a Parquet file (needs pyarrow)."""
+def write_parquet(result: SweepResult, path: str, replace: bool = True) -> None:
+    """Write every design and metric of ``result`` to a Parquet file (needs pyarrow), in one
+    rename (:func:`dse.safe_write.write_file`; an existing file only with ``replace``)."""
     try:
         import pyarrow  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
     except ImportError:  # pragma: no cover - depends on the environment
@@ -527,7 +528,7 @@ def write_parquet(result: SweepResult, path: str) -> None:
         if isinstance(frame[name].dtype, pd.CategoricalDtype):
             frame[name] = frame[name].astype(object).map(lambda v: None if v is None else str(v))
     frame.attrs = {}
-    write_file(Path(path), frame.to_parquet(index=False))
+    write_file(Path(path), frame.to_parquet(index=False), replace=replace)
 
 
 # --- coarse sweeps and warm starts -------------------------------------------------------------
