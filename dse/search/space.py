@@ -292,7 +292,7 @@ def preset_params(space: SearchSpace, catalog: Catalog | None = None) -> dict[st
     return out
 
 
-def _fingerprint(spec: SystemSpec, catalog: Catalog | None) -> tuple[Any, ...]:
+def _fingerprint(spec: SystemSpec, catalog: Catalog | None = None) -> tuple[Any, ...]:
     """What makes two system specs the same machine: every resolved figure, and every field of the
     spec but its name, description, source and buildability constraints, with the node fields that
     default from the catalog compared by what they resolve to (a preset that leaves ``hbm_gb``
@@ -309,7 +309,7 @@ def _fingerprint(spec: SystemSpec, catalog: Catalog | None) -> tuple[Any, ...]:
     return (*resolved, bare)
 
 
-def _value_of(spec: SystemSpec, dotted: str, catalog: Catalog | None) -> Any:
+def _value_of(spec: SystemSpec, dotted: str, catalog: Catalog | None = None) -> Any:
     from dse.model.system import resolve_system
 
     obj: Any = spec
