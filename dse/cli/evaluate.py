@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dse.calibration.parameters import load_calibration
-from dse.cli._app import app, fail, si, to_json, wide_console
+from dse.cli._app import app, check_targets, fail, si, to_json, wide_console, write_or_fail
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
@@ -24,7 +24,6 @@ from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
 from dse.outputs.labels import header, human_number, show
 from dse.records import parse_override, to_mapping
-from dse.safe_write import write_file
 
 if TYPE_CHECKING:
     from dse.calibration.ensemble import PredictionInterval
@@ -82,6 +81,7 @@ def evaluate_cmd(
     prediction interval of everything that scales with throughput."""
     from dse.outputs.plan import plan_summary  # here: no other command needs it
 
+    check_targets(True, html)  # a link there is refused before anything is printed
     try:
         wl_over, sys_over, cat_over = split_overrides(set_ or [])
         user = load_user_catalog(catalog, cat_over)
@@ -120,7 +120,7 @@ def evaluate_cmd(
     if html is not None:
         from dse.outputs.timeline import timeline_figure
 
-        _write(html, timeline_figure(ev).to_html(include_plotlyjs=True))
+        write_or_fail(html, timeline_figure(ev).to_html(include_plotlyjs=True))
         typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)
@@ -629,6 +629,7 @@ def validate_cmd(
     from dse.calibration.parameters import load_calibration
     from dse.outputs.validation_page import render_html, render_markdown, render_table
 
+    check_targets(True, html, markdown)
     try:
         measurements = load_measurements(data)
         calib = load_calibration(calibration)
@@ -643,24 +644,15 @@ def validate_cmd(
         return
     section, summary, note = _validation_intervals(measurements, calib, report)
     if html is not None:
-        _write(html, render_html(report))
+        write_or_fail(html, render_html(report))
     if markdown is not None:
-        _write(markdown, render_markdown(report, section))
+        write_or_fail(markdown, render_markdown(report, section))
     if as_json:
         typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
     else:
         render_table(report, wide_console(160))
         console = wide_console(160)
         console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
-
-
-def _write(path: Path, text: str) -> None:
-    """Write a page the safe way (:func:`dse.safe_write.write_file`: regenerated in place, in one
-    rename), failing in one line."""
-    try:
-        write_file(path, text)
-    except DseInputError as exc:
-        fail(str(exc))
 
 
 def coverage_text(summary: dict[str, Any]) -> str:

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from dse.cli._app import app, fail, to_json
+from dse.cli._app import app, check_targets, fail, to_json, write_or_fail
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
-from dse.safe_write import check_target, write_file
 from dse.search.journal import JournalScan, repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
@@ -316,31 +315,13 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
     from dse.search.results import objective_set_of
 
     path = (folder or results_dir(spec)) / f"{spec.name}.html"
-    _check_targets(True, path)  # a link or a folder there is refused before the work
+    check_targets(True, path)  # a link or a folder there is refused before the work
     journal = journal_file(storage or None, spec)
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage),
                          retimings=retiming_cache(journal) if journal is not None else None,
                          cache=report_cache(journal) if journal is not None else None)
-    _write(path, page)  # a report regenerated replaces its previous one, in one rename
+    write_or_fail(path, page)  # a report regenerated replaces its previous one, in one rename
     return path
-
-
-def _write(path: Path, data: bytes | str, replace: bool = True) -> None:
-    """Write a file the safe way (:func:`dse.safe_write.write_file`), failing in one line."""
-    try:
-        write_file(path, data, replace)
-    except DseInputError as exc:
-        fail(str(exc))
-
-
-def _check_targets(force: bool, *paths: Path | None) -> None:
-    """Refuse, before any work, an export target that exists (without --force) or is a link."""
-    try:
-        for path in paths:
-            if path is not None:
-                check_target(path, force)
-    except DseInputError as exc:
-        fail(str(exc))
 
 
 @app.command("worker")
@@ -557,7 +538,7 @@ def pareto_cmd(
     from dse.search.results import objective_set_of
 
     spec = _spec(study)
-    _check_targets(force, csv, parquet)
+    check_targets(force, csv, parquet)
     if robust:
         _pareto_robust(spec, storage, csv, parquet, as_json, force)
         return
@@ -583,7 +564,7 @@ def _export(frame: pd.DataFrame, csv: Path | None, parquet: Path | None, force: 
     """Write ``frame`` as CSV and/or Parquet (each a new file, see :func:`_write`) and say so."""
     for target, encode in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
         if target is not None:
-            _write(target, encode(index=index), replace=force)
+            write_or_fail(target, encode(index=index), replace=force)
             typer.echo(f"{what} of {len(frame)} designs written to {target}", err=True)
 
 
@@ -626,13 +607,13 @@ def export_cmd(
     spec = _spec(study)
     if out.suffix not in (".csv", ".parquet"):
         fail(f"--out: {out}: expected a .csv or .parquet file")
-    _check_targets(force, out)
+    check_targets(force, out)
     try:
         frame = trials_frame(load_stored_study(spec, storage))
     except DseInputError as exc:
         fail(str(exc))
         return
-    _write(out, frame.to_csv() if out.suffix == ".csv" else frame.to_parquet(), replace=force)
+    write_or_fail(out, frame.to_csv() if out.suffix == ".csv" else frame.to_parquet(), replace=force)
     typer.echo(f"{len(frame)} trials written to {out}", err=True)
 
 
@@ -689,7 +670,7 @@ def plot_cmd(
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
         path = out or results_dir(spec) / f"{spec.name}-front.html"
-        _write(path, fig.to_html(include_plotlyjs=True))
+        write_or_fail(path, fig.to_html(include_plotlyjs=True))
         written.append(path)
     for target, kind in ((png, "png"), (svg, "svg")):
         if target is None:
@@ -700,6 +681,6 @@ def plot_cmd(
             fail(f"static export to {target} needs kaleido 1.x and a Chromium browser "
                  f"(pip install kaleido; apt-get install chromium): {str(exc).splitlines()[0]}")
             return
-        _write(target, image)
+        write_or_fail(target, image)
         written.append(target)
     typer.echo(f"front written to {', '.join(str(p) for p in written)}")
