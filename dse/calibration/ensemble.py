@@ -62,6 +62,7 @@ from dse.model.system import System
 from dse.model.timing import loads_key, recalibrated_loads, step_loads, step_time
 from dse.model.workload import Workload
 from dse.records import from_mapping
+from dse.safe_write import write_file
 
 LEVEL = 0.8
 """Nominal coverage of the intervals dse shows (an 80% interval: 10% and 90% quantiles)."""
@@ -422,8 +423,7 @@ def write_ensemble(ens: CalibrationEnsemble, path: Path) -> None:
         lines += [json.dumps(r) + ("," if k < len(rows) - 1 else "") for k, r in enumerate(rows)]
         lines.append("]" + ("" if last else ","))
     lines.append("}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_file(path, "\n".join(lines) + "\n")
 
 
 def _member(data: Any, version: str, source: str, key: str) -> tuple[Calibration, tuple[int, ...]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.records import from_mapping, read_toml
+from dse.safe_write import write_file
 
 EFF = {"min": 0.0, "min_exclusive": True, "max": 1.0}
 NONNEG = {"min": 0.0}
@@ -130,5 +131,4 @@ def write_calibration(calib: Calibration, path: Path) -> None:
     lines.append("")
     lines.append("[fit]")
     lines.extend(f"{k} = {v!r}" for k, v in calib.fit.items())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_file(path, "\n".join(lines) + "\n")

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
+
+from dse.errors import DseInputError
+from dse.safe_write import check_target, write_file
 
 app = typer.Typer(
     help="Design-space exploration of DLRM training systems.",
@@ -34,6 +38,26 @@ def fail(message: str) -> None:
     """Print one error line to stderr and exit with code 2."""
     typer.echo(f"dse: error: {message}", err=True)
     raise typer.Exit(code=2)
+
+
+def write_or_fail(path: Path, data: bytes | str, replace: bool = True) -> None:
+    """Write a file the safe way (:func:`dse.safe_write.write_file`: a new file renamed into
+    place; an existing one replaced only with ``replace``), failing in one line."""
+    try:
+        write_file(path, data, replace)
+    except DseInputError as exc:
+        fail(str(exc))
+
+
+def check_targets(replace: bool, *paths: Path | None) -> None:
+    """Refuse, before a command's work, a target that is a link or a device, or that exists
+    when it may not be replaced (``replace``: a report regenerated; else a new artefact)."""
+    try:
+        for path in paths:
+            if path is not None:
+                check_target(path, replace)
+    except DseInputError as exc:
+        fail(str(exc))
 
 
 def finite(value: Any) -> Any:

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dse.calibration.parameters import load_calibration
-from dse.cli._app import app, fail, si, to_json, wide_console
+from dse.cli._app import app, check_targets, fail, si, to_json, wide_console, write_or_fail
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
@@ -81,6 +81,7 @@ def evaluate_cmd(
     prediction interval of everything that scales with throughput."""
     from dse.outputs.plan import plan_summary  # here: no other command needs it
 
+    check_targets(True, html)  # a link there is refused before anything is printed
     try:
         wl_over, sys_over, cat_over = split_overrides(set_ or [])
         user = load_user_catalog(catalog, cat_over)
@@ -119,8 +120,7 @@ def evaluate_cmd(
     if html is not None:
         from dse.outputs.timeline import timeline_figure
 
-        html.parent.mkdir(parents=True, exist_ok=True)
-        timeline_figure(ev).write_html(html, include_plotlyjs=True)
+        write_or_fail(html, timeline_figure(ev).to_html(include_plotlyjs=True))
         typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)
@@ -568,7 +568,10 @@ def calibrate_cmd(
         **loss_record(loss),
         **power_record(result.calibration),
     })
-    write_calibration(calib, out)
+    try:
+        write_calibration(calib, out)
+    except DseInputError as exc:
+        fail(str(exc))
     console = Console()
     table = Table("parameter", "fitted", "prior", title=f"calibration {label}")
     prior = Calibration()
@@ -603,7 +606,10 @@ def _write_ensemble(measurements: Any, calib: Any, folder: Path, members: int, s
 
     ens = build_ensemble(measurements, calib, members, seed, jobs, progress)
     path = folder / ENSEMBLE_FILE
-    write_ensemble(ens, path)
+    try:
+        write_ensemble(ens, path)
+    except DseInputError as exc:
+        fail(str(exc))
     cov = ens.coverage
     assert cov is not None
     console.print(
@@ -632,6 +638,7 @@ def validate_cmd(
     from dse.calibration.parameters import load_calibration
     from dse.outputs.validation_page import render_html, render_markdown, render_table
 
+    check_targets(True, html, markdown)
     try:
         measurements = load_measurements(data)
         calib = load_calibration(calibration)
@@ -646,11 +653,9 @@ def validate_cmd(
         return
     section, summary, note = _validation_intervals(measurements, calib, report)
     if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(render_html(report), encoding="utf-8")
+        write_or_fail(html, render_html(report))
     if markdown is not None:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(render_markdown(report, section), encoding="utf-8")
+        write_or_fail(markdown, render_markdown(report, section))
     if as_json:
         typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
     else:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from dse.cli._app import app, fail, to_json
+from dse.cli._app import app, check_targets, fail, to_json, write_or_fail
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search.attribute_keys import WARM_START_KEY, WORKER_KEY
-from dse.search.journal import repair_journal
+from dse.search.journal import JournalScan, repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
@@ -30,6 +30,7 @@ from dse.search.seeding import WARM_BUDGET_SHARE, WARM_MAX_TRIALS, WARM_START_CH
 from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec, results_dir, with_catalog
 from dse.search.storage import (
     PROXY_THREADS,
+    check_journal_file,
     default_storage_path,
     is_loopback,
     journal_file,
@@ -44,6 +45,7 @@ from dse.search.storage import (
 
 if TYPE_CHECKING:
     import optuna
+    import pandas as pd
 
     from dse.search.parallel import WorkerExits
     from dse.search.runner import Progress as StudyProgress
@@ -64,6 +66,9 @@ StorageOpt = Annotated[str | None, typer.Option(
     "postgresql://USER:PASSWORD@HOST:PORT/DB, sqlite:///FILE or grpc://HOST:PORT (a dse storage-proxy).")]
 
 
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Replace an existing output file (without it, an existing file is refused "
+    "and left as it is).")]
 CatalogOpt = Annotated[Path | None, typer.Option(
     "--catalog", help="A user catalog (your parts, prices, facility figures) instead of the "
     "study's own catalog key.")]
@@ -323,17 +328,13 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
     from dse.outputs.robust import retiming_cache
     from dse.search.results import objective_set_of
 
+    path = (folder or results_dir(spec)) / f"{spec.name}.html"
+    check_targets(True, path)  # a link or a folder there is refused before the work
     journal = journal_file(storage or None, spec)
     page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage),
                          retimings=retiming_cache(journal) if journal is not None else None,
                          cache=report_cache(journal) if journal is not None else None)
-    folder = folder or results_dir(spec)
-    path = folder / f"{spec.name}.html"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        fail(f"{exc.filename or path}: cannot write the report: {exc.strerror or exc}")
+    write_or_fail(path, page)  # a report regenerated replaces its previous one, in one rename
     return path
 
 
@@ -424,22 +425,43 @@ def storage_proxy_cmd(
 def repair_cmd(
     study: Annotated[str, typer.Argument(help="Study name or file.")],
     storage: StorageOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Where to write the repaired copy (default: NAME.repaired.journal beside "
+        "the journal).")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace an existing repaired copy (an earlier repair, perhaps resumed "
+        "since: its trials are lost).")] = False,
 ) -> None:
     """Write a repaired copy of a damaged study journal beside it (the original is left as it
-    is): every intact record kept, the damage listed."""
+    is): every intact record kept, the damage listed. An existing copy is never replaced without
+    --force."""
     spec = _spec(study)
     path = storage_file(storage, spec)
     if path is None or not str(path).endswith(".journal"):
         fail(f"{study}: repair works on journal files; its storage is {redact(str(path or storage))}")
         return
+    try:
+        check_journal_file(path)
+    except DseInputError as exc:
+        fail(str(exc))
     if not path.is_file():
         fail(f"{path}: no journal to repair")
         return
+    if out is not None and out.exists() and out.resolve() == path.resolve():
+        fail(f"--out {out}: is the journal being repaired; write the copy elsewhere")
     try:
-        out, scan = repair_journal(path)
-    except OSError as exc:
-        fail(f"{exc.filename or path}: cannot write the repaired journal: {exc.strerror or exc}")
+        written, scan = repair_journal(path, out, force)
+    except DseInputError as exc:
+        fail(str(exc))
         return
+    except OSError as exc:
+        fail(f"{exc.filename or path}: cannot read the journal: {exc.strerror or exc}")
+        return
+    _report_repair(path, written, scan, study)
+
+
+def _report_repair(path: Path, out: Path, scan: JournalScan, study: str) -> None:
+    """What ``dse repair`` found and kept, and how to resume on the copy."""
     shown = scan.damage[:REPAIR_SHOWN]
     for d in shown:
         typer.echo(f"{path}: line {d.line}: {d.problem}", err=True)
@@ -522,14 +544,16 @@ def pareto_cmd(
         "--robust", help="Each front design's probability of staying on the front across the "
         "calibration ensemble, its 80% intervals, and the front that holds with >= 80% "
         "probability (one row per distinct design).")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """The Pareto front of a study: a table (one row per distinct design, best first by the first
     objective), or CSV / JSON / Parquet (every front trial)."""
     from dse.search.results import objective_set_of
 
     spec = _spec(study)
+    check_targets(force, csv, parquet)
     if robust:
-        _pareto_robust(spec, storage, csv, parquet, as_json)
+        _pareto_robust(spec, storage, csv, parquet, as_json, force)
         return
     try:
         stored = load_stored_study(spec, storage)
@@ -541,18 +565,24 @@ def pareto_cmd(
         return
     if csv is not None or parquet is not None:
         frame = trials_frame(stored, only_front=True)
-        for target, write in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
-            if target is not None:
-                write(target)
-                typer.echo(f"front of {len(frame)} designs written to {target}", err=True)
+        _export(frame, csv, parquet, force, "front", True)
     if as_json:
         typer.echo(to_json(rows))
     elif csv is None and parquet is None:
         _print_designs(Console(), rows, objectives, columns, f"{spec.name}: Pareto front")
 
 
+def _export(frame: pd.DataFrame, csv: Path | None, parquet: Path | None, force: bool,
+            what: str, index: bool) -> None:
+    """Write ``frame`` as CSV and/or Parquet (each a new file, see :func:`_write`) and say so."""
+    for target, encode in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
+        if target is not None:
+            write_or_fail(target, encode(index=index), replace=force)
+            typer.echo(f"{what} of {len(frame)} designs written to {target}", err=True)
+
+
 def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parquet: Path | None,
-                   as_json: bool) -> None:
+                   as_json: bool, force: bool) -> None:
     """``dse pareto STUDY --robust``: the front under the calibration ensemble
     (:mod:`dse.outputs.robust`)."""
     import pandas as pd
@@ -570,10 +600,7 @@ def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parqu
         fail(str(exc))
         return
     frame = pd.DataFrame(result.rows())
-    for target, write in ((csv, frame.to_csv), (parquet, frame.to_parquet)):
-        if target is not None:
-            write(target, index=False)
-            typer.echo(f"robust front of {len(frame)} designs written to {target}", err=True)
+    _export(frame, csv, parquet, force, "robust front", False)
     if as_json:
         typer.echo(to_json(result.to_dict()))
     elif csv is None and parquet is None:
@@ -587,21 +614,19 @@ def export_cmd(
     study: Annotated[str, typer.Argument(help="Study name or file.")],
     out: Annotated[Path, typer.Option("--out", help="Output file: .csv or .parquet.")],
     storage: StorageOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Every trial with its parameters and metrics, as CSV or Parquet."""
     spec = _spec(study)
     if out.suffix not in (".csv", ".parquet"):
         fail(f"--out: {out}: expected a .csv or .parquet file")
+    check_targets(force, out)
     try:
         frame = trials_frame(load_stored_study(spec, storage))
     except DseInputError as exc:
         fail(str(exc))
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix == ".csv":
-        frame.to_csv(out)
-    else:
-        frame.to_parquet(out)
+    write_or_fail(out, frame.to_csv() if out.suffix == ".csv" else frame.to_parquet(), replace=force)
     typer.echo(f"{len(frame)} trials written to {out}", err=True)
 
 
@@ -658,16 +683,17 @@ def plot_cmd(
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
         path = out or results_dir(spec) / f"{spec.name}-front.html"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.write_html(path, include_plotlyjs=True)
+        write_or_fail(path, fig.to_html(include_plotlyjs=True))
         written.append(path)
-    for target in (png, svg):
+    for target, kind in ((png, "png"), (svg, "svg")):
         if target is None:
             continue
         try:
-            fig.write_image(target)
+            image = fig.to_image(format=kind)
         except Exception as exc:  # kaleido raises several types when no browser is found
             fail(f"static export to {target} needs kaleido 1.x and a Chromium browser "
                  f"(pip install kaleido; apt-get install chromium): {str(exc).splitlines()[0]}")
+            return
+        write_or_fail(target, image)
         written.append(target)
     typer.echo(f"front written to {', '.join(str(p) for p in written)}")

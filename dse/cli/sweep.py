@@ -22,6 +22,7 @@ from rich.table import Table
 from dse.cli._app import app, fail, to_json, wide_console
 from dse.errors import DseInputError
 from dse.model.workload import load_workload
+from dse.safe_write import check_target
 from dse.search.objectives import load_objectives
 from dse.search.space import load_space
 
@@ -37,6 +38,8 @@ def sweep_cmd(
                                             help="Objective set name or file.")] = "throughput-vs-capex",
     out: Annotated[Path | None, typer.Option("--out", help="Write every design and metric to this "
                                              "Parquet file.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file (without "
+                                        "it, an existing file is refused before the sweep).")] = False,
     samples: Annotated[int | None, typer.Option(
         "--samples", min=1, help="Score N designs of a scrambled Sobol sequence instead of every "
         "design (needed for spaces with float parameters).")] = None,
@@ -52,6 +55,8 @@ def sweep_cmd(
     from dse.search.sweep import run_sweep, write_parquet  # pandas: not for every command
 
     try:
+        if out is not None:
+            check_target(out, force)
         sp = load_space(space)
         wl = load_workload(workload)
         obj = load_objectives(objectives)
@@ -81,7 +86,7 @@ def sweep_cmd(
 
             result = run_sweep(sp, wl, obj, samples=samples, seed=seed, jobs=jobs, on_progress=show)
         if out is not None:
-            write_parquet(result, str(out))
+            write_parquet(result, str(out), replace=force)
     except DseInputError as exc:
         fail(str(exc))
         return

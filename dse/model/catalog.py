@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from dse.errors import DseInputError
+from dse.model.limits import MAX_PRICE_USD, positive, upto
 from dse.records import from_mapping, read_toml
 
 Precision = Literal["fp32", "tf32", "amp", "bf16", "fp16", "fp8"]
@@ -25,6 +26,9 @@ Topology = Literal["none", "ring", "hybrid_cube_mesh", "fully_connected", "switc
 
 POSITIVE = {"min": 0.0, "min_exclusive": True}
 NON_NEGATIVE = {"min": 0.0}
+PRICE = positive(MAX_PRICE_USD)
+PRICE_OR_FREE = upto(MAX_PRICE_USD)
+"""Bounds of every price and USD rate: an absurd one (1e308) would make capex ``inf``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,7 @@ class Accelerator:
     """Year the part was first on sale (era rules: ``[constraints] year``)."""
     pcie_gen: int = field(metadata={"min": 3, "max": 6})
     tdp_w: float = field(metadata=POSITIVE)
-    price_usd: float = field(metadata=POSITIVE)
+    price_usd: float = field(metadata=PRICE)
     memory_type: str
     source: str
     price_source: str
@@ -118,7 +122,7 @@ class Cpu:
     largest DIMM of the DDR generation)."""
     socket_link_gb_s: float = field(metadata=POSITIVE)
     """Socket-to-socket bandwidth per direction (UPI / Infinity Fabric), for traffic crossing sockets."""
-    price_usd: float = field(metadata=POSITIVE)
+    price_usd: float = field(metadata=PRICE)
     source: str
     price_source: str
     assumed: tuple[str, ...] = ()
@@ -131,7 +135,7 @@ class Ddr:
     channel_gb_s: float = field(metadata=POSITIVE)
     max_dimm_gb: float = field(metadata=POSITIVE)
     """Largest DIMM (or soldered device per channel) of this generation on sale (GB)."""
-    usd_per_gb: float = field(metadata=POSITIVE)
+    usd_per_gb: float = field(metadata=PRICE)
     w_per_gb: float = field(metadata=POSITIVE)
     source: str
     assumed: tuple[str, ...] = ()
@@ -143,7 +147,7 @@ class Pcie:
 
     x16_gb_s: float = field(metadata=POSITIVE)
     latency_s: float = field(metadata=POSITIVE)
-    switch_usd: float = field(metadata=NON_NEGATIVE)
+    switch_usd: float = field(metadata=PRICE_OR_FREE)
     """Price of one PCIe switch chip of this generation (for boxes with shared switches)."""
     switch_w: float = field(metadata=NON_NEGATIVE)
     available: int = field(metadata={"min": 2000})
@@ -159,7 +163,7 @@ class Nic:
     """One NIC speed grade (price and power of one port, optics excluded)."""
 
     gbit_s: float = field(metadata=POSITIVE)
-    price_usd: float = field(metadata=POSITIVE)
+    price_usd: float = field(metadata=PRICE)
     tdp_w: float = field(metadata=POSITIVE)
     available: int = field(metadata={"min": 2000})
     """Year NICs of this speed were first on sale."""
@@ -172,9 +176,9 @@ class NetworkSwitch:
     """Scale-out switch ports and optics, priced per port of a given speed."""
 
     radix: int = field(metadata={"min": 2})
-    usd_per_port_per_400g: float = field(metadata=POSITIVE)
+    usd_per_port_per_400g: float = field(metadata=PRICE)
     w_per_port_per_400g: float = field(metadata=POSITIVE)
-    optics_usd_per_end_per_400g: float = field(metadata=NON_NEGATIVE)
+    optics_usd_per_end_per_400g: float = field(metadata=PRICE_OR_FREE)
     optics_w_per_end_per_400g: float = field(metadata=NON_NEGATIVE)
     hop_latency_s: float = field(metadata=POSITIVE)
     nic_latency_s: float = field(metadata=POSITIVE)
@@ -186,7 +190,7 @@ class NetworkSwitch:
 class ScaleupSwitch:
     """Scale-up switch silicon (NVSwitch-class), priced and powered per attached accelerator."""
 
-    usd_per_accelerator: float = field(metadata=NON_NEGATIVE)
+    usd_per_accelerator: float = field(metadata=PRICE_OR_FREE)
     w_per_accelerator: float = field(metadata=NON_NEGATIVE)
     latency_s: float = field(metadata=POSITIVE)
     source: str
@@ -197,8 +201,8 @@ class ScaleupSwitch:
 class Chassis:
     """Per-node baseboard, chassis, fans, power supplies, boot storage."""
 
-    usd_per_node: float = field(metadata=NON_NEGATIVE)
-    usd_per_accelerator: float = field(metadata=NON_NEGATIVE)
+    usd_per_node: float = field(metadata=PRICE_OR_FREE)
+    usd_per_accelerator: float = field(metadata=PRICE_OR_FREE)
     """Baseboard/riser cost that grows with the number of accelerator slots."""
     base_w: float = field(metadata=NON_NEGATIVE)
     """Fans, storage, BMC and board power per node."""
@@ -212,12 +216,12 @@ class Facility:
     """Data-centre and finance defaults for TCO."""
 
     pue: float = field(metadata={"min": 1.0})
-    usd_per_kwh: float = field(metadata=NON_NEGATIVE)
+    usd_per_kwh: float = field(metadata=PRICE_OR_FREE)
     server_amortisation_years: float = field(metadata=POSITIVE)
     network_amortisation_years: float = field(metadata=POSITIVE)
-    hbm_usd_per_gb: float = field(metadata=NON_NEGATIVE)
+    hbm_usd_per_gb: float = field(metadata=PRICE_OR_FREE)
     """Price of HBM capacity beyond (or below) an accelerator's catalog figure, when it is a knob."""
-    hbm_usd_per_gb_s: float = field(metadata=NON_NEGATIVE)
+    hbm_usd_per_gb_s: float = field(metadata=PRICE_OR_FREE)
     """Price of HBM bandwidth beyond an accelerator's catalog figure, when it is a knob."""
     hbm_w_per_gb: float = field(metadata=NON_NEGATIVE)
     hbm_w_per_gb_s: float = field(metadata=NON_NEGATIVE)

@@ -67,6 +67,11 @@ MAX_TABLE_SCALE = 1e6
 """A study's table-row multiplier; the growth question asks about 2x to 10x."""
 MAX_BUDGET = 10_000_000
 """Trials of one study: a journal of 3,000 trials is 22 MB, so ten million would be 70 GB."""
+MAX_PRICE_USD = 1e9
+"""Any price or USD rate of the catalog (a part, a port, a GB, a kWh): a GB200 NVL72 rack, the
+dearest single item priced, costs about $3 M, so $1 billion is over 300 of them. Bounded so that
+capex (at most :data:`MAX_ACCELERATORS_TOTAL` parts, about 1e6) and TCO stay finite: a price of
+1e308 printed ``inf`` (issue 30)."""
 MAX_SEED = 2**32 - 1
 """Largest sampler seed: NumPy's random generators take seeds in [0, 2**32)."""
 

@@ -18,7 +18,6 @@ import html
 import itertools
 import json
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from dse.outputs.front_design_detail import MAX_DESIGNS, chosen_section, score_d
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.records import STUDY
+from dse.safe_write import write_file
 from dse.search.analysis import hypervolume_curve, importances, importances_key
 from dse.search.attribute_keys import (
     CALIBRATION_VERSION_KEY,
@@ -501,13 +501,8 @@ def _cached(path: Path | None, section: str, key: str, make: Callable[[], Any]) 
     if not isinstance(stored, dict) or stored.get("format") != REPORT_CACHE_FORMAT:
         stored = {"format": REPORT_CACHE_FORMAT}
     stored[section] = {"key": key, "value": value}
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(stored), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    with contextlib.suppress(DseInputError):  # a cache not kept costs the next report its time
+        write_file(path, json.dumps(stored), durable=False)
     return value
 
 

@@ -24,11 +24,9 @@ ensemble moved it further than it moves any two front designs apart.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -51,6 +49,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation, Memo, evaluate
 from dse.model.timing import loads_key
+from dse.safe_write import write_file
 from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
 from dse.search.encoding import design_system
 from dse.search.fingerprint import model_fingerprint
@@ -338,15 +337,12 @@ def _read_front(path: Path | None, key: str) -> RobustFront | None:
 
 
 def _write_atomic(path: Path, text: str) -> bool:
-    """Replace ``path`` with ``text`` in one rename (a reader sees the old file or the new one);
-    False, with ``path`` as it was, when the folder cannot be written."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    """Replace the cache ``path`` with ``text`` in one rename (a reader sees the old file or the
+    new one; :func:`dse.safe_write.write_file`, unsynced: a cache is checked on reading); False,
+    with ``path`` as it was, when the folder cannot be written."""
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        write_file(path, text, durable=False)
+    except DseInputError:
         return False
     return True
 

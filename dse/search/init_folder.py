@@ -14,6 +14,7 @@ from pathlib import Path
 
 from dse.errors import DseInputError
 from dse.records import OBJECTIVES, SPACE, WORKLOAD, named_file, read_toml
+from dse.safe_write import check_target, write_file
 from dse.search.spec import DEFAULT_STUDY, study_path
 
 STUDY_FILE = "my-study.toml"
@@ -76,11 +77,9 @@ def write_starter(folder: Path) -> Starter:
     texts[folder / STUDY_FILE] = study.replace(line, f'{line}\ncatalog = "{CATALOG_FILE}"  # your parts '
                                                "and prices (all commented out at first)", 1)
     texts[folder / CATALOG_FILE] = CATALOG_EXAMPLE
+    never = "dse init never overwrites (choose another folder)"
     for path in texts:
-        if path.exists():
-            raise DseInputError(str(path), "", "already exists; dse init never overwrites "
-                                "(choose another folder)")
-    folder.mkdir(parents=True, exist_ok=True)
+        check_target(path, False, never)
     for path, text in texts.items():
-        path.write_text(text, encoding="utf-8")
+        write_file(path, text, replace=False, hint=never)
     return Starter(folder / STUDY_FILE, tuple(texts))

@@ -12,13 +12,13 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
   wrong (:func:`check_journal`), and nothing is written to the file;
 - ``dse repair STUDY`` (:func:`repair_journal`) writes a clean copy beside the original: every
   intact record kept, a placeholder creation record where a trial's was lost (so later trials
-  keep their numbers), garbage dropped and reported; the original is left untouched.
+  keep their numbers), garbage dropped and reported; the original is left untouched, and an
+  existing copy is never overwritten (without ``--force``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
+from dse.safe_write import check_target, write_file
 
 CREATE_STUDY, DELETE_STUDY, CREATE_TRIAL, DISCARD_TRIALS = 0, 1, 4, 10
 """Optuna's ``JournalOperation`` codes that create or remove what other records name."""
@@ -211,7 +212,8 @@ def repaired_path(path: Path) -> Path:
     return path.with_name(path.stem + REPAIRED_SUFFIX + path.suffix)
 
 
-def repair_journal(path: Path, out: Path | None = None) -> tuple[Path, JournalScan]:
+def repair_journal(path: Path, out: Path | None = None,
+                   force: bool = False) -> tuple[Path, JournalScan]:
     """Write a clean copy of the journal at ``path`` to ``out`` (default :func:`repaired_path`),
     leaving ``path`` untouched; returns the copy's path and what was repaired.
 
@@ -219,27 +221,31 @@ def repair_journal(path: Path, out: Path | None = None) -> tuple[Path, JournalSc
     name trials whose creation records were lost, placeholder creation records (in the study of
     the trial created last) take their place so every later trial keeps its number. A record
     naming a study never created cannot be placed and is dropped.
+
+    An existing ``out`` (an earlier repair a study may have resumed on, or the journal of a study
+    named ``NAME.repaired``) is refused unless ``force``; the copy is written in one rename
+    (:func:`dse.safe_write.write_file`), so a failure leaves no partial copy.
     """
-    scan = scan_journal(path)
     target = out or repaired_path(path)
+    hint = "an earlier repair's output (perhaps resumed since) or another study's journal: " \
+           "move it away, or repair to another file with --out (or pass --force to replace it)"
+    check_target(target, force, hint)
+    scan = scan_journal(path)
     replay = _Replay()
-    tmp = target.with_name(target.name + ".tmp")
-    with tmp.open("wb") as f:
-        for _, raw, _ended in _lines(path):
-            parsed = _parse(raw)
-            if isinstance(parsed, str):
-                continue
-            problem, lost = replay.check(parsed)
-            if lost:
-                placeholder = {"op_code": CREATE_TRIAL, "worker_id": PLACEHOLDER_WORKER,
-                               "study_id": replay.last_study, "datetime_start": None}
-                line = json.dumps(placeholder, separators=(",", ":")).encode()  # as Optuna writes
-                f.write(b"".join(line + b"\n" for _ in range(lost)))
-                replay.trials += lost
-            elif problem:
-                continue
-            f.write(raw + b"\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(target)
+    kept: list[bytes] = []
+    for _, raw, _ended in _lines(path):
+        parsed = _parse(raw)
+        if isinstance(parsed, str):
+            continue
+        problem, lost = replay.check(parsed)
+        if lost:
+            placeholder = {"op_code": CREATE_TRIAL, "worker_id": PLACEHOLDER_WORKER,
+                           "study_id": replay.last_study, "datetime_start": None}
+            line = json.dumps(placeholder, separators=(",", ":")).encode()  # as Optuna writes
+            kept += [line] * lost
+            replay.trials += lost
+        elif problem:
+            continue
+        kept.append(raw)
+    write_file(target, b"".join(line + b"\n" for line in kept), replace=force, hint=hint)
     return target, scan

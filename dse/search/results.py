@@ -33,6 +33,7 @@ from dse.search.reference import convergence
 from dse.search.snapshot import read_snapshot
 from dse.search.spec import StudySpec
 from dse.search.storage import (
+    check_journal_file,
     default_storage_path,
     journal_file,
     open_storage,
@@ -53,10 +54,12 @@ def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> Study:
     damage reported, a torn tail cut off), as is every other storage."""
     where = storage_url or spec.storage or str(default_storage_path(spec))
     missing = DseInputError(spec.name, "", f"no stored study in {where} (run the study first)")
+    journal = journal_file(storage_url, spec)
+    if journal is not None:
+        check_journal_file(journal)  # a link loop or /dev/null is named, not "no stored study"
     path = storage_file(storage_url, spec)
     if path is not None and not path.exists():
         raise missing  # opening it would create an empty file
-    journal = journal_file(storage_url, spec)
     storage: BaseStorage | None = None
     if journal is not None:
         try:

@@ -35,6 +35,7 @@ from optuna.trial import FrozenTrial, TrialState
 from dse import __version__
 from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
+from dse.model.catalog import Catalog
 from dse.search import _optuna
 from dse.search.attribute_keys import (
     BUDGET_KEY,
@@ -227,7 +228,7 @@ def _record_new(study: optuna.Study, spec: StudySpec,
     study.set_user_attr(STUDY_KEY, json.dumps(_spec_dict(spec), sort_keys=True))
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
-        enqueue_baselines(study, study_space(spec))
+        enqueue_baselines(study, study_space(spec), study_catalog(spec).catalog)
         # `--warm-start sweep` seeds any sampler, with up to a fifth of the budget.
         asked = warm_start == WarmStart.SWEEP
         default = spec.sampler == "auto" and warm_start == WarmStart.AUTO
@@ -286,10 +287,12 @@ def _spec_dict(spec: StudySpec) -> dict[str, Any]:
             "table_scale": spec.table_scale, **({"catalog": spec.catalog} if spec.catalog else {})}
 
 
-def enqueue_baselines(study: optuna.Study, space: SearchSpace) -> list[str]:
+def enqueue_baselines(study: optuna.Study, space: SearchSpace,
+                      catalog: Catalog | None = None) -> list[str]:
     """Enqueue the system presets the space can express (but not those already in the study),
-    so every front is compared with real machines; returns their names."""
-    baselines = preset_params(space)
+    so every front is compared with real machines; returns their names. ``catalog``: the study's
+    (a space whose base system uses a part only its user catalog defines resolves against it)."""
+    baselines = preset_params(space, catalog)
     present = {t.user_attrs.get(BASELINE_KEY) for t in study.get_trials(deepcopy=False)}
     for name, design in baselines.items():
         if name in present:

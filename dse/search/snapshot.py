@@ -26,11 +26,9 @@ so the callers get an ordinary :class:`optuna.Study` with the same frozen trials
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import marshal
-import os
 import re
 import sys
 from collections.abc import Container, Sequence
@@ -47,6 +45,8 @@ from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from dse.errors import DseInputError
+from dse.safe_write import write_file
 from dse.search._optuna import FrozenStudy
 
 _STRING = rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
@@ -438,15 +438,11 @@ def _load_cache(path: Path, data: bytes) -> tuple[_Replay | None, int]:
 def _write_cache(path: Path, data: bytes, replay: _Replay) -> None:
     """Keep ``replay`` (of all of ``data``) beside the journal, atomically; a failure to write
     (a read-only folder, a full disk) is only a cache not kept."""
-    target = cache_path(path)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         body = marshal.dumps([_cache_key(), len(data), _digest(data), replay.to_state()])
-        tmp.write_bytes(_digest(body) + body)
-        os.replace(tmp, target)
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        write_file(cache_path(path), _digest(body) + body, durable=False)
+    except (DseInputError, ValueError):
+        pass
 
 
 class JournalSnapshot(BaseStorage):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dse.errors import DseInputError
+from dse.model.catalog import Catalog
 from dse.model.system import ConstraintsSpec, SystemSpec, load_system_spec, system_presets
 from dse.model.workload import workload_presets
 from dse.records import SPACE, from_mapping, named_file, read_toml
@@ -257,8 +258,10 @@ def _load(name_or_path: str) -> SearchSpace:
     return space_from_mapping(read_toml(path), str(path))
 
 
-def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
-    """The system presets ``space`` can express exactly, with their parameter values (baselines).
+def preset_params(space: SearchSpace, catalog: Catalog | None = None) -> dict[str, dict[str, Any]]:
+    """The system presets ``space`` can express exactly, with their parameter values (baselines),
+    resolved against ``catalog`` (a study's user catalog: its base system may use a part only
+    that catalog defines; default the packaged one).
 
     A preset fits when its value of every active parameter lies in the parameter's domain and the
     base system with those values is the preset itself (same parts, counts, links and network).
@@ -273,7 +276,7 @@ def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
         for name, p in space.parameters.items():
             if not space.active(name, chosen):
                 continue
-            value = preset if name == SYSTEM_PARAM else _value_of(spec, name)
+            value = preset if name == SYSTEM_PARAM else _value_of(spec, name, catalog)
             if not p.contains(value):
                 ok = False
                 break
@@ -284,12 +287,12 @@ def preset_params(space: SearchSpace) -> dict[str, dict[str, Any]]:
             rebuilt = load_system_spec(space.base_for(chosen), space.overrides(chosen))
         except DseInputError:
             continue
-        if _fingerprint(rebuilt) == _fingerprint(spec) and base is not None:
+        if _fingerprint(rebuilt, catalog) == _fingerprint(spec, catalog) and base is not None:
             out[preset] = chosen
     return out
 
 
-def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
+def _fingerprint(spec: SystemSpec, catalog: Catalog | None = None) -> tuple[Any, ...]:
     """What makes two system specs the same machine: every resolved figure, and every field of the
     spec but its name, description, source and buildability constraints, with the node fields that
     default from the catalog compared by what they resolve to (a preset that leaves ``hbm_gb``
@@ -297,7 +300,7 @@ def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
     dataclasses' fields, so a field added to the system file is compared without being listed."""
     from dse.model.system import resolve_system
 
-    s = resolve_system(spec)
+    s = resolve_system(spec, catalog)
     resolved = tuple(getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "spec")
     defaulted: dict[str, Any] = {f.name: None for f in dataclasses.fields(spec.node)
                  if f.default is None and f.name != "hbm_cache_gb"}
@@ -306,7 +309,7 @@ def _fingerprint(spec: SystemSpec) -> tuple[Any, ...]:
     return (*resolved, bare)
 
 
-def _value_of(spec: SystemSpec, dotted: str) -> Any:
+def _value_of(spec: SystemSpec, dotted: str, catalog: Catalog | None = None) -> Any:
     from dse.model.system import resolve_system
 
     obj: Any = spec
@@ -316,7 +319,7 @@ def _value_of(spec: SystemSpec, dotted: str) -> Any:
             break
     if obj is None and dotted.startswith("node."):
         # Not set in the preset: the value the catalog gives it.
-        resolved = resolve_system(spec)
+        resolved = resolve_system(spec, catalog)
         defaults = {
             "node.scaleup": resolved.scaleup,
             "node.scaleup_gb_s": resolved.scaleup_bytes_s / 1e9,

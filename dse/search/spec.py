@@ -46,7 +46,9 @@ class StudySpec:
     sampler: str = "auto"
     seed: int | None = field(default=None, metadata=upto(MAX_SEED))
     storage: str = ""
-    """Optuna storage URL; empty = the journal file ``studies/NAME.journal``."""
+    """Optuna storage URL or journal path; empty = the journal file ``NAME.journal`` beside the
+    study file. A relative journal path is taken from the study file's folder
+    (:func:`storage_beside`); URLs are used as given."""
     description: str = ""
     workload_overrides: dict[str, Any] = field(default_factory=dict)
     """Workload fields changed for this study (``global_batch = 135168``)."""
@@ -99,6 +101,7 @@ def load_study_spec(name_or_path: str) -> StudySpec:
 
     spec = dataclasses.replace(spec, workload=beside(spec.workload), space=beside(spec.space),
                                objectives=beside(spec.objectives),
+                               storage=storage_beside(spec.storage, path),
                                catalog=str(path.parent / spec.catalog) if spec.catalog and not
                                Path(spec.catalog).is_absolute() else spec.catalog,
                                file=str(path))
@@ -119,6 +122,20 @@ def load_study_spec(name_or_path: str) -> StudySpec:
                             f"conditional parameters; space {spec.space!r} has float or "
                             "conditional parameters (give them choices, or use another sampler)")
     return spec
+
+
+def storage_beside(storage: str, study_file: Path) -> str:
+    """A study file's ``storage`` with a relative journal path (``runs/x.journal`` or
+    ``journal:runs/x``) taken from the study file's folder, as its other files are, so the
+    study reads the same journal from any working directory; an absolute path, a URL
+    (``postgresql://``, ``sqlite:///``, ``grpc://``) and the packaged studies' keys are kept."""
+    if not storage or "://" in storage or STUDY.is_builtin(study_file):
+        return storage
+    prefix = "journal:" if storage.startswith("journal:") else ""
+    journal = Path(storage.removeprefix(prefix))
+    if journal.is_absolute() or not (prefix or storage.endswith(".journal")):
+        return storage
+    return prefix + str(study_file.parent / journal)
 
 
 def study_workload(spec: StudySpec) -> Workload:

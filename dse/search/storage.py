@@ -33,6 +33,7 @@ import fcntl
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
 import warnings
@@ -168,6 +169,7 @@ def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
     """Optuna's journal in ``path`` with an :class:`FlockLock`, checked first: a damaged tail is
     cut off, any other damage refused without writing (:func:`dse.search.journal.check_journal`;
     ``study`` names the study in the message's ``dse repair`` advice)."""
+    check_journal_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = FlockLock(str(path))
@@ -182,6 +184,25 @@ def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
         # every line, before anything is written) failed on the rest of one: find and name it.
         check_journal(path, study)
         raise
+
+
+def check_journal_file(path: Path) -> None:
+    """Refuse, in one line, a journal path that cannot hold a journal: a symbolic link loop
+    (which reads as no file at all), or something other than a regular file, such as a link to
+    ``/dev/null`` (where every append's fsync fails). A path that does not exist yet passes: the
+    first write creates it."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DseInputError(str(path), "", "is a symbolic link loop (following it leads back "
+                                "to itself), not a journal: remove the link") from None
+        raise DseInputError(str(path), "", f"cannot read the journal: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise DseInputError(str(path), "", "is not a regular file (a device such as /dev/null, a "
+                            "folder or a pipe, perhaps through a link): a journal must be a file")
 
 
 def repair_journal_tail(path: Path, lock: BaseJournalFileLock, study: str = "STUDY") -> bool:

@@ -29,6 +29,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from dse.model.placement import plan_key
 from dse.model.system import load_system_spec, resolve_system
 from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
+from dse.safe_write import write_file
 from dse.search._optuna import compute_hypervolume
 from dse.search.attribute_keys import REFERENCE_KEY, WARM_START_KEY
 from dse.search.encoding import design_system, encode_design
@@ -508,8 +510,9 @@ def _frame(grid: DesignGrid, chunks: list[dict[str, np.ndarray]]) -> pd.DataFram
     return pd.DataFrame(data)
 
 
-def write_parquet(result: SweepResult, path: str) -> None:
-    """Write every design and metric of ``result`` to a Parquet file (needs pyarrow)."""
+def write_parquet(result: SweepResult, path: str, replace: bool = True) -> None:
+    """Write every design and metric of ``result`` to a Parquet file (needs pyarrow), in one
+    rename (:func:`dse.safe_write.write_file`; an existing file only with ``replace``)."""
     try:
         import pyarrow  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
     except ImportError:  # pragma: no cover - depends on the environment
@@ -520,7 +523,7 @@ def write_parquet(result: SweepResult, path: str) -> None:
         if isinstance(frame[name].dtype, pd.CategoricalDtype):
             frame[name] = frame[name].astype(object).map(lambda v: None if v is None else str(v))
     frame.attrs = {}
-    frame.to_parquet(path, index=False)
+    write_file(Path(path), frame.to_parquet(index=False), replace=replace)
 
 
 # --- coarse sweeps and warm starts -------------------------------------------------------------

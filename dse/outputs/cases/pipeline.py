@@ -23,6 +23,7 @@ from dse.outputs.cases.uncertainty import (
     claims_under_ensemble,
     uncertainty_lines,
 )
+from dse.safe_write import write_file
 from dse.search.results import Study
 from dse.search.runner import run_study
 from dse.search.spec import StudySpec, study_catalog, with_catalog
@@ -59,8 +60,7 @@ def publish_case(case: CaseStudy[Any], out: Path, trials: int | None = None,
     uncertain, note = case_uncertainty(case, result.data, draws)
     report_file = write_case_report(study, spec, storage, out, case.name) if report else None
     page = out / f"{case.name}.md"
-    page.write_text(render_page(result, report_file, uncertainty_lines(uncertain, note)),
-                    encoding="utf-8")
+    write_file(page, render_page(result, report_file, uncertainty_lines(uncertain, note)))
     return PublishedCase(result, page, out / report_file if report_file else None, uncertain)
 
 
@@ -89,5 +89,5 @@ def write_case_report(study: Study, spec: StudySpec, storage: str | None, out: P
 
     html = render_report(study, spec, objective_set_of(study, spec.objectives),
                          redact(storage or ""), plotlyjs="cdn")
-    (out / f"{name}.html").write_text(html, encoding="utf-8")
+    write_file(out / f"{name}.html", html)
     return f"{name}.html"
