@@ -14,6 +14,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dse.cli import app
+from dse.outputs.markup import element_id, script_json
 from dse.outputs.report import render_report
 from dse.search.results import objective_set_of
 from dse.search.spec import load_study_spec
@@ -210,3 +212,15 @@ def test_validation_page(tmp_path: Path) -> None:
     facts = open_page(page, 1, hover=True)
     assert_safe(facts, 1)
     assert shown(HOSTILE) in shown(facts["hover"])
+
+
+def test_script_json_cannot_end_its_element() -> None:
+    """What :func:`~dse.outputs.markup.script_json` writes holds no ``<``, ``>``, ``&`` or line
+    separator, and reads back as the value; element ids keep only safe characters."""
+    value = {"title": HOSTILE, HOSTILE: [1.5, None, "-->"]}
+    written = script_json(value)
+    assert not set(written) & {"<", ">", "&", "\u2028", "\u2029"}
+    assert json.loads(written) == value
+    assert re.fullmatch(r"front-[A-Za-z0-9_.-]+", element_id(f"front-{HOSTILE}"))
+    plain = "front-throughput_samples_per_s-capex_usd"
+    assert element_id(plain) == plain

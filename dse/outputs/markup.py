@@ -1,9 +1,9 @@
-"""The one escaping rule of every page dse writes (the study report, the case studies' reports,
+"""The one escaping rule of every page dse writes (the study report, the case studies' pages and reports,
 ``dse evaluate --html``, ``dse validate --html``, ``dse plot``).
 
 Study names and descriptions, workload, system, part and parameter names and values, file names
 and anything read back from a (possibly shared) study are the user's, and reach a page only through
-one of these three functions, each for one context:
+one of these functions, each for one context:
 
 - :func:`text`: HTML text and attribute values (``&``, ``<``, ``>`` and both quotes escaped), so
   no string can open an element, a comment (``<!--``) or leave a quoted attribute;
@@ -12,6 +12,9 @@ one of these three functions, each for one context:
   ``<br>``, ``<a href>``, ``<span style>``) and decodes entities only in the text between its
   tags, so ``&``, ``<`` and ``>`` escaped show as themselves; quotes stay, since Plotly does not
   decode ``&quot;``;
+- :func:`markdown_text`: prose of a Markdown page (the case studies'), which a Markdown renderer
+  passes through as HTML: ``&``, ``<`` and ``>`` escaped (read back as themselves); quotes stay,
+  as no attribute can be opened. Not for code spans, which show entities as written;
 - :func:`script_json`: a value as JSON inside a ``<script>`` element, with ``<``, ``>``, ``&``,
   U+2028 and U+2029 as ``\\u`` escapes, so ``</script>`` or ``<!--`` in a string cannot end or
   change the element (JSON.parse reads the escapes back).
@@ -39,6 +42,11 @@ def text(value: object) -> str:
 
 def plot_text(value: object) -> str:
     """``value`` as text Plotly draws, shown as written (see the module's docstring)."""
+    return html.escape(str(value), quote=False)
+
+
+def markdown_text(value: object) -> str:
+    """``value`` as prose of a Markdown page, shown as written (see the module's docstring)."""
     return html.escape(str(value), quote=False)
 
 
