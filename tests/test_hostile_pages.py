@@ -13,14 +13,13 @@ import csv
 import dataclasses
 import io
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
+from browser import BROWSER_ARGS, CHROMIUM, playwright_api
 from typer.testing import CliRunner
 
 from dse.cli import app
@@ -29,13 +28,6 @@ from dse.outputs.report import render_report
 from dse.search.results import objective_set_of
 from dse.search.spec import load_study_spec
 from dse.search.storage import open_storage
-
-CHROMIUM = shutil.which("chromium")
-if CHROMIUM is None and not os.environ.get("CI"):
-    pytest.skip("Debian's chromium is not installed (.ci/run installs it)", allow_module_level=True)
-playwright_api = pytest.importorskip("playwright.sync_api")
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 HOSTILE = ("\"'><img src=x onerror=alert(1)><script>alert(2)</script><!-- </script>"
            "\u2028\u2029<b>bold</b>&amp;")
