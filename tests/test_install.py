@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -30,8 +31,12 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with dse installed from a wheel built from this checkout (its dependencies
-    come from the system site-packages, so nothing is downloaded but the build backend)."""
+    """A fresh venv with dse installed from a wheel built from this checkout. Its dependencies are
+    those of the Python running the tests, named in a ``.pth`` file (nothing is downloaded but the
+    build backend): the site-packages folders on this process's path, after the venv's own (which
+    holds the wheel). Not ``system_site_packages``: inside a virtual environment those are the base
+    interpreter's, without dse's dependencies. Plain folders in a ``.pth`` file have their own
+    ``.pth`` files left unread, so an editable install of the checkout there stays out."""
     base = tmp_path_factory.mktemp("install")
     src = base / "src"
     for name in SOURCES:
@@ -44,11 +49,26 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", str(wheels)],
                    cwd=src, check=True, env=_clean_env())
     env_dir = base / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=False)
+    venv.create(env_dir, with_pip=False)
     (wheel,) = wheels.glob("dse-*.whl")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install",
                     "--no-deps", "--no-index", "-q", str(wheel)], check=True, env=_clean_env())
+    # After the install, so pip does not take a dse of the same version there for this one.
+    (_site_packages(env_dir) / "dependencies.pth").write_text(
+        "".join(f"{p}\n" for p in _dependency_folders()), encoding="utf-8")
     return env_dir
+
+
+def _dependency_folders() -> list[str]:
+    """The site-packages folders this Python imports dse's dependencies from (a virtual
+    environment's and, when it sees them, its base interpreter's or the user's)."""
+    return [p for p in dict.fromkeys(sys.path)
+            if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+
+
+def _site_packages(env_dir: Path) -> Path:
+    """The site-packages folder of the venv ``env_dir`` (of this Python's version)."""
+    return Path(sysconfig.get_path("purelib", "venv", {"base": str(env_dir), "platbase": str(env_dir)}))
 
 
 def _clean_env() -> dict[str, str]:

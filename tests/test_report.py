@@ -8,26 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import optuna
 import pytest
+from browser import BROWSER_ARGS, CHROMIUM, playwright_api
 
 from dse.outputs.report import render_report
 from dse.search.objectives import load_objectives
 from dse.search.runner import run_study
 from dse.search.spec import StudySpec, study_space
 from dse.search.storage import open_storage
-
-CHROMIUM = shutil.which("chromium")
-if CHROMIUM is None and not os.environ.get("CI"):
-    pytest.skip("Debian's chromium is not installed (.ci/run installs it)", allow_module_level=True)
-playwright_api = pytest.importorskip("playwright.sync_api")
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def make_study(tmp_path: Path, objectives: str, budget: int) -> tuple[optuna.Study, StudySpec]:

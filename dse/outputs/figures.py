@@ -17,6 +17,8 @@ import json
 import pkgutil
 from typing import TYPE_CHECKING, Any
 
+from dse.outputs.markup import element_id
+
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
@@ -62,8 +64,9 @@ def figure_html(fig: Figure, div_id: str) -> str:
     full_html=False, include_plotlyjs=False, div_id=div_id, config=CONFIG)`` writes."""
     import plotly.io as pio
 
+    # Plotly writes the id unescaped into an attribute and a script; the figure's JSON it escapes.
     html: str = pio.to_html(with_template(fig), config=CONFIG, full_html=False,
-                            include_plotlyjs=False, div_id=div_id, validate=False)
+                            include_plotlyjs=False, div_id=element_id(div_id), validate=False)
     return html
 
 

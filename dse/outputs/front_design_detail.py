@@ -11,7 +11,6 @@ section 5, "Placement" and "Overlaps".
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
 from dse.model.system import GB
 from dse.outputs.figures import Figure, figure_html
+from dse.outputs.markup import script_json, text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
 from dse.search.encoding import design_system
@@ -72,12 +72,12 @@ def device_ranges(devices: Sequence[int]) -> str:
 
 
 def _cell(raw: Any, shown: str) -> str:
-    return f"<td data-v='{html.escape(json.dumps(raw))}'>{html.escape(shown)}</td>"
+    return f"<td data-v='{text(json.dumps(raw))}'>{text(shown)}</td>"
 
 
 def _table(head: Sequence[str], rows: list[str], caption: str) -> str:
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return (f"<div class='scroll'><table class='plan'><caption>{html.escape(caption)}</caption>"
+    cells = "".join(f"<th>{text(h)}</th>" for h in head)
+    return (f"<div class='scroll'><table class='plan'><caption>{text(caption)}</caption>"
             f"<thead><tr>{cells}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
@@ -129,12 +129,11 @@ function chooseDesign(k) {
 
 def _figure_json(figure: dict[str, Any]) -> str:
     """A timeline for the page's script: without Plotly's template (the drawn figure lends its
-    own), and with no ``</`` (which would end the script element early)."""
+    own), written safe inside the script element (:func:`~dse.outputs.markup.script_json`)."""
     from plotly.utils import PlotlyJSONEncoder
 
     layout = {k: v for k, v in figure["layout"].items() if k != "template"}
-    text = json.dumps({"data": figure["data"], "layout": layout}, cls=PlotlyJSONEncoder)
-    return text.replace("</", "<\\/")
+    return script_json({"data": figure["data"], "layout": layout}, cls=PlotlyJSONEncoder)
 
 
 def chosen_section(chosen: Sequence[Chosen]) -> str:
@@ -142,7 +141,7 @@ def chosen_section(chosen: Sequence[Chosen]) -> str:
     first design's drawn at load, the others drawn into it when chosen)."""
     if not chosen:
         return ""
-    options = "".join(f"<option value='{k}'>{html.escape(c.label)}</option>"
+    options = "".join(f"<option value='{k}'>{text(c.label)}</option>"
                       for k, c in enumerate(chosen))
     hidden = " style='display:none'"
     plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}>"

@@ -33,6 +33,7 @@ from dse.outputs.figures import Figure, colorscale, figure_html
 from dse.outputs.front_design_detail import MAX_DESIGNS, chosen_section, score_designs
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
+from dse.outputs.markup import plot_text, plot_value, text
 from dse.records import STUDY
 from dse.safe_write import write_file
 from dse.search.analysis import hypervolume_curve, importances, importances_key
@@ -108,10 +109,12 @@ def _round(v: Any) -> Any:
 def _custom(t: FrozenTrial, data: ReportData) -> list[Any]:
     """One point's hover data: trial, baseline, every design parameter, the metrics, reasons."""
     design = _design(t)
-    return [t.number, t.user_attrs.get(BASELINE_KEY, ""),
-            *[_round(design.get(p, "")) for p in data.params],
-            *[_round(t.user_attrs.get(m, "")) for m in _hover_metrics(data)],
-            "; ".join(t.user_attrs.get("infeasible_reasons") or [])]
+    values = [t.number, t.user_attrs.get(BASELINE_KEY, ""),
+              *[_round(design.get(p, "")) for p in data.params],
+              *[_round(t.user_attrs.get(m, "")) for m in _hover_metrics(data)],
+              "; ".join(map(str, t.user_attrs.get("infeasible_reasons") or []))]
+    # The hover shows these through Plotly's markup: names and reasons are the user's.
+    return [plot_value(v) for v in values]
 
 
 def _template(data: ReportData) -> str:
@@ -119,7 +122,7 @@ def _template(data: ReportData) -> str:
     lines = ["<b>trial %{customdata[0]}</b> %{customdata[1]}"]
     k = 2
     for p in [*data.params, *_hover_metrics(data)]:
-        lines.append(f"{html.escape(p)} = %{{customdata[{k}]}}")
+        lines.append(f"{plot_text(p)} = %{{customdata[{k}]}}")
         k += 1
     lines.append(f"%{{customdata[{k}]}}")
     return "<br>".join(lines) + "<extra></extra>"
@@ -159,7 +162,7 @@ def pair_figure(data: ReportData, x: str, y: str) -> Figure:
               marker={"color": "#1f77b4", "size": 9}, mode="lines+markers"),
         {**trace(base, "baselines", marker={"color": "#2ca02c", "size": 12, "symbol": "diamond"},
                  mode="markers+text", textposition="top center"),
-         "text": [t.user_attrs[BASELINE_KEY] for t in base]},
+         "text": [plot_text(t.user_attrs[BASELINE_KEY]) for t in base]},
     ]
     layout = {"legend": {"orientation": "h", "y": -0.2},
               "xaxis": {"title": {"text": _label(x)}, "type": _axis_type(data, x)},
@@ -179,8 +182,9 @@ def _axis_type(data: ReportData, metric: str) -> str:
 
 
 def _label(metric: str) -> str:
-    """Axis title of a metric or parameter: its human name with unit (:mod:`dse.outputs.labels`)."""
-    return title(metric)
+    """Axis title of a metric or parameter: its human name with unit (:mod:`dse.outputs.labels`),
+    as Plotly text (an unknown name is the user's)."""
+    return plot_text(title(metric))
 
 
 def front_3d(data: ReportData) -> Figure:
@@ -227,7 +231,7 @@ def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
     lines = [", ".join(parts[i:i + 2]) for i in range(0, len(parts), 2) if parts[i]]
     base = trials[0].user_attrs.get(BASELINE_KEY)
     lines.append(", ".join(f"#{t.number}" for t in trials) + (f" {base}" if base else ""))
-    return "<br>".join(html.escape(line) for line in lines)
+    return "<br>".join(plot_text(line) for line in lines)
 
 
 def breakdown_figure(data: ReportData) -> Figure:
@@ -244,7 +248,7 @@ def breakdown_figure(data: ReportData) -> Figure:
     totals = [sum(ms[stage][k] for stage in STAGES) or 1.0 for k in range(len(ordered))]
     share = {stage: [100.0 * v / tot for v, tot in zip(ms[stage], totals, strict=True)]
              for stage in STAGES}
-    bounds = [str(t.user_attrs.get("bottleneck", "")) for t in ordered]
+    bounds = [plot_text(t.user_attrs.get("bottleneck", "")) for t in ordered]
     traces = [{
         "customdata": [[m, b] for m, b in zip(ms[stage], bounds, strict=True)],
         "hovertemplate": (f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
@@ -292,11 +296,11 @@ def parcoords_figure(data: ReportData) -> Figure:
     for p in varying or data.params[:1]:
         values = [_design(t).get(p) for t in data.front]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None):
-            dims.append({"label": short_label(p),
+            dims.append({"label": plot_text(short_label(p)),
                          "values": [math.nan if v is None else float(v) for v in values]})
         else:
             cats = sorted({str(v) for v in values})
-            dims.append({"label": short_label(p), "ticktext": cats,
+            dims.append({"label": plot_text(short_label(p)), "ticktext": [plot_text(c) for c in cats],
                          "tickvals": list(range(len(cats))),
                          "values": [cats.index(str(v)) for v in values]})
     colour = [_value(t, first, data) for t in data.front]
@@ -308,7 +312,7 @@ def parcoords_figure(data: ReportData) -> Figure:
              "tickfont": {"size": 10}, "type": "parcoords"}
     layout = {"margin": {"l": 90, "r": 90, "t": 120},
               "title": {"text": f"the front over the design parameters (colour: {_label(first)})"
-                        + (f"<br><sup>every front design: {html.escape(fixed)}</sup>" if fixed else "")},
+                        + (f"<br><sup>every front design: {plot_text(fixed)}</sup>" if fixed else "")},
               "height": 520, "separators": ".,"}
     return {"data": [trace], "layout": layout}
 
@@ -325,12 +329,12 @@ def progress_figure(study: Study, data: ReportData, cache: Path | None = None) -
     conv = convergence(study, data.feasible, len(data.trials))
     title = ("hypervolume of the feasible front (objectives scaled to the study's range)"
              if conv.reference == "own range" else
-             f"hypervolume of the feasible front (1.0 = the front of a {conv.reference})")
+             f"hypervolume of the feasible front (1.0 = the front of a {plot_text(conv.reference)})")
     xs, ys = hypervolume_curve(study, data.feasible, data.trials)
     traces: list[dict[str, Any]] = [{"mode": "lines", "name": "hypervolume", "x": xs, "y": ys,
                                      "type": "scatter", "xaxis": "x", "yaxis": "y"}]
     for metric, imp in cached_importances(study, data, cache).items():
-        traces.append({"name": short_label(metric), "x": [short_label(p) for p in imp],
+        traces.append({"name": plot_text(short_label(metric)), "x": [plot_text(short_label(p)) for p in imp],
                        "y": list(imp.values()), "type": "bar", "xaxis": "x2", "yaxis": "y2"})
     left, right = PROGRESS_DOMAINS
     titles = [{"font": {"size": 16}, "showarrow": False, "text": text, "x": (lo + hi) / 2,
@@ -369,10 +373,10 @@ def front_table(data: ReportData) -> str:
         if what_if:
             raw.append(t.user_attrs.get("what_if", ""))
             shown.append(str(raw[-1]))
-        rows.append("<tr>" + "".join(f"<td data-v='{html.escape(str(c))}'>{html.escape(v)}</td>"
+        rows.append("<tr>" + "".join(f"<td data-v='{text(str(c))}'>{text(v)}</td>"
                                      for c, v in zip(raw, shown, strict=True)) + "</tr>")
     titles = ["trials", "baseline", *names, *(["what_if"] if what_if else [])]
-    cells = "".join(f"<th onclick='sortTable(this)' title='{html.escape(n)}'>{html.escape(h)}</th>"
+    cells = "".join(f"<th onclick='sortTable(this)' title='{text(n)}'>{text(h)}</th>"
                     for n, h in zip(titles, head, strict=True))
     return (f"<div class='scroll'><table id='front'><thead><tr>{cells}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>")
@@ -407,8 +411,8 @@ def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]
     if CATALOG_KEY not in attrs:
         return []
     changes = [CatalogChange(**c) for c in json.loads(attrs[CATALOG_KEY])]
-    listed = "; ".join(html.escape(c.describe()) for c in changes) or "no changes"
-    return [("catalog", f"packaged catalog with the user catalog {html.escape(spec.catalog)}: {listed}")]
+    listed = "; ".join(text(c.describe()) for c in changes) or "no changes"
+    return [("catalog", f"packaged catalog with the user catalog {text(spec.catalog)}: {listed}")]
 
 
 def parts_line(study: Study, data: ReportData) -> str:
@@ -416,7 +420,7 @@ def parts_line(study: Study, data: ReportData) -> str:
     and how many designs on the front are what-ifs (parts nobody sells)."""
     fixed = json.loads(study.user_attrs.get(SPACE_KEY, "{}")).get("fixed", {})
     year = fixed.get("constraints.year")
-    line = f"parts on sale by {year}" if year is not None else "any catalogued part"
+    line = f"parts on sale by {text(year)}" if year is not None else "any catalogued part"
     line += "; buildability rules (link budgets, PCIe, DDR slots, HBM offers) as constraints"
     if fixed.get("constraints.hypothetical"):
         what_if = sum(1 for t in data.front if t.user_attrs.get("what_if"))
@@ -433,7 +437,7 @@ def convergence_line(study: Study, data: ReportData) -> str:
                if conv.reference == "own range" else f"1.0 = the front of a {conv.reference}")
     trend = (f"<b>still moving</b>: +{conv.gained:.3f} over the last {conv.window} trials"
              if conv.moving else f"+{conv.gained:.3f} over the last {conv.window} trials")
-    return f"hypervolume {conv.hypervolume:.3f} ({html.escape(against)}); {trend}"
+    return f"hypervolume {conv.hypervolume:.3f} ({text(against)}); {trend}"
 
 
 def header(study: Study, data: ReportData, storage: str) -> str:
@@ -444,28 +448,34 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     # A user's own study file is rerun by its path; a built-in one by its name.
     own = spec.file and not STUDY.is_builtin(Path(spec.file))
     command = f"dse run {spec.file if own else spec.name}" + (f" --storage {storage}" if storage else "")
-    rows = [
+    # Every row is HTML: the plain ones escaped here, the others (markup of their own) where made.
+    plain = [
         ("study", f"{spec.name}: {spec.description}"),
         ("workload", f"{wl.get('name')}: {wl.get('tables')} tables, "
                      f"{float(wl.get('embedding_params', 0)) / 1e9:.1f} B embedding parameters, "
                      f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, batch "
                      f"{wl.get('global_batch')}, {wl.get('precision')}"),
         ("space", f"{spec.space}: " + ", ".join(data.params)),
+    ]
+    rows = [
+        *((k, text(v)) for k, v in plain),
         ("parts", parts_line(study, data)),
-        ("objectives", ", ".join(f"{o.direction} {o.metric}" for o in data.objectives.objectives)
-         + "".join(f"; {c.metric} <= {c.max}" for c in data.objectives.constraints if c.max)),
-        ("trials", f"{len(data.trials)} complete, {len(data.feasible)} feasible, "
-                   f"{len(data.infeasible)} infeasible, front of "
-                   f"{len(group_by_design(data.front))} distinct designs; sampler "
-                   f"{spec.sampler}, seed {spec.seed}"),
+        ("objectives", text(", ".join(f"{o.direction} {o.metric}" for o in data.objectives.objectives)
+                            + "".join(f"; {c.metric} <= {c.max}"
+                                      for c in data.objectives.constraints if c.max))),
+        ("trials", text(f"{len(data.trials)} complete, {len(data.feasible)} feasible, "
+                        f"{len(data.infeasible)} infeasible, front of "
+                        f"{len(group_by_design(data.front))} distinct designs; sampler "
+                        f"{spec.sampler}, seed {spec.seed}")),
         ("convergence", convergence_line(study, data)),
-        ("versions", f"dse {attrs.get(VERSION_KEY)} (report by dse {__version__}), calibration "
-                     f"{attrs.get(CALIBRATION_VERSION_KEY)}, model {attrs.get(MODEL_KEY)}"),
+        ("versions", text(f"dse {attrs.get(VERSION_KEY)} (report by dse {__version__}), "
+                          f"calibration {attrs.get(CALIBRATION_VERSION_KEY)}, "
+                          f"model {attrs.get(MODEL_KEY)}")),
         *catalog_rows(attrs, spec),
-        ("reproduce", f"<code>{html.escape(command)}</code>"),
+        ("reproduce", f"<code>{text(command)}</code>"),
     ]
     body = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
-    return f"<h1>dse study report: {html.escape(spec.name)}</h1><table class='header'>{body}</table>"
+    return f"<h1>dse study report: {text(spec.name)}</h1><table class='header'>{body}</table>"
 
 
 REPORT_CACHE_SUFFIX = ".report"
@@ -538,6 +548,7 @@ def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], ca
 
     digest = _sources_digest("dse.outputs.front_design_detail", "dse.outputs.plan",
                              "dse.outputs.timeline", "dse.outputs.figures", "dse.outputs.labels",
+                             "dse.outputs.markup",
                              "dse.search.encoding")
     digest.update(model_fingerprint().encode())
     for item in (study_workload(spec), study_space(spec), study_catalog(spec).catalog,
@@ -586,7 +597,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     figures.append(("progress", progress_figure(study, data, cache)))
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>dse report {html.escape(spec.name)}</title>", STYLE,
+        f"<title>dse report {text(spec.name)}</title>", STYLE,
         (f"<script>{get_plotlyjs()}</script>" if plotlyjs == "inline" else
          f"<script src='https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js' "
          "charset='utf-8'></script>"),

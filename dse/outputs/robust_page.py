@@ -9,11 +9,11 @@ Without a usable ensemble the section says why in one line, and shows no interva
 
 from __future__ import annotations
 
-import html
 import math
 
 from dse.outputs.figures import Figure, colorscale, figure_html
 from dse.outputs.labels import design_phrase, show, title
+from dse.outputs.markup import plot_text, text
 from dse.outputs.robust import RobustFront
 
 SECTION_ID = "robust"
@@ -41,7 +41,7 @@ def robust_figure(front: RobustFront) -> Figure:
     xp, xn = _errors(front, 0)
     yp, yn = _errors(front, 1) if ym else ([0.0] * len(xs), [0.0] * len(xs))
     robust = [d.probability >= front.threshold for d in front.designs]
-    text = [f"trial {d.trial}: P(front) {d.probability:.0%}<br>{html.escape(design_phrase(d.design))}"
+    text = [f"trial {d.trial}: P(front) {d.probability:.0%}<br>{plot_text(design_phrase(d.design))}"
             for d in front.designs]
     bars = "rgba(60,60,60,0.5)"
     trace = {
@@ -59,8 +59,8 @@ def robust_figure(front: RobustFront) -> Figure:
         "title": {"text": (f"the front under the model's error ({front.level:.0%} intervals)<br><sup>"
                            f"shade: probability of staying on the front over {front.members} "
                            f"calibrations; red outline: robust (>= {front.threshold:.0%})</sup>")},
-        "xaxis": {"title": {"text": title(xm)}},
-        "yaxis": {"title": {"text": title(ym) if ym else "front design"}},
+        "xaxis": {"title": {"text": plot_text(title(xm))}},
+        "yaxis": {"title": {"text": plot_text(title(ym)) if ym else "front design"}},
         "height": 520, "separators": ".,"}
     return {"data": [trace], "layout": layout}
 
@@ -76,8 +76,8 @@ def _table(front: RobustFront) -> str:
                                             else " (fixed)"))
         cells += [f"{d.probability:.0%}", "yes" if d.probability >= front.threshold else "no",
                   design_phrase(d.design)]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+        rows.append("<tr>" + "".join(f"<td>{text(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{text(h)}</th>" for h in heads)
     return (f"<div class='scroll'><table id='robust-front'><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
@@ -91,7 +91,7 @@ def _comparisons(front: RobustFront) -> str:
              f"within the model's error (the order holds under {c.order_kept:.0%} of the "
              "calibrations)</li>" for c in close if math.isfinite(c.throughput_ratio)]
     return (f"<p>Of the {len(front.comparisons)} comparisons between neighbouring front designs "
-            f"(in {html.escape(title(front.objectives[0][0]))} order), {len(close)} are within the "
+            f"(in {text(title(front.objectives[0][0]))} order), {len(close)} are within the "
             f"model's error (their {front.level:.0%} throughput intervals overlap) and {len(apart)} "
             "are not.</p>" + (f"<ul>{''.join(items)}</ul>" if items else ""))
 
@@ -101,15 +101,15 @@ def robust_section(front: RobustFront | None, unavailable: str = "") -> str:
     line saying why."""
     headline = f"<h2 id='{SECTION_ID}'>the front under the model's error</h2>"
     if front is None:
-        return f"{headline}<p>No intervals: {html.escape(unavailable)}</p>"
+        return f"{headline}<p>No intervals: {text(unavailable)}</p>"
     robust = front.robust
     intro = (f"<p>Each front design retimed under the {front.members} calibrations of the ensemble "
-             f"(bootstrap refits of calibration {html.escape(front.calibration_version)}; "
+             f"(bootstrap refits of calibration {text(front.calibration_version)}; "
              f"{front.candidates} front and near-front designs); its error bars are {front.level:.0%} "
              "prediction intervals (the ensemble's spread and the model's leave-one-out error, "
              "docs/validation.md). <b>Robust front</b>: "
              f"{len(robust)} of {len(front.designs)} designs stay on the front with probability "
              f">= {front.threshold:.0%} (trials {', '.join(str(d.trial) for d in robust) or 'none'}).</p>")
-    notes = "".join(f"<p>note: {html.escape(n)}</p>" for n in front.notes)
+    notes = "".join(f"<p>note: {text(n)}</p>" for n in front.notes)
     figure = figure_html(robust_figure(front), f"{SECTION_ID}-front")
     return headline + intro + notes + figure + _table(front) + _comparisons(front)

@@ -11,6 +11,7 @@ from dse.model.evaluate import Evaluation
 from dse.model.timing import Leaf, Node, Seq, step_tree
 from dse.model.whatif import bottom_mlp_leads
 from dse.outputs.figures import Figure, to_graph_object
+from dse.outputs.markup import plot_text
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -89,8 +90,9 @@ def timeline_plot(ev: Evaluation) -> Figure:
     layout = {
         "yaxis": {"autorange": "reversed", "categoryorder": "array",
                   "categoryarray": [b.label for b in bars], "automargin": True},
-        "title": {"text": (f"one step of {ev.workload.name} on {s.nodes} x {s.accelerators_per_node} "
-                           f"{s.accelerator.name}: {ev.step_time_s * 1e3:.3f} ms (outlined: critical path)")},
+        "title": {"text": plot_text(f"one step of {ev.workload.name} on {s.nodes} x "
+                                    f"{s.accelerators_per_node} {s.accelerator.name}: "
+                                    f"{ev.step_time_s * 1e3:.3f} ms (outlined: critical path)")},
         "xaxis": {"title": {"text": "time in the step (ms)"}}, "barmode": "overlay",
         "height": 140 + 28 * len(bars)}
     return {"data": traces, "layout": layout}

@@ -17,10 +17,12 @@ from dse.calibration.fit import (
     HUBER_K,
     MAD_TO_SIGMA,
     PRIOR_REASONS,
+    PointReport,
     PowerFit,
     Validation,
     at_bound,
 )
+from dse.outputs.markup import plot_text
 
 TARGETS = {
     "median_abs_pct_error": 8.0, "loo_median_abs_pct_error": 10.0, "spearman": 0.97,
@@ -380,6 +382,14 @@ def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
     return "\n".join(out) + "\n"
 
 
+def _hover(p: PointReport) -> str:
+    """A measured point's hover text (the measurement file may be the user's: escaped)."""
+    m = p.measurement
+    return (f"{plot_text(m.id)}<br>{m.accelerators} x {plot_text(m.accelerator)} "
+            f"({plot_text(m.scaleup)})<br>{plot_text(m.workload)} {plot_text(m.precision)}"
+            f"<br>error {p.abs_pct_error:.1f}%")
+
+
 def render_html(v: Validation) -> str:
     """A standalone Plotly page: predicted against measured on log axes with the identity line
     (hover: system and workload), and the median error by group."""
@@ -391,10 +401,8 @@ def render_html(v: Validation) -> str:
         pts = [p for p in v.points if p.measurement.family == fam]
         fig.add_trace(go.Scatter(
             x=[p.measurement.samples_per_s for p in pts], y=[p.predicted for p in pts],
-            mode="markers", name=fam,
-            text=[f"{p.measurement.id}<br>{p.measurement.accelerators} x {p.measurement.accelerator}"
-                  f" ({p.measurement.scaleup})<br>{p.measurement.workload} {p.measurement.precision}"
-                  f"<br>error {p.abs_pct_error:.1f}%" for p in pts],
+            mode="markers", name=plot_text(fam),
+            text=[_hover(p) for p in pts],
             hovertemplate="%{text}<br>measured %{x:.3s}<br>predicted %{y:.3s}<extra></extra>",
         ), row=1, col=1)
     values = [p.measurement.samples_per_s for p in v.points] + [p.predicted for p in v.points]
@@ -402,12 +410,12 @@ def render_html(v: Validation) -> str:
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="identity",
                              line={"dash": "dash", "color": "gray"}), row=1, col=1)
     groups = by_group(v, "family")
-    fig.add_trace(go.Bar(x=list(groups), y=list(groups.values()), name="median |error| %",
+    fig.add_trace(go.Bar(x=[plot_text(g) for g in groups], y=list(groups.values()), name="median |error| %",
                          showlegend=False), row=1, col=2)
     fig.update_xaxes(type="log", title_text="measured", row=1, col=1)
     fig.update_yaxes(type="log", title_text="predicted", row=1, col=1)
     fig.update_yaxes(title_text="%", row=1, col=2)
-    fig.update_layout(title=f"dse validation, calibration {v.calibration.version}: "
-                      + "; ".join(summary_lines(v)[:4]), height=650)
+    fig.update_layout(title=plot_text(f"dse validation, calibration {v.calibration.version}: "
+                                      + "; ".join(summary_lines(v)[:4])), height=650)
     html: str = fig.to_html(include_plotlyjs=True, full_html=True)
     return html

@@ -31,6 +31,7 @@ from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import System
 from dse.model.workload import Workload
+from dse.outputs.markup import markdown_text
 from dse.search.encoding import design_system
 from dse.search.objectives import ObjectiveSet, load_objectives, losses_of
 from dse.search.pareto import pareto_mask
@@ -349,8 +350,9 @@ def _prices(data: CaseData) -> list[str]:
     acc = data.space.parameters.get("node.accelerator")
     names.update(str(c) for c in (acc.choices if acc else ()))
     cat = data.catalog
-    lines = [f"- {cat.accelerator[n].name}: ${cat.accelerator[n].price_usd:,.0f} per accelerator "
-             f"({cat.accelerator[n].price_source})" for n in sorted(names)]
+    # Names and sources may be a user catalog's: escaped, as Markdown passes HTML through.
+    lines = [f"- {markdown_text(cat.accelerator[n].name)}: ${cat.accelerator[n].price_usd:,.0f} per "
+             f"accelerator ({markdown_text(cat.accelerator[n].price_source)})" for n in sorted(names)]
     nics = ", ".join(f"{n.gbit_s:g} Gb/s ${n.price_usd:,.0f}" for n in
                      sorted(cat.nic.values(), key=lambda n: n.gbit_s))
     lines.append(f"- NIC ports: {nics}; HBM beyond a part's own ${cat.facility.hbm_usd_per_gb:g}/GB "
@@ -369,7 +371,7 @@ def _user_catalog_lines(spec: StudySpec) -> list[str]:
         return []
     changes = study_catalog(spec).changes
     return [f"- User catalog `{spec.catalog}`:" + ("" if changes else " no changes"),
-            *(f"  - `{c.key}` = {c.value}" for c in changes)]
+            *(f"  - `{c.key}` = {markdown_text(c.value)}" for c in changes)]
 
 
 def render_page(result: CaseResult[Any], report_file: str | None = None,
@@ -393,7 +395,7 @@ def render_page(result: CaseResult[Any], report_file: str | None = None,
         f"dse case-study {case.name}          # runs `dse run {spec.name}`, then this analysis",
         "```",
         "",
-        f"Study `studies/{spec.name}.toml`: {spec.description} Sampler `{spec.sampler}`, "
+        f"Study `studies/{spec.name}.toml`: {markdown_text(spec.description)} Sampler `{spec.sampler}`, "
         f"seed {spec.seed}, {len(data.frame)} trials scored "
         f"({len(data.feasible())} feasible, front of {len(data.front())}).",
     ]
