@@ -136,6 +136,7 @@ class RecordNumbers:
 
 
 _CHECK_LINE = re.compile(_CHECK.pattern + rb"$", re.MULTILINE)
+_CHECKED_LINE = re.compile(rb"^(.*)" + _CHECK_LINE.pattern, re.MULTILINE)
 
 
 def checks_hold(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
@@ -143,6 +144,28 @@ def checks_hold(data: bytes, start: int, line: int, numbers: RecordNumbers) -> b
     ``line``, from 0) hold: no record altered, repeated or lost, as :func:`scan_journal` finds
     them (a yes or no, several times faster: for a reader that refuses any damage). ``numbers``
     goes on from the lines before ``start``."""
+    checked = data.count(_CHECK_AT, start)
+    if not checked:
+        return True  # written by plain Optuna or an earlier dse: nothing to check
+    if checked != data.count(b"\n", start) + (not data.endswith(b"\n")):
+        return _checks_hold_mixed(data, start, line, numbers)
+    rows = _CHECKED_LINE.findall(data, start)
+    if len(rows) != checked:
+        return _checks_hold_mixed(data, start, line, numbers)
+    # Every line checked (a journal dse wrote): its numbers must run on from the first.
+    first = int(rows[0][1])
+    if numbers.take(line, first, line - numbers.line - 1):
+        return False
+    if [int(n) for _, n, _ in rows] != list(range(first, first + len(rows))):
+        return False
+    numbers.last, numbers.line = first + len(rows) - 1, line + len(rows) - 1
+    crc32 = zlib.crc32
+    return all(crc32(b"%d" % n, crc32(head)) == int(crc)
+               for n, (head, _, crc) in enumerate(rows, start=first))
+
+
+def _checks_hold_mixed(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
+    """:func:`checks_hold` of lines some of which have no check."""
     pos = start
     for m in _CHECK_LINE.finditer(data, start):
         at = m.start()
@@ -313,11 +336,9 @@ class _Replay:
 
 @dataclass(slots=True)
 class _Line:
-    """One line as the scan reads it, and what a repaired copy does with it (``kind``)."""
+    """What the scan found on a line that is not simply an intact record, and what a repaired
+    copy does with it (``kind``)."""
 
-    number: int
-    raw: bytes
-    ended: bool
     kind: str
     """``record`` (kept), ``garbage`` (no record), ``copy`` (a duplicated line),
     ``unplaceable`` (names a study or trial that cannot be), ``altered`` (its check fails)."""
@@ -332,9 +353,13 @@ class _Line:
     """For an altered record: it created a trial (a placeholder takes its place)."""
 
 
-def _read(data: bytes, thorough: bool) -> Iterator[_Line]:
-    """Every line of a journal with its damage, as the checks of the module find it."""
+def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line | None]]:
+    """Every line of a journal: (line number from 1, its bytes, whether it ended in a newline,
+    what is wrong with it or ``None`` for an intact record), as the checks of the module find
+    it."""
     parse = _parse if thorough else _quick
+    # Where every check holds (nearly always) no line needs its own: the fast test first.
+    verify = not checks_hold(data, 0, 0, RecordNumbers())
     replay = _Replay()
     numbers = RecordNumbers()
     first_at: dict[int, int] = {}
@@ -343,21 +368,21 @@ def _read(data: bytes, thorough: bool) -> Iterator[_Line]:
         parsed = parse(raw)
         if isinstance(parsed, str):
             unnumbered += 1
-            yield _Line(number, raw, ended, "garbage",
-                        [parsed if ended else "a torn last record (no newline)"])
+            yield number, raw, ended, _Line(
+                "garbage", [parsed if ended else "a torn last record (no newline)"])
             continue
-        check = read_check(raw)
+        check = read_check(raw) if verify else None
         if check is None or not check[1]:
             unnumbered += 1
             if check is not None:
-                yield _altered(number, raw, ended, parsed, replay)
+                yield number, raw, ended, _altered(parsed, replay)
                 continue
             problems = []
         else:
             before = numbers.last
             lost = numbers.take(number - 1, check[0], unnumbered)
             if lost < 0:
-                yield _Line(number, raw, ended, "copy", [
+                yield number, raw, ended, _Line("copy", [
                     f"a copy of line {first_at.get(check[0], '?')} (dse's record {check[0]} "
                     "again): a duplicated line"])
                 continue
@@ -369,15 +394,16 @@ def _read(data: bytes, thorough: bool) -> Iterator[_Line]:
         if problem:
             problems.append(problem)
         replay.trials += missing
-        kind = "unplaceable" if problem and not missing else "record"
-        yield _Line(number, raw, ended, kind, problems, missing, replay.last_study)
+        if problems or missing:
+            kind = "unplaceable" if problem and not missing else "record"
+            yield number, raw, ended, _Line(kind, problems, missing, replay.last_study)
+        else:
+            yield number, raw, ended, None
 
 
-def _altered(number: int, raw: bytes, ended: bool, record: dict[str, Any],
-             replay: _Replay) -> _Line:
+def _altered(record: dict[str, Any], replay: _Replay) -> _Line:
     """A line whose check fails: what it named, so a repaired copy can mark that trial FAIL."""
-    line = _Line(number, raw, ended, "altered",
-                 ["altered since dse wrote it (its checksum does not match)"])
+    line = _Line("altered", ["altered since dse wrote it (its checksum does not match)"])
     op, ident = record["op_code"], record.get("trial_id", record.get("study_id"))
     if op == OP.CREATE_TRIAL:
         line.creates = True
@@ -403,19 +429,19 @@ def scan_journal(path: Path, thorough: bool = True, data: bytes | None = None) -
     tail_bytes = 0
     tail_complete = False
     records = 0
-    for line in _read(path.read_bytes() if data is None else data, thorough):
-        if line.kind == "garbage":
+    for number, raw, ended, line in _read(path.read_bytes() if data is None else data, thorough):
+        if line is not None and line.kind == "garbage":
             if tail_start is None:
-                tail_start, tail_bytes, tail_complete = line.number, 0, False
-            tail_bytes += len(line.raw) + line.ended
-            tail_complete = tail_complete or line.ended
+                tail_start, tail_bytes, tail_complete = number, 0, False
+            tail_bytes += len(raw) + ended
+            tail_complete = tail_complete or ended
         else:
             tail_start, tail_bytes = None, 0
-            records += line.kind == "record"
-        if line.problems:
-            damage.append(Damage(line.number, "; ".join(line.problems)))
-        if line.lost:
-            missing[line.number] = line.lost
+            records += line is None or line.kind == "record"
+        if line is not None and line.problems:
+            damage.append(Damage(number, "; ".join(line.problems)))
+        if line is not None and line.lost:
+            missing[number] = line.lost
     if tail_start is not None:
         damage = [d for d in damage if d.line < tail_start]
     return JournalScan(tuple(damage), tail_bytes, tail_start or 0, tail_complete, records, missing)
@@ -458,7 +484,10 @@ def repaired_lines(data: bytes) -> Iterator[bytes]:
             return raw + b"\n" if at < 0 else checked_line(raw[:at], written - 1)
         return checked_line(head, written - 1)
 
-    for line in _read(data, thorough=True):
+    for _, raw, _ended, line in _read(data, thorough=True):
+        if line is None:
+            yield out(None, raw)
+            continue
         if line.kind in ("garbage", "copy", "unplaceable"):
             continue
         for _ in range(line.lost + line.creates):
@@ -467,7 +496,7 @@ def repaired_lines(data: bytes) -> Iterator[bytes]:
             if line.failed >= 0:
                 yield out(_head(_fail(line.failed)))
             continue
-        yield out(None, line.raw)
+        yield out(None, raw)
 
 
 def _head(log: dict[str, Any]) -> bytes:
