@@ -196,9 +196,9 @@ class CheckedJournalBackend(JournalFileBackend):
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         self._write_lock.acquire()
         try:
-            with open(self._path, "ab") as f:
+            with open(self._path, "a+b") as f:
                 size = os.fstat(f.fileno()).st_size
-                first = self._lines_in(size)
+                first = self._lines_in(f.fileno(), size)
                 data = b"".join(record_line(log, first + i) for i, log in enumerate(logs))
                 f.write(data)
                 f.flush()
@@ -207,20 +207,18 @@ class CheckedJournalBackend(JournalFileBackend):
         finally:
             self._write_lock.release()
 
-    def _lines_in(self, size: int) -> int:
-        """Lines in the file's first ``size`` bytes (counted from the last count when the file
-        still ends a line there; afresh when it was cut or replaced)."""
+    def _lines_in(self, fd: int, size: int) -> int:
+        """Lines in the first ``size`` bytes of the file open as ``fd`` (counted on from the last
+        count when the file still ends a line there; afresh when it was cut or replaced)."""
         offset, lines = self._counted
-        with open(self._path, "rb") as f:
-            if offset > size or (offset and os.pread(f.fileno(), 1, offset - 1) != b"\n"):
-                offset, lines = 0, 0
-            f.seek(offset)
-            while offset < size:
-                chunk = f.read(min(size - offset, 1 << 20))
-                if not chunk:
-                    break
-                lines += chunk.count(b"\n")
-                offset += len(chunk)
+        if offset > size or (offset and os.pread(fd, 1, offset - 1) != b"\n"):
+            offset, lines = 0, 0
+        while offset < size:
+            chunk = os.pread(fd, min(size - offset, 1 << 20), offset)
+            if not chunk:
+                break
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
         return lines
 
 
