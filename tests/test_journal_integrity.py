@@ -23,10 +23,9 @@ import pytest
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
-from study_helpers import CHEAP, ROOT, write_study
-from typer.testing import CliRunner, Result
+from study_helpers import ROOT, finished_journal_study, journal_study
+from study_helpers import run_cli as run
 
-from dse.cli import app
 from dse.search._optuna import JournalOperation
 from dse.search.journal import (
     RecordNumbers,
@@ -38,31 +37,19 @@ from dse.search.journal import (
 )
 from dse.search.snapshot import read_snapshot
 
-runner = CliRunner()
 BUDGET = 12
 OP = JournalOperation
-
-
-def run(*args: str) -> Result:
-    return runner.invoke(app, list(args), env={"COLUMNS": "250"})
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished study of :data:`BUDGET` trials (two baselines enqueued first), run by dse."""
-    folder = tmp_path_factory.mktemp("integrity")
-    write_study(folder / "s.toml", name="s", **CHEAP, sampler="random", budget=BUDGET, seed=1,
-                storage=str(folder / "s.journal"))
-    result = run("run", str(folder / "s.toml"), "--quiet", "--no-report")
-    assert result.exit_code == 0, result.output
-    return folder
+    return finished_journal_study(tmp_path_factory.mktemp("integrity"), BUDGET)
 
 
 def copy_study(made: Path, folder: Path) -> Path:
     shutil.copy(made / "s.journal", folder / "s.journal")
-    write_study(folder / "s.toml", name="s", **CHEAP, sampler="random", budget=BUDGET, seed=1,
-                storage=str(folder / "s.journal"))
-    return folder / "s.toml"
+    return journal_study(folder, BUDGET)
 
 
 @pytest.fixture
@@ -305,8 +292,7 @@ def test_a_damaged_journal_reads_in_a_read_only_folder(made: Path,
                                                       read_only: tuple[Path, Path]) -> None:
     rw, ro = read_only
     copy_study(made, rw)
-    write_study(rw / "s.toml", name="s", **CHEAP, sampler="random", budget=BUDGET, seed=1,
-                storage=str(ro / "s.journal"))
+    journal_study(rw, BUDGET, journal=ro / "s.journal")
     with (rw / "s.journal").open("ab") as f:
         f.write(b'{"op_code":6,"worker_id":"w","trial_id":3,"sta')  # torn by power loss
     with pytest.raises(OSError):
