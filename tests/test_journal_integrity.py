@@ -115,6 +115,8 @@ def test_a_duplicated_trial_creation_line_is_found_and_repaired(study: Path) -> 
     misread = optuna_reading(journal)
     assert len(misread) == BUDGET + 1 and misread[-1].state == TrialState.RUNNING
     refused(study, creation + 2, f"a copy of line {creation + 1}")
+    resumed = run("run", str(study), "--trials", "1", "--quiet", "--no-report")
+    assert resumed.exit_code == 2 and f"line {creation + 2}" in resumed.stderr  # nothing appended
     result = run("repair", str(study))
     assert result.exit_code == 0, result.output
     assert f"line {creation + 2}: a copy of line {creation + 1}" in result.stderr

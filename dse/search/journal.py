@@ -382,12 +382,13 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
             if lost < 0:
                 yield number, raw, ended, _Line("copy", [
                     f"a copy of line {first_at.get(check[0], '?')} (dse's record {check[0]} "
-                    "again): a duplicated line"])
+                    "again): a duplicated line, dropped from a repaired copy"])
                 continue
             unnumbered = 0
             first_at.setdefault(check[0], number)
-            problems = [f"{lost} record(s) lost just before this line (dse's record numbers go "
-                        f"from {before} to {check[0]})"] if lost else []
+            problems = ([f"{lost} record(s) lost just before this line (dse's record numbers go "
+                        f"from {before} to {check[0]}; a repair restores lost trial creations only)"]
+                        if lost else [])
         problem, missing = replay.check(parsed)
         if problem:
             problems.append(problem)
@@ -401,7 +402,8 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
 
 def _altered(record: dict[str, Any], replay: _Replay) -> _Line:
     """A line whose check fails: what it named, so a repaired copy can mark that trial FAIL."""
-    line = _Line("altered", ["altered since dse wrote it (its checksum does not match)"])
+    line = _Line("altered", ["altered since dse wrote it (its checksum does not match); a "
+                             "repaired copy drops it and fails the trial it names, if any"])
     op, ident = record["op_code"], record.get("trial_id", record.get("study_id"))
     if op == OP.CREATE_TRIAL:
         line.creates = True
