@@ -6,7 +6,9 @@ records, so one lost line silently shifts every later trial onto the wrong one, 
 line makes every read fail. Before a journal is opened dse scans it (:func:`scan_journal`):
 
 - a damaged last line (torn by power loss, or garbage even when it ends in a newline) holds no
-  complete record and is cut off, as before (:func:`dse.search.storage.repair_journal_tail`);
+  complete record: a command that writes to the journal cuts it off
+  (:func:`dse.search.storage.repair_journal_tail`), one that only reads leaves it out of its
+  reading and the file as it is (:func:`dse.search.snapshot.read_journal`);
 - any other damage (a line that is not a record, invalid UTF-8, NUL bytes, a record naming a
   trial or study never created) is refused with one line naming the file, the line and what is
   wrong (:func:`check_journal`), and nothing is written to the file;
@@ -60,7 +62,8 @@ from dse.search._optuna import (
 
 OP = JournalOperation
 PLACEHOLDER_WORKER = "dse-repair"
-"""``worker_id`` of the creation records :func:`repair_journal` puts in place of lost ones."""
+"""``worker_id`` of the records :func:`repair_journal` writes: creation records in place of lost
+ones, FAIL states in place of altered records."""
 REPAIRED_SUFFIX = ".repaired"
 
 
