@@ -7,13 +7,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.search.spec import StudySpec
 from dse.search.storage import open_storage
+
+if TYPE_CHECKING:
+    from typer.testing import Result
 
 ROOT = Path(__file__).resolve().parents[1]
 CHEAP = {"workload": "mlperf-dlrm-v1", "space": "scale-out", "objectives": "throughput-vs-capex"}
@@ -47,6 +50,29 @@ def write_study(path: Path, **fields: Any) -> Path:
     lines = [f"{k} = {toml_value(v)}" for k, v in fields.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def journal_study(folder: Path, budget: int, journal: Path | None = None) -> Path:
+    """The study file ``folder/s.toml`` of a cheap random study named ``s`` (seed 1) whose journal
+    is ``journal`` (default ``folder/s.journal``)."""
+    return write_study(folder / "s.toml", name="s", **CHEAP, sampler="random", budget=budget,
+                       seed=1, storage=str(journal or folder / "s.journal"))
+
+
+def run_cli(*args: str) -> Result:
+    """A dse command run in this process, as typed (wide enough that no line wraps)."""
+    from typer.testing import CliRunner
+
+    from dse.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "250"})
+
+
+def finished_journal_study(folder: Path, budget: int) -> Path:
+    """``folder`` holding a finished :func:`journal_study` of ``budget`` trials, run by dse."""
+    result = run_cli("run", str(journal_study(folder, budget)), "--quiet", "--no-report")
+    assert result.exit_code == 0, result.output
+    return folder
 
 
 def random_dcnv2_study(folder: Path, name: str, budget: int, seed: int) -> tuple[optuna.Study, StudySpec]:

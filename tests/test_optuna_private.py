@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import logging
 import os
 import subprocess
@@ -99,6 +100,38 @@ def test_the_wrappers_work_on_a_journal_study(tmp_path: Path) -> None:
     done = study.ask()
     study.tell(done, [1.0, 2.0])
     assert [t.number for t in _optuna.completed_trials_cached(study)] == [done.number]
+
+
+def test_the_journal_records_are_as_dse_reads_them(tmp_path: Path) -> None:
+    """Every operation Optuna writes names the id ``JOURNAL_ID_KEY`` gives, third after
+    ``op_code`` and ``worker_id``, and holds the keys ``JOURNAL_FIELDS`` lists."""
+    path = tmp_path / "s.journal"
+    storage = JournalStorage(JournalFileBackend(str(path)))
+    study = optuna.create_study(study_name="s", storage=storage)
+    study.set_user_attr("u", 1)
+    storage.set_study_system_attr(_optuna.study_id_of(study), "s", 2)
+    trial = study.ask()
+    trial.suggest_float("x", 0.0, 1.0)
+    trial.report(0.5, step=1)
+    trial.set_user_attr("u", 3)
+    storage.set_trial_system_attr(_optuna.trial_id_of(trial), "s", 4)
+    study.tell(trial, 1.0)
+    optuna.delete_study(study_name="s", storage=storage)
+    ops = _optuna.JournalOperation
+    assert set(_optuna.JOURNAL_FIELDS) == set(ops)
+    assert set(_optuna.JOURNAL_ID_KEY) == set(ops) - {ops.DISCARD_TRIALS}
+    seen = set()
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        op = ops(record["op_code"])
+        seen.add(op)
+        assert list(record)[:3] == ["op_code", "worker_id", _optuna.JOURNAL_ID_KEY[op]], record
+        assert set(_optuna.JOURNAL_FIELDS[op]) <= set(record), record
+    assert seen == set(ops) - {ops.DISCARD_TRIALS}, "Optuna no longer writes every operation"
+    study_ops = {ops.DELETE_STUDY, ops.SET_STUDY_USER_ATTR, ops.SET_STUDY_SYSTEM_ATTR,
+                 ops.CREATE_TRIAL}
+    assert study_ops == _optuna.STUDY_OPS
+    assert set(ops) - study_ops - {ops.CREATE_STUDY, ops.DISCARD_TRIALS} == _optuna.TRIAL_OPS
 
 
 def test_the_rdb_wrappers_work_on_sqlite(tmp_path: Path) -> None:

@@ -63,8 +63,9 @@ except ImportError as _exc:  # pragma: no cover - depends on the installed Optun
     raise _missing(str(_exc.name or _exc), _exc) from _exc
 
 __all__ = [
-    "CONSTRAINTS_KEY", "OPTIMIZE_LOGGER", "RDB_STORAGE_LOGGER", "BaseJournalFileLock", "FrozenStudy",
-    "JournalOperation", "OptunaPrivateError",
+    "CONSTRAINTS_KEY", "JOURNAL_FIELDS", "JOURNAL_ID_KEY", "OPTIMIZE_LOGGER", "RDB_STORAGE_LOGGER",
+    "STUDY_OPS", "TRIAL_OPS", "BaseJournalFileLock", "FrozenStudy", "JournalOperation",
+    "OptunaPrivateError",
     "cached_frozen_trial", "completed_trials_cached", "compute_hypervolume", "fail_trial",
     "grpc_channel", "heartbeat_enabled", "intersection_step", "journal_append", "make_grpc_server",
     "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "optimize_logger", "rdb_backend",
@@ -235,6 +236,42 @@ def intersection_step(trials: list[FrozenTrial], space: dict[str, Any] | None,
 
 
 # --- the journal ---------------------------------------------------------------------------------
+
+JOURNAL_ID_KEY: dict[int, str] = {
+    JournalOperation.CREATE_STUDY: "study_name",
+    JournalOperation.DELETE_STUDY: "study_id",
+    JournalOperation.SET_STUDY_USER_ATTR: "study_id",
+    JournalOperation.SET_STUDY_SYSTEM_ATTR: "study_id",
+    JournalOperation.CREATE_TRIAL: "study_id",
+    JournalOperation.SET_TRIAL_PARAM: "trial_id",
+    JournalOperation.SET_TRIAL_STATE_VALUES: "trial_id",
+    JournalOperation.SET_TRIAL_INTERMEDIATE_VALUE: "trial_id",
+    JournalOperation.SET_TRIAL_USER_ATTR: "trial_id",
+    JournalOperation.SET_TRIAL_SYSTEM_ATTR: "trial_id",
+}
+"""The id each journal operation names, written third after ``op_code`` and ``worker_id``
+(``JournalStorage._write_log``; ``DISCARD_TRIALS``, written only by other tools, names none)."""
+JOURNAL_FIELDS: dict[int, tuple[str, ...]] = {
+    **{op: (key,) for op, key in JOURNAL_ID_KEY.items()},
+    JournalOperation.CREATE_STUDY: ("study_name", "directions"),
+    JournalOperation.SET_STUDY_USER_ATTR: ("study_id", "user_attr"),
+    JournalOperation.SET_STUDY_SYSTEM_ATTR: ("study_id", "system_attr"),
+    JournalOperation.CREATE_TRIAL: ("study_id", "datetime_start"),
+    JournalOperation.SET_TRIAL_PARAM: ("trial_id", "param_name", "param_value_internal",
+                                       "distribution"),
+    JournalOperation.SET_TRIAL_STATE_VALUES: ("trial_id", "state"),
+    JournalOperation.SET_TRIAL_INTERMEDIATE_VALUE: ("trial_id", "step", "intermediate_value"),
+    JournalOperation.SET_TRIAL_USER_ATTR: ("trial_id", "user_attr"),
+    JournalOperation.SET_TRIAL_SYSTEM_ATTR: ("trial_id", "system_attr"),
+    JournalOperation.DISCARD_TRIALS: (),
+}
+"""The keys Optuna's replay reads from each operation's record
+(``JournalStorageReplayResult._apply_*``); every journal op code is a key."""
+STUDY_OPS = frozenset(op for op, key in JOURNAL_ID_KEY.items() if key == "study_id")
+"""Operations naming a ``study_id`` (delete, user and system attribute, create a trial)."""
+TRIAL_OPS = frozenset(op for op, key in JOURNAL_ID_KEY.items() if key == "trial_id")
+"""Operations naming a ``trial_id`` (parameter, state, intermediate value, attributes)."""
+
 
 
 def journal_append(storage: JournalStorage, logs: Callable[[str], list[dict[str, Any]]]) -> bool:

@@ -6,7 +6,9 @@ records, so one lost line silently shifts every later trial onto the wrong one, 
 line makes every read fail. Before a journal is opened dse scans it (:func:`scan_journal`):
 
 - a damaged last line (torn by power loss, or garbage even when it ends in a newline) holds no
-  complete record and is cut off, as before (:func:`dse.search.storage.repair_journal_tail`);
+  complete record: a command that writes to the journal cuts it off
+  (:func:`dse.search.storage.repair_journal_tail`), one that only reads leaves it out of its
+  reading and the file as it is (:func:`dse.search.snapshot.read_journal`);
 - any other damage (a line that is not a record, invalid UTF-8, NUL bytes, a record naming a
   trial or study never created) is refused with one line naming the file, the line and what is
   wrong (:func:`check_journal`), and nothing is written to the file;
@@ -14,37 +16,215 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
   intact record kept, a placeholder creation record where a trial's was lost (so later trials
   keep their numbers), garbage dropped and reported; the original is left untouched, and an
   existing copy is never overwritten (without ``--force``).
+
+Optuna's records carry no check of their own, so a duplicated, deleted or altered line that is
+still valid JSON reads as a different study: a copied trial creation record shifts every later
+trial onto its neighbour's records, a lost state record leaves a finished trial RUNNING, a changed
+digit is a changed result. dse therefore writes each record with a check of its own
+(:class:`CheckedJournalBackend`): a last field ``"dse_check":[N,CRC]``, where ``N`` numbers the
+record's line in the file (counted under the write lock, so several workers appending at once
+number their lines in file order) and ``CRC`` is a CRC-32 of the record before that field and of
+``N``. Optuna's replay reads only the keys it knows and ignores the field, so such a journal is
+still an Optuna journal. The scan then finds (:class:`RecordNumbers`):
+
+- a record whose CRC does not match: altered since it was written;
+- a record numbered like an earlier one: a copy (a duplicated line);
+- numbers that jump further than the lines between them: records lost.
+
+Records without the field (written by plain Optuna or by earlier versions of dse; a journal may mix both)
+are read as before, with only the checks above on the records around them. A writer that does
+not take dse's lock can slip a line in between another's count and its write; such unchecked
+lines are allowed for (they only ever add lines), so they are never taken for damage.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+
 from dse.errors import DseInputError
 from dse.safe_write import check_target, write_file
+from dse.search._optuna import (
+    JOURNAL_FIELDS,
+    STUDY_OPS,
+    TRIAL_OPS,
+    BaseJournalFileLock,
+    JournalOperation,
+)
 
-CREATE_STUDY, DELETE_STUDY, CREATE_TRIAL, DISCARD_TRIALS = 0, 1, 4, 10
-"""Optuna's ``JournalOperation`` codes that create or remove what other records name."""
-STUDY_OPS = frozenset({1, 2, 3, 4})
-"""Operations that name a ``study_id`` (delete, user and system attribute, create trial)."""
-TRIAL_OPS = frozenset({5, 6, 7, 8, 9})
-"""Operations that name a ``trial_id`` (parameter, state, intermediate value, attributes)."""
-REQUIRED: dict[int, tuple[str, ...]] = {
-    0: ("study_name", "directions"), 1: ("study_id",), 2: ("study_id", "user_attr"),
-    3: ("study_id", "system_attr"), 4: ("study_id", "datetime_start"),
-    5: ("trial_id", "param_name", "param_value_internal", "distribution"),
-    6: ("trial_id", "state"), 7: ("trial_id", "step", "intermediate_value"),
-    8: ("trial_id", "user_attr"), 9: ("trial_id", "system_attr"), 10: (),
-}
-"""The keys Optuna's replay reads from each operation (``optuna.storages.journal._storage``)."""
+OP = JournalOperation
 PLACEHOLDER_WORKER = "dse-repair"
-"""``worker_id`` of the creation records :func:`repair_journal` puts in place of lost ones."""
+"""``worker_id`` of the records :func:`repair_journal` writes: creation records in place of lost
+ones, FAIL states in place of altered records."""
 REPAIRED_SUFFIX = ".repaired"
+
+
+CHECK_KEY = "dse_check"
+"""The last field of each record dse writes: ``[N, CRC]`` (see the module)."""
+_CHECK_AT = b',"' + CHECK_KEY.encode() + b'":['
+_CHECK = re.compile(re.escape(_CHECK_AT) + rb"(0|[1-9]\d{0,17}),(\d{1,10})\]\}")
+"""The check field at the end of a line (its whole rest: a field of the same name nested in a
+value is followed by more closing brackets)."""
+
+
+def _crc(head: bytes | memoryview, number: int) -> int:
+    """The CRC of a record: of its text before the check field, then of its line number."""
+    return zlib.crc32(b"%d" % number, zlib.crc32(head))
+
+
+def checked_line(head: bytes, number: int) -> bytes:
+    """The journal line of a record whose JSON text without its closing brace is ``head``, written
+    on line ``number`` (from 0), with dse's check, and its newline."""
+    return head + _CHECK_AT + b"%d,%d]}\n" % (number, _crc(head, number))
+
+
+def record_line(log: dict[str, Any], number: int) -> bytes:
+    """``log`` as Optuna writes it (compact JSON, ASCII), checked as line ``number``."""
+    return checked_line(json.dumps(log, separators=(",", ":")).encode()[:-1], number)
+
+
+def read_check(raw: bytes) -> tuple[int, bool] | None:
+    """(line number the record was written as, whether it is as written) of a line with dse's
+    check; ``None`` for a line without one."""
+    at = raw.rfind(_CHECK_AT)
+    if at < 0:
+        return None
+    m = _CHECK.fullmatch(raw, at)
+    if m is None:
+        return None
+    number = int(m[1])
+    return number, int(m[2]) == _crc(memoryview(raw)[:at], number)
+
+
+def without_check(text: bytes) -> bytes:
+    """A record's text (or the end of it) without dse's check field."""
+    at = text.rfind(_CHECK_AT)
+    return text if at < 0 or _CHECK.fullmatch(text, at) is None else text[:at] + b"}"
+
+
+class RecordNumbers:
+    """dse's record numbers read in file order, and what they say about the lines between.
+
+    Written under the lock, the records of consecutive lines carry consecutive numbers. Lines
+    without a number (written by plain Optuna or an older dse, possibly between another writer's
+    count and its write) only ever add lines, so a number may fall behind its line by as many
+    unnumbered lines as came just before it (``slack``), never run ahead of it."""
+
+    __slots__ = ("last", "line", "slack")
+
+    def __init__(self, state: tuple[int, int, int] = (-1, -1, 0)) -> None:
+        self.last, self.line, self.slack = state
+
+    def state(self) -> tuple[int, int, int]:
+        return self.last, self.line, self.slack
+
+    def take(self, line: int, number: int, unnumbered: int) -> int:
+        """Records lost just before ``line`` (from 0), which holds record ``number`` after
+        ``unnumbered`` lines without a number: 0 if none, -1 when ``number`` repeats an earlier
+        record's (a duplicated line; then nothing is taken)."""
+        if number <= self.last:
+            return -1
+        lost = max(0, (number - self.last) - (line - self.line) - self.slack)
+        self.slack = unnumbered or (self.slack if number == self.last + 1 else 0)
+        self.last, self.line = number, line
+        return lost
+
+
+_CHECK_LINE = re.compile(_CHECK.pattern + rb"$", re.MULTILINE)
+_CHECKED_LINE = re.compile(rb"^(.*)" + _CHECK_LINE.pattern, re.MULTILINE)
+
+
+def checks_hold(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
+    """Whether dse's checks of every line of ``data`` from byte ``start`` (the start of line
+    ``line``, from 0) hold: no record altered, repeated or lost, as :func:`scan_journal` finds
+    them (a yes or no, several times faster: for a reader that refuses any damage). ``numbers``
+    goes on from the lines before ``start``."""
+    checked = data.count(_CHECK_AT, start)
+    if not checked:
+        return True  # written by plain Optuna or an earlier dse: nothing to check
+    if checked != data.count(b"\n", start) + (not data.endswith(b"\n")):
+        return _checks_hold_mixed(data, start, line, numbers)
+    rows = _CHECKED_LINE.findall(data, start)
+    if len(rows) != checked:
+        return _checks_hold_mixed(data, start, line, numbers)
+    # Every line checked (a journal dse wrote): its numbers must run on from the first.
+    first = int(rows[0][1])
+    if numbers.take(line, first, line - numbers.line - 1):
+        return False
+    if [int(n) for _, n, _ in rows] != list(range(first, first + len(rows))):
+        return False
+    numbers.last, numbers.line = first + len(rows) - 1, line + len(rows) - 1
+    crc32 = zlib.crc32
+    return all(crc32(b"%d" % n, crc32(head)) == int(crc)
+               for n, (head, _, crc) in enumerate(rows, start=first))
+
+
+def _checks_hold_mixed(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
+    """:func:`checks_hold` of lines some of which have no check."""
+    pos = start
+    for m in _CHECK_LINE.finditer(data, start):
+        at = m.start()
+        line += data.count(b"\n", pos, at)
+        pos = at
+        number = int(m[1])
+        head = max(data.rfind(b"\n", start, at) + 1, start)
+        if int(m[2]) != _crc(memoryview(data)[head:at], number):
+            return False
+        if numbers.take(line, number, line - numbers.line - 1):
+            return False
+    return True
+
+
+class CheckedJournalBackend(JournalFileBackend):
+    """Optuna's journal file with each record written with dse's check (see the module).
+
+    Under the write lock it counts the lines other writers added since its last write (reading
+    only those bytes) and numbers its own from there; reads are Optuna's."""
+
+    def __init__(self, path: str, lock: BaseJournalFileLock) -> None:
+        super().__init__(path, lock_obj=lock)
+        self._path = path
+        self._write_lock = lock
+        self._counted = (0, 0)
+        """(bytes, lines) of the file as this writer last counted or wrote them."""
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        self._write_lock.acquire()
+        try:
+            with open(self._path, "a+b") as f:
+                size = os.fstat(f.fileno()).st_size
+                first = self._lines_in(f.fileno(), size)
+                data = b"".join(record_line(log, first + i) for i, log in enumerate(logs))
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            self._counted = (size + len(data), first + len(logs))
+        finally:
+            self._write_lock.release()
+
+    def _lines_in(self, fd: int, size: int) -> int:
+        """Lines in the first ``size`` bytes of the file open as ``fd`` (counted on from the last
+        count when the file still ends a line there; afresh when it was cut or replaced)."""
+        offset, lines = self._counted
+        if offset > size or (offset and os.pread(fd, 1, offset - 1) != b"\n"):
+            offset, lines = 0, 0
+        while offset < size:
+            chunk = os.pread(fd, min(size - offset, 1 << 20), offset)
+            if not chunk:
+                break
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+        return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,20 +281,22 @@ def _parse(raw: bytes) -> dict[str, Any] | str:
         record = json.loads(text)
     except (ValueError, RecursionError) as exc:
         return f"not a JSON record ({str(exc).split(':')[0]})"
-    if not isinstance(record, dict) or record.get("op_code") not in REQUIRED:
+    if not isinstance(record, dict) or record.get("op_code") not in JOURNAL_FIELDS:
         return "not a journal record (no known op_code)"
-    lacking = [k for k in REQUIRED[record["op_code"]] if k not in record]
+    lacking = [k for k in JOURNAL_FIELDS[record["op_code"]] if k not in record]
     if lacking:
         return f"a record of operation {record['op_code']} without {', '.join(lacking)}"
     return record
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
     """(line number from 1, bytes without the newline, whether it ended in a newline)."""
-    with path.open("rb") as f:
-        for number, line in enumerate(f, start=1):
-            ended = line.endswith(b"\n")
-            yield number, (line[:-1] if ended else line), ended
+    parts = data.split(b"\n")
+    last = parts.pop()
+    for number, raw in enumerate(parts, start=1):
+        yield number, raw, True
+    if last:
+        yield len(parts) + 1, last, False
 
 
 class _Replay:
@@ -130,7 +312,7 @@ class _Replay:
         """What is wrong with ``record`` given the records before it ('' if nothing), and how
         many trial creation records are missing before it."""
         op = record["op_code"]
-        if op == CREATE_STUDY:
+        if op == OP.CREATE_STUDY:
             # A second creation of a name (a process racing to create it) creates nothing.
             self.names.add(record.get("study_name"))
             return "", 0
@@ -138,9 +320,9 @@ class _Replay:
             sid = record.get("study_id")
             if not isinstance(sid, int) or not 0 <= sid < len(self.names):
                 return f"names study {sid}, which no earlier record created", 0
-            if op == DELETE_STUDY:
+            if op == OP.DELETE_STUDY:
                 self.deleted.add(sid)
-            elif op == CREATE_TRIAL and sid not in self.deleted:
+            elif op == OP.CREATE_TRIAL and sid not in self.deleted:
                 self.trials += 1
                 self.last_study = sid
             return "", 0
@@ -155,45 +337,126 @@ class _Replay:
         return "", 0
 
 
-def scan_journal(path: Path, thorough: bool = True) -> JournalScan:
-    """Read every line of the journal at ``path`` and find its damage (see the module).
+@dataclass(slots=True)
+class _Line:
+    """What the scan found on a line that is not simply an intact record, and what a repaired
+    copy does with it (``kind``)."""
+
+    kind: str
+    """``record`` (kept), ``garbage`` (no record), ``copy`` (a duplicated line),
+    ``unplaceable`` (names a study or trial that cannot be), ``altered`` (its check fails)."""
+    problems: list[str]
+    lost: int = 0
+    """Trial creation records lost just before this line (restored as placeholders)."""
+    study: int = 0
+    """The study a placeholder creation record before this line goes to."""
+    failed: int = -1
+    """For an altered record: the trial a repaired copy marks FAIL in its place (-1: none)."""
+    creates: bool = False
+    """For an altered record: it created a trial (a placeholder takes its place)."""
+
+
+def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line | None]]:
+    """Every line of a journal: (line number from 1, its bytes, whether it ended in a newline,
+    what is wrong with it or ``None`` for an intact record), as the checks of the module find
+    it."""
+    parse = _parse if thorough else _quick
+    # Where every check holds (nearly always) no line needs its own: the fast test first.
+    verify = not checks_hold(data, 0, 0, RecordNumbers())
+    replay = _Replay()
+    numbers = RecordNumbers()
+    first_at: dict[int, int] = {}
+    unnumbered = 0
+    for number, raw, ended in _lines(data):
+        parsed = parse(raw)
+        if isinstance(parsed, str):
+            unnumbered += 1
+            yield number, raw, ended, _Line(
+                "garbage", [parsed if ended else "a torn last record (no newline)"])
+            continue
+        check = read_check(raw) if verify else None
+        if check is None or not check[1]:
+            unnumbered += 1
+            if check is not None:
+                yield number, raw, ended, _altered(parsed, replay)
+                continue
+            problems = []
+        else:
+            before = numbers.last
+            lost = numbers.take(number - 1, check[0], unnumbered)
+            if lost < 0:
+                yield number, raw, ended, _Line("copy", [
+                    f"a copy of line {first_at.get(check[0], '?')} (dse's record {check[0]} "
+                    "again): a duplicated line, dropped from a repaired copy"])
+                continue
+            unnumbered = 0
+            first_at.setdefault(check[0], number)
+            problems = ([f"{lost} record(s) lost just before this line (dse's record numbers go "
+                        f"from {before} to {check[0]}; a repair restores lost trial creations only)"]
+                        if lost else [])
+        problem, missing = replay.check(parsed)
+        if problem:
+            problems.append(problem)
+        replay.trials += missing
+        if problems or missing:
+            kind = "unplaceable" if problem and not missing else "record"
+            yield number, raw, ended, _Line(kind, problems, missing, replay.last_study)
+        else:
+            yield number, raw, ended, None
+
+
+def _altered(record: dict[str, Any], replay: _Replay) -> _Line:
+    """A line whose check fails: what it named, so a repaired copy can mark that trial FAIL."""
+    line = _Line("altered", ["altered since dse wrote it (its checksum does not match); a "
+                             "repaired copy drops it and fails the trial it names, if any"])
+    op, ident = record["op_code"], record.get("trial_id", record.get("study_id"))
+    if op == OP.CREATE_TRIAL:
+        line.creates = True
+        if isinstance(ident, int) and 0 <= ident < len(replay.names):
+            replay.last_study = ident
+        line.study, line.failed = replay.last_study, replay.trials
+        replay.trials += 1
+    elif op in TRIAL_OPS and isinstance(ident, int) and 0 <= ident < replay.trials:
+        line.failed = ident
+    return line
+
+
+def scan_journal(path: Path, thorough: bool = True, data: bytes | None = None) -> JournalScan:
+    """Read every line of the journal at ``path`` (or its bytes ``data``) and find its damage
+    (see the module).
 
     ``thorough=False`` decodes only the op code and first id of each line as Optuna writes it
-    (about ten times faster); it finds every damage but a broken end of such a line."""
-    parse = _parse if thorough else _quick
+    (about ten times faster); it finds every damage but a broken end of such a line without
+    dse's check."""
     damage: list[Damage] = []
     missing: dict[int, int] = {}
-    replay = _Replay()
     tail_start: int | None = None  # line where the trailing run of damaged lines starts
     tail_bytes = 0
     tail_complete = False
     records = 0
-    for number, raw, ended in _lines(path):
-        parsed = parse(raw)
-        if isinstance(parsed, str):
+    for number, raw, ended, line in _read(path.read_bytes() if data is None else data, thorough):
+        if line is not None and line.kind == "garbage":
             if tail_start is None:
                 tail_start, tail_bytes, tail_complete = number, 0, False
             tail_bytes += len(raw) + ended
             tail_complete = tail_complete or ended
-            damage.append(Damage(number, parsed if ended else "a torn last record (no newline)"))
-            continue
-        tail_start, tail_bytes = None, 0
-        records += 1
-        problem, lost = replay.check(parsed)
-        if problem:
-            damage.append(Damage(number, problem))
-            if lost:
-                missing[number] = lost
-                replay.trials += lost
+        else:
+            tail_start, tail_bytes = None, 0
+            records += line is None or line.kind == "record"
+        if line is not None and line.problems:
+            damage.append(Damage(number, "; ".join(line.problems)))
+        if line is not None and line.lost:
+            missing[number] = line.lost
     if tail_start is not None:
         damage = [d for d in damage if d.line < tail_start]
     return JournalScan(tuple(damage), tail_bytes, tail_start or 0, tail_complete, records, missing)
 
 
-def check_journal(path: Path, study: str = "STUDY", thorough: bool = True) -> JournalScan:
+def check_journal(path: Path, study: str = "STUDY", thorough: bool = True,
+                  data: bytes | None = None) -> JournalScan:
     """Scan the journal at ``path`` (:func:`scan_journal`) and refuse damage before its tail: a
     :class:`DseInputError` naming the file, the first damaged line and what is wrong."""
-    scan = scan_journal(path, thorough)
+    scan = scan_journal(path, thorough, data)
     if not scan.records and scan.tail_complete:
         # Nothing but lines that are no records: another file, not a journal to cut short.
         raise DseInputError(str(path), "line 1", "not an Optuna journal (no line holds a "
@@ -212,15 +475,66 @@ def repaired_path(path: Path) -> Path:
     return path.with_name(path.stem + REPAIRED_SUFFIX + path.suffix)
 
 
+def repaired_lines(data: bytes) -> Iterator[bytes]:
+    """The lines of a repaired copy of the journal ``data`` (see :func:`repair_journal`).
+
+    Records with dse's check are numbered afresh for the lines of the copy."""
+    written = 0
+
+    def out(head: bytes | None, raw: bytes = b"") -> bytes:
+        nonlocal written
+        written += 1
+        if head is None:
+            at = raw.rfind(_CHECK_AT) if read_check(raw) else -1
+            return raw + b"\n" if at < 0 else checked_line(raw[:at], written - 1)
+        return checked_line(head, written - 1)
+
+    for _, raw, _ended, line in _read(data, thorough=True):
+        if line is None:
+            yield out(None, raw)
+            continue
+        if line.kind in ("garbage", "copy", "unplaceable"):
+            continue
+        for _ in range(line.lost + line.creates):
+            yield out(_head(_placeholder(line.study)))
+        if line.kind == "altered":
+            if line.failed >= 0:
+                yield out(_head(_fail(line.failed)))
+            continue
+        yield out(None, raw)
+
+
+def _head(log: dict[str, Any]) -> bytes:
+    return json.dumps(log, separators=(",", ":")).encode()[:-1]
+
+
+def _placeholder(study: int) -> dict[str, Any]:
+    """A creation record in place of a lost one (the trial is then made of the records naming
+    it; one that none completes stays RUNNING until ``dse run`` fails and retries it)."""
+    return {"op_code": OP.CREATE_TRIAL, "worker_id": PLACEHOLDER_WORKER, "study_id": study,
+            "datetime_start": None}
+
+
+def _fail(trial: int) -> dict[str, Any]:
+    """A state record failing ``trial``, in place of an altered record of it: a trial with a
+    part that cannot be trusted is never read as complete."""
+    return {"op_code": OP.SET_TRIAL_STATE_VALUES, "worker_id": PLACEHOLDER_WORKER,
+            "trial_id": trial, "state": TrialState.FAIL.value, "values": None,
+            "datetime_complete": datetime.now().isoformat()}
+
+
 def repair_journal(path: Path, out: Path | None = None,
                    force: bool = False) -> tuple[Path, JournalScan]:
     """Write a clean copy of the journal at ``path`` to ``out`` (default :func:`repaired_path`),
     leaving ``path`` untouched; returns the copy's path and what was repaired.
 
-    Every intact record is kept in order. A line that is not a record is dropped; where records
-    name trials whose creation records were lost, placeholder creation records (in the study of
-    the trial created last) take their place so every later trial keeps its number. A record
-    naming a study never created cannot be placed and is dropped.
+    Every intact record is kept in order. A line that is not a record, and a second copy of a
+    record, are dropped; where records name trials whose creation records were lost, placeholder
+    creation records (in the study of the trial created last) take their place so every later
+    trial keeps its number. A record altered since dse wrote it is replaced by a FAIL state
+    record of its trial (a placeholder first if it created the trial). A record naming a study
+    never created cannot be placed and is dropped. Lost records other than trial creations
+    cannot be restored: they are reported.
 
     An existing ``out`` (an earlier repair a study may have resumed on, or the journal of a study
     named ``NAME.repaired``) is refused unless ``force``; the copy is written in one rename
@@ -230,22 +544,7 @@ def repair_journal(path: Path, out: Path | None = None,
     hint = "an earlier repair's output (perhaps resumed since) or another study's journal: " \
            "move it away, or repair to another file with --out (or pass --force to replace it)"
     check_target(target, force, hint)
-    scan = scan_journal(path)
-    replay = _Replay()
-    kept: list[bytes] = []
-    for _, raw, _ended in _lines(path):
-        parsed = _parse(raw)
-        if isinstance(parsed, str):
-            continue
-        problem, lost = replay.check(parsed)
-        if lost:
-            placeholder = {"op_code": CREATE_TRIAL, "worker_id": PLACEHOLDER_WORKER,
-                           "study_id": replay.last_study, "datetime_start": None}
-            line = json.dumps(placeholder, separators=(",", ":")).encode()  # as Optuna writes
-            kept += [line] * lost
-            replay.trials += lost
-        elif problem:
-            continue
-        kept.append(raw)
-    write_file(target, b"".join(line + b"\n" for line in kept), replace=force, hint=hint)
+    data = path.read_bytes()
+    scan = scan_journal(path, data=data)
+    write_file(target, b"".join(repaired_lines(data)), replace=force, hint=hint)
     return target, scan

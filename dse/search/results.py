@@ -30,7 +30,7 @@ from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.recovery import BASELINE_KEY
 from dse.search.reference import convergence
-from dse.search.snapshot import read_snapshot
+from dse.search.snapshot import read_journal, read_snapshot
 from dse.search.spec import StudySpec
 from dse.search.storage import (
     check_journal_file,
@@ -50,8 +50,9 @@ def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> Study:
     run there.
 
     A journal is read in one pass into a read-only snapshot (:mod:`dse.search.snapshot`: the
-    same trials, several times faster); a damaged one is opened as :func:`open_storage` does (its
-    damage reported, a torn tail cut off), as is every other storage."""
+    same trials, several times faster), never written to: damage before its tail is reported as
+    :func:`open_storage` reports it, a damaged tail left out (:func:`dse.search.snapshot.
+    read_journal`). Every other storage is opened by :func:`open_storage`."""
     where = storage_url or spec.storage or str(default_storage_path(spec))
     missing = DseInputError(spec.name, "", f"no stored study in {where} (run the study first)")
     journal = journal_file(storage_url, spec)
@@ -60,14 +61,14 @@ def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> Study:
     path = storage_file(storage_url, spec)
     if path is not None and not path.exists():
         raise missing  # opening it would create an empty file
-    storage: BaseStorage | None = None
+    storage: BaseStorage
     if journal is not None:
         try:
-            storage = read_snapshot(journal)
+            storage = read_journal(journal, spec.name)
         except OSError as exc:
             raise DseInputError(str(exc.filename or journal), "", f"cannot read the journal: "
                                 f"{exc.strerror or exc}") from None
-    if storage is None:
+    else:
         storage = open_storage(storage_url, spec)
     if not study_exists(storage, spec.name):
         raise missing

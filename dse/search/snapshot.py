@@ -31,7 +31,7 @@ import json
 import marshal
 import re
 import sys
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -41,13 +41,15 @@ from optuna.distributions import (
     check_distribution_compatibility,
     json_to_distribution,
 )
-from optuna.storages import BaseStorage
+from optuna.storages import BaseStorage, JournalStorage
+from optuna.storages.journal import BaseJournalBackend
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.safe_write import write_file
-from dse.search._optuna import FrozenStudy
+from dse.search._optuna import JOURNAL_ID_KEY, STUDY_OPS, FrozenStudy, JournalOperation
+from dse.search.journal import RecordNumbers, check_journal, checks_hold, without_check
 
 _STRING = rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 _LINE = re.compile(
@@ -57,16 +59,11 @@ _LINE = re.compile(
 ``worker_id`` and the id first): the op code, the id's key and value (a number, or a study's
 name) and the rest of the line. The worker id is only matched (printable ASCII without quote or
 backslash, so valid JSON), never decoded: no record of a reader depends on it."""
-CREATE_STUDY, DELETE_STUDY, STUDY_USER_ATTR, STUDY_SYSTEM_ATTR, CREATE_TRIAL = 0, 1, 2, 3, 4
-TRIAL_PARAM, TRIAL_STATE, TRIAL_INTERMEDIATE, TRIAL_USER_ATTR, TRIAL_SYSTEM_ATTR = 5, 6, 7, 8, 9
-DISCARD_TRIALS = 10
-"""Optuna's ``JournalOperation`` codes (``DISCARD_TRIALS`` is written only by other tools and
-ignored by Optuna's replay)."""
-_ID_KEY = {CREATE_STUDY: b"study_name", DELETE_STUDY: b"study_id", STUDY_USER_ATTR: b"study_id",
-           STUDY_SYSTEM_ATTR: b"study_id", CREATE_TRIAL: b"study_id", TRIAL_PARAM: b"trial_id",
-           TRIAL_STATE: b"trial_id", TRIAL_INTERMEDIATE: b"trial_id", TRIAL_USER_ATTR: b"trial_id",
-           TRIAL_SYSTEM_ATTR: b"trial_id"}
-"""The id each operation names first (the key Optuna's replay reads)."""
+OP = JournalOperation
+_ID_KEY = {op: key.encode() for op, key in JOURNAL_ID_KEY.items()}
+"""The id each operation names first (the key Optuna's replay reads), as bytes."""
+_USER_ATTR, _SYSTEM_ATTR = (b"%d" % OP.SET_TRIAL_USER_ATTR, b"%d" % OP.SET_TRIAL_SYSTEM_ATTR)
+"""The op codes of attribute records, as their line spells them (the replay's hot path)."""
 
 
 class _Refused(Exception):
@@ -186,16 +183,21 @@ class _Replay:
         self.strings: dict[bytes, Any] = {}
         self.attr_rests: list[bytes] = []
         self.attr_targets: list[tuple[str, dict[str, Any] | None]] = []
+        self.lines = 0
+        """Lines read so far."""
+        self.numbers = RecordNumbers()
+        """dse's record numbers read so far (:mod:`dse.search.journal`)."""
 
     def to_state(self) -> list[Any]:
         """Everything a later read resumes from, as plain data (for :mod:`marshal`)."""
         return [[s.to_state() for s in self.studies], self.names,
-                [t.to_state() for t in self.trials]]
+                [t.to_state() for t in self.trials], self.lines, list(self.numbers.state())]
 
     @classmethod
     def from_state(cls, state: list[Any]) -> _Replay:
         replay = cls()
-        studies, replay.names, trials = state
+        studies, replay.names, trials, replay.lines, numbers = state
+        replay.numbers = RecordNumbers(tuple(numbers))
         replay.studies = [_Study.from_state(s) for s in studies]
         replay.trials = [_Trial.from_state(t, replay.dists) for t in trials]
         return replay
@@ -226,14 +228,14 @@ class _Replay:
         """Apply the records (op code, id key, id, rest of the line) in order."""
         trials, rests, targets = self.trials, self.attr_rests, self.attr_targets
         for op, key, ident, rest in rows:
-            if op == b"8" or op == b"9":  # attributes, most of a journal: the hot path
+            if op in (_USER_ATTR, _SYSTEM_ATTR):  # attributes, most of a journal: the hot path
                 # Decoded later, all together; whether the trial takes it is decided now, in order.
                 tid = int(ident)
                 if key != b"trial_id" or rest[:1] != b"," or tid >= len(trials):
                     _refuse()  # a record naming a trial never created: dse's check names it
                 trial = trials[tid]
                 rests.append(rest)
-                if op == b"8":
+                if op == _USER_ATTR:
                     targets.append(("user_attr", None if trial.finished else trial.user_attrs))
                 else:
                     targets.append(("system_attr", None if trial.finished else trial.system_attrs))
@@ -244,15 +246,15 @@ class _Replay:
         """Apply one record other than an attribute's."""
         if _ID_KEY.get(op, key) != key:
             _refuse()  # e.g. a trial record naming a study: Optuna would fail on it
-        if op == TRIAL_PARAM:
+        if op == OP.SET_TRIAL_PARAM:
             self.param(int(ident), rest)
-        elif op == CREATE_STUDY:
+        elif op == OP.CREATE_STUDY:
             self.create_study(self.decoded(ident), _fields(rest, key))
-        elif op == DISCARD_TRIALS:
+        elif op == OP.DISCARD_TRIALS:
             _fields(rest, key)
-        elif op in (DELETE_STUDY, STUDY_USER_ATTR, STUDY_SYSTEM_ATTR, CREATE_TRIAL):
+        elif op in STUDY_OPS:
             self.study_record(op, int(ident), _fields(rest, key))
-        elif op in (TRIAL_STATE, TRIAL_INTERMEDIATE):
+        elif op in (OP.SET_TRIAL_STATE_VALUES, OP.SET_TRIAL_INTERMEDIATE_VALUE):
             self.trial_record(op, int(ident), _fields(rest, key))
         else:
             _refuse()  # an op code Optuna does not know
@@ -270,14 +272,15 @@ class _Replay:
         study = self.study(sid)
         if study is None:
             return
-        if op == DELETE_STUDY:
+        if op == OP.DELETE_STUDY:
             study.deleted = True
             del self.names[study.name]
-        elif op in (STUDY_USER_ATTR, STUDY_SYSTEM_ATTR):
-            attr = log["user_attr" if op == STUDY_USER_ATTR else "system_attr"]
+        elif op in (OP.SET_STUDY_USER_ATTR, OP.SET_STUDY_SYSTEM_ATTR):
+            user = op == OP.SET_STUDY_USER_ATTR
+            attr = log["user_attr" if user else "system_attr"]
             if len(attr) != 1:
                 _refuse()  # Optuna asserts one key per record
-            (study.user_attrs if op == STUDY_USER_ATTR else study.system_attrs).update(attr)
+            (study.user_attrs if user else study.system_attrs).update(attr)
         else:  # CREATE_TRIAL
             study.trial_ids.append(len(self.trials))
             trial = _Trial(sid, len(study.trial_ids) - 1, log, self.dists)
@@ -289,7 +292,7 @@ class _Replay:
         trial = self.updatable(tid)
         if trial is None:
             return
-        if op == TRIAL_INTERMEDIATE:
+        if op == OP.SET_TRIAL_INTERMEDIATE_VALUE:
             trial.intermediate_values[log["step"]] = log["intermediate_value"]
             return
         state = TrialState(log["state"])
@@ -306,6 +309,7 @@ class _Replay:
 
     def param(self, tid: int, rest: bytes) -> None:
         trial = self.updatable(tid)
+        rest = without_check(rest)
         value_at = rest.find(b',"param_value_internal":')
         dist_at = rest.find(b',"distribution":', value_at)
         if rest.startswith(b',"param_name":') and rest.endswith(b"}") and 0 < value_at < dist_at:
@@ -366,22 +370,69 @@ def _fields(rest: bytes, key: bytes) -> dict[str, Any]:
     return fields
 
 
-def read_snapshot(path: Path, cache: bool = True) -> JournalSnapshot | None:
-    """Every study of the journal at ``path`` as Optuna's replay reads it, or ``None`` when the
-    journal is damaged or holds what this reader does not read exactly as Optuna (see the
-    module): the caller then opens it through Optuna.
+def read_journal(path: Path, study: str = "STUDY") -> BaseStorage:
+    """The journal at ``path`` for a command that only reads it, never writing to it (a damaged
+    tail is left out, not cut off; nothing is created beside it but the snapshot cache, whose
+    write may fail): a :class:`JournalSnapshot`, or Optuna's replay of the journal's bytes when
+    the snapshot refuses them. Damage before the tail is refused as :func:`dse.search.journal.
+    check_journal` refuses it (``study`` names the study in its ``dse repair`` advice); an
+    unreadable file raises :class:`OSError`."""
+    data = path.read_bytes()
+    snapshot = read_snapshot(path, data=data)
+    if snapshot is not None:
+        return snapshot
+    scan = check_journal(path, study, thorough=False, data=data)
+    data = data[:len(data) - scan.tail_bytes]
+    if scan.tail_bytes:
+        snapshot = read_snapshot(path, data=data)
+    if snapshot is not None:
+        return snapshot
+    try:
+        return JournalStorage(_BytesBackend(path, data))
+    except Exception:
+        # The quick scan reads only the start of each line; Optuna's reading failed on the rest
+        # of one: find and name it.
+        check_journal(path, study, data=data)
+        raise
+
+
+class _BytesBackend(BaseJournalBackend):
+    """A journal's bytes as Optuna's journal storage reads them (every line a record); no
+    writes."""
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        self._path = path
+        self._lines = data.splitlines()
+
+    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        for line in self._lines[log_number_from:]:
+            yield json.loads(line)
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        raise ReadOnlyError(f"{self._path}: read for a read-only command")
+
+
+def read_snapshot(path: Path, cache: bool = True, data: bytes | None = None
+                  ) -> JournalSnapshot | None:
+    """Every study of the journal at ``path`` (or of its first bytes ``data``) as Optuna's replay
+    reads it, or ``None`` when the journal is damaged or holds what this reader does not read
+    exactly as Optuna (see the module): the caller then opens it through Optuna.
 
     With ``cache``, the replay of the journal up to some line is kept beside it
     (:func:`cache_path`) and only the lines after it are read (:func:`_load_cache`)."""
-    data = path.read_bytes()
+    data = path.read_bytes() if data is None else data
     if data and not data.endswith(b"\n"):
         return None
     replay, start = _load_cache(path, data) if cache else (None, 0)
     replay = replay or _Replay()
     try:
         rows = _LINE.findall(data, start)
-        if len(rows) != data.count(b"\n", start):
+        lines = data.count(b"\n", start)
+        if len(rows) != lines:
             return None  # a line not in Optuna's layout (damage, or another writer's)
+        if not checks_hold(data, start, replay.lines, replay.numbers):
+            return None  # a record altered, repeated or lost: the scan names it
+        replay.lines += lines
         replay.run(rows)
         replay.apply_attrs()
         snapshot = JournalSnapshot(path, replay)
@@ -394,7 +445,7 @@ def read_snapshot(path: Path, cache: bool = True) -> JournalSnapshot | None:
 
 
 CACHE_SUFFIX = ".snapshot"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 CACHE_AFTER_BYTES = 1_000_000
 """The cache is rewritten when at least this much of the journal was read past it (about 120
 trials of the default study): a study read while it runs is not rewritten at every look."""

@@ -52,7 +52,7 @@ from optuna.trial import FrozenTrial, TrialState
 from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search._optuna import BaseJournalFileLock, rdb_backend
-from dse.search.journal import check_journal
+from dse.search.journal import CheckedJournalBackend, check_journal
 from dse.search.recovery import MAX_RETRIES, RetryStaleTrial
 from dse.search.spec import StudySpec, results_dir
 
@@ -175,7 +175,7 @@ def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
         lock = FlockLock(str(path))
         if path.exists() and check_journal(path, study, thorough=False).tail_bytes:
             repair_journal_tail(path, lock, study)
-        return QueueJournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+        return QueueJournalStorage(CheckedJournalBackend(str(path), lock))
     except OSError as exc:
         raise DseInputError(str(exc.filename or path), "", f"cannot open the journal: "
                             f"{exc.strerror or exc}") from None

@@ -1,0 +1,311 @@
+"""Damage that leaves valid JSON (issue 30, item 3): a duplicated trial creation line, a deleted
+state record and a changed digit, which Optuna's own reading accepts and misreads, are found by
+dse's check of each record (:mod:`dse.search.journal`), refused by ``dse status`` with one line
+naming the line, and repaired by ``dse repair``; journals of plain Optuna and of earlier dse (no
+checks) still read, and a dse run appending to them checks its own records. Read-only commands
+never write to a journal, and read a damaged one in a read-only folder."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+from study_helpers import ROOT, finished_journal_study, journal_study
+from study_helpers import run_cli as run
+
+from dse.search._optuna import JournalOperation
+from dse.search.journal import (
+    RecordNumbers,
+    checks_hold,
+    read_check,
+    record_line,
+    repaired_path,
+    scan_journal,
+)
+from dse.search.snapshot import read_snapshot
+
+BUDGET = 12
+OP = JournalOperation
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished study of :data:`BUDGET` trials (two baselines enqueued first), run by dse."""
+    return finished_journal_study(tmp_path_factory.mktemp("integrity"), BUDGET)
+
+
+def copy_study(made: Path, folder: Path) -> Path:
+    shutil.copy(made / "s.journal", folder / "s.journal")
+    return journal_study(folder, BUDGET)
+
+
+@pytest.fixture
+def study(made: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the finished study (its study file; the journal beside it)."""
+    return copy_study(made, tmp_path)
+
+
+def lines_of(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def records(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in lines_of(path)]
+
+
+def optuna_reading(path: Path) -> list[optuna.trial.FrozenTrial]:
+    """The trials Optuna's own replay reads from ``path`` (no dse check involved)."""
+    storage = JournalStorage(JournalFileBackend(str(path)))
+    return optuna.load_study(study_name="s", storage=storage).get_trials()
+
+
+def dse_reading(path: Path) -> list[optuna.trial.FrozenTrial]:
+    snapshot = read_snapshot(path, cache=False)
+    assert snapshot is not None
+    return optuna.load_study(study_name="s", storage=snapshot).get_trials()
+
+
+def refused(study: Path, line: int, words: str) -> None:
+    """``dse status`` refuses the study in one line naming the journal, ``line`` and ``words``."""
+    journal = study.with_suffix(".journal")
+    before = journal.read_bytes()
+    result = run("status", str(study))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dse: error:"), result.stderr
+    assert f"{journal}: line {line}:" in lines[0] and words in lines[0], lines[0]
+    assert "dse repair" in lines[0]
+    assert journal.read_bytes() == before
+
+
+def every_line_checked(path: Path) -> bool:
+    return all((c := read_check(line.rstrip(b"\n"))) is not None and c[1] and c[0] == i
+               for i, line in enumerate(lines_of(path)))
+
+
+def test_every_record_dse_writes_is_numbered_and_checked(made: Path) -> None:
+    journal = made / "s.journal"
+    assert every_line_checked(journal)
+    assert not scan_journal(journal).damage
+    # Optuna reads the same study from it: the check is one more key its replay ignores.
+    assert [t.params for t in optuna_reading(journal)] == [t.params for t in dse_reading(journal)]
+
+
+def test_a_duplicated_trial_creation_line_is_found_and_repaired(study: Path) -> None:
+    journal = study.with_suffix(".journal")
+    intact = lines_of(journal)
+    creation = next(i for i, r in enumerate(records(journal)) if r["op_code"] == OP.CREATE_TRIAL
+                    and r.get("user_attrs", {}).get("baseline"))  # type: ignore[attr-defined]
+    journal.write_bytes(b"".join(intact[:creation + 1] + intact[creation:]))
+    # What Optuna reads: one trial more, a baseline given its neighbour's design, the last
+    # trial left RUNNING (the misreading the issue reports).
+    misread = optuna_reading(journal)
+    assert len(misread) == BUDGET + 1 and misread[-1].state == TrialState.RUNNING
+    refused(study, creation + 2, f"a copy of line {creation + 1}")
+    resumed = run("run", str(study), "--trials", "1", "--quiet", "--no-report")
+    assert resumed.exit_code == 2 and f"line {creation + 2}" in resumed.stderr  # nothing appended
+    result = run("repair", str(study))
+    assert result.exit_code == 0, result.output
+    assert f"line {creation + 2}: a copy of line {creation + 1}" in result.stderr
+    assert lines_of(repaired_path(journal)) == intact
+
+
+def test_a_deleted_state_record_is_found_and_its_trial_retried(study: Path) -> None:
+    journal = study.with_suffix(".journal")
+    lines = lines_of(journal)
+    finals = [i for i, r in enumerate(records(journal)) if r["op_code"] == OP.SET_TRIAL_STATE_VALUES
+              and r["state"] == TrialState.COMPLETE.value]
+    lost = finals[len(finals) // 2]
+    journal.write_bytes(b"".join(lines[:lost] + lines[lost + 1:]))
+    misread = optuna_reading(journal)  # Optuna: a finished trial shown RUNNING, nothing said
+    assert [t.state for t in misread].count(TrialState.RUNNING) == 1
+    refused(study, lost + 1, "1 record(s) lost just before this line")
+    result = run("repair", str(study))
+    assert result.exit_code == 0, result.output
+    fixed = repaired_path(journal)
+    assert every_line_checked(fixed) and not scan_journal(fixed).damage
+    # The trial whose end was lost is RUNNING in the copy; the run fails it, retries its design
+    # and ends at the budget.
+    more = run("run", str(study), "--storage", str(fixed), "--quiet", "--no-report")
+    assert more.exit_code == 0, more.output
+    trials = dse_reading(fixed)
+    assert sum(t.state == TrialState.COMPLETE for t in trials) == BUDGET
+    assert [t.state for t in trials].count(TrialState.FAIL) == 1
+    assert not any(t.state == TrialState.RUNNING for t in trials)
+
+
+def test_a_changed_digit_is_found_and_its_trial_failed(study: Path) -> None:
+    journal = study.with_suffix(".journal")
+    lines = lines_of(journal)
+    original = dse_reading(journal)
+    at = next(i for i, r in enumerate(records(journal)) if r["op_code"] == OP.SET_TRIAL_STATE_VALUES
+              and r["state"] == TrialState.COMPLETE.value)
+    match = re.search(rb'"values":\[(-?\d)', lines[at])
+    assert match is not None
+    digit = match[1][-1:]
+    lines[at] = lines[at][:match.end() - 1] + (b"8" if digit != b"8" else b"7") + lines[at][match.end():]
+    journal.write_bytes(b"".join(lines))
+    trial = records(journal)[at]["trial_id"]
+    assert isinstance(trial, int)
+    assert optuna_reading(journal)[trial].values != original[trial].values  # Optuna: accepted
+    refused(study, at + 1, "altered since dse wrote it")
+    result = run("repair", str(study))
+    assert result.exit_code == 0, result.output
+    fixed = repaired_path(journal)
+    assert not scan_journal(fixed).damage
+    trials = dse_reading(fixed)
+    assert trials[trial].state == TrialState.FAIL  # never read as complete with a wrong value
+    assert sum(t.state == TrialState.COMPLETE for t in trials) == BUDGET - 1
+
+
+def strip_checks(data: bytes) -> bytes:
+    """A journal as Optuna (or dse before the checks) writes it."""
+    return re.sub(rb',"dse_check":\[\d+,\d+\]\}$', b"}", data, flags=re.MULTILINE)
+
+
+def test_journals_without_checks_read_and_a_run_checks_what_it_adds(study: Path) -> None:
+    journal = study.with_suffix(".journal")
+    old = strip_checks(journal.read_bytes())
+    assert b"dse_check" not in old
+    journal.write_bytes(old)
+    assert not scan_journal(journal).damage
+    assert run("status", str(study)).exit_code == 0
+    # A duplicated line of such a journal is not dse's to find (Optuna accepts it too)...
+    lines = lines_of(journal)
+    result = run("run", str(study), "--trials", "3", "--quiet", "--no-report")
+    assert result.exit_code == 0, result.output
+    added = lines_of(journal)[len(lines):]
+    assert added and all(read_check(line.rstrip(b"\n")) == (len(lines) + i, True)
+                         for i, line in enumerate(added))
+    # ...but one of the checked records that followed is: numbered by the lines before it.
+    journal.write_bytes(b"".join(lines[:-1] + added))
+    refused(study, len(lines), "1 record(s) lost just before this line")
+
+
+WRITER = """
+import sys, optuna
+from pathlib import Path
+from dse.search.storage import journal_storage
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+study = optuna.create_study(study_name="c", storage=journal_storage(Path(sys.argv[1])),
+                            load_if_exists=True)
+for _ in range(150):
+    trial = study.ask()
+    trial.suggest_float("x", 0.0, 1.0)
+    trial.set_user_attr("writer", sys.argv[2])
+    study.tell(trial, 1.0)
+"""
+
+
+def test_two_writers_at_once_number_their_lines_in_file_order(tmp_path: Path) -> None:
+    """Two processes appending to one journal at the same time, each under dse's lock."""
+    journal = tmp_path / "c.journal"
+    optuna.create_study(study_name="c", storage=JournalStorage(JournalFileBackend(str(journal))))
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(journal), name],
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}) for name in "ab"]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0]
+    written = [r["user_attr"]["writer"] for r in records(journal)
+               if r["op_code"] == OP.SET_TRIAL_USER_ATTR]
+    assert sorted(written) == ["a"] * 150 + ["b"] * 150
+    switches = sum(x != y for x, y in itertools.pairwise(written))
+    assert switches > 2, "the two writers did not write at the same time"
+    assert not scan_journal(journal).damage
+    checked = lines_of(journal)[1:]  # the first line: the study, created by plain Optuna
+    assert all(read_check(line.rstrip(b"\n")) == (i + 1, True) for i, line in enumerate(checked))
+
+
+def numbered_journal(*numbers: int | None) -> bytes:
+    """A journal of trial attribute records, each checked as line ``n`` (or unchecked: None)."""
+    log = {"op_code": OP.SET_STUDY_USER_ATTR, "worker_id": "w", "study_id": 0, "user_attr": {"k": 1}}
+    head = [record_line({"op_code": OP.CREATE_STUDY, "worker_id": "w", "study_name": "s",
+                         "directions": [1]}, 0)]
+    return b"".join(head + [record_line(log, n) if n is not None else
+                            json.dumps(log, separators=(",", ":")).encode() + b"\n"
+                            for n in numbers])
+
+
+@pytest.mark.parametrize(("numbers", "damaged"), [
+    ((1, 2, 3), []),
+    ((1, None, 2, 4), []),  # a foreign writer's line slipped in between a count and its write
+    ((None, None, 1, 4, 5), []),  # two slipped in before the count of line 1's write
+    ((1, 3, 4), [3]),  # line 2 lost
+    ((1, None, 3, 4), []),  # a lost line hidden by an unchecked one (it cannot be told apart)
+    ((1, 2, 2, 3), [4]),  # a copy
+    ((1, 2, 5, 6), [4]),  # two lost
+])
+def test_record_numbers(tmp_path: Path, numbers: tuple[int | None, ...], damaged: list[int]) -> None:
+    path = tmp_path / "n.journal"
+    path.write_bytes(numbered_journal(*numbers))
+    assert [d.line for d in scan_journal(path).damage] == damaged
+    assert checks_hold(path.read_bytes(), 0, 0, RecordNumbers()) == (not damaged)
+    assert (read_snapshot(path, cache=False) is None) == bool(damaged)
+
+
+def digests(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("command", ["status", "pareto", "export", "report", "plot"])
+def test_read_only_commands_never_write_a_journal(study: Path, command: str) -> None:
+    journal = study.with_suffix(".journal")
+    with journal.open("ab") as f:
+        f.write(b'{"op_code":6,"worker_id":"w","trial_id":3,"sta')  # torn by power loss
+    before = journal.read_bytes()
+    out = study.parent / "out"
+    out.mkdir()
+    extra = {"export": ["--out", str(out / "t.csv")], "report": ["--out", str(out / "r.html")],
+             "plot": ["--out", str(out / "p.html")]}.get(command, [])
+    result = run(command, str(study), *extra)
+    assert result.exit_code == 0, result.output
+    assert journal.read_bytes() == before
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(a writable folder, the same folder mounted read-only): root ignores file modes, so only a
+    read-only mount makes a folder read-only to it."""
+    rw, ro = tmp_path / "rw", tmp_path / "ro"
+    rw.mkdir()
+    ro.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(rw), str(ro)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], check=True)
+        yield rw, ro
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+
+
+def test_a_damaged_journal_reads_in_a_read_only_folder(made: Path,
+                                                      read_only: tuple[Path, Path]) -> None:
+    rw, ro = read_only
+    copy_study(made, rw)
+    journal_study(rw, BUDGET, journal=ro / "s.journal")
+    with (rw / "s.journal").open("ab") as f:
+        f.write(b'{"op_code":6,"worker_id":"w","trial_id":3,"sta')  # torn by power loss
+    with pytest.raises(OSError):
+        (ro / "probe").write_bytes(b"")  # the mount is read-only, even to root
+    before = digests(rw)
+    result = run("status", str(rw / "s.toml"), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["complete"] == BUDGET
+    assert digests(rw) == before
+    # Damage before the tail: still the one line, not a traceback about the read-only folder.
+    lines = lines_of(rw / "s.journal")
+    (rw / "s.journal").write_bytes(b"".join([*lines[:30], b"garbage\n", *lines[30:]]))
+    result = run("status", str(rw / "s.toml"))
+    assert result.exit_code == 2 and "line 31" in result.stderr and "dse repair" in result.stderr
