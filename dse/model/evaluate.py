@@ -81,11 +81,11 @@ class Evaluation:
 
     def compute_share(self) -> float:
         """Share of the step on dense compute and embedding memory (the rest waits on links)."""
-        bd = self.breakdown_s
+        bd = self.timing.breakdown
         step = self.step_time_s
         if not 0 < step < math.inf:
             return 0.0
-        return (bd["dense_compute"] + bd["embedding_memory"]) / step
+        return (bd.dense_compute + bd.embedding_memory) / step
 
     @property
     def usd_per_billion_samples(self) -> float:

@@ -175,8 +175,8 @@ def plan_summary(ev: Evaluation, calib: Calibration) -> PlanSummary:
 
 def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
     """Every device's memory, tables and embedding and all-to-all seconds."""
-    plan, sys = ev.plan, ev.system
-    g, per_node = plan.devices, sys.accelerators_per_node
+    plan, system = ev.plan, ev.system
+    g, per_node = plan.devices, system.accelerators_per_node
     loads = _device_loads(plan.shards, g, per_node)
     same, cross = _alltoall_sends(ev)
     everywhere = {s.table for s in plan.shards if s.device < 0}
@@ -186,14 +186,14 @@ def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
             owned[s.device].add(s.table)
     out = []
     for d in range(g):
-        t = embedding_seconds(loads[d], sys, calib)
-        a2a = alltoall_seconds(same[d], cross[d], g, sys, calib)
+        t = embedding_seconds(loads[d], system, calib)
+        a2a = alltoall_seconds(same[d], cross[d], g, system, calib)
         ddr = plan.ddr_used_bytes[d // per_node] if d // per_node < len(plan.ddr_used_bytes) else 0.0
         out.append(DevicePlan(
             device=d, node=d // per_node, hbm_used_gb=plan.hbm_used_bytes[d] / GB, ddr_used_gb=ddr / GB,
             tables=len(owned[d] | everywhere),
-            embedding_s=max(t["emb_fwd"], t["host_fwd"]) + max(t["emb_bwd"], t["host_bwd"]),
-            alltoall_s=2.0 * max(a2a["a2a_fabric"], a2a["a2a_network"])))
+            embedding_s=max(t.emb_fwd, t.host_fwd) + max(t.emb_bwd, t.host_bwd),
+            alltoall_s=2.0 * max(a2a.fabric, a2a.network)))
     return tuple(out)
 
 

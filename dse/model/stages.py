@@ -1,0 +1,226 @@
+"""The stages of a training step, named here and nowhere else.
+
+Two typed views of one step (in the spirit of TorchRec's ``Perf``: frozen records with named
+fields, addition and a total):
+
+- :class:`StageCosts`: the raw seconds of every stage before overlaps (``StepTime.stages``), what
+  :mod:`dse.model.timing` computes and the overlap tree reads;
+- :class:`Breakdown`: each :class:`Stage`'s seconds on the critical path (``StepTime.breakdown``),
+  which add up to the step time.
+
+Their field names are the keys of ``stages_s`` and ``breakdown_s`` in ``dse evaluate --json``
+(a contract). Other modules name a stage through :class:`Stage` or a field, never as a string
+(tests/test_one_home_stages.py checks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum, auto
+from typing import Any, NamedTuple
+
+
+class Stage(StrEnum):
+    """A stage of the step-time breakdown (:class:`Breakdown`'s fields, in order). Each member is
+    the string of its name (``Stage.host_pcie == "host_pcie"``), so it keys JSON and columns as the
+    plain name does."""
+
+    dense_compute = auto()
+    embedding_memory = auto()
+    host_pcie = auto()
+    alltoall_fabric = auto()
+    alltoall_network = auto()
+    allreduce_exposed = auto()
+    input_exposed = auto()
+    overhead = auto()
+
+
+STAGES: tuple[str, ...] = tuple(stage.value for stage in Stage)
+"""The names of the breakdown's stages (plain strings), in order; their critical-path shares add up
+to the step time."""
+
+
+class LinkTimes(NamedTuple):
+    """Seconds of one exchange on the scale-up fabric and on the scale-out network."""
+
+    fabric: float
+    network: float
+
+
+class EmbeddingTimes(NamedTuple):
+    """Per-step seconds of embedding traffic on the slowest device: HBM (``emb_*``) and host work
+    (``host_*``), forward and backward+update."""
+
+    emb_fwd: float
+    emb_bwd: float
+    host_fwd: float
+    host_bwd: float
+
+
+@dataclass(frozen=True, slots=True)
+class DenseTimes:
+    """Forward/backward seconds of the bottom MLP and the top part (DCN + interaction + top MLP),
+    and the dense optimizer's, per device."""
+
+    bottom_fwd: float
+    bottom_bwd: float
+    top_fwd: float
+    top_bwd: float
+    top_wgrad: float | None
+    """The top part's weight gradients (part of ``top_bwd``); ``None`` where the software has no
+    side stream for them (they then do not appear in ``stages_s``)."""
+    optimizer: float
+
+
+@dataclass(frozen=True, slots=True)
+class StageCosts:
+    """Raw seconds of every stage of one step before overlaps (``stages_s`` of ``dse evaluate
+    --json``, keys in this order; ``top_wgrad`` only where it is not ``None``)."""
+
+    bottom_fwd: float
+    bottom_bwd: float
+    top_fwd: float
+    top_bwd: float
+    top_wgrad: float | None
+    """See :attr:`DenseTimes.top_wgrad`."""
+    optimizer: float
+    emb_fwd: float
+    emb_bwd: float
+    host_fwd: float
+    host_bwd: float
+    a2a_fabric: float
+    """One all-to-all (forward; the backward mirrors it) on the scale-up fabric ..."""
+    a2a_network: float
+    """... and on the network."""
+    keys_fabric: float
+    """The next step's flat key all-to-all (``software.flat_key_exchange``) on the fabric ..."""
+    keys_network: float
+    """... or across the network."""
+    allreduce: float
+    """The dense-gradient allreduce, before any overlap ..."""
+    allreduce_exposed: float
+    """... and what of it the backward phase's compute does not hide."""
+    overhead: float
+    """Kernel launches and the fixed per-step cost."""
+    input: float
+    """The input pipeline (overlaps the step before)."""
+
+    @classmethod
+    def of(cls, dense: DenseTimes, embedding: EmbeddingTimes, alltoall: LinkTimes, keys: LinkTimes,
+           allreduce: float, allreduce_exposed: float, overhead: float, input_s: float) -> StageCosts:
+        """The costs from their parts."""
+        return cls(
+            bottom_fwd=dense.bottom_fwd, bottom_bwd=dense.bottom_bwd, top_fwd=dense.top_fwd,
+            top_bwd=dense.top_bwd, top_wgrad=dense.top_wgrad, optimizer=dense.optimizer,
+            emb_fwd=embedding.emb_fwd, emb_bwd=embedding.emb_bwd, host_fwd=embedding.host_fwd,
+            host_bwd=embedding.host_bwd, a2a_fabric=alltoall.fabric, a2a_network=alltoall.network,
+            keys_fabric=keys.fabric, keys_network=keys.network, allreduce=allreduce,
+            allreduce_exposed=allreduce_exposed, overhead=overhead, input=input_s)
+
+    def __add__(self, other: StageCosts) -> StageCosts:
+        """Field-wise sum (``top_wgrad`` stays ``None`` only where both are)."""
+        return StageCosts(**_sums(self, other))
+
+    @property
+    def total(self) -> float:
+        """Seconds of all stages one after another: the step were nothing overlapped."""
+        return sum(self.as_dict().values())
+
+    def as_dict(self) -> dict[str, float]:
+        """``stages_s``: every field but a ``None`` ``top_wgrad``, in order."""
+        return {name: value for name, value in _items(self) if value is not None}
+
+    def faster(self, stage: str, factor: float) -> StageCosts:
+        """These costs were ``stage`` ``factor`` times faster: its parts (:data:`STAGE_PARTS`)
+        divided by ``factor``."""
+        return replace(self, **{part: value / factor for part, value in _items(self)
+                                if part in STAGE_PARTS[stage] and value is not None})
+
+
+STAGE_PARTS: Mapping[str, tuple[str, ...]] = {
+    Stage.dense_compute: ("bottom_fwd", "bottom_bwd", "top_fwd", "top_bwd", "top_wgrad", "optimizer"),
+    Stage.embedding_memory: ("emb_fwd", "emb_bwd"),
+    Stage.host_pcie: ("host_fwd", "host_bwd"),
+    Stage.alltoall_fabric: ("a2a_fabric", "keys_fabric"),
+    Stage.alltoall_network: ("a2a_network", "keys_network"),
+    Stage.allreduce_exposed: ("allreduce",),
+    Stage.input_exposed: ("input",),
+    Stage.overhead: ("overhead",),
+}
+"""The :class:`StageCosts` fields behind each stage of the breakdown: making a stage faster divides
+these (the allreduce and the input pipeline before their overlaps; ``top_wgrad``, part of
+``top_bwd``, only where the software overlaps it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Critical-path seconds of each :class:`Stage` (``breakdown_s``; they add up to the step)."""
+
+    dense_compute: float
+    embedding_memory: float
+    host_pcie: float
+    alltoall_fabric: float
+    alltoall_network: float
+    allreduce_exposed: float
+    input_exposed: float
+    overhead: float
+
+    @classmethod
+    def of(cls, attribution: Mapping[str, float], input_exposed: float) -> Breakdown:
+        """The breakdown from the critical path's seconds per stage (a stage off the path: 0) and
+        the exposed input pipeline."""
+        get = attribution.get
+        return cls(
+            dense_compute=get(Stage.dense_compute, 0.0), embedding_memory=get(Stage.embedding_memory, 0.0),
+            host_pcie=get(Stage.host_pcie, 0.0), alltoall_fabric=get(Stage.alltoall_fabric, 0.0),
+            alltoall_network=get(Stage.alltoall_network, 0.0),
+            allreduce_exposed=get(Stage.allreduce_exposed, 0.0), input_exposed=input_exposed,
+            overhead=get(Stage.overhead, 0.0))
+
+    def __add__(self, other: Breakdown) -> Breakdown:
+        """Stage-wise sum."""
+        return Breakdown(**_sums(self, other))
+
+    @property
+    def total(self) -> float:
+        """The step time (the shares' sum, in stage order)."""
+        return sum(self.as_dict().values())
+
+    @property
+    def bottleneck(self) -> str:
+        """The stage with the largest share (the first of equal ones)."""
+        values = self.as_dict()
+        return max(values, key=values.__getitem__)
+
+    def as_dict(self) -> dict[str, float]:
+        """``breakdown_s``: seconds by stage name, in stage order."""
+        return {name: value for name, value in _items(self) if value is not None}
+
+    def __getitem__(self, stage: Stage) -> float:
+        """The seconds of ``stage``."""
+        value: float = getattr(self, stage)
+        return value
+
+
+def _items(record: StageCosts | Breakdown) -> Iterable[tuple[str, float | None]]:
+    """(field name, value) of each field of ``record``, in order."""
+    return ((name, getattr(record, name)) for name in _FIELDS[type(record)])
+
+
+_FIELDS: Mapping[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind))
+                                           for kind in (StageCosts, Breakdown)}
+"""The field names of each record, in order (looked up once)."""
+
+
+def _sums(a: StageCosts | Breakdown, b: StageCosts | Breakdown) -> dict[str, Any]:
+    """Field-wise sums of two records of one type (``None`` counts as nothing, and two give
+    ``None``)."""
+    out: dict[str, Any] = {}
+    for (name, x), (_, y) in zip(_items(a), _items(b), strict=True):
+        out[name] = None if x is None and y is None else (x or 0.0) + (y or 0.0)
+    return out
+
+
+assert tuple(f.name for f in fields(Breakdown)) == STAGES
+assert set().union(*STAGE_PARTS.values()) == {f.name for f in fields(StageCosts)} - {"allreduce_exposed"}
