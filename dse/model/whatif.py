@@ -12,8 +12,6 @@ True
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from dse.model.evaluate import Evaluation
 from dse.model.stages import STAGES, StageCosts
 from dse.model.timing import critical, exposed_allreduce, step_tree
@@ -28,7 +26,7 @@ def step_from_stages(stages: StageCosts, lead: bool) -> float:
     """The step time from raw stage durations, by the overlaps of
     :func:`dse.model.timing.step_time`: the allreduce hides behind the backward phase's compute,
     the input pipeline behind the whole step."""
-    t = replace(stages, allreduce_exposed=exposed_allreduce(stages.allreduce, stages, stages))
+    t = stages._replace(allreduce_exposed=exposed_allreduce(stages.allreduce, stages, stages))
     compute, _, _ = critical(step_tree(t, lead))
     return t.input if t.input - compute > 0 else compute
 

@@ -51,6 +51,10 @@ class Shard(NamedTuple):
     the shard sends just its own rows (``out_rows`` is then its share)."""
 
 
+DEVICE = Shard._fields.index("device")
+"""Where a Shard's ``device`` sits among its fields: the fields before it and after it are what
+equal pieces on several devices share (:func:`shards_grouped`, :func:`expand_groups`)."""
+
 new_shard = functools.partial(tuple.__new__, Shard)
 """A Shard from the tuple of all its fields: skips the named tuple's ``__new__``, a Python function
 that costs as much again (a plan builds one Shard per piece)."""
@@ -81,10 +85,10 @@ def shards_grouped(shards: Iterable[Shard]) -> tuple[ShardGroup, ...]:
     their device is one group; a replica (device -1) is always one of its own."""
     out: list[ShardGroup] = []
     for s in shards:
-        d = s[7]
+        d = s.device
         if out and d >= 0:
             last, devices = out[-1]
-            if last[7] >= 0 and s[:7] == last[:7] and s[8:] == last[8:]:
+            if last.device >= 0 and s[:DEVICE] == last[:DEVICE] and s[DEVICE + 1:] == last[DEVICE + 1:]:
                 out[-1] = new_group((last, (*devices, d)))
                 continue
         out.append(new_group((s, (d,))))
@@ -97,7 +101,7 @@ def expand_groups(groups: Iterable[tuple[Shard, tuple[int, ...]]]) -> tuple[Shar
     for s, devices in groups:
         out.append(s)
         if len(devices) > 1:
-            head, tail = s[:7], s[8:]
+            head, tail = s[:DEVICE], s[DEVICE + 1:]
             out += [new_shard((*head, d, *tail)) for d in devices[1:]]
     return tuple(out)
 
@@ -247,8 +251,8 @@ def count_groups(shards: Sequence[Shard], devices: Sequence[tuple[int, ...]], n_
             counts[s.sharding] += len(on) - 1
     get = counts.get
     rest = zip(shards[n_hbm:], devices[n_hbm:], strict=True)
-    for (_, sharding, _, _, _, _, _, _, tier, _, _, _), on in rest:
-        n = len(on)
+    for s, on in rest:
+        sharding, tier, n = s.sharding, s.tier, len(on)
         counts[sharding] = get(sharding, 0) + n
         counts[tier] = get(tier, 0) + n
     return counts
