@@ -122,7 +122,7 @@ class StageCosts(NamedTuple):
     @classmethod
     def zero(cls) -> StageCosts:
         """No stage takes any time (and no weight-gradient side stream): what one adds to."""
-        return cls(**dict.fromkeys(cls._fields, 0.0) | {"top_wgrad": None})
+        return cls._make(None if name == "top_wgrad" else 0.0 for name in cls._fields)
 
     def __add__(self, other: StageCosts) -> StageCosts:  # type: ignore[override]
         """Field-wise sum (``top_wgrad`` stays ``None`` only where both are)."""
