@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
 from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
-from dse.model.placement.partitioning import _place_group, balanced_runs
+from dse.model.placement.partitioning import DeviceState, _place_group, balanced_runs
 from dse.model.system import System, load_system
 from dse.model.timing import step_loads
 from dse.model.workload import Workload, load_workload
@@ -159,7 +159,7 @@ def test_balanced_assign_matches_a_plain_search(
     want = reference_balanced_assign(mem, comm, sizes, caps, load_mem, load_comm)
     lm, lc = list(load_mem), list(load_comm)
     assert balanced_assign(mem, comm, sizes, caps, lm, lc) == want
-    group = _place_group(mem, comm, sizes, list(caps), list(load_mem), list(load_comm))
+    group = _place_group(mem, comm, sizes, DeviceState(list(caps), list(load_mem), list(load_comm)))
     assert group == (None if None in want else want)
 
 
@@ -191,7 +191,7 @@ def test_balanced_runs_place_runs_as_their_items_one_by_one(
         first += k
     out = [-1] * (first + 2)
     lm, lc = list(load_mem), list(load_comm)
-    balanced_runs(batch, list(caps), lm, lc, out)
+    balanced_runs(batch, DeviceState(list(caps), lm, lc), out)
     assert out[:3] == [-1] * 3 and out[first:] == [-1, -1]
     assert [None if d < 0 else d for d in out[3:first]] == want
 
