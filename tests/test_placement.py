@@ -287,11 +287,11 @@ def test_groups_are_the_shards_grouped(
         for d in devices:
             assert plan.shards[i] == shard._replace(device=d)
             i += 1
-    rebuilt = Plan(shards=plan.shards, **{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
-                                          if f.name not in ("group_shards", "group_devices")
-                                          and not f.name.startswith("_")})
+    rebuilt = Plan(plan.shards, **{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
+                                   if f.name not in ("group_shards", "group_devices")
+                                   and not f.name.startswith("_")})
     assert rebuilt == plan and rebuilt.groups == plan.groups and rebuilt.shards == plan.shards
-    assert dataclasses.replace(plan, feasible=plan.feasible) == plan
+    assert dataclasses.replace(plan, reason=plan.reason) == plan
     calib = load_calibration()
     assert step_loads(wl, sysm, rebuilt, calib) == step_loads(wl, sysm, plan, calib)
     if sysm.accelerators_total >= 16:
@@ -304,13 +304,13 @@ def test_feasible_plans_fit_their_memory(
 ) -> None:
     _, _, plan = _plan(wl_name, sys_name, ov)
     if not plan.feasible:
-        assert plan.reason and plan.memory_short_bytes > 0
+        assert plan.reason and plan.memory.short_bytes > 0
         return
-    assert plan.memory_short_bytes == 0
-    for used in plan.hbm_used_bytes:
-        assert used <= plan.hbm_capacity_bytes * (1 + 1e-9)
-    for used in plan.ddr_used_bytes:
-        assert used <= plan.ddr_capacity_bytes * (1 + 1e-9)
+    assert plan.memory.short_bytes == 0
+    for used in plan.memory.hbm_used_bytes:
+        assert used <= plan.memory.hbm_capacity_bytes * (1 + 1e-9)
+    for used in plan.memory.ddr_used_bytes:
+        assert used <= plan.memory.ddr_capacity_bytes * (1 + 1e-9)
     # Tables in HBM on each device (plus dense and activations) fit; footprints are what the
     # shards say.
     hbm_tables = [0.0] * plan.devices
@@ -318,7 +318,7 @@ def test_feasible_plans_fit_their_memory(
         if s.tier == "hbm" and s.device >= 0:
             hbm_tables[s.device] += s.footprint_bytes
     for d in range(plan.devices):
-        assert hbm_tables[d] <= plan.hbm_used_bytes[d] * (1 + 1e-9)
+        assert hbm_tables[d] <= plan.memory.hbm_used_bytes[d] * (1 + 1e-9)
 
 
 def test_replicated_tables_are_small_and_everywhere() -> None:
@@ -383,7 +383,7 @@ def test_all_hbm_against_host_ddr_is_much_slower() -> None:
         host_tables = {s.table for s in ddr.plan.shards if s.tier in ("host", "cache")}
         # The three 38-40M-row tables (C1, C10, C20 = index 0, 9, 19) cannot sit in 0.9 GB of HBM.
         assert {0, 9, 19} <= host_tables
-        assert max(ddr.plan.ddr_used_bytes) > 0
+        assert max(ddr.plan.memory.ddr_used_bytes) > 0
         assert hbm.step_time_s * slower <= ddr.step_time_s
 
 
@@ -401,7 +401,7 @@ def test_model_that_fits_nowhere_is_infeasible_not_an_error() -> None:
     short_gb = float(m.group(1))
     assert short_gb > 23_000
     assert ev.metrics()["memory_short_gb"] == pytest.approx(short_gb, rel=1e-3)
-    assert ev.plan.memory_short_bytes > 0
+    assert ev.plan.memory.short_bytes > 0
 
 
 def test_dense_model_too_big_for_hbm_is_infeasible() -> None:

@@ -25,7 +25,7 @@ from dse.model.estimators import (
     zipf_hit_rate,
 )
 from dse.model.evaluate import evaluate
-from dse.model.placement import Plan, Shard
+from dse.model.placement import Plan, PlanMemory, Shard
 from dse.model.stages import Stage, StageCosts
 from dse.model.system import gbit_s_to_bytes_s, load_system
 from dse.model.timing import (
@@ -51,13 +51,9 @@ def make_plan(devices: int, shards: tuple[Shard, ...] = (), replicated: float = 
     return Plan(
         shards=shards,
         devices=devices,
-        hbm_used_bytes=(0.0,) * devices,
-        hbm_capacity_bytes=80e9,
-        ddr_used_bytes=(0.0,),
-        ddr_capacity_bytes=1e12,
-        dense_bytes_per_device=0.0,
-        activation_bytes_per_device=0.0,
-        feasible=True,
+        memory=PlanMemory(hbm_used_bytes=(0.0,) * devices, hbm_capacity_bytes=80e9,
+                          ddr_used_bytes=(0.0,), ddr_capacity_bytes=1e12, dense_bytes_per_device=0.0,
+                          activation_bytes_per_device=0.0),
         replicated_grad_elements=replicated,
     )
 

@@ -188,9 +188,11 @@ def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
     for d in range(g):
         t = embedding_seconds(loads[d], system, calib)
         a2a = alltoall_seconds(same[d], cross[d], g, system, calib)
-        ddr = plan.ddr_used_bytes[d // per_node] if d // per_node < len(plan.ddr_used_bytes) else 0.0
+        ddr_used = plan.memory.ddr_used_bytes
+        ddr = ddr_used[d // per_node] if d // per_node < len(ddr_used) else 0.0
         out.append(DevicePlan(
-            device=d, node=d // per_node, hbm_used_gb=plan.hbm_used_bytes[d] / GB, ddr_used_gb=ddr / GB,
+            device=d, node=d // per_node, hbm_used_gb=plan.memory.hbm_used_bytes[d] / GB,
+            ddr_used_gb=ddr / GB,
             tables=len(owned[d] | everywhere),
             embedding_s=max(t.emb_fwd, t.host_fwd) + max(t.emb_bwd, t.host_bwd),
             alltoall_s=2.0 * max(a2a.fabric, a2a.network)))
