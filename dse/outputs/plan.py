@@ -135,10 +135,10 @@ def _device_loads(shards: tuple[Shard, ...], devices: int, per_node: int) -> lis
 def _shard_seconds(s: Shard, ev: Evaluation, calib: Calibration) -> float:
     """Device-seconds of one shard's embedding traffic: HBM plus host link (a replica's on every
     device)."""
-    sys = ev.system
+    system = ev.system
     t = s.traffic
-    mem = sys.hbm_bytes_s * calib.memory_efficiency
-    link = sys.pcie_bytes_s * calib.host_efficiency
+    mem = system.hbm_bytes_s * calib.memory_efficiency
+    link = system.pcie_bytes_s * calib.host_efficiency
     sec = (t.hbm_fwd + t.hbm_bwd) / mem + ((t.pcie_fwd + t.pcie_bwd) / link if link else 0.0)
     return sec * (ev.plan.devices if s.device < 0 else 1)
 
@@ -202,12 +202,12 @@ def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
 def _alltoall_sends(ev: Evaluation) -> tuple[list[float], list[float]]:
     """Bytes each device sends per all-to-all inside and outside its scale-up domain (the per-device
     lists behind :func:`dse.model.timing.alltoall_sends`, which keeps only their maxima)."""
-    plan, sys, wl = ev.plan, ev.system, ev.workload
+    plan, system, wl = ev.plan, ev.system, ev.workload
     g = plan.devices
     if g <= 1:
         return [0.0] * g, [0.0] * g
     s_c = COMM_BYTES[wl.precision]
-    lead_dim = wl.interaction_dim() if sys.spec.software.bottom_mlp_on_one_device else 0
-    same, cross = alltoall_elements(plan, min(sys.scaleup_domain, g), wl.global_batch / g,
+    lead_dim = wl.interaction_dim() if system.spec.software.bottom_mlp_on_one_device else 0
+    same, cross = alltoall_elements(plan, min(system.scaleup_domain, g), wl.global_batch / g,
                                     wl.global_batch, lead_dim)
     return [x * s_c for x in same], [x * s_c for x in cross]
