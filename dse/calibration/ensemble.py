@@ -58,6 +58,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation
 from dse.model.placement import Plan, plan_placement
+from dse.model.stages import DenseTimes
 from dse.model.system import System
 from dse.model.timing import loads_key, recalibrated_loads, step_loads, step_time
 from dse.model.workload import Workload
@@ -241,7 +242,7 @@ def build_ensemble(
 # --- intervals ---------------------------------------------------------------------------------
 
 
-DenseCache = dict[tuple[object, ...], dict[str, float]]
+DenseCache = dict[tuple[object, ...], DenseTimes]
 """Dense stage times by (member, :func:`~dse.model.timing.loads_key`, devices): shared by the
 designs of one study that run the same accelerators on the same batch share."""
 

@@ -81,11 +81,11 @@ class Evaluation:
 
     def compute_share(self) -> float:
         """Share of the step on dense compute and embedding memory (the rest waits on links)."""
-        bd = self.breakdown_s
+        bd = self.timing.breakdown
         step = self.step_time_s
         if not 0 < step < math.inf:
             return 0.0
-        return (bd["dense_compute"] + bd["embedding_memory"]) / step
+        return (bd.dense_compute + bd.embedding_memory) / step
 
     @property
     def usd_per_billion_samples(self) -> float:
@@ -105,7 +105,7 @@ class Evaluation:
 
     def metrics(self) -> dict[str, float | int | str | bool]:
         """Flat scalar metrics: what objectives, constraints and trial attributes read."""
-        plan = self.plan
+        memory = self.plan.memory
         eco = self.economics
         return {
             "throughput_samples_per_s": self.throughput_samples_per_s,
@@ -122,11 +122,11 @@ class Evaluation:
             "energy_per_sample_j": eco.energy_per_sample_j,
             "epoch_time_s": eco.epoch_time_s,
             "epoch_cost_usd": eco.epoch_cost_usd,
-            "memory_short_gb": plan.memory_short_bytes / GB,
-            "hbm_used_gb": max(plan.hbm_used_bytes) / GB,
-            "hbm_capacity_gb": plan.hbm_capacity_bytes / GB,
-            "ddr_used_gb": max(plan.ddr_used_bytes, default=0.0) / GB,
-            "ddr_capacity_gb": plan.ddr_capacity_bytes / GB,
+            "memory_short_gb": memory.short_bytes / GB,
+            "hbm_used_gb": max(memory.hbm_used_bytes) / GB,
+            "hbm_capacity_gb": memory.hbm_capacity_bytes / GB,
+            "ddr_used_gb": max(memory.ddr_used_bytes, default=0.0) / GB,
+            "ddr_capacity_gb": memory.ddr_capacity_bytes / GB,
             "accelerators": self.system.accelerators_total,
             "nodes": self.system.nodes,
             "compute_share": self.compute_share(),

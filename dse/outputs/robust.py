@@ -201,7 +201,7 @@ def timing_key(ev: Evaluation) -> tuple[object, ...]:
     (each a byte count over a bandwidth times one efficiency, plus latencies), the kernel count,
     the devices and the loads' key. Designs equal in all of it (a front often holds designs that
     differ only in a part that costs but never binds, such as DDR size) share one retiming."""
-    return (tuple(sorted(ev.timing.stages_s.items())), ev.timing.kernels, ev.plan.devices,
+    return (ev.timing.stages, ev.timing.kernels, ev.plan.devices,
             loads_key(ev.system), ev.timing.critical_path)
 
 
