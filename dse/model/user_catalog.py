@@ -35,6 +35,7 @@ listed as a :class:`CatalogChange`, so the pages that used it can say so.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -217,6 +218,41 @@ def discounted(part: P, factor: float) -> P:
     return dataclasses.replace(part, price_usd=part.price_usd * factor,
                                price_low_usd=scale(part.price_low_usd),
                                price_high_usd=scale(part.price_high_usd))
+
+
+def price_range(part: Accelerator | Cpu | Nic) -> tuple[float, float] | None:
+    """The part's stated price range (USD), or None."""
+    if part.price_low_usd is None or part.price_high_usd is None:
+        return None
+    return part.price_low_usd, part.price_high_usd
+
+
+def priced_at(part: P, fraction: float) -> P:
+    """``part`` priced at ``fraction`` (0-1) of the way from its range's low to its high end."""
+    span = price_range(part)
+    if span is None:
+        return part
+    return dataclasses.replace(part, price_usd=span[0] + fraction * (span[1] - span[0]))
+
+
+def ranged_parts(catalog: Catalog, sections: tuple[str, ...] = PRICED) -> tuple[str, ...]:
+    """Dotted keys (``accelerator.KEY``) of the parts of ``sections`` with a price range."""
+    return tuple(f"{s}.{k}" for s in sections for k, p in sorted(getattr(catalog, s).items())
+                 if price_range(p) is not None)
+
+
+def draw_ranged_prices(catalog: Catalog, unit: Callable[[], float],
+                       sections: tuple[str, ...] = PRICED) -> Catalog:
+    """``catalog`` with the price of every part of ``sections`` that has a range drawn in it:
+    ``low + u (high - low)`` with ``u = unit()`` (uniform in [0, 1] for a uniform draw), one call
+    per ranged part in key order; parts without a range keep their price."""
+    def change(section: str, key: str, part: P, /) -> P:
+        del key
+        if section not in sections or price_range(part) is None:
+            return part
+        return priced_at(part, unit())
+
+    return map_priced(catalog, change)
 
 
 def check_price_ranges(catalog: Catalog, stated: dict[tuple[str, str], str]) -> None:
