@@ -59,7 +59,7 @@ from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
 from dse.model.system import System
 from dse.model.timing import loads_key
-from dse.model.user_catalog import draw_ranged_prices, ranged_parts
+from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
 from dse.safe_write import write_file
 from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
 from dse.search.encoding import design_system
@@ -462,12 +462,16 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
 
     front_dev = [ratios(g) for g in front_groups]
     margin = _margin(np.array([d for d, _ in front_dev]))
+    cost_exps = np.array([PRICE_EXPONENTS.get(m, (0, 0)) for m, _ in objs], dtype=float).reshape(-1, 2)
+    # How far each objective can move two designs apart: the ensemble's throughput margin, and
+    # the price ranges' reach on the objectives that move with capex or TCO.
+    reach = margin * np.abs(exps) + (price_reach(catalog) if prices else 0.0) * np.abs(cost_exps).sum(axis=1)
     notes: list[str] = []
     near: list[list[FrozenTrial]] = []
-    if margin > 0 and rest_groups and exps.any():
+    if rest_groups and reach.any():
         front_loss = losses_of([g[0].values for g in front_groups], directions)
         rest_loss = losses_of([g[0].values for g in rest_groups], directions)
-        picked = _near_front(front_loss, rest_loss, exps, margin)
+        picked = _near_front(front_loss, rest_loss, reach, 1.0)
         if len(picked) > NEAR_FRONT_LIMIT:
             notes.append(f"{len(picked)} designs lie within the ensemble's reach of the front; the "
                          f"{NEAR_FRONT_LIMIT} nearest were retimed")
@@ -479,7 +483,6 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     devs = np.array([d for d, _ in [*front_dev, *near_dev]]).reshape(len(groups), len(ens.members))
     values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))
     kept = np.zeros(len(front_groups))
-    cost_exps = np.array([PRICE_EXPONENTS.get(m, (0, 0)) for m, _ in objs], dtype=float).reshape(-1, 2)
     moves = np.array([priced(g) for g in groups]) if prices else None
     if prices:
         notes.append(f"prices drawn within the user catalog's ranges ({len(ranged_parts(catalog))} "
@@ -521,6 +524,20 @@ def price_draws(catalog: Catalog, members: int) -> tuple[Catalog, ...]:
         return ()
     rng = np.random.default_rng(PRICE_SEED)
     return tuple(draw_ranged_prices(catalog, lambda: float(rng.uniform())) for _ in range(members))
+
+
+def price_reach(catalog: Catalog) -> float:
+    """Largest log factor by which price draws within the ranges can move two designs' capex (or
+    TCO) apart: capex is a sum of prices, so its ratio between draws lies between the smallest
+    ``low / price`` and the largest ``high / price`` of any ranged part."""
+    lows, highs = [1.0], [1.0]
+    for section in PRICED:
+        for part in getattr(catalog, section).values():
+            span = price_range(part)
+            if span is not None:
+                lows.append(span[0] / part.price_usd)
+                highs.append(span[1] / part.price_usd)
+    return math.log(max(highs)) - math.log(min(lows))
 
 
 def price_ratios(system: System, ev: Evaluation, catalogs: Sequence[Catalog]) -> np.ndarray:
