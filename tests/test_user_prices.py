@@ -21,7 +21,7 @@ from dse.model.evaluate import evaluate
 from dse.model.system import load_system
 from dse.model.user_catalog import load_user_catalog
 from dse.model.workload import load_workload
-from dse.outputs.cases.uncertainty import PRICE_SPREAD, price_draw
+from dse.outputs.cases.uncertainty import PRICE_SPREAD, ClaimUncertainty, price_draw, uncertainty_lines
 from dse.outputs.robust import price_draws, price_ratios, robust_front
 from dse.search.objectives import load_objectives
 from dse.search.runner import run_study
@@ -197,3 +197,12 @@ def test_the_robust_front_moves_with_the_drawn_prices(tmp_path: Path) -> None:
     plain = robust_front(load(spec), dataclasses.replace(spec, catalog=""),
                          load_objectives(spec.objectives), ens, calib)
     assert all(d.probability == 1.0 for d in plain.designs) and not plain.notes
+
+
+def test_the_case_page_names_the_ranged_parts() -> None:
+    claim = ClaimUncertainty("the cheapest front design is on MI300X", 1.0, 0.75, 20)
+    lines = "\n".join(uncertainty_lines([claim], ranged=("accelerator.mi300x", "nic.800g")))
+    assert ("±30%; `accelerator.mi300x`, `nic.800g` drawn within the user catalog's price ranges)."
+            in lines)
+    assert "| the cheapest front design is on MI300X | 100% | 75% |" in lines
+    assert "±30%)." in "\n".join(uncertainty_lines([claim]))

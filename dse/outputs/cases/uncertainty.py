@@ -91,9 +91,11 @@ def claims_under_ensemble(case: CaseStudy[Any], data: CaseData, ensemble: Calibr
                  for i, c in enumerate(case.claims))
 
 
-def uncertainty_lines(claims: Sequence[ClaimUncertainty], note: str = "") -> list[str]:
+def uncertainty_lines(claims: Sequence[ClaimUncertainty], note: str = "",
+                      ranged: Sequence[str] = ()) -> list[str]:
     """The page's section "Under the model's error" (Markdown lines): each claim's share, or
-    ``note`` (why there is none)."""
+    ``note`` (why there is none). ``ranged``: the parts whose user-catalog price range the price
+    draws used (:func:`dse.model.user_catalog.ranged_parts`)."""
     lines = ["## Under the model's error", ""]
     if not claims:
         return [*lines, f"Not checked: {note}", ""]
@@ -102,7 +104,9 @@ def uncertainty_lines(claims: Sequence[ClaimUncertainty], note: str = "") -> lis
         f"Each claim checked again under {n} calibrations of the calibration ensemble (bootstrap "
         "refits of the calibration to the published measurements; docs/validation.md) and under "
         f"{n} joint draws of a calibration and of prices (every accelerator's price, HBM and "
-        f"network prices each moved by an independent factor in ±{PRICE_SPREAD:.0%}).",
+        f"network prices each moved by an independent factor in ±{PRICE_SPREAD:.0%}"
+        + (f"; {', '.join(f'`{k}`' for k in ranged)} drawn within the user catalog's price ranges)."
+           if ranged else ")."),
         "",
         "| claim | holds under calibrations | under calibrations and prices |",
         "|---|---|---|",
