@@ -31,7 +31,7 @@ from dse.calibration.parameters import Calibration
 from dse.model.placement import Plan
 from dse.model.stages import STAGES as STAGES
 from dse.model.stages import Breakdown, DenseTimes, EmbeddingTimes, LinkTimes, Stage, StageCosts
-from dse.model.system import GB, System
+from dse.model.system import System
 from dse.model.widths import ACTIVATION_BYTES, COMM_BYTES
 from dse.model.workload import Workload, derived
 
@@ -454,9 +454,7 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, system: System
         t = per_node / nic if nic > 0 else math.inf
         # GPUDirect: a device reaches the NIC beside it on its own x16 link (DGX/ZionEX PCIe
         # switches pair GPUs with NICs); a CPU-attached NIC is reached over the shared host uplink.
-        link = (cat.pcie_gen(system.pcie_gen).x16_gb_s * GB
-                if system.spec.node.nic_attach == "accelerator" else system.pcie_bytes_s)
-        t = max(t, cross / (link * calib.fabric_efficiency))
+        t = max(t, cross / (system.nic_path_bytes_s * calib.fabric_efficiency))
         if system.spec.node.nic_attach == "cpu":
             t = max(t, 2.0 * per_node / (system.ddr_bytes_s * calib.host_efficiency))
         sw = cat.network_switch
