@@ -184,7 +184,7 @@ def compare_cmd(
 def _trial_pair(study: str, storage: str | None, first: str,
                 second: str) -> tuple[tuple[Evaluation, Evaluation], tuple[str, str]]:
     """The evaluations of two trials of ``study`` (rebuilt from their designs, current calibration)."""
-    from dse.search.encoding import design_system
+    from dse.search.encoding import design_system, design_workload
     from dse.search.results import load_stored_study
     from dse.search.spec import load_study_spec, study_catalog, study_space, study_workload
 
@@ -198,7 +198,9 @@ def _trial_pair(study: str, storage: str | None, first: str,
         if trial is None or "design" not in trial.user_attrs:
             raise DseInputError(spec.name, "", f"no scored trial {given!r} (give trial numbers, as "
                                 "dse pareto lists them)")
-        out.append(evaluate(wl, design_system(space, trial.user_attrs["design"], cat), catalog=cat))
+        design = trial.user_attrs["design"]
+        out.append(evaluate(design_workload(space, design, wl), design_system(space, design, cat),
+                            catalog=cat))
     return (out[0], out[1]), (f"trial {first}", f"trial {second}")
 
 
