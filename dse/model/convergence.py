@@ -69,6 +69,11 @@ class ConvergenceCurve:
         return f"{self.repository}/{self.path}@{self.commit}"
 
     @property
+    def short_source(self) -> str:
+        """The source file's last two path parts (``training_3.1.0/rcps_dlrm_dcnv2.json``)."""
+        return "/".join(self.path.split("/")[-2:])
+
+    @property
     def max_batch(self) -> int:
         """The largest batch with a reference point: the curve ends there."""
         return self.points[-1].global_batch
@@ -168,10 +173,11 @@ def training_samples(workload_name: str, convergence: str, global_batch: int,
         samples = samples_to_converge(curve, global_batch)
         if samples is None:
             return TrainingSamples(None, beyond_curve(curve, global_batch), True)
-        return TrainingSamples(samples, f"samples to converge at batch {global_batch:,} from "
-                               f"MLPerf reference convergence points ({curve.source})", True)
+        return TrainingSamples(samples, f"samples to converge at batch {global_batch:,}: "
+                               f"{curve.name} reference convergence points ({curve.short_source})",
+                               True)
     if samples_per_epoch:
         return TrainingSamples(float(samples_per_epoch), f"{workload_name} has no convergence "
                                f"curve: one epoch ({samples_per_epoch:,} samples) stands in", False)
     return TrainingSamples(None, f"{workload_name} has no convergence curve and states no "
-                           "dataset size (samples_per_epoch): no time to train", False)
+                           "dataset size (samples_per_epoch)", False)

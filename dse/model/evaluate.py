@@ -173,6 +173,9 @@ class Evaluation:
             "dataset_time_s": dataset[0] if dataset else None,
             "dataset_cost_usd": dataset[1] if dataset else None,
         })
+        need = self.training_samples()
+        out.update({"samples_to_train": need.samples, "to_train_basis": need.basis,
+                    "convergence": self.workload.convergence or None})
         return out
 
 

@@ -482,15 +482,18 @@ def with_fields(workload: Workload, changes: tuple[tuple[str, Any], ...], source
     value checked as a workload file's would be; anything else is a :class:`DseInputError`."""
     if not changes:
         return workload
-    hints = typing.get_type_hints(_WorkloadFile)
+    return dataclasses.replace(workload, **{k: searchable_value(k, v, source) for k, v in changes})
+
+
+def searchable_value(key: str, value: Any, source: str) -> Any:
+    """``value`` checked (and converted) as the workload field ``key`` of a file would be; a
+    :class:`DseInputError` for a field not in :data:`SEARCHABLE_FIELDS` or a bad value."""
+    if key not in SEARCHABLE_FIELDS:
+        raise DseInputError(source, f"workload.{key}", "not a searchable workload field "
+                            f"(searchable: {', '.join('workload.' + f for f in SEARCHABLE_FIELDS)})")
     meta = {f.name: f.metadata for f in dataclasses.fields(_WorkloadFile)}
-    values: dict[str, Any] = {}
-    for key, value in changes:
-        if key not in SEARCHABLE_FIELDS:
-            raise DseInputError(source, f"workload.{key}", "not a searchable workload field "
-                                f"(searchable: {', '.join(SEARCHABLE_FIELDS)})")
-        values[key] = convert(hints[key], value, source, f"workload.{key}", meta[key])
-    return dataclasses.replace(workload, **values)
+    hint = typing.get_type_hints(_WorkloadFile)[key]
+    return convert(hint, value, source, f"workload.{key}", meta[key])
 
 
 def with_batch(workload: Workload, global_batch: int) -> Workload:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.system import ConstraintsSpec, SystemSpec, load_system_spec, system_presets
-from dse.model.workload import SEARCHABLE_FIELDS, workload_presets
+from dse.model.workload import searchable_value, workload_presets
 from dse.records import SPACE, from_mapping, named_file, read_toml
 
 ParamType = Literal["int", "float", "categorical", "ordinal"]
@@ -227,14 +227,12 @@ def is_workload_param(name: str) -> bool:
 
 
 def _check_workload_param(p: Parameter, source: str) -> None:
-    field_name = p.name.removeprefix(WORKLOAD_PREFIX)
-    if field_name not in SEARCHABLE_FIELDS:
-        raise DseInputError(source, f"parameters.{p.name}", "not a searchable workload field "
-                            f"(searchable: {', '.join(WORKLOAD_PREFIX + f for f in SEARCHABLE_FIELDS)})")
-    if field_name == "global_batch" and (p.type == "float" or any(
-            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in probe_values(p))):
-        raise DseInputError(source, f"parameters.{p.name}", "a global batch is a positive integer: "
-                            "give an int range or integer choices")
+    """Every extreme value of a workload parameter is a valid value of its workload field."""
+    for value in probe_values(p):
+        try:
+            searchable_value(p.name.removeprefix(WORKLOAD_PREFIX), value, source)
+        except DseInputError as exc:
+            raise DseInputError(source, f"parameters.{p.name}", exc.message) from None
 
 
 def _check_keys(space: SearchSpace, source: str) -> None:
