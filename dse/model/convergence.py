@@ -21,6 +21,7 @@ those points with their source; :func:`samples_to_converge` reads the curve:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from dataclasses import dataclass, field
@@ -55,13 +56,14 @@ class ConvergencePoint:
 class ConvergenceCurve:
     """A benchmark's reference convergence points (sorted by batch) and where they come from."""
 
-    name: str
     points: tuple[ConvergencePoint, ...]
     samples_per_epoch: int = field(metadata={"min": 1})
     repository: str = ""
     path: str = ""
     commit: str = ""
     description: str = ""
+    name: str = ""
+    """The curve's key in the file (set on loading)."""
 
     @property
     def source(self) -> str:
@@ -80,18 +82,8 @@ class ConvergenceCurve:
 
 
 @dataclass(frozen=True, slots=True)
-class _CurveFile:
-    points: tuple[ConvergencePoint, ...]
-    samples_per_epoch: int = field(metadata={"min": 1})
-    repository: str = ""
-    path: str = ""
-    commit: str = ""
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class _File:
-    curves: dict[str, _CurveFile]
+    curves: dict[str, ConvergenceCurve]
 
 
 def samples_to_converge(curve: ConvergenceCurve, global_batch: int) -> float | None:
@@ -146,8 +138,7 @@ def _curves() -> dict[str, ConvergenceCurve]:
         points = tuple(sorted(c.points, key=lambda p: p.global_batch))
         if not points or any(not p.epochs_to_converge for p in points):
             raise DseInputError(source, f"curves.{name}.points", "needs points with runs")
-        out[name] = ConvergenceCurve(name, points, c.samples_per_epoch, c.repository, c.path,
-                                     c.commit, c.description)
+        out[name] = dataclasses.replace(c, name=name, points=points)
     return out
 
 
