@@ -84,6 +84,8 @@ THROUGHPUT_EXPONENT: dict[str, int] = {
     "epoch_cost_usd": -1,
     "dataset_time_s": -1,
     "dataset_cost_usd": -1,
+    "time_to_train_s": -1,
+    "cost_to_train_usd": -1,
 }
 """Metrics that move with the calibration, as the power of throughput they are proportional to
 (:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,

@@ -14,6 +14,7 @@ from typing import Any
 
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
+from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
     CostBreakdown,
     Economics,
@@ -21,6 +22,7 @@ from dse.model.cost import (
     capex,
     economics,
     power,
+    to_train,
 )
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
@@ -103,6 +105,16 @@ class Evaluation:
         seconds = samples * step / self.workload.global_batch if 0 < step < math.inf else math.inf
         return seconds, self.economics.usd_per_million_samples * samples / 1e6
 
+    def training_samples(self) -> TrainingSamples:
+        """Samples to train this workload at its batch (its convergence curve, else one epoch)."""
+        wl = self.workload
+        return training_samples(wl.name, wl.convergence, wl.global_batch, wl.samples_per_epoch)
+
+    def to_train(self) -> tuple[float, float]:
+        """Seconds and TCO (USD) to train: :meth:`training_samples` over the throughput."""
+        return to_train(self.training_samples().samples, self.throughput_samples_per_s,
+                        self.economics)
+
     def metrics(self) -> dict[str, float | int | str | bool]:
         """Flat scalar metrics: what objectives, constraints and trial attributes read."""
         memory = self.plan.memory
@@ -130,6 +142,7 @@ class Evaluation:
             "accelerators": self.system.accelerators_total,
             "nodes": self.system.nodes,
             "compute_share": self.compute_share(),
+            **dict(zip(("time_to_train_s", "cost_to_train_usd"), self.to_train(), strict=True)),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +173,9 @@ class Evaluation:
             "dataset_time_s": dataset[0] if dataset else None,
             "dataset_cost_usd": dataset[1] if dataset else None,
         })
+        need = self.training_samples()
+        out.update({"samples_to_train": need.samples, "to_train_basis": need.basis,
+                    "convergence": self.workload.convergence or None})
         return out
 
 

@@ -62,7 +62,7 @@ from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
 from dse.safe_write import write_file
 from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
-from dse.search.encoding import design_system
+from dse.search.encoding import design_system, design_workload
 from dse.search.fingerprint import model_fingerprint
 from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
@@ -437,17 +437,19 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
 
     def _retime(group: list[FrozenTrial]) -> Retiming:
         try:
-            system = design_system(space, group[0].user_attrs.get("design") or {}, catalog)
+            design = group[0].user_attrs.get("design") or {}
+            system = design_system(space, design, catalog)
+            trained = design_workload(space, design, workload)
         except DseInputError:
             return np.zeros(len(ens.members)), math.nan
-        ev = evaluate(workload, system, calib, catalog, memo)
+        ev = evaluate(trained, system, calib, catalog, memo)
         point = ev.throughput_samples_per_s
         if not 0 < point < math.inf:
             return np.zeros(len(ens.members)), math.nan
         key = timing_key(ev)
         d = retimed.get(key)
         if d is None:
-            logs = log_throughputs(workload, system, ev.plan, ens.members, dense)
+            logs = log_throughputs(trained, system, ev.plan, ens.members, dense)
             d = retimed[key] = np.where(np.isfinite(logs), logs - math.log(point), 0.0)
         return d, point
 
