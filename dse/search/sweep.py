@@ -250,6 +250,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "tco_usd_per_year", "usd_per_million_samples", "samples_per_s_per_kusd", "samples_per_s_per_w",
     "energy_per_sample_j", "epoch_time_s", "epoch_cost_usd", "memory_short_gb", "hbm_used_gb",
     "hbm_capacity_gb", "ddr_used_gb", "ddr_capacity_gb", "accelerators", "nodes", "compute_share",
+    "racks", "rack_kw",
 )
 """Numeric metrics of :meth:`dse.model.Evaluation.metrics` written per design."""
 
