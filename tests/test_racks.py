@@ -23,8 +23,10 @@ from dse.model.racks import racks_of
 from dse.model.system import System, load_system
 from dse.model.workload import load_workload
 from dse.outputs.labels import design_phrase
+from dse.search.encoding import design_system
 from dse.search.objectives import METRICS
 from dse.search.runner import run_study
+from dse.search.space import load_space
 from dse.search.spec import StudySpec
 
 WORKLOAD = "mlperf-dlrm-dcnv2"
@@ -195,3 +197,28 @@ max = 132
     for t in trials:
         if t.user_attrs["racks"] > 1:
             assert f"racks = {t.user_attrs['racks']} outside max 1" in t.user_attrs["infeasible_reasons"]
+
+
+def test_a_space_searches_racks_of_rack_scale_systems_and_nodes_of_others(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.toml"
+    path.write_text("""
+name = "mixed"
+base_system = "dgx-b200"
+[parameters.system]
+type = "categorical"
+choices = ["dgx-b200", "gb200-nvl72", "gb300-nvl72"]
+[parameters.nodes]
+type = "int"
+low = 1
+high = 16
+when = { system = ["dgx-b200"] }
+[parameters.racks]
+type = "int"
+low = 1
+high = 4
+when = { system = ["gb200-nvl72", "gb300-nvl72"] }
+""", encoding="utf-8")
+    space = load_space(str(path))
+    assert design_system(space, {"system": "gb300-nvl72", "racks": 3}).nodes == 54
+    assert design_system(space, {"system": "dgx-b200", "nodes": 3}).nodes == 3
+    assert design_phrase({"param:system": "gb200-nvl72", "param:racks": 1}) == "gb200-nvl72, 1 rack"
