@@ -177,7 +177,7 @@ name = "limit"
 metric = "throughput_samples_per_s"
 direction = "maximize"
 [[objectives]]
-metric = "capex_usd"
+metric = "usd_per_million_samples"
 direction = "minimize"
 [[constraints]]
 metric = "racks"
