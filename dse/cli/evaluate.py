@@ -18,6 +18,7 @@ from dse.cli._app import app, check_targets, fail, si, to_json, wide_console, wr
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
+from dse.model.racks import rack_count, rack_phrase, racks_of
 from dse.model.system import load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
@@ -273,11 +274,15 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
     carries its interval)."""
     m = {k: v for k, v in ev.metrics().items() if isinstance(v, int | float)}
     s = ev.system
+    racks = rack_count(s.spec)
+    size = rack_phrase(racks, s.nodes) if racks_of(s.spec) else f"{s.nodes} node(s)"
     console.print(
         f"[bold]{ev.workload.name}[/] on [bold]{s.spec.name or s.accelerator.name}[/]: "
-        f"{s.nodes} node(s) x {s.accelerators_per_node} {s.accelerator.name} "
+        f"{size} x {s.accelerators_per_node} {s.accelerator.name} "
         f"({s.scaleup}, {s.network.topology}); calibration {ev.calibration_version}"
     )
+    if racks:
+        console.print(f"{ev.rack_kw:.1f} kW a rack with every accelerator at TDP")
     status = "[green]feasible[/]" if ev.feasible else "[red]INFEASIBLE[/]: " + "; ".join(ev.reasons)
     console.print(status)
     if ev.what_if:

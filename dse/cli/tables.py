@@ -91,7 +91,8 @@ def _cell(design: DesignRow, column: str, constant: dict[str, Any]) -> str:
         return f"{numbers} {design.baseline}" if design.baseline else numbers
     if column == "design":
         return design_phrase({k: v for k, v in design.values.items()
-                              if k.startswith("param:") and k not in constant})
+                              if k.startswith("param:") and k not in constant},
+                             design.values.get("racks"))
     value = _value(design, column)
     return show(column, value).replace("_", " ") if column == "bottleneck" else show(column, value)
 

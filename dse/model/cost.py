@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dse.model.catalog import Catalog, load_catalog
+from dse.model.racks import rack_count
 from dse.model.system import System
 
 HOURS_PER_YEAR = 8766.0
@@ -76,13 +77,30 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
         "ddr": bundled * n * node.ddr_gb * ddr.usd_per_gb,
         "nics": n * (node.nics * nic_usd + node.frontend_nics * fe_usd),
         "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_usd,
-        "scaleup_switches": (bundled * n * a * cat.scaleup_switch.usd_per_accelerator
-                             if system.scaleup == "switch" else 0.0),
+        "scaleup_switches": _scaleup_switches(system, bundled * cat.scaleup_switch.usd_per_accelerator,
+                                              system.spec.rack.switch_tray_usd),
         "chassis": bundled * n * (cat.chassis.usd_per_node + a * cat.chassis.usd_per_accelerator),
     }
+    parts.update(_rack_shared(system, system.spec.rack.shared_usd))
     network = _network_capex(system, cat)
     parts["network"] = network
     return CostBreakdown(parts_usd=parts, capex_usd=sum(parts.values()), network_capex_usd=network)
+
+
+def _scaleup_switches(system: System, per_accelerator: float, per_tray: float) -> float:
+    """Scale-up switch silicon (USD or W): once per rack where a rack states its switch trays
+    (NVL72: 9 NVLink switch trays), else a share per accelerator on a switched fabric."""
+    trays = rack_count(system.spec) * system.spec.rack.switch_trays
+    if trays:
+        return trays * per_tray
+    return system.accelerators_total * per_accelerator if system.scaleup == "switch" else 0.0
+
+
+def _rack_shared(system: System, per_rack: float) -> dict[str, float]:
+    """The ``rack`` part (USD or W) of a rack-scale system, once per rack; none for other systems
+    (so their breakdowns keep their parts)."""
+    racks = rack_count(system.spec)
+    return {"rack": racks * per_rack} if racks else {}
 
 
 def _pcie_switches(system: System) -> int:
@@ -124,7 +142,6 @@ def power(
     acc = system.accelerator
     n, a = system.nodes, system.accelerators_per_node
     fac = cat.facility
-    bundled = 0.0 if acc.price_includes_system else 1.0
     util = min(max(accelerator_utilisation, 0.0), 1.0)
     idle = acc.idle_w if acc.idle_w is not None else ACCELERATOR_IDLE_FRACTION * acc.tdp_w
     extra_gb = max(system.hbm_bytes / 1e9 - acc.hbm_gb, 0.0)
@@ -139,14 +156,16 @@ def power(
     speed = node.nic_gbit_s / 400.0
     parts = {
         "accelerators": n * a * per_acc,
-        "cpus": n * node.cpu_sockets * system.cpu.tdp_w * cpu_util * bundled,
+        # Drawn even where the accelerator's price covers the CPUs (GB200's Grace: catalog tdp_w).
+        "cpus": n * node.cpu_sockets * system.cpu.tdp_w * cpu_util,
         "ddr": n * node.ddr_gb * cat.ddr[system.cpu.ddr].w_per_gb,
         "nics": n * (node.nics * nic_w + node.frontend_nics * fe_w),
         "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_w,
-        "scaleup_switches": (n * a * cat.scaleup_switch.w_per_accelerator
-                             if system.scaleup == "switch" else 0.0),
+        "scaleup_switches": _scaleup_switches(system, cat.scaleup_switch.w_per_accelerator,
+                                              system.spec.rack.switch_tray_w),
         "chassis": n * cat.chassis.base_w,
     }
+    parts.update(_rack_shared(system, system.spec.rack.shared_w))
     dc = sum(parts.values())
     parts["psu_loss"] = dc * (1.0 / cat.chassis.psu_efficiency - 1.0)
     nic_count = n * node.nics

@@ -25,6 +25,7 @@ from dse.model.cost import (
     to_train,
 )
 from dse.model.placement import Plan, plan_key, plan_placement
+from dse.model.racks import rack_count
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
 from dse.model.system import GB, System
 from dse.model.timing import StepLoads, StepTime, loads_key, step_loads, step_time
@@ -49,6 +50,8 @@ class Evaluation:
     """Every buildability rule's verdict (:mod:`dse.model.rules`); broken ones are also reasons."""
     what_if: tuple[str, ...] = ()
     """What-if parts the design uses (allowed by ``[constraints] hypothetical = true``)."""
+    rack_kw: float = 0.0
+    """Draw of one rack at full accelerator power (kW; :func:`rack_kw`), 0 when not rack-scale."""
 
     @property
     def feasible_without_rules(self) -> bool:
@@ -143,6 +146,9 @@ class Evaluation:
             "nodes": self.system.nodes,
             "compute_share": self.compute_share(),
             **dict(zip(("time_to_train_s", "cost_to_train_usd"), self.to_train(), strict=True)),
+            # Rack-scale systems (dse.model.racks): 0 for a system bought node by node.
+            "racks": rack_count(self.system.spec),
+            "rack_kw": self.rack_kw,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -261,4 +267,16 @@ def evaluate(
         calibration_version=calib.version,
         rules=rules,
         what_if=what_if_parts(system) if system.spec.constraints.hypothetical else (),
+        rack_kw=rack_kw(system, cat),
     )
+
+
+def rack_kw(system: System, catalog: Catalog) -> float:
+    """Wall draw of one rack of a rack-scale system with every accelerator at TDP (kW): what a
+    facility's per-rack power feed must carry (GB200 NVL72: 120-132 kW a rack, NVIDIA datasheet).
+    Nodes, rack parts and their PSU losses; the scale-out switches stand outside the racks."""
+    racks = rack_count(system.spec)
+    if not racks:
+        return 0.0
+    full = power(system, catalog, 1.0)
+    return (full.power_w - full.parts_w["network"]) / racks / 1e3

@@ -72,6 +72,9 @@ MAX_PRICE_USD = 1e9
 dearest single item priced, costs about $3 M, so $1 billion is over 300 of them. Bounded so that
 capex (at most :data:`MAX_ACCELERATORS_TOTAL` parts, about 1e6) and TCO stay finite: a price of
 1e308 printed ``inf`` (issue 30)."""
+MAX_RACK_W = 10e6
+"""Draw of one rack-level part (W): the densest rack announced (NVIDIA Kyber NVL576) is about
+600 kW, so 10 MW is over 16 of them."""
 MAX_SEED = 2**32 - 1
 """Largest sampler seed: NumPy's random generators take seeds in [0, 2**32)."""
 

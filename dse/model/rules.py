@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dse.model.catalog import Accelerator, Catalog, Topology, load_catalog
+from dse.model.racks import nearest_whole, rack_sizes, racks_of
 from dse.model.system import GB, System, gbit_s_to_bytes_s
 
 LANES_PER_DEVICE = 16
@@ -291,11 +292,26 @@ def check_era(system: System, catalog: Catalog) -> RuleCheck:
                      + ", ".join(f"{name} ({y})" for y, name in late))
 
 
+def check_whole_racks(system: System, catalog: Catalog) -> RuleCheck:
+    """``whole_racks``: a rack-scale system's nodes fill whole racks or a fraction a vendor sells
+    (:mod:`dse.model.racks`); the violation is the nodes short of the next such count, per rack."""
+    del catalog  # the rack is the system's
+    spec = system.spec
+    if racks_of(spec) is not None:
+        return RuleCheck("whole_racks", 0.0)
+    sizes = rack_sizes(spec)
+    short = nearest_whole(spec) - spec.nodes
+    sold = " or ".join(str(s) for s in sizes)
+    return _check("whole_racks", short / spec.rack.nodes,
+                  f"{spec.nodes} nodes are not whole racks of {spec.rack.nodes} nodes "
+                  f"(sold as {sold} nodes a rack); {nearest_whole(spec)} would be")
+
+
 RuleFn = Callable[[System, Catalog], RuleCheck]
 _SINGLE_RULES: tuple[RuleFn, ...] = (check_pcie_generation, check_pcie_lanes, check_nic_link,
-                                     check_ddr_capacity, check_hbm, check_era)
+                                     check_ddr_capacity, check_hbm, check_era, check_whole_racks)
 RULE_NAMES = ("fabric_arrangement", "fabric_bandwidth", "pcie_generation", "pcie_lanes", "nic_link",
-              "ddr_capacity", "hbm_capacity", "era")
+              "ddr_capacity", "hbm_capacity", "era", "whole_racks")
 """Every rule, in the order :func:`check_rules` returns them (constraint ``rule:<name>``)."""
 
 

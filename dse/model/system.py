@@ -12,6 +12,7 @@ out default from the accelerator's catalog entry. :func:`resolve_system` turns a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,6 +30,8 @@ from dse.model.limits import (
     MAX_NICS_PER_NODE,
     MAX_NODES,
     MAX_OVERSUBSCRIPTION,
+    MAX_PRICE_USD,
+    MAX_RACK_W,
     positive,
     upto,
 )
@@ -118,6 +121,30 @@ class PodSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class RackSpec:
+    """Nodes bought, powered and counted by the rack (NVL72-class rack-scale systems, :mod:`dse.model.racks`).
+
+    ``nodes = 0`` (the default): nodes are bought one by one and no rack is counted. A rack's
+    parts (NVLink switch trays, other shared gear) are priced and powered once per rack, never per
+    node."""
+
+    nodes: int = field(default=0, metadata=upto(MAX_NODES))
+    """Nodes (compute trays) in a whole rack; NVL72: 18."""
+    fractions: tuple[float, ...] = (1.0,)
+    """Shares of a whole rack a vendor sells as one rack (NVL36: ``[0.5, 1]``); each unit is one rack."""
+    switch_trays: int = field(default=0, metadata=upto(MAX_NODES))
+    """Scale-up switch trays per rack; they replace the per-accelerator scale-up switch share."""
+    switch_tray_w: float = field(default=0.0, metadata=upto(MAX_RACK_W))
+    """Draw of one switch tray (W, DC side)."""
+    switch_tray_usd: float = field(default=0.0, metadata=upto(MAX_PRICE_USD))
+    """Price of one switch tray beyond what the accelerator's price already covers (USD)."""
+    shared_w: float = field(default=0.0, metadata=upto(MAX_RACK_W))
+    """Other rack-level draw (W, DC side): management switches, cooling pumps."""
+    shared_usd: float = field(default=0.0, metadata=upto(MAX_PRICE_USD))
+    """Other rack-level parts not in the accelerator's price (USD): rack, bus bar, CDU."""
+
+
+@dataclass(frozen=True, slots=True)
 class SoftwareSpec:
     """Software capabilities the model assumes (defaults: MLPerf-grade HugeCTR practice)."""
 
@@ -171,6 +198,10 @@ class SystemSpec:
     node: NodeSpec
     network: NetworkSpec = NetworkSpec()
     pod: PodSpec = PodSpec()
+    rack: RackSpec = RackSpec()
+    racks: int | None = field(default=None, metadata=upto(MAX_NODES, 1))
+    """Whole racks (rack-scale systems): sets ``nodes`` to ``racks x rack.nodes``, so a search
+    space can vary racks instead of trays."""
     software: SoftwareSpec = SoftwareSpec()
     constraints: ConstraintsSpec = ConstraintsSpec()
     name: str = ""
@@ -338,13 +369,28 @@ def read_system_data(name_or_path: str) -> tuple[dict[str, Any], str]:
 def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:
     """Validate a system table (as read from TOML), including the cluster-size limit that no single
     field can express (:data:`~dse.model.limits.MAX_ACCELERATORS_TOTAL`)."""
-    spec = from_mapping(SystemSpec, data, source)
+    spec = with_racks(from_mapping(SystemSpec, data, source), source)
     total = spec.nodes * spec.node.accelerators
     if total > MAX_ACCELERATORS_TOTAL:
         raise DseInputError(source, "nodes", f"{spec.nodes:,} nodes of {spec.node.accelerators:,} "
                             f"accelerators make {total:,}; at most {MAX_ACCELERATORS_TOTAL:,} "
                             "accelerators per cluster are supported")
     return spec
+
+
+def with_racks(spec: SystemSpec, source: str) -> SystemSpec:
+    """``spec`` with its rack fractions checked and ``racks`` turned into ``nodes``."""
+    rack = spec.rack
+    for i, share in enumerate(rack.fractions):
+        units = share * rack.nodes
+        if not 0 < share <= 1 or (rack.nodes and not float(units).is_integer()):
+            raise DseInputError(source, f"rack.fractions[{i}]", f"{share:g} of a {rack.nodes}-node "
+                                "rack must be a whole number of nodes, above 0 and at most 1")
+    if spec.racks is None:
+        return spec
+    if rack.nodes == 0:
+        raise DseInputError(source, "racks", "racks needs rack.nodes (nodes in a whole rack)")
+    return dataclasses.replace(spec, nodes=spec.racks * rack.nodes)
 
 
 def load_system_spec(

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dse.model.racks import rack_phrase
+
 
 @dataclass(frozen=True, slots=True)
 class Label:
@@ -58,9 +60,11 @@ LABELS: Mapping[str, Label] = {
     "accelerators": Label("accel.", "accelerators"),
     "compute_share": Label("compute %", "compute and HBM share of the step (fraction)", 100.0),
     "bottleneck": Label("bound by", "bottleneck"),
+    "rack_kw": Label("kW/rack", "rack power at full draw (kW)"),
     # Design parameters (search-space keys; nodes is both).
     "nodes": Label("nodes", "nodes", phrase="{} nodes"),
     "workload.global_batch": Label("batch", "global batch (samples)", phrase="batch {}"),
+    "racks": Label("racks", "racks", phrase="{} racks"),
     "system": Label("system", "system", phrase="{}"),
     "node.accelerator": Label("accelerator", "accelerator", phrase="{}"),
     "node.accelerators": Label("accel./node", "accelerators per node", phrase="{} accelerators"),
@@ -125,14 +129,17 @@ def show(name: str, value: Any) -> str:
     return str(value)
 
 
-def design_phrase(params: Mapping[str, Any]) -> str:
+def design_phrase(params: Mapping[str, Any], racks: Any = None) -> str:
     """A design in words from its parameters (``param:`` prefixes allowed), in the order given:
     ``16 accelerators, 29.2 GB HBM, 2 NICs, 400 Gb/s``; a count and a kind of accelerator read
-    ``8x H100``."""
+    ``8x H100``. ``racks``: the design's ``racks`` metric; a rack-scale design's nodes then read
+    ``2 racks (36 trays)``."""
     named = {k.removeprefix("param:"): v for k, v in params.items()}
     parts = []
     for name, value in named.items():
-        if name == "node.accelerators" and "node.accelerator" in named:
+        if name == "nodes" and racks:
+            parts.append(rack_phrase(int(racks), int(value)))
+        elif name == "node.accelerators" and "node.accelerator" in named:
             parts.append(f"{value}x {named['node.accelerator']}")
         elif name != "node.accelerator" or "node.accelerators" not in named:
             phrase, shown = label(name).phrase, show(name, value)

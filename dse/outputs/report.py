@@ -222,7 +222,8 @@ def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
     """A bar's label: the design in words over ``params`` (those that vary on the front), two
     parts a line, then its trial numbers and baseline name."""
     design = _design(trials[0])
-    parts = design_phrase({p: design[p] for p in params if p in design}).split(", ")
+    parts = design_phrase({p: design[p] for p in params if p in design},
+                          trials[0].user_attrs.get("racks")).split(", ")
     lines = [", ".join(parts[i:i + 2]) for i in range(0, len(parts), 2) if parts[i]]
     base = trials[0].user_attrs.get(BASELINE_KEY)
     lines.append(", ".join(f"#{t.number}" for t in trials) + (f" {base}" if base else ""))

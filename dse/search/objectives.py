@@ -53,6 +53,9 @@ METRICS: dict[str, str] = {
     "nodes": "nodes in the cluster",
     "compute_share": "share of the step on compute and HBM traffic",
     "memory_short_gb": "memory the design lacks to hold the model (GB)",
+    # Rack-scale systems (dse.model.racks); 0 for systems bought node by node.
+    "racks": "racks of a rack-scale system (whole racks or the fractions sold)",
+    "rack_kw": "draw of one rack with every accelerator at TDP (kW), for a facility's rack limit",
 }
 """Metrics objectives and constraints may name (keys of ``Evaluation.metrics()``)."""
 

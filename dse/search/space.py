@@ -250,8 +250,8 @@ def _check_keys(space: SearchSpace, source: str) -> None:
             raise DseInputError(source, f"parameters.{SYSTEM_PARAM}",
                                 f"choice {base!r}: {exc.message}") from None
         for name, p in space.parameters.items():
-            if name == SYSTEM_PARAM:
-                continue
+            if name == SYSTEM_PARAM or base not in p.when.get(SYSTEM_PARAM, (base,)):
+                continue  # a parameter that only exists on other base systems (racks on an NVL72)
             if is_workload_param(name):
                 _check_workload_param(p, source)
                 continue

@@ -251,6 +251,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "energy_per_sample_j", "epoch_time_s", "epoch_cost_usd", "memory_short_gb", "hbm_used_gb",
     "hbm_capacity_gb", "ddr_used_gb", "ddr_capacity_gb", "accelerators", "nodes", "compute_share",
     "time_to_train_s", "cost_to_train_usd",
+    "racks", "rack_kw",
 )
 """Numeric metrics of :meth:`dse.model.Evaluation.metrics` written per design."""
 

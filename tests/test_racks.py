@@ -1,0 +1,224 @@
+"""Rack-scale systems bought, priced, powered and counted by the rack (issue 28, item 2).
+
+GB200/GB300 NVL72 come as racks of 18 compute trays (4 GPUs + 2 Grace each) and 9 NVLink switch
+trays: a tray count that is not whole racks is infeasible, the rack's own parts are priced and
+powered once per rack, the Grace CPUs draw power, ``racks`` and ``rack_kw`` are metrics a facility
+limit can constrain, and designs read ``2 racks (36 trays)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from study_helpers import complete, storage_for
+
+from dse.cli.tables import distinct_designs, print_designs
+from dse.errors import DseInputError
+from dse.model.catalog import load_catalog
+from dse.model.cost import CPU_TRAINING_UTILISATION, capex, power
+from dse.model.evaluate import evaluate
+from dse.model.racks import racks_of
+from dse.model.system import System, load_system
+from dse.model.workload import load_workload
+from dse.outputs.labels import design_phrase
+from dse.search.encoding import design_system
+from dse.search.objectives import METRICS
+from dse.search.runner import run_study
+from dse.search.space import load_space
+from dse.search.spec import StudySpec
+
+WORKLOAD = "mlperf-dlrm-dcnv2"
+
+RACK_FILE = """
+name = "test-nvl"
+nodes = 18
+[node]
+accelerator = "gb200"
+accelerators = 4
+cpu = "grace"
+cpu_sockets = 2
+ddr_gb = 960
+nics = 4
+nic_gbit_s = 400
+scaleup = "switch"
+[pod]
+nodes = 18
+[rack]
+nodes = 18
+fractions = [0.5, 1.0]
+switch_trays = 9
+switch_tray_w = 400
+switch_tray_usd = 5000
+shared_w = 1000
+shared_usd = 20000
+"""
+
+
+def _system(path: Path, nodes: int) -> System:
+    return load_system(str(path), (("nodes", nodes),))
+
+
+@pytest.fixture
+def rack_file(tmp_path: Path) -> Path:
+    path = tmp_path / "test-nvl.toml"
+    path.write_text(RACK_FILE, encoding="utf-8")
+    return path
+
+
+def test_five_trays_of_an_nvl72_are_infeasible_naming_the_rack() -> None:
+    ev = evaluate(load_workload(WORKLOAD), load_system("gb200-nvl72", (("nodes", 5),)))
+    assert not ev.feasible
+    assert ev.rule_violations()["whole_racks"] == pytest.approx(13 / 18)
+    reason = next(r for r in ev.reasons if r.startswith("whole_racks"))
+    assert "5 nodes are not whole racks of 18 nodes" in reason and "18 would be" in reason
+
+
+@pytest.mark.parametrize("preset", ["gb200-nvl72", "gb300-nvl72"])
+def test_whole_racks_are_feasible_and_two_cost_twice_one(preset: str) -> None:
+    wl = load_workload(WORKLOAD)
+    one = evaluate(wl, load_system(preset, (("nodes", 18),)))
+    two = evaluate(wl, load_system(preset, (("nodes", 36),)))
+    assert one.feasible and two.feasible
+    assert (one.metrics()["racks"], two.metrics()["racks"]) == (1, 2)
+    acc = one.system.accelerator
+    # By hand: 72 GPUs a rack at the rack-share price; the switch trays are in that price.
+    assert one.cost.parts_usd["accelerators"] == 72 * acc.price_usd
+    for part, usd in one.cost.parts_usd.items():
+        if part != "network":
+            assert two.cost.parts_usd[part] == pytest.approx(2 * usd), part
+
+
+def test_rack_parts_are_priced_and_powered_once_per_rack(rack_file: Path) -> None:
+    cat = load_catalog()
+    one, two = _system(rack_file, 18), _system(rack_file, 36)
+    # 9 switch trays x 5,000 USD and 20,000 USD of shared parts per rack, whatever the GPU count.
+    assert capex(one, cat).parts_usd["scaleup_switches"] == 9 * 5000
+    assert capex(two, cat).parts_usd["scaleup_switches"] == 2 * 9 * 5000
+    assert capex(two, cat).parts_usd["rack"] == 2 * 20000
+    pw = power(two, cat, 0.61).parts_w
+    assert pw["scaleup_switches"] == 2 * 9 * 400
+    assert pw["rack"] == 2 * 1000
+    total = capex(one, cat).capex_usd - capex(one, cat).network_capex_usd
+    assert capex(two, cat).capex_usd - capex(two, cat).network_capex_usd == pytest.approx(2 * total)
+
+
+def test_fractions_a_vendor_sells(rack_file: Path) -> None:
+    assert [racks_of(_system(rack_file, n).spec) for n in (9, 18, 27, 36, 45)] == [1, 1, 2, 2, 3]
+    assert [racks_of(_system(rack_file, n).spec) for n in (5, 10, 20)] == [None, None, None]
+    half = _system(rack_file, 9)
+    assert capex(half, load_catalog()).parts_usd["rack"] == 20000  # a half rack is a rack
+
+
+def test_a_fraction_that_is_not_whole_trays_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(RACK_FILE.replace("[0.5, 1.0]", "[0.3, 1.0]"), encoding="utf-8")
+    with pytest.raises(DseInputError, match=r"rack\.fractions\[0\]"):
+        load_system(str(path))
+
+
+def test_racks_key_sets_whole_racks_and_needs_a_rack() -> None:
+    assert load_system("gb300-nvl72", (("racks", 3),)).nodes == 54
+    with pytest.raises(DseInputError, match=r"racks needs rack\.nodes"):
+        load_system("dgx-h100", (("racks", 2),))
+
+
+def test_grace_cpus_draw_power() -> None:
+    system = load_system("gb200-nvl72")
+    cpu_w = power(system, load_catalog(), 0.61).parts_w["cpus"]
+    # 18 trays x 2 Grace x 250 W (catalog cpu.grace tdp_w) x the training share of TDP.
+    assert cpu_w == 18 * 2 * 250 * CPU_TRAINING_UTILISATION == 4500
+    assert capex(system).parts_usd["cpus"] == 0  # their price is in the rack share
+
+
+def test_rack_kw_is_one_rack_at_full_draw_within_the_datasheet() -> None:
+    wl = load_workload(WORKLOAD)
+    one = evaluate(wl, load_system("gb200-nvl72"))
+    two = evaluate(wl, load_system("gb200-nvl72", (("nodes", 36),)))
+    full = power(one.system, load_catalog(), 1.0)
+    assert one.rack_kw == pytest.approx((full.power_w - full.parts_w["network"]) / 1e3)
+    assert two.rack_kw == pytest.approx(one.rack_kw)
+    assert 120 <= one.rack_kw <= 132  # NVIDIA GB200 NVL72 datasheet: 120-132 kW a rack
+    dgx = evaluate(wl, load_system("dgx-h100")).metrics()
+    assert (dgx["racks"], dgx["rack_kw"]) == (0, 0.0)
+    assert {"racks", "rack_kw"} <= set(METRICS)
+
+
+def test_labels_say_racks() -> None:
+    assert design_phrase({"param:nodes": 36, "param:node.nics": 4}, 2) == "2 racks (36 trays), 4 NICs"
+    assert design_phrase({"param:nodes": 18}, 1) == "1 rack (18 trays)"
+    assert design_phrase({"param:nodes": 16}, 0) == "16 nodes"
+
+    rows = [{"number": 3, "param:nodes": 36, "param:node.nic_gbit_s": 800, "racks": 2, "capex_usd": 1.0},
+            {"number": 4, "param:nodes": 18, "param:node.nic_gbit_s": 400, "racks": 1, "capex_usd": 2.0}]
+    console = Console(width=80, record=True)
+    print_designs(console, distinct_designs(rows, [("capex_usd", "minimize")]), ["trials", "design"],
+                  "front")
+    text = console.export_text()
+    assert "2 racks (36 trays)" in text and "1 rack (18 trays)" in text and "nodes" not in text
+
+
+def test_a_study_limited_to_one_rack_has_no_design_above_one(tmp_path: Path) -> None:
+    (tmp_path / "racks.toml").write_text("""
+name = "racks"
+base_system = "gb200-nvl72"
+[parameters.racks]
+type = "int"
+low = 1
+high = 3
+[parameters."node.nic_gbit_s"]
+type = "ordinal"
+choices = [400, 800]
+""", encoding="utf-8")
+    (tmp_path / "limit.toml").write_text("""
+name = "limit"
+[[objectives]]
+metric = "throughput_samples_per_s"
+direction = "maximize"
+[[objectives]]
+metric = "usd_per_million_samples"
+direction = "minimize"
+[[constraints]]
+metric = "racks"
+max = 1
+[[constraints]]
+metric = "rack_kw"
+max = 132
+""", encoding="utf-8")
+    spec = StudySpec(name="racks", workload=WORKLOAD, space=str(tmp_path / "racks.toml"),
+                     objectives=str(tmp_path / "limit.toml"), budget=12, sampler="random", seed=1,
+                     storage=storage_for(tmp_path, "journal", "racks"))
+    study = run_study(spec)
+    trials = complete(study)
+    assert {t.user_attrs["racks"] for t in trials} >= {1, 2}  # the limit had something to refuse
+    feasible = [t for t in trials if t.user_attrs["feasible"]]
+    assert feasible and all(t.user_attrs["racks"] == 1 for t in feasible)
+    for t in trials:
+        if t.user_attrs["racks"] > 1:
+            assert f"racks = {t.user_attrs['racks']} outside max 1" in t.user_attrs["infeasible_reasons"]
+
+
+def test_a_space_searches_racks_of_rack_scale_systems_and_nodes_of_others(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.toml"
+    path.write_text("""
+name = "mixed"
+base_system = "dgx-b200"
+[parameters.system]
+type = "categorical"
+choices = ["dgx-b200", "gb200-nvl72", "gb300-nvl72"]
+[parameters.nodes]
+type = "int"
+low = 1
+high = 16
+when = { system = ["dgx-b200"] }
+[parameters.racks]
+type = "int"
+low = 1
+high = 4
+when = { system = ["gb200-nvl72", "gb300-nvl72"] }
+""", encoding="utf-8")
+    space = load_space(str(path))
+    assert design_system(space, {"system": "gb300-nvl72", "racks": 3}).nodes == 54
+    assert design_system(space, {"system": "dgx-b200", "nodes": 3}).nodes == 3
+    assert design_phrase({"param:system": "gb200-nvl72", "param:racks": 1}) == "gb200-nvl72, 1 rack"
