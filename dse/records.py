@@ -237,6 +237,27 @@ WORKLOAD = FileKind("workload preset", "workloads", PACKAGE_DIR / "data" / "work
 SYSTEM = FileKind("system preset", "systems", PACKAGE_DIR / "data" / "systems")
 
 
+KINDS = {"system": SYSTEM, "workload": WORKLOAD, "space": SPACE, "objectives": OBJECTIVES,
+         "study": STUDY}
+"""The kinds of file a user names, by the word ``dse show KIND NAME`` takes."""
+
+
+def origin(path: Path, kind: FileKind) -> str:
+    """Where a resolved file came from, in words: ``packaged system preset dgx-h100 (PATH)`` or
+    ``your file PATH`` (a copy under ``./systems`` or a path given)."""
+    if kind.is_builtin(path):
+        return f"packaged {kind.noun.removesuffix(' preset')} preset {path.stem} ({path.resolve()})"
+    return f"your file {path.resolve()}"
+
+
+def shown_text(name_or_path: str, kind: FileKind) -> str:
+    """A file as ``dse show`` prints it: one comment line saying where it came from, then the
+    file as it is (comments kept), so the output saved as a file loads back to the same thing."""
+    path = named_file(name_or_path, kind)
+    text = read_named(path, kind).text
+    return f"# {origin(path, kind)}\n{text}" + ("" if text.endswith("\n") else "\n")
+
+
 def named_file(name_or_path: str, kind: FileKind) -> Path:
     """The TOML file a user named, by one lookup order for every kind of file.
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from study_helpers import write_study
 from typer.testing import CliRunner
 
 from dse.cli import app
@@ -21,8 +22,6 @@ from dse.records import SYSTEM, named_beside, table_digest
 from dse.search.attribute_keys import CONTENTS_KEY
 from dse.search.space import load_space
 from dse.search.spec import as_recorded, load_study_spec, study_space
-
-from study_helpers import write_study
 
 runner = CliRunner()
 PACKAGED = (SYSTEM.builtin / "dgx-h100.toml").read_text(encoding="utf-8")

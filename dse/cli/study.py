@@ -134,13 +134,18 @@ def _storage_errors(where: str = "") -> Iterator[None]:
 @app.command("init")
 def init_cmd(
     folder: Annotated[Path, typer.Argument(help="Folder for the files (created).")] = Path("my-dse"),
+    start: Annotated[str | None, typer.Option(
+        "--from", help="The study to start from: a packaged study (dse list studies; zion-2020 "
+        "for the 2019 Zion question), one under ./studies, or a study file. Default: "
+        "todays-hardware (today's nodes on MLPerf DLRM-DCNv2).")] = None,
 ) -> None:
-    """Copy the example study, its workload, search space and objectives, and a user catalog into
-    a folder for editing, and print the command that runs it."""
-    from dse.search.init_folder import write_starter
+    """Copy a study (today's nodes on DLRM-DCNv2 unless --from names another), its workload,
+    search space and objectives, and a user catalog into a folder for editing, and print the
+    command that runs it."""
+    from dse.search.init_folder import INIT_STUDY, write_starter
 
     try:
-        starter = write_starter(folder)
+        starter = write_starter(folder, start or INIT_STUDY)
     except DseInputError as exc:
         fail(str(exc))
         return
