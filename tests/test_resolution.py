@@ -19,7 +19,7 @@ from dse.cli import app
 from dse.errors import DseInputError
 from dse.model.system import load_system_spec
 from dse.records import SYSTEM, named_beside, table_digest
-from dse.search.attribute_keys import CONTENTS_KEY
+from dse.search.attribute_keys import CHANGES_KEY, CONTENTS_KEY
 from dse.search.space import load_space
 from dse.search.spec import as_recorded, load_study_spec, study_space
 
@@ -96,7 +96,7 @@ def test_two_folders_with_one_name_refuse_with_one_line(tmp_path: Path,
     code, out = _run(eight, "--force")
     assert code == 0, out
     study = _stored(journal)
-    change = study.user_attrs["dse:changes"][-1]
+    change = study.user_attrs[CHANGES_KEY][-1]
     assert change["changed"] == ["system dgx-h100"] and change["from_trial"] == 2
     assert "accelerators = 8" in _contents(journal)["system dgx-h100"]["text"]
 
