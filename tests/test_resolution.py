@@ -7,6 +7,7 @@ and rebuild designs from what the study recorded. All with real files in tempora
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -18,10 +19,10 @@ from typer.testing import CliRunner
 from dse.cli import app
 from dse.errors import DseInputError
 from dse.model.system import load_system_spec
-from dse.records import SYSTEM, named_beside, table_digest
+from dse.records import SYSTEM, WORKLOAD, named_beside, table_digest
 from dse.search.attribute_keys import CHANGES_KEY, CONTENTS_KEY
 from dse.search.space import load_space
-from dse.search.spec import as_recorded, load_study_spec, study_space
+from dse.search.spec import as_recorded, load_study_spec, study_space, study_workload
 
 runner = CliRunner()
 PACKAGED = (SYSTEM.builtin / "dgx-h100.toml").read_text(encoding="utf-8")
@@ -186,3 +187,28 @@ def test_a_project_layout_finds_its_systems_folder(tmp_path: Path,
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")
     assert load_space(str(tmp_path / "search_spaces" / "x.toml")).base_spec().node.accelerators == 4
+
+
+def test_a_workload_name_beside_the_study_and_its_change_named_with_both_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shipped = (WORKLOAD.builtin / "mlperf-dlrm-v1.toml").read_text(encoding="utf-8")
+    journal = tmp_path / "two.journal"
+    studies = []
+    for folder, batch in (("a", 32768), ("b", 65536)):
+        project = tmp_path / folder
+        _project(project, 8, journal)
+        (project / "workloads").mkdir()
+        text = re.sub(r"(?m)^global_batch = \d+", f"global_batch = {batch}", shipped)
+        assert text != shipped
+        (project / "workloads" / "mine.toml").write_text(text, encoding="utf-8")
+        study = project / "study.toml"
+        study.write_text(study.read_text().replace('"mlperf-dlrm-v1"', '"mine"'), encoding="utf-8")
+        studies.append(study)
+    monkeypatch.chdir(tmp_path)
+    assert study_workload(load_study_spec(str(studies[0]))).global_batch == 32768
+    assert _run(studies[0])[0] == 0
+    code, out = _run(studies[1])
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert out.startswith("dse: error: two: workload: differs from what the stored study was "
+                          f"created with (workload: {(tmp_path / 'b' / 'workloads' / 'mine.toml').resolve()}")
+    assert f"recorded: {(tmp_path / 'a' / 'workloads' / 'mine.toml').resolve()} (sha256 " in out

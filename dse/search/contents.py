@@ -42,13 +42,19 @@ def contents_json(contents: dict[str, NamedFile]) -> str:
 def moved_systems(recorded: str | None, current: dict[str, NamedFile]) -> dict[str, dict[str, str]]:
     """The systems that resolve now to other content than the study ``recorded`` (its
     ``dse:contents``, if any), by label: ``{"from": "PATH (sha256 ...)", "to": ...}``."""
+    return moved(recorded, {k: v for k, v in current.items() if k.startswith(SYSTEM_LABEL)})
+
+
+def moved(recorded: str | None, current: dict[str, NamedFile]) -> dict[str, dict[str, str]]:
+    """The files of ``current`` whose content differs from what the study ``recorded``, by label
+    (a label the study did not record is not compared)."""
     if not recorded:
         return {}
     old: dict[str, dict[str, str]] = json.loads(recorded)
     out: dict[str, dict[str, str]] = {}
     for label, now in current.items():
         was = old.get(label)
-        if label.startswith(SYSTEM_LABEL) and was is not None and was["sha256"] != now.digest:
+        if was is not None and was["sha256"] != now.digest:
             out[label] = {"from": f"{was['path']} (sha256 {was['sha256'][:12]})",
                           "to": f"{now.path} (sha256 {now.digest[:12]})"}
     return out
@@ -60,3 +66,10 @@ def moved_message(moved: dict[str, dict[str, str]]) -> str:
              for label, m in moved.items()]
     return ("; ".join(parts) + "; the results would mix two machines under one name (rerun with "
             "--force to continue anyway: the change is recorded)")
+
+
+def where_from(recorded: str | None, current: dict[str, NamedFile], labels: list[str]) -> str:
+    """For a refused definition change: which of the files ``labels`` (``workload``, ``space``...)
+    now hold other content than recorded, and where each was and is (empty when none)."""
+    found = moved(recorded, {k: v for k, v in current.items() if k in labels})
+    return "".join(f" ({label}: {m['to']}; recorded: {m['from']})" for label, m in found.items())

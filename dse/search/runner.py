@@ -53,7 +53,7 @@ from dse.search.attribute_keys import (
     VERSION_KEY,
     WORKLOAD_KEY,
 )
-from dse.search.contents import contents_json, moved_message, moved_systems, study_contents
+from dse.search.contents import contents_json, moved_message, moved_systems, study_contents, where_from
 from dse.search.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.encoding import encode_design, grid_of
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
@@ -186,11 +186,12 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
                             f"stored study's {[d.name.lower() for d in study.directions]}, which "
                             "cannot change (not even with --force): start a new study (another "
                             "name or storage)")
+    contents = study_contents(spec)
     if changed and not force:
         raise DseInputError(spec.name, ", ".join(changed),
-                            "differs from what the stored study was created with; "
+                            "differs from what the stored study was created with"
+                            f"{where_from(attrs.get(CONTENTS_KEY), contents, changed)}; "
                             "rerun with --force to continue anyway (the change is recorded)")
-    contents = study_contents(spec)
     systems_moved = moved_systems(attrs.get(CONTENTS_KEY), contents)
     if systems_moved and not force:
         raise DseInputError(spec.name, "space", moved_message(systems_moved))
