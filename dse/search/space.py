@@ -47,9 +47,9 @@ ParamType = Literal["int", "float", "categorical", "ordinal"]
 Scalar = int | float | str | bool
 SYSTEM_PARAM = "system"
 """The parameter that chooses the base system per design (a categorical over system presets)."""
+"""``search_spaces/`` of the checkout (spaces are project files, not package data)."""
 SYSTEM_LABEL = "system "
 """How a study's record of a system is labelled (``system dgx-h100``: the name the space gives)."""
-"""``search_spaces/`` of the checkout (spaces are project files, not package data)."""
 
 
 @dataclass(frozen=True, slots=True)
