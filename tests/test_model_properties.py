@@ -374,7 +374,7 @@ def test_larger_batch_can_spill_tables_to_host() -> None:
     old = evaluate(wl, d.system_())
     new = evaluate(with_batch(wl, wl.global_batch * 2), d.system_())
     assert old.feasible_without_rules and new.feasible_without_rules
-    assert new.plan.activation_bytes_per_device > old.plan.activation_bytes_per_device
+    assert new.plan.memory.activation_bytes_per_device > old.plan.memory.activation_bytes_per_device
     host = [sum(s.footprint_bytes for s in ev.plan.shards if s.tier != "hbm") for ev in (old, new)]
     assert host[1] > host[0]
 

@@ -30,7 +30,7 @@ def test_alltoall_fabric_ordering_for_a_fixed_plan(workload: str, gb_s: float) -
     t = {}
     for topo in ("switch", "fully_connected", "hybrid_cube_mesh", "ring"):
         sysm = load_system("dgx-a100", fabric(topo, gb_s))
-        t[topo] = alltoall_times(wl, plan, sysm, calib)["a2a_fabric"]
+        t[topo] = alltoall_times(wl, plan, sysm, calib).fabric
     assert t["switch"] > 0
     # On 8 devices a switch and a full mesh both reach the injection bound ...
     assert t["switch"] == pytest.approx(t["fully_connected"], rel=1e-12)
@@ -65,8 +65,8 @@ def test_scaleup_none_goes_through_pcie() -> None:
     pcie = load_system("dgx-a100", (("node.scaleup", "none"),))
     assert pcie.scaleup == "none" and pcie.scaleup_bytes_s == 0.0
     plan = plan_placement(wl, nvlink)
-    t_nv = alltoall_times(wl, plan, nvlink, calib)["a2a_fabric"]
-    t_pcie = alltoall_times(wl, plan, pcie, calib)["a2a_fabric"]
+    t_nv = alltoall_times(wl, plan, nvlink, calib).fabric
+    t_pcie = alltoall_times(wl, plan, pcie, calib).fabric
     assert t_pcie > 5 * t_nv
     assert evaluate(wl, pcie).step_time_s > evaluate(wl, nvlink).step_time_s
 

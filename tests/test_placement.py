@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
 from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
-from dse.model.placement.partitioning import _place_group, balanced_runs
+from dse.model.placement.partitioning import DeviceState, _place_group, balanced_runs
 from dse.model.system import System, load_system
 from dse.model.timing import step_loads
 from dse.model.workload import Workload, load_workload
@@ -159,7 +159,7 @@ def test_balanced_assign_matches_a_plain_search(
     want = reference_balanced_assign(mem, comm, sizes, caps, load_mem, load_comm)
     lm, lc = list(load_mem), list(load_comm)
     assert balanced_assign(mem, comm, sizes, caps, lm, lc) == want
-    group = _place_group(mem, comm, sizes, list(caps), list(load_mem), list(load_comm))
+    group = _place_group(mem, comm, sizes, DeviceState(list(caps), list(load_mem), list(load_comm)))
     assert group == (None if None in want else want)
 
 
@@ -191,7 +191,7 @@ def test_balanced_runs_place_runs_as_their_items_one_by_one(
         first += k
     out = [-1] * (first + 2)
     lm, lc = list(load_mem), list(load_comm)
-    balanced_runs(batch, list(caps), lm, lc, out)
+    balanced_runs(batch, DeviceState(list(caps), lm, lc), out)
     assert out[:3] == [-1] * 3 and out[first:] == [-1, -1]
     assert [None if d < 0 else d for d in out[3:first]] == want
 
@@ -287,11 +287,11 @@ def test_groups_are_the_shards_grouped(
         for d in devices:
             assert plan.shards[i] == shard._replace(device=d)
             i += 1
-    rebuilt = Plan(shards=plan.shards, **{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
-                                          if f.name not in ("group_shards", "group_devices")
-                                          and not f.name.startswith("_")})
+    rebuilt = Plan(plan.shards, **{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
+                                   if f.name not in ("group_shards", "group_devices")
+                                   and not f.name.startswith("_")})
     assert rebuilt == plan and rebuilt.groups == plan.groups and rebuilt.shards == plan.shards
-    assert dataclasses.replace(plan, feasible=plan.feasible) == plan
+    assert dataclasses.replace(plan, reason=plan.reason) == plan
     calib = load_calibration()
     assert step_loads(wl, sysm, rebuilt, calib) == step_loads(wl, sysm, plan, calib)
     if sysm.accelerators_total >= 16:
@@ -304,13 +304,13 @@ def test_feasible_plans_fit_their_memory(
 ) -> None:
     _, _, plan = _plan(wl_name, sys_name, ov)
     if not plan.feasible:
-        assert plan.reason and plan.memory_short_bytes > 0
+        assert plan.reason and plan.memory.short_bytes > 0
         return
-    assert plan.memory_short_bytes == 0
-    for used in plan.hbm_used_bytes:
-        assert used <= plan.hbm_capacity_bytes * (1 + 1e-9)
-    for used in plan.ddr_used_bytes:
-        assert used <= plan.ddr_capacity_bytes * (1 + 1e-9)
+    assert plan.memory.short_bytes == 0
+    for used in plan.memory.hbm_used_bytes:
+        assert used <= plan.memory.hbm_capacity_bytes * (1 + 1e-9)
+    for used in plan.memory.ddr_used_bytes:
+        assert used <= plan.memory.ddr_capacity_bytes * (1 + 1e-9)
     # Tables in HBM on each device (plus dense and activations) fit; footprints are what the
     # shards say.
     hbm_tables = [0.0] * plan.devices
@@ -318,7 +318,7 @@ def test_feasible_plans_fit_their_memory(
         if s.tier == "hbm" and s.device >= 0:
             hbm_tables[s.device] += s.footprint_bytes
     for d in range(plan.devices):
-        assert hbm_tables[d] <= plan.hbm_used_bytes[d] * (1 + 1e-9)
+        assert hbm_tables[d] <= plan.memory.hbm_used_bytes[d] * (1 + 1e-9)
 
 
 def test_replicated_tables_are_small_and_everywhere() -> None:
@@ -383,7 +383,7 @@ def test_all_hbm_against_host_ddr_is_much_slower() -> None:
         host_tables = {s.table for s in ddr.plan.shards if s.tier in ("host", "cache")}
         # The three 38-40M-row tables (C1, C10, C20 = index 0, 9, 19) cannot sit in 0.9 GB of HBM.
         assert {0, 9, 19} <= host_tables
-        assert max(ddr.plan.ddr_used_bytes) > 0
+        assert max(ddr.plan.memory.ddr_used_bytes) > 0
         assert hbm.step_time_s * slower <= ddr.step_time_s
 
 
@@ -401,7 +401,7 @@ def test_model_that_fits_nowhere_is_infeasible_not_an_error() -> None:
     short_gb = float(m.group(1))
     assert short_gb > 23_000
     assert ev.metrics()["memory_short_gb"] == pytest.approx(short_gb, rel=1e-3)
-    assert ev.plan.memory_short_bytes > 0
+    assert ev.plan.memory.short_bytes > 0
 
 
 def test_dense_model_too_big_for_hbm_is_infeasible() -> None:

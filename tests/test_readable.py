@@ -63,12 +63,12 @@ def test_plan_devices_match_the_step() -> None:
     wl, sysm = load_workload("mlperf-dlrm-dcnv2"), load_system("dgx-h100", (("nodes", 16),))
     ev = evaluate(wl, sysm)
     summary = plan_summary(ev, load_calibration())
-    st = ev.timing.stages_s
-    emb = max(st["emb_fwd"], st["host_fwd"]) + max(st["emb_bwd"], st["host_bwd"])
+    st = ev.timing.stages
+    emb = max(st.emb_fwd, st.host_fwd) + max(st.emb_bwd, st.host_bwd)
     assert max(d.embedding_s for d in summary.devices) == pytest.approx(emb, rel=1e-12)
-    a2a = 2 * max(st["a2a_fabric"], st["a2a_network"])
+    a2a = 2 * max(st.a2a_fabric, st.a2a_network)
     assert max(d.alltoall_s for d in summary.devices) == pytest.approx(a2a, rel=1e-12)
-    assert [d.hbm_used_gb * 1e9 for d in summary.devices] == pytest.approx(ev.plan.hbm_used_bytes)
+    assert [d.hbm_used_gb * 1e9 for d in summary.devices] == pytest.approx(ev.plan.memory.hbm_used_bytes)
 
 
 def test_plan_host_tiers() -> None:
@@ -272,7 +272,7 @@ def test_step_from_stages_reproduces_every_preset() -> None:
         for system in ("dgx-h100", "zion", "a100-pcie-x4", "gb200-nvl72"):
             for over in ((("nodes", 4),), (("nodes", 2), ("software.bottom_mlp_on_one_device", True))):
                 ev = evaluate(load_workload(workload), load_system(system, over))
-                assert step_from_stages(ev.timing.stages_s, bottom_mlp_leads(ev)) == ev.step_time_s
+                assert step_from_stages(ev.timing.stages, bottom_mlp_leads(ev)) == ev.step_time_s
                 faster = what_if(ev)
                 assert all(t <= ev.step_time_s for t in faster.values())
                 # A stage off the critical path gains nothing.

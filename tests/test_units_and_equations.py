@@ -25,7 +25,8 @@ from dse.model.estimators import (
     zipf_hit_rate,
 )
 from dse.model.evaluate import evaluate
-from dse.model.placement import Plan, Shard
+from dse.model.placement import Plan, PlanMemory, Shard
+from dse.model.stages import Stage, StageCosts
 from dse.model.system import gbit_s_to_bytes_s, load_system
 from dse.model.timing import (
     allreduce_time,
@@ -50,13 +51,9 @@ def make_plan(devices: int, shards: tuple[Shard, ...] = (), replicated: float = 
     return Plan(
         shards=shards,
         devices=devices,
-        hbm_used_bytes=(0.0,) * devices,
-        hbm_capacity_bytes=80e9,
-        ddr_used_bytes=(0.0,),
-        ddr_capacity_bytes=1e12,
-        dense_bytes_per_device=0.0,
-        activation_bytes_per_device=0.0,
-        feasible=True,
+        memory=PlanMemory(hbm_used_bytes=(0.0,) * devices, hbm_capacity_bytes=80e9,
+                          ddr_used_bytes=(0.0,), ddr_capacity_bytes=1e12, dense_bytes_per_device=0.0,
+                          activation_bytes_per_device=0.0),
         replicated_grad_elements=replicated,
     )
 
@@ -184,17 +181,15 @@ def test_flat_key_exchange_by_hand() -> None:
 def test_flat_key_exchange_hides_behind_the_middle_only() -> None:
     # The tree puts the exchange beside the middle (interaction + top MLP fwd/bwd): it costs the
     # step only what it has beyond the middle. Middle = 300 + 500 - 0 = 800 us.
-    t = dict.fromkeys(("emb_fwd", "host_fwd", "a2a_fabric", "a2a_network", "emb_bwd", "host_bwd",
-                       "bottom_fwd", "bottom_bwd", "allreduce_exposed", "optimizer", "overhead"), 0.0)
-    t.update(top_fwd=300e-6, top_bwd=500e-6, a2a_network=100e-6, optimizer=50e-6)
+    t = StageCosts.zero()._replace(top_fwd=300e-6, top_bwd=500e-6, a2a_network=100e-6, optimizer=50e-6)
     base, _, _ = critical(step_tree(t))  # 100 + 800 + 100 + 50 = 1050 us
     assert base == pytest.approx(1050e-6, rel=1e-12)
-    hidden, _, _ = critical(step_tree({**t, "keys_network": 700e-6}))
+    hidden, _, _ = critical(step_tree(t._replace(keys_network=700e-6)))
     assert hidden == pytest.approx(1050e-6, rel=1e-12)
-    exposed, attr, path = critical(step_tree({**t, "keys_network": 1000e-6}))
+    exposed, attr, path = critical(step_tree(t._replace(keys_network=1000e-6)))
     # 100 + max(800, 1000) + 100 + 50 = 1250 us; the extra 200 us are network all-to-all time.
     assert exposed == pytest.approx(1250e-6, rel=1e-12)
-    assert attr["alltoall_network"] == pytest.approx(1200e-6, rel=1e-12)
+    assert attr[Stage.alltoall_network] == pytest.approx(1200e-6, rel=1e-12)
     assert "key all-to-all, next step (prefetch stream)" in path
 
 

@@ -58,6 +58,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation
 from dse.model.placement import Plan, plan_placement
+from dse.model.stages import DenseTimes
 from dse.model.system import System
 from dse.model.timing import loads_key, recalibrated_loads, step_loads, step_time
 from dse.model.workload import Workload
@@ -83,6 +84,8 @@ THROUGHPUT_EXPONENT: dict[str, int] = {
     "epoch_cost_usd": -1,
     "dataset_time_s": -1,
     "dataset_cost_usd": -1,
+    "time_to_train_s": -1,
+    "cost_to_train_usd": -1,
 }
 """Metrics that move with the calibration, as the power of throughput they are proportional to
 (:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,
@@ -241,7 +244,7 @@ def build_ensemble(
 # --- intervals ---------------------------------------------------------------------------------
 
 
-DenseCache = dict[tuple[object, ...], dict[str, float]]
+DenseCache = dict[tuple[object, ...], DenseTimes]
 """Dense stage times by (member, :func:`~dse.model.timing.loads_key`, devices): shared by the
 designs of one study that run the same accelerators on the same batch share."""
 

@@ -184,7 +184,7 @@ def compare_cmd(
 def _trial_pair(study: str, storage: str | None, first: str,
                 second: str) -> tuple[tuple[Evaluation, Evaluation], tuple[str, str]]:
     """The evaluations of two trials of ``study`` (rebuilt from their designs, current calibration)."""
-    from dse.search.encoding import design_system
+    from dse.search.encoding import design_system, design_workload
     from dse.search.results import load_stored_study
     from dse.search.spec import as_recorded, load_study_spec, study_catalog, study_space, study_workload
 
@@ -199,7 +199,9 @@ def _trial_pair(study: str, storage: str | None, first: str,
         if trial is None or "design" not in trial.user_attrs:
             raise DseInputError(spec.name, "", f"no scored trial {given!r} (give trial numbers, as "
                                 "dse pareto lists them)")
-        out.append(evaluate(wl, design_system(space, trial.user_attrs["design"], cat), catalog=cat))
+        design = trial.user_attrs["design"]
+        out.append(evaluate(design_workload(space, design, wl), design_system(space, design, cat),
+                            catalog=cat))
     return (out[0], out[1]), (f"trial {first}", f"trial {second}")
 
 
@@ -326,6 +328,9 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
         f"{_span(iv, 'energy_per_sample_j', m['energy_per_sample_j'], lambda v: f'{v * 1e3:.3f}')}"
     )
     console.print(training_line(ev, iv))
+    to_train = to_train_line(ev, iv)
+    if to_train:
+        console.print(to_train)
     if iv is not None:
         lo, hi = iv.relative
         point = iv.throughput_samples_per_s
@@ -401,6 +406,19 @@ def training_line(ev: Evaluation, iv: PredictionInterval | None = None) -> str:
     return (f"one epoch of its dataset ({ev.workload.samples_per_epoch:,} samples) in "
             f"{duration(seconds)}{_span(iv, 'dataset_time_s', seconds, duration)} for "
             f"{human_number(usd)} USD{_span(iv, 'dataset_cost_usd', usd, human_number)}")
+
+
+def to_train_line(ev: Evaluation, iv: PredictionInterval | None = None) -> str:
+    """Time and TCO to train to the target quality (the workload's convergence curve at its batch,
+    else one epoch, with ``iv`` their intervals), and where the sample count comes from; or why
+    there is none; empty when :func:`training_line` has said so already (no curve, no dataset)."""
+    need = ev.training_samples()
+    if need.samples is None:
+        return f"no time to train: {need.basis}" if need.on_curve else ""
+    seconds, usd = ev.to_train()
+    return (f"to train: {human_number(need.samples)} samples in {duration(seconds)}"
+            f"{_span(iv, 'time_to_train_s', seconds, duration)} for {human_number(usd)} USD"
+            f"{_span(iv, 'cost_to_train_usd', usd, human_number)}; {need.basis}")
 
 
 PART_KINDS = ("accelerators", "cpus", "nics", "switches")

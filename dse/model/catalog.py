@@ -77,6 +77,13 @@ class Accelerator:
     memory_type: str
     source: str
     price_source: str
+    vendor: str = ""
+    """Vendor key a user catalog's ``[discounts]`` names (lower case); empty: the first word of
+    ``name`` (NVIDIA, AMD, Intel)."""
+    price_low_usd: float | None = field(default=None, metadata=PRICE)
+    price_high_usd: float | None = field(default=None, metadata=PRICE)
+    """Range of ``price_usd`` a user catalog states (a quote's spread); the robust front and the
+    case studies draw the price within it. ``None``: no range (their default spread)."""
     idle_w: float | None = None
     """Idle power; when absent the power model uses its idle fraction of TDP."""
     compute_units: int = field(default=0, metadata={"min": 0})
@@ -125,6 +132,13 @@ class Cpu:
     price_usd: float = field(metadata=PRICE)
     source: str
     price_source: str
+    vendor: str = ""
+    """Vendor key a user catalog's ``[discounts]`` names (lower case); empty: the first word of
+    ``name`` (NVIDIA, AMD, Intel)."""
+    price_low_usd: float | None = field(default=None, metadata=PRICE)
+    price_high_usd: float | None = field(default=None, metadata=PRICE)
+    """Range of ``price_usd`` a user catalog states (a quote's spread); the robust front and the
+    case studies draw the price within it. ``None``: no range (their default spread)."""
     assumed: tuple[str, ...] = ()
 
 
@@ -168,6 +182,13 @@ class Nic:
     available: int = field(metadata={"min": 2000})
     """Year NICs of this speed were first on sale."""
     source: str
+    vendor: str = ""
+    """Vendor key a user catalog's ``[discounts]`` names (lower case); empty: none (a NIC grade
+    stands for any vendor's card of its speed)."""
+    price_low_usd: float | None = field(default=None, metadata=PRICE)
+    price_high_usd: float | None = field(default=None, metadata=PRICE)
+    """Range of ``price_usd`` a user catalog states (a quote's spread); the robust front and the
+    case studies draw the price within it. ``None``: no range (their default spread)."""
     assumed: tuple[str, ...] = ()
 
 
@@ -284,6 +305,19 @@ class Catalog:
         g = grades[-1]
         scale = gbit_s / g.gbit_s
         return g.price_usd * scale, g.tdp_w * scale
+
+
+PricedPart = Accelerator | Cpu | Nic
+"""The parts with a price of their own (the sections a user catalog's ``[price]`` reaches)."""
+
+
+def vendor_of(part: PricedPart) -> str:
+    """The vendor key of ``part`` (lower case): its ``vendor`` field, else the first word of its
+    ``name`` (``NVIDIA A100 ...`` -> ``nvidia``); empty for a NIC grade without one."""
+    if part.vendor:
+        return part.vendor.lower()
+    name = "" if isinstance(part, Nic) else part.name
+    return name.split()[0].lower() if name else ""
 
 
 CATALOG_FILE = "catalog.toml"

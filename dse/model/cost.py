@@ -196,3 +196,16 @@ def economics(
         epoch_time_s=epoch_s,
         epoch_cost_usd=per_s * epoch_s,
     )
+
+
+# --- time and cost to train (samples to converge, dse.model.convergence) -------------------------
+
+def to_train(samples: float | None, throughput: float, eco: Economics) -> tuple[float, float]:
+    """Seconds and TCO (USD) of a training run of ``samples`` at ``throughput`` samples/s:
+    ``time_to_train_s = samples / throughput``, and ``cost_to_train_usd`` the TCO per second
+    (capex amortised plus energy) over that time, as ``epoch_cost_usd`` is over one epoch.
+    Infinite when there is no sample count or no throughput."""
+    if samples is None or throughput <= 0:
+        return math.inf, math.inf
+    seconds = samples / throughput
+    return seconds, eco.tco_usd_per_year / (HOURS_PER_YEAR * 3600.0) * seconds

@@ -14,6 +14,7 @@ from typing import Any
 
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
+from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
     CostBreakdown,
     Economics,
@@ -21,6 +22,7 @@ from dse.model.cost import (
     capex,
     economics,
     power,
+    to_train,
 )
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
@@ -81,11 +83,11 @@ class Evaluation:
 
     def compute_share(self) -> float:
         """Share of the step on dense compute and embedding memory (the rest waits on links)."""
-        bd = self.breakdown_s
+        bd = self.timing.breakdown
         step = self.step_time_s
         if not 0 < step < math.inf:
             return 0.0
-        return (bd["dense_compute"] + bd["embedding_memory"]) / step
+        return (bd.dense_compute + bd.embedding_memory) / step
 
     @property
     def usd_per_billion_samples(self) -> float:
@@ -103,9 +105,19 @@ class Evaluation:
         seconds = samples * step / self.workload.global_batch if 0 < step < math.inf else math.inf
         return seconds, self.economics.usd_per_million_samples * samples / 1e6
 
+    def training_samples(self) -> TrainingSamples:
+        """Samples to train this workload at its batch (its convergence curve, else one epoch)."""
+        wl = self.workload
+        return training_samples(wl.name, wl.convergence, wl.global_batch, wl.samples_per_epoch)
+
+    def to_train(self) -> tuple[float, float]:
+        """Seconds and TCO (USD) to train: :meth:`training_samples` over the throughput."""
+        return to_train(self.training_samples().samples, self.throughput_samples_per_s,
+                        self.economics)
+
     def metrics(self) -> dict[str, float | int | str | bool]:
         """Flat scalar metrics: what objectives, constraints and trial attributes read."""
-        plan = self.plan
+        memory = self.plan.memory
         eco = self.economics
         return {
             "throughput_samples_per_s": self.throughput_samples_per_s,
@@ -122,14 +134,15 @@ class Evaluation:
             "energy_per_sample_j": eco.energy_per_sample_j,
             "epoch_time_s": eco.epoch_time_s,
             "epoch_cost_usd": eco.epoch_cost_usd,
-            "memory_short_gb": plan.memory_short_bytes / GB,
-            "hbm_used_gb": max(plan.hbm_used_bytes) / GB,
-            "hbm_capacity_gb": plan.hbm_capacity_bytes / GB,
-            "ddr_used_gb": max(plan.ddr_used_bytes, default=0.0) / GB,
-            "ddr_capacity_gb": plan.ddr_capacity_bytes / GB,
+            "memory_short_gb": memory.short_bytes / GB,
+            "hbm_used_gb": max(memory.hbm_used_bytes) / GB,
+            "hbm_capacity_gb": memory.hbm_capacity_bytes / GB,
+            "ddr_used_gb": max(memory.ddr_used_bytes, default=0.0) / GB,
+            "ddr_capacity_gb": memory.ddr_capacity_bytes / GB,
             "accelerators": self.system.accelerators_total,
             "nodes": self.system.nodes,
             "compute_share": self.compute_share(),
+            **dict(zip(("time_to_train_s", "cost_to_train_usd"), self.to_train(), strict=True)),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +173,9 @@ class Evaluation:
             "dataset_time_s": dataset[0] if dataset else None,
             "dataset_cost_usd": dataset[1] if dataset else None,
         })
+        need = self.training_samples()
+        out.update({"samples_to_train": need.samples, "to_train_basis": need.basis,
+                    "convergence": self.workload.convergence or None})
         return out
 
 

@@ -125,8 +125,10 @@ def check_fabric(system: System, catalog: Catalog) -> tuple[RuleCheck, RuleCheck
 
 
 def _behind_switches(system: System) -> bool:
-    """Accelerators share upstream links through PCIe switches (``node.pcie_switch_share`` > 1)."""
-    return system.spec.node.pcie_switch_share > 1
+    """Accelerators reach the CPUs through PCIe switches: they share upstream links
+    (``node.pcie_switch_share`` > 1), or their links run at another generation than the CPU side's
+    (a switch per accelerator, as ConnectX-8's in HGX B300)."""
+    return system.spec.node.pcie_switch_share > 1 or system.cpu_pcie_gen != system.pcie_gen
 
 
 def _on_die_nics(system: System) -> bool:
@@ -137,21 +139,31 @@ def check_pcie_generation(system: System, catalog: Catalog) -> RuleCheck:
     """``pcie_generation``: the host link's PCIe generation is one the accelerator supports and, for
     an accelerator on the CPU's root ports, the CPU too. Behind a PCIe switch the accelerator's
     link runs at the switch's generation (ZionEX: Gen4 switches joining A100s and NICs under Gen3
-    hosts); a superchip's host link is not PCIe (GB200: NVLink-C2C, see the catalog)."""
+    hosts); a superchip's host link is not PCIe (GB200: NVLink-C2C, see the catalog). A stated
+    ``node.cpu_pcie_gen`` (the switch uplinks) is at most the CPU's generation; unstated behind
+    switches, the uplinks are not checked (the ZionEX preset's Gen4 switches under Gen3 hosts)."""
     del catalog
     acc, cpu, gen = system.accelerator, system.cpu, system.pcie_gen
     limit, by = acc.pcie_gen, acc.name
-    if not _behind_switches(system) and acc.form_factor != "superchip" and cpu.pcie_gen < limit:
+    superchip = acc.form_factor == "superchip"
+    if not _behind_switches(system) and not superchip and cpu.pcie_gen < limit:
         limit, by = cpu.pcie_gen, cpu.name
-    return _check("pcie_generation", (gen - limit) / limit,
+    link = _check("pcie_generation", (gen - limit) / limit,
                   f"PCIe Gen{gen} host links, but {by} supports at most Gen{limit}")
+    up = system.cpu_pcie_gen
+    up_excess = (up - cpu.pcie_gen) / cpu.pcie_gen
+    if system.spec.node.cpu_pcie_gen is None or superchip or link.violation >= up_excess:
+        return link
+    return _check("pcie_generation", up_excess,
+                  f"PCIe Gen{up} links into the CPUs, but {cpu.name} supports at most Gen{cpu.pcie_gen}")
 
 
 def pcie_lanes_needed(system: System, catalog: Catalog) -> int:
     """CPU root-port lanes a node needs: accelerators on root ports take their host-link width,
     NIC cards x16 each, and devices behind PCIe switches one x16 uplink per switch (a switch of the
-    node's generation has ``switch_lanes / 16 - 1`` downstream x16 ports). Front-end NICs are not
-    counted ([A] they sit on the board's OCP or LOM slot)."""
+    node's generation has ``switch_lanes / 16 - 1`` downstream x16 ports; a switch per accelerator,
+    as ConnectX-8's, one uplink each). Front-end NICs are not counted ([A] they sit on the board's
+    OCP or LOM slot)."""
     node = system.spec.node
     a = system.accelerators_per_node
     behind = 0
@@ -166,7 +178,10 @@ def pcie_lanes_needed(system: System, catalog: Catalog) -> int:
         else:
             root += node.nics * LANES_PER_DEVICE
     ports = catalog.pcie_gen(system.pcie_gen).switch_lanes // LANES_PER_DEVICE - 1
-    root += math.ceil(behind / ports) * LANES_PER_DEVICE
+    switches = math.ceil(behind / ports)
+    if behind and node.pcie_switch_share == 1:
+        switches = max(switches, a)  # behind switches unshared: each accelerator has its own uplink
+    root += switches * LANES_PER_DEVICE
     return root
 
 
@@ -181,8 +196,9 @@ def check_pcie_lanes(system: System, catalog: Catalog) -> RuleCheck:
 
 
 def check_nic_link(system: System, catalog: Catalog) -> RuleCheck:
-    """``nic_link``: each NIC's line rate fits its x16 PCIe link (a NIC on the CPU runs at the lower
-    of the node's and the CPU's generation), or, for on-die ports, the ports exist at that speed."""
+    """``nic_link``: each NIC's line rate fits its x16 PCIe link at ``node.nic_pcie_gen`` (a NIC on
+    the CPU runs at the lowest of that, the CPU side's and the CPU's generation), or, for on-die
+    ports, the ports exist at that speed."""
     node = system.spec.node
     if node.nics == 0:
         return RuleCheck("nic_link", 0.0)
@@ -193,7 +209,9 @@ def check_nic_link(system: System, catalog: Catalog) -> RuleCheck:
         return _check("nic_link", excess,
                       f"{node.nics} NICs at {node.nic_gbit_s:.6g} Gb/s on {acc.name}'s on-die ports: "
                       f"{ports} ports of {acc.nic_port_gbit_s:.6g} Gb/s")
-    gen = min(system.pcie_gen, system.cpu.pcie_gen) if node.nic_attach == "cpu" else system.pcie_gen
+    gen = system.nic_pcie_gen
+    if node.nic_attach == "cpu":
+        gen = min(gen, system.cpu_pcie_gen, system.cpu.pcie_gen)
     link = catalog.pcie_gen(gen).x16_gb_s
     need = gbit_s_to_bytes_s(node.nic_gbit_s) / GB
     return _check("nic_link", need / link - 1,
@@ -257,8 +275,9 @@ def check_era(system: System, catalog: Catalog) -> RuleCheck:
         return RuleCheck("era", 0.0)
     node = system.spec.node
     parts = [(system.accelerator.available, system.accelerator.name),
-             (system.cpu.available, system.cpu.name),
-             (catalog.pcie_gen(system.pcie_gen).available, f"PCIe Gen{system.pcie_gen}")]
+             (system.cpu.available, system.cpu.name)]
+    parts += [(catalog.pcie_gen(gen).available, f"PCIe Gen{gen}")
+              for gen in sorted({system.pcie_gen, system.cpu_pcie_gen, system.nic_pcie_gen})]
     grades = sorted(catalog.nic.values(), key=lambda g: g.gbit_s)
     for count, speed in ((node.nics, node.nic_gbit_s), (node.frontend_nics, node.frontend_nic_gbit_s)):
         if count and not (_on_die_nics(system) and speed == node.nic_gbit_s):

@@ -62,6 +62,19 @@ class NodeSpec:
     hbm_gb: float | None = field(default=None, metadata=positive(MAX_MEMORY_GB))
     hbm_gb_s: float | None = field(default=None, metadata=positive(MAX_BANDWIDTH_GB_S))
     pcie_gen: int | None = field(default=None, metadata={"min": 3, "max": 6})
+    """PCIe generation of the node's links; the default of the three below. ``None``: the lower of
+    the accelerator's and the CPU's catalog generations."""
+    accelerator_pcie_gen: int | None = field(default=None, metadata={"min": 3, "max": 6})
+    """Generation of each accelerator's x16 link (to its PCIe switch, or to a root port without
+    one); ``None`` = ``pcie_gen``."""
+    nic_pcie_gen: int | None = field(default=None, metadata={"min": 3, "max": 6})
+    """Generation of each compute NIC's x16 link (to the switch beside the accelerators, or to the
+    CPU for ``nic_attach = "cpu"``); ``None`` = ``pcie_gen``."""
+    cpu_pcie_gen: int | None = field(default=None, metadata={"min": 3, "max": 6})
+    """Generation of the links into the CPUs' root ports (PCIe switch uplinks); ``None`` =
+    ``pcie_gen``. A generation other than the accelerators' states a PCIe switch between them:
+    HGX B300's ConnectX-8 SuperNICs carry a Gen6 switch joining a GPU and its NIC at Gen6 to a
+    Gen5 host (docs/design.md, section 4)."""
     pcie_switch_share: int = field(default=1, metadata=upto(MAX_ACCELERATORS_PER_NODE, 1))
     """Accelerators sharing one upstream x16 PCIe link to the host (1 = each has its own)."""
     scaleup: Topology | None = None
@@ -187,8 +200,18 @@ class System:
     scaleup_domain: int
     """Accelerators reachable over the scale-up fabric (a node, or a pod of nodes)."""
     pcie_bytes_s: float
-    """Host-link bandwidth per accelerator per direction after PCIe switch sharing."""
+    """Host-link bandwidth per accelerator per direction: the slowest link between it and the CPU
+    (its own x16 link, or its share of the switch uplink at the CPU side's generation)."""
     pcie_gen: int
+    """Generation of the accelerators' links (and of the PCIe switches they sit behind)."""
+    cpu_pcie_gen: int
+    """Generation of the links into the CPUs' root ports."""
+    nic_pcie_gen: int
+    """Generation of the compute NICs' links."""
+    nic_path_bytes_s: float
+    """Bandwidth per direction between an accelerator and its compute NIC: GPUDirect through the
+    switch beside it (the slower of the accelerator's and the NIC's x16 links), or the accelerator's
+    host link when the NICs sit on the CPUs."""
     ddr_bytes: float
     ddr_bytes_s: float
     """Host DDR bandwidth of the whole node."""
@@ -252,7 +275,11 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
             source, "node.scaleup_gb_s", f"scale-up topology {scaleup!r} needs a positive bandwidth"
         )
     pcie_gen = node.pcie_gen or min(acc.pcie_gen, cpu.pcie_gen)
-    pcie = cat.pcie_gen(pcie_gen)
+    acc_gen = node.accelerator_pcie_gen or pcie_gen
+    cpu_gen = node.cpu_pcie_gen or pcie_gen
+    nic_gen = node.nic_pcie_gen or pcie_gen
+    acc_link = cat.pcie_gen(acc_gen).x16_gb_s * GB
+    host_link = min(acc_link, cat.pcie_gen(cpu_gen).x16_gb_s * GB / node.pcie_switch_share)
     ddr = cat.ddr.get(cpu.ddr)
     if ddr is None:
         raise DseInputError(source, "node.cpu", f"cpu {node.cpu!r} names unknown ddr {cpu.ddr!r}")
@@ -281,8 +308,12 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         scaleup=scaleup,
         scaleup_bytes_s=scaleup_gb_s * GB if scaleup != "none" else 0.0,
         scaleup_domain=node.accelerators * domain_nodes if scaleup != "none" else node.accelerators,
-        pcie_bytes_s=pcie.x16_gb_s * GB / node.pcie_switch_share,
-        pcie_gen=pcie_gen,
+        pcie_bytes_s=host_link,
+        pcie_gen=acc_gen,
+        cpu_pcie_gen=cpu_gen,
+        nic_pcie_gen=nic_gen,
+        nic_path_bytes_s=(min(acc_link, cat.pcie_gen(nic_gen).x16_gb_s * GB)
+                          if node.nic_attach == "accelerator" else host_link),
         ddr_bytes=node.ddr_gb * GB,
         ddr_bytes_s=node.cpu_sockets * channels * ddr.channel_gb_s * GB,
         socket_link_bytes_s=cpu.socket_link_gb_s * GB,

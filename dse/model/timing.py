@@ -29,21 +29,11 @@ from typing import NamedTuple
 
 from dse.calibration.parameters import Calibration
 from dse.model.placement import Plan
-from dse.model.system import GB, System
+from dse.model.stages import STAGES as STAGES
+from dse.model.stages import Breakdown, DenseTimes, EmbeddingTimes, LinkTimes, Stage, StageCosts
+from dse.model.system import System
 from dse.model.widths import ACTIVATION_BYTES, COMM_BYTES
 from dse.model.workload import Workload, derived
-
-STAGES: tuple[str, ...] = (
-    "dense_compute",
-    "embedding_memory",
-    "host_pcie",
-    "alltoall_fabric",
-    "alltoall_network",
-    "allreduce_exposed",
-    "input_exposed",
-    "overhead",
-)
-"""Stages of ``breakdown_s``; their critical-path shares add up to the step time."""
 
 GEMM_TILE = 128
 """Output tile edge of a large-GEMM kernel (cuBLAS/CUTLASS 128x128 tiles; NVIDIA "Matrix
@@ -72,14 +62,24 @@ class StepTime:
     """The step time and how it arises."""
 
     step_s: float
-    breakdown_s: dict[str, float]
+    breakdown: Breakdown
     """Critical-path seconds per stage (sums to ``step_s``)."""
-    stages_s: dict[str, float]
+    stages: StageCosts
     """Raw duration of every stage before overlaps."""
     bottleneck: str
     critical_path: tuple[str, ...]
     kernels: int
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def breakdown_s(self) -> dict[str, float]:
+        """:attr:`breakdown` by stage name (``breakdown_s`` of ``dse evaluate --json``)."""
+        return self.breakdown.as_dict()
+
+    @property
+    def stages_s(self) -> dict[str, float]:
+        """:attr:`stages` by name (``stages_s`` of ``dse evaluate --json``)."""
+        return self.stages.as_dict()
 
 
 # --- a tiny overlap algebra ---------------------------------------------------------------------
@@ -180,29 +180,28 @@ DENSE_CACHE_SIZE = 4096
 otherwise grow its cache without bound; it starts afresh when full)."""
 
 
-def _dense_caches(wl: Workload) -> dict[tuple[float, ...], dict[str, float]]:
+def _dense_caches(wl: Workload) -> dict[tuple[float, ...], DenseTimes]:
     """An empty cache of :func:`dense_times` results, kept with ``wl`` (see :func:`derived`)."""
     return {}
 
 
-def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
-                b_bottom: float | None = None) -> dict[str, float]:
+def dense_times(wl: Workload, system: System, calib: Calibration, b: float,
+                b_bottom: float | None = None) -> DenseTimes:
     """Forward/backward seconds of the bottom MLP, the top part (DCN + interaction + top MLP) and
     the dense optimizer, per device. ``b_bottom``: the bottom MLP's batch when it differs from ``b``
     (the whole global batch when it runs model-parallel on one device).
 
     The times depend on the workload and seven numbers alone (peak, efficiency, compute units, HBM
     bandwidth, element bytes and the two batches): designs that share them (the same accelerator
-    and device count, any links) share one computation, kept with the workload. A new dict is
-    returned each time (callers change theirs)."""
+    and device count, any links) share one computation, kept with the workload."""
     b_bottom = b if b_bottom is None else b_bottom
     precision = wl.precision
-    peak = sys.peak_flops[precision]
-    math_at = sys.precision_fallback[precision]
+    peak = system.peak_flops[precision]
+    math_at = system.precision_fallback[precision]
     eff = (calib.dense_efficiency_simt if math_at == "fp32" else
            calib.dense_efficiency_tf32 if math_at == "tf32" else calib.dense_efficiency_half)
-    units = sys.accelerator.compute_units
-    mem = sys.hbm_bytes_s * calib.memory_efficiency
+    units = system.accelerator.compute_units
+    mem = system.hbm_bytes_s * calib.memory_efficiency
     elem = ACTIVATION_BYTES[precision]
     cache = derived(wl, "timing.dense_times", _dense_caches)
     key = (peak, eff, units, mem, elem, b, b_bottom)
@@ -211,11 +210,11 @@ def dense_times(wl: Workload, sys: System, calib: Calibration, b: float,
         if len(cache) >= DENSE_CACHE_SIZE:
             cache.clear()
         got = cache[key] = _dense_times(wl, peak, eff, units, mem, elem, b, b_bottom)
-    return dict(got)
+    return got
 
 
 def _dense_times(wl: Workload, peak: float, eff: float, units: int, mem: float, elem: int, b: float,
-                 b_bottom: float) -> dict[str, float]:
+                 b_bottom: float) -> DenseTimes:
     """:func:`dense_times` from its numbers."""
     n_bottom = len(wl.bottom_mlp)
     fwd = [0.0, 0.0]  # bottom, top
@@ -242,20 +241,19 @@ def _dense_times(wl: Workload, peak: float, eff: float, units: int, mem: float, 
         wgrad[part] += weight_grad
         fwd[part] += ACTIVATION_PASSES_FORWARD * act
         bwd[part] += ACTIVATION_PASSES_BACKWARD * act
-    out = {"bottom_fwd": fwd[0], "bottom_bwd": bwd[0], "top_fwd": fwd[1], "top_bwd": bwd[1],
-           "top_wgrad": wgrad[1]}
+    top_fwd, top_bwd = fwd[1], bwd[1]
     if wl.interaction == "dot":
         f = wl.interaction_features()
         pairs = f * (f - 1) // 2
         flops = b * wl.interaction_flops_per_sample()
         nbytes = b * (f * wl.interaction_dim() + pairs) * elem
         t = max(flops / (peak * eff), nbytes / mem)
-        out["top_fwd"] += t
-        out["top_bwd"] += 2.0 * t
+        top_fwd += t
+        top_bwd += 2.0 * t
     # Dense optimizer: read weight, gradient and state, write weight and state (fp32).
     state = wl.dense_optimizer_state_per_param()
-    out["optimizer"] = wl.dense_params() * 4.0 * (3 + 2 * state) / mem
-    return out
+    return DenseTimes(bottom_fwd=fwd[0], bottom_bwd=bwd[0], top_fwd=top_fwd, top_bwd=top_bwd,
+                      top_wgrad=wgrad[1], optimizer=wl.dense_params() * 4.0 * (3 + 2 * state) / mem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,11 +282,13 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
     pcie: dict[int, list[float]] = {}
     ddr: dict[int, list[float]] = {}
     rep_f = rep_b = 0.0
-    # Each group's shard and its Traffic unpacked at once, then added to each of its devices in
-    # turn: a device's sum takes its shards in plan order, as it would one shard at a time (a plan
-    # has a group per size of piece: 34 for the 175 pieces of DCNv2 on 16 DGX H100).
-    pairs = zip(plan.group_shards, plan.group_devices, strict=True)
-    for (_, _, _, _, _, _, _, d, _, (f, bw, p_f, p_b, d_f, d_b), _, _), devices in pairs:
+    # Each group's traffic added to each of its devices in turn: a device's sum takes its shards in
+    # plan order, as it would one shard at a time (a plan has a group per size of piece: 34 for the
+    # 175 pieces of DCNv2 on 16 DGX H100).
+    for shard, devices in zip(plan.group_shards, plan.group_devices, strict=True):
+        traffic = shard.traffic
+        f, bw = traffic.hbm_fwd, traffic.hbm_bwd
+        d = shard.device
         if d < 0:
             rep_f += f
             rep_b += bw
@@ -300,14 +300,14 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
             for d in devices:
                 hbm_f[d] += f
                 hbm_b[d] += bw
-        if p_f or p_b:
+        if traffic.pcie_fwd or traffic.pcie_bwd:
             for d in devices:
                 p = pcie.setdefault(d, [0.0, 0.0])
-                p[0] += p_f
-                p[1] += p_b
+                p[0] += traffic.pcie_fwd
+                p[1] += traffic.pcie_bwd
                 n = ddr.setdefault(d // a, [0.0, 0.0])
-                n[0] += d_f
-                n[1] += d_b
+                n[0] += traffic.ddr_fwd
+                n[1] += traffic.ddr_bwd
     # (max(x) if x else 0.0 rather than max(x, default=0.0): a keyword makes max() parse its
     # arguments the slow way, ~1,000 instructions a call.)
     return EmbeddingLoads(
@@ -319,25 +319,24 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
     )
 
 
-def embedding_seconds(loads: EmbeddingLoads, sys: System, calib: Calibration) -> dict[str, float]:
+def embedding_seconds(loads: EmbeddingLoads, system: System, calib: Calibration) -> EmbeddingTimes:
     """:func:`embedding_times` from its loads: HBM bytes over HBM bandwidth; host work bounded by
     the device's PCIe link or its node's DDR, whichever is slower."""
-    mem = sys.hbm_bytes_s * calib.memory_efficiency
-    link = sys.pcie_bytes_s * calib.host_efficiency
-    host = sys.ddr_bytes_s * calib.host_efficiency
-    out = {"emb_fwd": loads.hbm_fwd / mem, "emb_bwd": loads.hbm_bwd / mem}
-    for i, phase in enumerate(("fwd", "bwd")):
-        worst = 0.0
-        if loads.host:
-            worst = max(worst, loads.pcie[i] / link, loads.ddr[i] / host if host else math.inf)
-        out[f"host_{phase}"] = worst
-    return out
+    mem = system.hbm_bytes_s * calib.memory_efficiency
+    link = system.pcie_bytes_s * calib.host_efficiency
+    host = system.ddr_bytes_s * calib.host_efficiency
+    worst = [0.0, 0.0]  # forward, backward
+    if loads.host:
+        for i in (0, 1):
+            worst[i] = max(0.0, loads.pcie[i] / link, loads.ddr[i] / host if host else math.inf)
+    return EmbeddingTimes(emb_fwd=loads.hbm_fwd / mem, emb_bwd=loads.hbm_bwd / mem,
+                          host_fwd=worst[0], host_bwd=worst[1])
 
 
-def embedding_times(plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
+def embedding_times(plan: Plan, system: System, calib: Calibration) -> EmbeddingTimes:
     """Per-step seconds of embedding traffic on the slowest device: HBM work (``emb_*``) and host
     work (``host_*``: the device's PCIe link, or its node's DDR, whichever is slower)."""
-    return embedding_seconds(embedding_loads(plan, sys.accelerators_per_node), sys, calib)
+    return embedding_seconds(embedding_loads(plan, system.accelerators_per_node), system, calib)
 
 
 def topology_factor(topology: str, n: int) -> float:
@@ -365,15 +364,15 @@ def topology_factor(topology: str, n: int) -> float:
     return 1.55 * math.log2(n) / 3.0
 
 
-def network_hops(sys: System) -> int:
+def network_hops(system: System) -> int:
     """Switch hops between two nodes: 1 through a single switch, 3 leaf-spine-leaf, 5 with a third
     tier (radix from the catalog); a rail-optimised network keeps rail traffic on one switch tier."""
     from dse.model.catalog import load_catalog
 
     radix = load_catalog().network_switch.radix
-    ports = sys.nodes * max(sys.spec.node.nics, 1)
-    if sys.network.topology == "rail_optimized":
-        return 1 if sys.nodes <= radix else 3
+    ports = system.nodes * max(system.spec.node.nics, 1)
+    if system.network.topology == "rail_optimized":
+        return 1 if system.nodes <= radix else 3
     if ports <= radix:
         return 1
     return 3 if ports <= radix * radix // 2 else 5
@@ -386,7 +385,7 @@ first (``cudaStreamSynchronize``) to size the second (``data_distributor.cu``, v
 443-530; ``sparse_data_distribution_op_impl.cu``, v23.08.00, lines 231-338)."""
 
 
-def key_exchange_seconds(g: int, sys: System, calib: Calibration) -> tuple[float, float]:
+def key_exchange_seconds(g: int, system: System, calib: Calibration) -> LinkTimes:
     """Seconds of the flat key all-to-all of ``software.flat_key_exchange`` (zero without it or on
     one device), as (fabric, network): the part that stays in the scale-up domain, or crosses the
     network when there are several domains.
@@ -397,13 +396,13 @@ def key_exchange_seconds(g: int, sys: System, calib: Calibration) -> tuple[float
     all-to-all, so every device pays one message latency per other device. The payload is a few
     bytes per key (b x hotness keys a device), small beside the vectors; latency bounds it, and
     no bandwidth enters (the placement stays free of it)."""
-    if g <= 1 or not sys.spec.software.flat_key_exchange:
-        return 0.0, 0.0
+    if g <= 1 or not system.spec.software.flat_key_exchange:
+        return LinkTimes(fabric=0.0, network=0.0)
     t = KEY_EXCHANGE_ROUNDS * (calib.collective_latency_s + calib.key_peer_latency_s * (g - 1))
-    return (0.0, t) if g > sys.scaleup_domain else (t, 0.0)
+    return LinkTimes(fabric=0.0, network=t) if g > system.scaleup_domain else LinkTimes(fabric=t, network=0.0)
 
 
-def alltoall_sends(wl: Workload, plan: Plan, sys: System) -> tuple[float, float]:
+def alltoall_sends(wl: Workload, plan: Plan, system: System) -> tuple[float, float]:
     """Bytes the busiest device sends per all-to-all inside and outside its scale-up domain (the
     bandwidth-free part of :func:`alltoall_times`)."""
     g = plan.devices
@@ -411,22 +410,22 @@ def alltoall_sends(wl: Workload, plan: Plan, sys: System) -> tuple[float, float]
         return 0.0, 0.0
     b = wl.global_batch / g
     s_c = COMM_BYTES[wl.precision]
-    domain = min(sys.scaleup_domain, g)
-    lead_dim = wl.interaction_dim() if sys.spec.software.bottom_mlp_on_one_device else 0
+    domain = min(system.scaleup_domain, g)
+    lead_dim = wl.interaction_dim() if system.spec.software.bottom_mlp_on_one_device else 0
     same_elems, cross_elems = alltoall_elements(plan, domain, b, wl.global_batch, lead_dim)
     return max(same_elems) * s_c, max(cross_elems) * s_c
 
 
-def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
-                     calib: Calibration) -> dict[str, float]:
+def alltoall_seconds(send_same: float, send_cross: float, g: int, system: System,
+                     calib: Calibration) -> LinkTimes:
     """:func:`alltoall_times` from the bytes of :func:`alltoall_sends` and ``g`` devices."""
     if g <= 1:
-        return {"a2a_fabric": 0.0, "a2a_network": 0.0}
+        return LinkTimes(fabric=0.0, network=0.0)
     from dse.model.catalog import load_catalog
 
     cat = load_catalog()
-    a = sys.accelerators_per_node
-    domain = min(sys.scaleup_domain, g)
+    a = system.accelerators_per_node
+    domain = min(system.scaleup_domain, g)
     # Latency per level: the fabric exchanges one message with each of the domain's other devices;
     # across domains the all-to-all is hierarchical, a node's messages for one remote node gathered
     # over the fabric and sent as one (HugeCTR since v3.1, used from MLPerf Training v1.0 on:
@@ -437,35 +436,33 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, sys: System,
     network_latency = calib.collective_latency_s + calib.peer_latency_s * (math.ceil(g / domain) - 1)
     fabric = 0.0
     if send_same > 0:
-        if sys.scaleup == "none":
-            t_link = send_same / (sys.pcie_bytes_s * calib.fabric_efficiency)
-            sockets = sys.spec.node.cpu_sockets
+        if system.scaleup == "none":
+            t_link = send_same / (system.pcie_bytes_s * calib.fabric_efficiency)
+            sockets = system.spec.node.cpu_sockets
             cross_socket = a * send_same * (1.0 - 1.0 / sockets) / 2.0
-            t_socket = cross_socket / (sys.socket_link_bytes_s * calib.fabric_efficiency)
-            fabric = max(t_link, t_socket) + cat.pcie_gen(sys.pcie_gen).latency_s
+            t_socket = cross_socket / (system.socket_link_bytes_s * calib.fabric_efficiency)
+            fabric = max(t_link, t_socket) + cat.pcie_gen(system.pcie_gen).latency_s
         else:
-            bw = sys.scaleup_bytes_s * calib.fabric_efficiency / topology_factor(sys.scaleup, domain)
+            bw = system.scaleup_bytes_s * calib.fabric_efficiency / topology_factor(system.scaleup, domain)
             fabric = send_same / bw + cat.scaleup_switch.latency_s
         fabric += fabric_latency
     network = 0.0
     if send_cross > 0:
         cross = send_cross
         per_node = cross * a
-        nic = sys.nic_bytes_s * calib.network_efficiency / sys.network.oversubscription
+        nic = system.nic_bytes_s * calib.network_efficiency / system.network.oversubscription
         t = per_node / nic if nic > 0 else math.inf
         # GPUDirect: a device reaches the NIC beside it on its own x16 link (DGX/ZionEX PCIe
         # switches pair GPUs with NICs); a CPU-attached NIC is reached over the shared host uplink.
-        link = (cat.pcie_gen(sys.pcie_gen).x16_gb_s * GB
-                if sys.spec.node.nic_attach == "accelerator" else sys.pcie_bytes_s)
-        t = max(t, cross / (link * calib.fabric_efficiency))
-        if sys.spec.node.nic_attach == "cpu":
-            t = max(t, 2.0 * per_node / (sys.ddr_bytes_s * calib.host_efficiency))
+        t = max(t, cross / (system.nic_path_bytes_s * calib.fabric_efficiency))
+        if system.spec.node.nic_attach == "cpu":
+            t = max(t, 2.0 * per_node / (system.ddr_bytes_s * calib.host_efficiency))
         sw = cat.network_switch
-        network = t + network_latency + 2 * sw.nic_latency_s + network_hops(sys) * sw.hop_latency_s
-    return {"a2a_fabric": fabric, "a2a_network": network}
+        network = t + network_latency + 2 * sw.nic_latency_s + network_hops(system) * sw.hop_latency_s
+    return LinkTimes(fabric=fabric, network=network)
 
 
-def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> dict[str, float]:
+def alltoall_times(wl: Workload, plan: Plan, system: System, calib: Calibration) -> LinkTimes:
     """Seconds of one all-to-all (forward; backward mirrors it) on the fabric and on the network.
 
     Each device's sends (:func:`alltoall_elements`) to peers in its scale-up domain cross the fabric
@@ -473,7 +470,7 @@ def alltoall_times(wl: Workload, plan: Plan, sys: System, calib: Calibration) ->
     the devices per node bounds the node's egress), its own PCIe link and, for CPU-attached NICs,
     host memory.
     """
-    return alltoall_seconds(*alltoall_sends(wl, plan, sys), plan.devices, sys, calib)
+    return alltoall_seconds(*alltoall_sends(wl, plan, system), plan.devices, system, calib)
 
 
 def alltoall_elements(
@@ -500,13 +497,13 @@ def alltoall_elements(
     cross[0] += to_cross * lead_dim
     groups: defaultdict[int, list[int]] = defaultdict(list)
     last: dict[int, tuple[int, float]] = {}  # a row-wise table's last shard: its width, samples
-    # Each group unpacked at once, its sends added to each of its devices (see
-    # :func:`embedding_loads`).
-    pairs = zip(plan.group_shards, plan.group_devices, strict=True)
-    for (table, sharding, _, width, _, out_rows, _, d, _, _, _, partial), on in pairs:
+    # Each group's sends added to each of its devices (see :func:`embedding_loads`).
+    for shard, on in zip(plan.group_shards, plan.group_devices, strict=True):
+        d = shard.device
         if d < 0:
             continue
-        if sharding == "row_wise" and partial:
+        table, width, out_rows = shard.table, shard.dim, shard.out_rows
+        if shard.sharding == "row_wise" and shard.partial_sums:
             groups[table] += on
             last[table] = width, out_rows
         else:
@@ -560,11 +557,11 @@ def alltoall_elements(
     return same, cross
 
 
-def allreduce_bytes(wl: Workload, plan: Plan, sys: System) -> tuple[float, int]:
+def allreduce_bytes(wl: Workload, plan: Plan, system: System) -> tuple[float, int]:
     """Bytes of the dense (and replicated-table) gradient allreduce and its bucket count (0 on one
     device): the bandwidth-free part of :func:`allreduce_time`."""
     params = float(wl.dense_params())
-    if sys.spec.software.bottom_mlp_on_one_device:
+    if system.spec.software.bottom_mlp_on_one_device:
         # A model-parallel bottom MLP lives on one device: its gradients are not exchanged.
         params -= sum(i * o + o for i, o in wl.mlp_layers()[:len(wl.bottom_mlp)])
     nbytes = (params + plan.replicated_grad_elements) * COMM_BYTES[wl.precision]
@@ -574,19 +571,19 @@ def allreduce_bytes(wl: Workload, plan: Plan, sys: System) -> tuple[float, int]:
     return nbytes, buckets
 
 
-def allreduce_seconds(nbytes: float, buckets: int, g: int, sys: System, calib: Calibration) -> float:
+def allreduce_seconds(nbytes: float, buckets: int, g: int, system: System, calib: Calibration) -> float:
     """:func:`allreduce_time` from the bytes and buckets of :func:`allreduce_bytes`."""
     if g <= 1:
         return 0.0
-    domain = min(sys.scaleup_domain, g)
+    domain = min(system.scaleup_domain, g)
     t = 0.0
     if domain > 1:
-        link = sys.scaleup_bytes_s if sys.scaleup != "none" else sys.pcie_bytes_s
+        link = system.scaleup_bytes_s if system.scaleup != "none" else system.pcie_bytes_s
         t += 2.0 * (domain - 1) / domain * nbytes / (link * calib.fabric_efficiency)
     groups = g // domain
     if groups > 1:
-        per_device_nic = (sys.nic_bytes_s / sys.accelerators_per_node) * calib.network_efficiency
-        per_device_nic /= sys.network.oversubscription
+        per_device_nic = (system.nic_bytes_s / system.accelerators_per_node) * calib.network_efficiency
+        per_device_nic /= system.network.oversubscription
         # node.nics = 0: the nodes cannot exchange gradients (evaluate() reports it infeasible).
         t += (2.0 * (groups - 1) / groups * (nbytes / domain) / per_device_nic
               if per_device_nic > 0 else math.inf)
@@ -594,27 +591,27 @@ def allreduce_seconds(nbytes: float, buckets: int, g: int, sys: System, calib: C
     return t
 
 
-def allreduce_time(wl: Workload, plan: Plan, sys: System, calib: Calibration) -> tuple[float, int]:
+def allreduce_time(wl: Workload, plan: Plan, system: System, calib: Calibration) -> tuple[float, int]:
     """Seconds of the hierarchical ring allreduce of dense (and replicated-table) gradients, and the
     number of buckets: reduce-scatter and all-gather on the fabric, allreduce across domains on the
     NICs (each device carries 1/domain of the bytes over its share of the node's NICs)."""
-    nbytes, buckets = allreduce_bytes(wl, plan, sys)
-    return allreduce_seconds(nbytes, buckets, plan.devices, sys, calib), buckets
+    nbytes, buckets = allreduce_bytes(wl, plan, system)
+    return allreduce_seconds(nbytes, buckets, plan.devices, system, calib), buckets
 
 
-def input_seconds(per_device: float, sys: System, calib: Calibration) -> float:
+def input_seconds(per_device: float, system: System, calib: Calibration) -> float:
     """:func:`input_time` from the bytes one device receives per step."""
-    t = per_device / (sys.pcie_bytes_s * calib.host_efficiency)
-    if sys.input_nic_bytes_s > 0:
-        node = per_device * sys.accelerators_per_node
-        t = max(t, node / (sys.input_nic_bytes_s * calib.network_efficiency))
+    t = per_device / (system.pcie_bytes_s * calib.host_efficiency)
+    if system.input_nic_bytes_s > 0:
+        node = per_device * system.accelerators_per_node
+        t = max(t, node / (system.input_nic_bytes_s * calib.network_efficiency))
     return t
 
 
-def input_time(wl: Workload, sys: System, calib: Calibration, b: float) -> float:
+def input_time(wl: Workload, system: System, calib: Calibration, b: float) -> float:
     """Seconds to ship one step's input (dense features, indices, labels) to every device: each
     device's PCIe link and, when ``node.input_source = "network"``, the node's front-end NICs."""
-    return input_seconds(b * wl.input_bytes_per_sample(), sys, calib)
+    return input_seconds(b * wl.input_bytes_per_sample(), system, calib)
 
 
 def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
@@ -631,30 +628,31 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     )
 
 
-def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
+def step_tree(t: StageCosts, lead: bool = False) -> Seq:
     """The overlap structure of one step (see the module docstring). ``lead``: the bottom MLP runs
     model-parallel on device 0, so its output enters the all-to-all (forward) and its gradient
-    leaves it (backward) instead of overlapping it. ``t["top_wgrad"]`` (part of ``top_bwd``; 0
+    leaves it (backward) instead of overlapping it. ``t.top_wgrad`` (part of ``top_bwd``; None
     unless the software computes weight gradients on a side stream): the top part's weight
     gradients run beside the backward all-to-all and embedding update, before the bottom MLP's
-    backward, instead of before the all-to-all. ``t["keys_fabric"]``/``t["keys_network"]`` (0
-    unless ``software.flat_key_exchange``, :func:`key_exchange_seconds`): the next step's key
-    all-to-all, beside the middle."""
-    fwd_lookup = Par((Leaf("embedding_memory", t["emb_fwd"], "embedding forward (HBM)"),
-                      Leaf("host_pcie", t["host_fwd"], "embedding forward (host)")))
-    a2a_fwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all forward (fabric)"),
-                   Leaf("alltoall_network", t["a2a_network"], "all-to-all forward (network)")))
-    a2a_bwd = Par((Leaf("alltoall_fabric", t["a2a_fabric"], "all-to-all backward (fabric)"),
-                   Leaf("alltoall_network", t["a2a_network"], "all-to-all backward (network)")))
-    bwd_update = Par((Leaf("embedding_memory", t["emb_bwd"], "embedding backward+update (HBM)"),
-                      Leaf("host_pcie", t["host_bwd"], "embedding backward+update (host)")))
-    bottom_fwd = Leaf("dense_compute", t["bottom_fwd"], "bottom MLP forward")
-    bottom_bwd: Node = Leaf("dense_compute", t["bottom_bwd"], "bottom MLP backward")
-    wgrad = t.get("top_wgrad", 0.0)
+    backward, instead of before the all-to-all. ``t.keys_fabric``/``t.keys_network`` (0 unless
+    ``software.flat_key_exchange``, :func:`key_exchange_seconds`): the next step's key all-to-all,
+    beside the middle."""
+    fwd_lookup = Par((Leaf(Stage.embedding_memory, t.emb_fwd, "embedding forward (HBM)"),
+                      Leaf(Stage.host_pcie, t.host_fwd, "embedding forward (host)")))
+    a2a_fwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all forward (fabric)"),
+                   Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all forward (network)")))
+    a2a_bwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all backward (fabric)"),
+                   Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all backward (network)")))
+    bwd_update = Par((Leaf(Stage.embedding_memory, t.emb_bwd, "embedding backward+update (HBM)"),
+                      Leaf(Stage.host_pcie, t.host_bwd, "embedding backward+update (host)")))
+    bottom_fwd = Leaf(Stage.dense_compute, t.bottom_fwd, "bottom MLP forward")
+    bottom_bwd: Node = Leaf(Stage.dense_compute, t.bottom_bwd, "bottom MLP backward")
+    wgrad = t.top_wgrad or 0.0
     if wgrad > 0.0:
-        bottom_bwd = Seq((Leaf("dense_compute", wgrad, "top MLP weight gradients (side stream)"), bottom_bwd))
-    middle: Node = Leaf("dense_compute", t["top_fwd"] + t["top_bwd"] - wgrad, "interaction + top MLP fwd/bwd")
-    keys = t.get("keys_fabric", 0.0) + t.get("keys_network", 0.0)
+        side = Leaf(Stage.dense_compute, wgrad, "top MLP weight gradients (side stream)")
+        bottom_bwd = Seq((side, bottom_bwd))
+    middle: Node = Leaf(Stage.dense_compute, t.top_fwd + t.top_bwd - wgrad, "interaction + top MLP fwd/bwd")
+    keys = t.keys_fabric + t.keys_network
     if keys > 0.0:
         # HugeCTR 23.04/23.08 (model_pipeline.cpp, create_train_pipeline_with_ebc, inter-iteration
         # overlap): the host thread of each device issues the next step's key exchange on its
@@ -665,7 +663,7 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
         # compute, and delays the backward all-to-all where it is the longer. The host thread's
         # cudaStreamSynchronize between the rounds does not stall the device: the dense graph is
         # queued before it (docs/sources.md, "What the MLPerf v3.0/v3.1 DCNv2 runs did").
-        stage = "alltoall_network" if t.get("keys_network", 0.0) > 0.0 else "alltoall_fabric"
+        stage = Stage.alltoall_network if t.keys_network > 0.0 else Stage.alltoall_fabric
         middle = Par((middle, Leaf(stage, keys, "key all-to-all, next step (prefetch stream)")))
     if lead:
         forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
@@ -677,9 +675,9 @@ def step_tree(t: dict[str, float], lead: bool = False) -> Seq:
         forward,
         middle,
         backward,
-        Leaf("allreduce_exposed", t["allreduce_exposed"], "allreduce (exposed)"),
-        Leaf("dense_compute", t["optimizer"], "dense optimizer"),
-        Leaf("overhead", t["overhead"], "kernel launches + per-step overhead"),
+        Leaf(Stage.allreduce_exposed, t.allreduce_exposed, "allreduce (exposed)"),
+        Leaf(Stage.dense_compute, t.optimizer, "dense optimizer"),
+        Leaf(Stage.overhead, t.overhead, "kernel launches + per-step overhead"),
     ))
 
 
@@ -694,7 +692,7 @@ class StepLoads:
     local_batch: float
     lead: bool
     """The bottom MLP runs model-parallel on device 0 (see :func:`step_tree`)."""
-    dense: dict[str, float]
+    dense: DenseTimes
     """:func:`dense_times` (depends on the accelerator and its HBM bandwidth, not on links)."""
     embedding: EmbeddingLoads
     send_same: float
@@ -706,26 +704,26 @@ class StepLoads:
     """Input bytes one device receives per step."""
 
 
-def loads_key(sys: System) -> tuple[object, ...]:
-    """Everything :func:`step_loads` reads from ``sys`` besides what the plan already fixes (see
+def loads_key(system: System) -> tuple[object, ...]:
+    """Everything :func:`step_loads` reads from ``system`` besides what the plan already fixes (see
     :func:`dse.model.placement.plan_key`): designs with equal keys share their loads."""
-    return (sys.accelerator.name, sys.hbm_bytes_s, sys.scaleup_domain, sys.accelerators_per_node,
-            sys.spec.software.bottom_mlp_on_one_device, sys.spec.software.overlap_weight_gradients)
+    return (system.accelerator.name, system.hbm_bytes_s, system.scaleup_domain, system.accelerators_per_node,
+            system.spec.software.bottom_mlp_on_one_device, system.spec.software.overlap_weight_gradients)
 
 
-def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> StepLoads:
+def step_loads(wl: Workload, system: System, plan: Plan, calib: Calibration) -> StepLoads:
     """The bandwidth-free part of :func:`step_time`."""
     g = plan.devices
     b = wl.global_batch / g
-    lead = g > 1 and sys.spec.software.bottom_mlp_on_one_device
-    same, cross = alltoall_sends(wl, plan, sys)
-    nbytes, buckets = allreduce_bytes(wl, plan, sys)
+    lead = g > 1 and system.spec.software.bottom_mlp_on_one_device
+    same, cross = alltoall_sends(wl, plan, system)
+    nbytes, buckets = allreduce_bytes(wl, plan, system)
     return StepLoads(
         devices=g,
         local_batch=b,
         lead=lead,
-        dense=_step_dense(wl, sys, calib, g, lead),
-        embedding=embedding_loads(plan, sys.accelerators_per_node),
+        dense=_step_dense(wl, system, calib, g, lead),
+        embedding=embedding_loads(plan, system.accelerators_per_node),
         send_same=same,
         send_cross=cross,
         allreduce_bytes=nbytes,
@@ -735,58 +733,62 @@ def step_loads(wl: Workload, sys: System, plan: Plan, calib: Calibration) -> Ste
     )
 
 
-def recalibrated_loads(loads: StepLoads, wl: Workload, sys: System, calib: Calibration) -> StepLoads:
+def recalibrated_loads(loads: StepLoads, wl: Workload, system: System, calib: Calibration) -> StepLoads:
     """``loads`` (from :func:`step_loads` of this design) under another calibration: only the dense
     stage times read the calibration, so only they are recomputed. The calibration ensemble
     retimes one design under a hundred calibrations this way (:mod:`dse.calibration.ensemble`)."""
-    return replace(loads, dense=_step_dense(wl, sys, calib, loads.devices, loads.lead))
+    return replace(loads, dense=_step_dense(wl, system, calib, loads.devices, loads.lead))
 
 
-def _step_dense(wl: Workload, sys: System, calib: Calibration, devices: int, lead: bool) -> dict[str, float]:
+def _step_dense(wl: Workload, system: System, calib: Calibration, devices: int, lead: bool) -> DenseTimes:
     """The dense stage times one step of ``devices`` runs: :func:`dense_times` at the local batch
     (the whole batch on the lead device), without the weight-gradient side stream where the
     software has none (or there is no all-to-all for it to hide behind)."""
     b = wl.global_batch / devices
-    dense = dense_times(wl, sys, calib, b, wl.global_batch if lead else b)
-    if not (devices > 1 and sys.spec.software.overlap_weight_gradients):
-        del dense["top_wgrad"]
+    dense = dense_times(wl, system, calib, b, wl.global_batch if lead else b)
+    if not (devices > 1 and system.spec.software.overlap_weight_gradients):
+        return DenseTimes(bottom_fwd=dense.bottom_fwd, bottom_bwd=dense.bottom_bwd, top_fwd=dense.top_fwd,
+                          top_bwd=dense.top_bwd, top_wgrad=None, optimizer=dense.optimizer)
     return dense
 
 
-def step_time(wl: Workload, sys: System, plan: Plan, calib: Calibration,
+def exposed_allreduce(allreduce: float, dense: DenseTimes | StageCosts,
+                      embedding: EmbeddingTimes | StageCosts) -> float:
+    """Seconds of the allreduce that its overlap does not hide: it hides behind the backward
+    phase's compute (embedding update, on HBM or host, and the bottom MLP's backward), not behind
+    the all-to-all, which uses the same links."""
+    return max(0.0, allreduce - max(embedding.emb_bwd, embedding.host_bwd, dense.bottom_bwd))
+
+
+def step_time(wl: Workload, system: System, plan: Plan, calib: Calibration,
               loads: StepLoads | None = None) -> StepTime:
-    """Time one training step of ``wl`` on ``sys`` with placement ``plan``. ``loads``: the
+    """Time one training step of ``wl`` on ``system`` with placement ``plan``. ``loads``: the
     result of :func:`step_loads` for this design (or one with equal :func:`loads_key` and plan),
     when the caller has it already."""
-    ld = step_loads(wl, sys, plan, calib) if loads is None else loads
-    t = dict(ld.dense)
-    t.update(embedding_seconds(ld.embedding, sys, calib))
-    t.update(alltoall_seconds(ld.send_same, ld.send_cross, ld.devices, sys, calib))
-    t["keys_fabric"], t["keys_network"] = key_exchange_seconds(ld.devices, sys, calib)
-    allreduce = allreduce_seconds(ld.allreduce_bytes, ld.buckets, ld.devices, sys, calib)
-    t["allreduce"] = allreduce
-    # The allreduce hides behind the backward phase's compute, not behind the all-to-all, which
-    # uses the same links.
-    backward_compute = max(t["emb_bwd"], t["host_bwd"], t["bottom_bwd"])
-    t["allreduce_exposed"] = max(0.0, allreduce - backward_compute)
+    ld = step_loads(wl, system, plan, calib) if loads is None else loads
+    embedding = embedding_seconds(ld.embedding, system, calib)
+    dense = ld.dense
+    allreduce = allreduce_seconds(ld.allreduce_bytes, ld.buckets, ld.devices, system, calib)
     kernels = ld.kernels
-    t["overhead"] = kernels * calib.kernel_overhead_s + calib.step_overhead_s
-    t["input"] = input_seconds(ld.input_bytes, sys, calib)
+    t = StageCosts.of(
+        dense, embedding, alltoall_seconds(ld.send_same, ld.send_cross, ld.devices, system, calib),
+        key_exchange_seconds(ld.devices, system, calib), allreduce,
+        exposed_allreduce(allreduce, dense, embedding),
+        overhead=kernels * calib.kernel_overhead_s + calib.step_overhead_s,
+        input_s=input_seconds(ld.input_bytes, system, calib))
     tree = step_tree(t, ld.lead)
     compute, attribution, path = critical(tree)
     step = compute
-    input_exposed = max(0.0, t["input"] - compute)
+    input_exposed = max(0.0, t.input - compute)
     if input_exposed > 0:
-        step = t["input"]
+        step = t.input
         path.append("input pipeline (exposed)")
-    breakdown = {stage: attribution.get(stage, 0.0) for stage in STAGES}
-    breakdown["input_exposed"] = input_exposed
-    bottleneck = max(breakdown, key=breakdown.__getitem__)
+    breakdown = Breakdown.of(attribution, input_exposed)
     notes = tuple(
-        f"{p} runs at {sys.precision_fallback[p]} peak on {sys.accelerator.name}"
+        f"{p} runs at {system.precision_fallback[p]} peak on {system.accelerator.name}"
         for p in (wl.precision,)
-        if sys.precision_fallback[p] not in (p, "fp16", "bf16") or (p == "fp8" and
-                                                                     sys.precision_fallback[p] != p)
+        if system.precision_fallback[p] not in (p, "fp16", "bf16") or (p == "fp8" and
+                                                                     system.precision_fallback[p] != p)
     )
-    return StepTime(step_s=step, breakdown_s=breakdown, stages_s=t, bottleneck=bottleneck,
+    return StepTime(step_s=step, breakdown=breakdown, stages=t, bottleneck=breakdown.bottleneck,
                     critical_path=tuple(path), kernels=kernels, notes=notes)

@@ -10,8 +10,21 @@ in a study) and ``--set`` items add or change entries. They may hold these table
     [cpu.KEY] / [nic.KEY] / [ddr.KEY] / [chassis]  (likewise)
     [price]                       # shorthand: price_usd of an accelerator, CPU or NIC by its key
     h100-sxm5-80gb = 25000
+    [price_range]                 # shorthand: price_low_usd and price_high_usd, by key
+    h100-sxm5-80gb = [22000, 28000]
+    [discounts]                   # a vendor's discount off the catalog's prices, a fraction in [0, 1)
+    nvidia = 0.15
     [facility]                    # electricity, PUE, years of amortisation
     usd_per_kwh = 0.2
+
+A part's price range (``price_low_usd`` <= ``price_usd`` <= ``price_high_usd``, or the
+``[price_range]`` shorthand) replaces the default spread of the draws that move prices: the robust
+front's (:mod:`dse.outputs.robust`) and the case studies' (:mod:`dse.outputs.cases.uncertainty`).
+A discount multiplies the price (and range) of every accelerator, CPU and NIC of that vendor
+(:func:`~dse.model.catalog.vendor_of`: the part's ``vendor``, else the first word of its name;
+NIC grades have none unless a user catalog gives one) by ``1 - discount``, except a part whose
+price or range the user states: a stated price is the price paid. Discounts from the file and
+``--set`` are applied once, after both (``--set`` wins for a vendor both name).
 
 The result is a plain :class:`~dse.model.catalog.Catalog` passed to the model, which never reads
 a user file itself. Scale-out and scale-up switches and PCIe generations cannot be changed here:
@@ -21,13 +34,15 @@ listed as a :class:`CatalogChange`, so the pages that used it can say so.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from dse.errors import DseInputError
-from dse.model.catalog import CATALOG_FILE, Catalog, load_catalog
+from dse.model.catalog import CATALOG_FILE, Accelerator, Catalog, Cpu, Nic, load_catalog, vendor_of
 from dse.records import apply_override, from_mapping, read_toml
 
 PART_SECTIONS = ("accelerator", "cpu", "nic", "ddr")
@@ -36,7 +51,13 @@ FIELD_SECTIONS = ("chassis", "facility")
 """Single tables: a user entry changes some of their fields."""
 PRICED = ("accelerator", "cpu", "nic")
 """Sections the ``[price]`` shorthand reaches (their ``price_usd``)."""
-USER_KEYS = (*PART_SECTIONS, *FIELD_SECTIONS, "price")
+P = TypeVar("P", Accelerator, Cpu, Nic)
+"""A priced part type (:data:`~dse.model.catalog.PricedPart`)."""
+PRICE_KEYS = ("price_usd", "price_low_usd", "price_high_usd")
+"""A part's own price figures: a part whose table states one is not discounted."""
+SHORTHANDS = {"price": ("price_usd",), "price_range": ("price_low_usd", "price_high_usd")}
+"""Tables of figures by part key alone, and the fields they set."""
+USER_KEYS = (*PART_SECTIONS, *FIELD_SECTIONS, *SHORTHANDS, "discounts")
 SET_PREFIXES = tuple(f"{k}." for k in USER_KEYS)
 """``--set`` keys with these prefixes change the catalog (``--set price.a100-sxm4-80gb=9000``)."""
 
@@ -71,17 +92,52 @@ def _packaged_table() -> dict[str, Any]:
         return read_toml(p)
 
 
-def _merge(base: dict[str, Any], user: dict[str, Any], source: str) -> tuple[dict[str, Any],
-                                                                            list[CatalogChange]]:
-    """``base`` with the user's tables applied, and the list of changes (unknown keys refused)."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
-    changes: list[CatalogChange] = []
+@dataclass(frozen=True, slots=True)
+class _Merged:
+    """A catalog table with one source's tables applied."""
+
+    table: dict[str, Any]
+    changes: list[CatalogChange]
+    stated: dict[tuple[str, str], str]
+    """(section, part) whose price or range the user stated -> the source that stated it."""
+    discounts: dict[str, tuple[float, str]]
+    """Vendor key -> (discount, the source that stated it)."""
+
+
+def _owner(table: dict[str, Any], part: str, source: str, key: str) -> str:
+    """The one priced section holding ``part`` (for the shorthands), or an error."""
+    owners = [s for s in PRICED if part in table[s]]
+    if len(owners) != 1:
+        known = ", ".join(sorted(k for s in PRICED for k in table[s]))
+        why = "names parts in several sections" if owners else "unknown part"
+        raise DseInputError(source, key, f"{why} (known: {known})")
+    return owners[0]
+
+
+def _shorthand_values(short: str, value: Any, source: str, key: str) -> tuple[Any, ...]:
+    """The field values a shorthand entry sets: one price, or a ``[low, high]`` pair."""
+    if short == "price":
+        return (value,)
+    if not isinstance(value, list) or len(value) != 2:
+        raise DseInputError(source, key, f"expected [low, high] in USD, got {value!r}")
+    return tuple(value)
+
+
+def _merge(merged: _Merged, user: dict[str, Any], source: str) -> _Merged:
+    """``merged`` with the user's tables applied (unknown keys refused)."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in merged.table.items()}
+    changes, stated = list(merged.changes), dict(merged.stated)
+    discounts = dict(merged.discounts)
     for section, table in user.items():
         if section not in USER_KEYS:
             raise DseInputError(source, section, f"unknown key (known keys: {', '.join(USER_KEYS)})")
         if not isinstance(table, dict):
             raise DseInputError(source, section, f"expected a table, got {table!r}")
-        if section == "price":
+        if section in SHORTHANDS:
+            continue
+        if section == "discounts":
+            discounts.update({str(v).lower(): (_discount(d, source, f"discounts.{v}"), source)
+                              for v, d in table.items()})
             continue
         for key, value in table.items():
             if section in FIELD_SECTIONS:
@@ -93,17 +149,131 @@ def _merge(base: dict[str, Any], user: dict[str, Any], source: str) -> tuple[dic
             existing = key in out[section]
             out[section][key] = {**out[section].get(key, {}), **value}
             changes.extend(CatalogChange(f"{section}.{key}.{k}", repr(v), source) for k, v in value.items())
+            if any(k in PRICE_KEYS for k in value):
+                stated[section, key] = source
             if not existing:
                 changes.append(CatalogChange(f"{section}.{key}", "new part", source))
-    for part, price in user.get("price", {}).items():
-        owners = [s for s in PRICED if part in out[s]]
-        if len(owners) != 1:
-            known = ", ".join(sorted(k for s in PRICED for k in out[s]))
-            why = "names parts in several sections" if owners else "unknown part"
-            raise DseInputError(source, f"price.{part}", f"{why} (known: {known})")
-        out[owners[0]][part] = {**out[owners[0]][part], "price_usd": price}
-        changes.append(CatalogChange(f"{owners[0]}.{part}.price_usd", repr(price), source))
-    return out, changes
+    for short, fields in SHORTHANDS.items():
+        for part, value in user.get(short, {}).items():
+            key = f"{short}.{part}"
+            section = _owner(out, part, source, key)
+            values = _shorthand_values(short, value, source, key)
+            out[section][part] = {**out[section][part], **dict(zip(fields, values, strict=True))}
+            changes.extend(CatalogChange(f"{section}.{part}.{f}", repr(v), source)
+                           for f, v in zip(fields, values, strict=True))
+            stated[section, part] = source
+    return _Merged(out, changes, stated, discounts)
+
+
+def _discount(value: Any, source: str, key: str) -> float:
+    """A discount as a fraction in [0, 1), or an error naming the file and key."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise DseInputError(source, key, f"a discount is a fraction in [0, 1) (0.15 = 15% off), "
+                            f"got {value!r}")
+    return float(value)
+
+
+class PartMap(Protocol):
+    """A change of one priced part: ``(section, key, part) -> part`` of the same type."""
+
+    def __call__(self, section: str, key: str, part: P, /) -> P: ...
+
+
+def map_priced(catalog: Catalog, change: PartMap) -> Catalog:
+    """``catalog`` with ``change`` applied to every accelerator, CPU and NIC (sorted by key, so a
+    change that draws random numbers draws them in one order)."""
+    return dataclasses.replace(
+        catalog,
+        accelerator={k: change("accelerator", k, v) for k, v in sorted(catalog.accelerator.items())},
+        cpu={k: change("cpu", k, v) for k, v in sorted(catalog.cpu.items())},
+        nic={k: change("nic", k, v) for k, v in sorted(catalog.nic.items())})
+
+
+def _apply_discounts(catalog: Catalog, merged: _Merged) -> tuple[Catalog, list[CatalogChange]]:
+    """``catalog`` with every discount applied to its vendor's parts whose price the user did not
+    state (module docstring), and the changes that made."""
+    vendors = {vendor_of(p) for s in PRICED for p in getattr(catalog, s).values()} - {""}
+    changes: list[CatalogChange] = []
+    for vendor, (_, source) in sorted(merged.discounts.items()):
+        if vendor not in vendors:
+            raise DseInputError(source, f"discounts.{vendor}", f"no part of vendor {vendor!r} "
+                                f"(vendors: {', '.join(sorted(vendors))})")
+
+    def change(section: str, key: str, part: P, /) -> P:
+        found = merged.discounts.get(vendor_of(part))
+        if found is None or (section, key) in merged.stated:
+            return part
+        moved = discounted(part, 1.0 - found[0])
+        changes.append(CatalogChange(f"{section}.{key}.price_usd", f"{moved.price_usd:.6g} "
+                                     f"({found[0]:.0%} {vendor_of(part)} discount)", found[1]))
+        return moved
+
+    return map_priced(catalog, change), changes
+
+
+def discounted(part: P, factor: float) -> P:
+    """``part`` with its price and price range times ``factor``."""
+    def scale(v: float | None) -> float | None:
+        return None if v is None else v * factor
+    return dataclasses.replace(part, price_usd=part.price_usd * factor,
+                               price_low_usd=scale(part.price_low_usd),
+                               price_high_usd=scale(part.price_high_usd))
+
+
+def price_range(part: Accelerator | Cpu | Nic) -> tuple[float, float] | None:
+    """The part's stated price range (USD), or None."""
+    if part.price_low_usd is None or part.price_high_usd is None:
+        return None
+    return part.price_low_usd, part.price_high_usd
+
+
+def priced_at(part: P, fraction: float) -> P:
+    """``part`` priced at ``fraction`` (0-1) of the way from its range's low to its high end."""
+    span = price_range(part)
+    if span is None:
+        return part
+    return dataclasses.replace(part, price_usd=span[0] + fraction * (span[1] - span[0]))
+
+
+def ranged_parts(catalog: Catalog, sections: tuple[str, ...] = PRICED) -> tuple[str, ...]:
+    """Dotted keys (``accelerator.KEY``) of the parts of ``sections`` with a price range."""
+    return tuple(f"{s}.{k}" for s in sections for k, p in sorted(getattr(catalog, s).items())
+                 if price_range(p) is not None)
+
+
+def draw_ranged_prices(catalog: Catalog, unit: Callable[[], float],
+                       sections: tuple[str, ...] = PRICED) -> Catalog:
+    """``catalog`` with the price of every part of ``sections`` that has a range drawn in it:
+    ``low + u (high - low)`` with ``u = unit()`` (uniform in [0, 1] for a uniform draw), one call
+    per ranged part in key order; parts without a range keep their price."""
+    def change(section: str, key: str, part: P, /) -> P:
+        del key
+        if section not in sections or price_range(part) is None:
+            return part
+        return priced_at(part, unit())
+
+    return map_priced(catalog, change)
+
+
+def check_price_ranges(catalog: Catalog, stated: dict[tuple[str, str], str]) -> None:
+    """Every price range is whole and holds its price: ``price_low_usd <= price_usd <=
+    price_high_usd``; an error names the file that stated the part and the field."""
+    for section in PRICED:
+        for key, part in getattr(catalog, section).items():
+            low, high = part.price_low_usd, part.price_high_usd
+            if low is None and high is None:
+                continue
+            source = stated.get((section, key), "catalog")
+            where = f"{section}.{key}"
+            if low is None or high is None:
+                missing = "price_low_usd" if low is None else "price_high_usd"
+                raise DseInputError(source, f"{where}.{missing}",
+                                    "a price range needs both price_low_usd and price_high_usd")
+            if not low <= part.price_usd <= high:
+                field = "price_low_usd" if part.price_usd < low else "price_high_usd"
+                raise DseInputError(source, f"{where}.{field}",
+                                    f"the range {low:.6g}-{high:.6g} USD must hold the price "
+                                    f"{part.price_usd:.6g} (low <= price <= high)")
 
 
 def load_user_catalog(path: Path | None = None,
@@ -115,18 +285,19 @@ def load_user_catalog(path: Path | None = None,
     """
     if path is None and not overrides:
         return UserCatalog(load_catalog())
-    table = _packaged_table()
-    changes: list[CatalogChange] = []
+    merged = _Merged(_packaged_table(), [], {}, {})
     if path is not None:
-        table, changes = _merge(table, read_toml(path), str(path))
-        from_mapping(Catalog, table, str(path))
+        merged = _merge(merged, read_toml(path), str(path))
+        from_mapping(Catalog, merged.table, str(path))
     if overrides:
         items: dict[str, Any] = {}
         for key, value in overrides:
             items = apply_override(items, key, value)
-        table, more = _merge(table, items, "--set")
-        changes += more
-    return UserCatalog(from_mapping(Catalog, table, "--set" if overrides else str(path)), tuple(changes))
+        merged = _merge(merged, items, "--set")
+    catalog = from_mapping(Catalog, merged.table, "--set" if overrides else str(path))
+    catalog, discount_changes = _apply_discounts(catalog, merged)
+    check_price_ranges(catalog, merged.stated)
+    return UserCatalog(catalog, (*merged.changes, *discount_changes))
 
 
 def split_catalog_overrides(

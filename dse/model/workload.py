@@ -19,12 +19,14 @@ import dataclasses
 import functools
 import math
 import random
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from dse.errors import DseInputError
 from dse.model.catalog import Precision
+from dse.model.convergence import load_curve
 from dse.model.limits import (
     MAX_EMBEDDING_DIM,
     MAX_EMBEDDING_PARAMS,
@@ -40,7 +42,7 @@ from dse.model.limits import (
     upto,
 )
 from dse.model.widths import INDEX_BYTES
-from dse.records import WORKLOAD, apply_override, from_mapping, named_file, read_toml, source_name
+from dse.records import WORKLOAD, apply_override, convert, from_mapping, named_file, read_toml, source_name
 
 Interaction = Literal["dot", "dcnv2"]
 EmbeddingDtype = Literal["fp32", "fp16", "int8"]
@@ -175,6 +177,9 @@ class Workload:
     samples_per_epoch: int = 0
     """Training samples in one pass over the workload's own dataset; 0 when its file states none
     (synthetic models and benchmarks on random data)."""
+    convergence: str = ""
+    """The convergence curve (samples to converge by global batch, :mod:`dse.model.convergence`)
+    of this model and dataset; empty when none is published."""
 
     # --- sizes -----------------------------------------------------------------------------------
     @_memo
@@ -327,6 +332,7 @@ class _WorkloadFile:
     dcn_rank: int = field(default=0, metadata=upto(MAX_MLP_WIDTH))
     access_zipf: float = field(default=1.05, metadata=upto(MAX_ZIPF, 0.0))
     samples_per_epoch: int = field(default=0, metadata={"min": 0})
+    convergence: str = ""
     description: str = ""
     source: str = ""
 
@@ -397,6 +403,8 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
             raise DseInputError(source, "synthetic.dims", "needs at least one dim")
         tables = spec.synthetic.generate()
     _check_shape(spec, tables, source)
+    if spec.convergence:
+        load_curve(spec.convergence, source)
     if spec.interaction == "dcnv2" and (spec.dcn_layers < 1 or spec.dcn_rank < 1):
         raise DseInputError(source, "dcn_layers", "dcnv2 needs dcn_layers >= 1 and dcn_rank >= 1")
     # A dot interaction needs equal widths; tables of other dims are taken as projected to the
@@ -420,6 +428,7 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
         source=spec.source,
         synthetic=spec.synthetic is not None,
         samples_per_epoch=spec.samples_per_epoch,
+        convergence=spec.convergence,
     )
 
 
@@ -451,6 +460,40 @@ def load_workload(name_or_path: str, overrides: tuple[tuple[str, Any], ...] = ()
 def _load_cached(name_or_path: str) -> Workload:
     data, source = read_workload_data(name_or_path)
     return workload_from_mapping(data, source)
+
+
+SEARCHABLE_FIELDS: dict[str, str] = {
+    "global_batch": "the batch trades throughput against samples to converge (the workload's "
+                    "convergence curve); the published reference runs retune nothing but the "
+                    "learning rate with it, which the curve already includes",
+    "precision": "compute precision (amp, bf16, fp8...): a system choice that keeps the model "
+                 "and its optimizer settings",
+    "embedding_dtype": "storage precision of embedding rows: trades memory and lookup bytes, "
+                       "model and optimizer settings unchanged",
+}
+"""Workload fields a search space may vary (``workload.NAME``), and why each is a design choice.
+Left out on purpose: the optimizers (another optimizer needs its own learning rate and has no
+published convergence points), the model's shape (tables, MLPs, interaction: another model, not
+another design) and the dataset (``samples_per_epoch``, ``access_zipf``: facts about the data)."""
+
+
+def with_fields(workload: Workload, changes: tuple[tuple[str, Any], ...], source: str) -> Workload:
+    """A copy of ``workload`` with searchable fields (:data:`SEARCHABLE_FIELDS`) changed, each
+    value checked as a workload file's would be; anything else is a :class:`DseInputError`."""
+    if not changes:
+        return workload
+    return dataclasses.replace(workload, **{k: searchable_value(k, v, source) for k, v in changes})
+
+
+def searchable_value(key: str, value: Any, source: str) -> Any:
+    """``value`` checked (and converted) as the workload field ``key`` of a file would be; a
+    :class:`DseInputError` for a field not in :data:`SEARCHABLE_FIELDS` or a bad value."""
+    if key not in SEARCHABLE_FIELDS:
+        raise DseInputError(source, f"workload.{key}", "not a searchable workload field "
+                            f"(searchable: {', '.join('workload.' + f for f in SEARCHABLE_FIELDS)})")
+    meta = {f.name: f.metadata for f in dataclasses.fields(_WorkloadFile)}
+    hint = typing.get_type_hints(_WorkloadFile)[key]
+    return convert(hint, value, source, f"workload.{key}", meta[key])
 
 
 def with_batch(workload: Workload, global_batch: int) -> Workload:

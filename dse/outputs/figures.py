@@ -17,6 +17,7 @@ import json
 import pkgutil
 from typing import TYPE_CHECKING, Any
 
+from dse.model.stages import Stage
 from dse.outputs.markup import element_id
 
 if TYPE_CHECKING:
@@ -27,6 +28,14 @@ Figure = dict[str, Any]
 
 CONFIG = {"displaylogo": False}
 """The configuration of every figure on a page (no Plotly logo in the mode bar)."""
+
+STAGE_COLOURS: dict[str, str] = {
+    Stage.dense_compute: "#1f77b4", Stage.embedding_memory: "#ff7f0e", Stage.host_pcie: "#8c564b",
+    Stage.alltoall_fabric: "#2ca02c", Stage.alltoall_network: "#d62728",
+    Stage.allreduce_exposed: "#9467bd", Stage.input_exposed: "#e377c2", Stage.overhead: "#7f7f7f",
+}
+"""One colour per step stage (Plotly's default sequence, in stage order), for every figure that
+draws stages: the report's breakdown and the step timeline."""
 
 
 @functools.cache

@@ -24,7 +24,7 @@ from dse.outputs.figures import Figure, figure_html
 from dse.outputs.markup import script_json, text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
-from dse.search.encoding import design_system
+from dse.search.encoding import design_system, design_workload
 from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
 
 MAX_DESIGNS = 30
@@ -53,9 +53,10 @@ def score_designs(spec: StudySpec, designs: Sequence[tuple[str, dict[str, Any]]]
     for label, design in designs[:MAX_DESIGNS]:
         try:
             system = design_system(space, design, catalog)
+            trained = design_workload(space, design, workload)
         except DseInputError:
             continue
-        ev = evaluate(workload, system, calib, catalog)
+        ev = evaluate(trained, system, calib, catalog)
         out.append(Chosen(label, plan_summary(ev, calib), timeline_plot(ev)))
     return out
 

@@ -48,6 +48,8 @@ LABELS: Mapping[str, Label] = {
     "epoch_cost_usd": Label("epoch USD", "one Criteo epoch (USD)"),
     "dataset_time_s": Label("train h", "one pass over the dataset (s)", 1 / 3600),
     "dataset_cost_usd": Label("train USD", "one pass over the dataset (USD)"),
+    "time_to_train_s": Label("TTT min", "time to train to target (s)", 1 / 60),
+    "cost_to_train_usd": Label("TTT USD", "TCO of training to target (USD)"),
     "hbm_used_gb": Label("HBM GB", "HBM used, fullest accelerator (GB)"),
     "hbm_capacity_gb": Label("HBM cap. GB", "HBM for tables per accelerator (GB)"),
     "ddr_used_gb": Label("DDR GB", "host DDR used, fullest node (GB)"),
@@ -58,6 +60,7 @@ LABELS: Mapping[str, Label] = {
     "bottleneck": Label("bound by", "bottleneck"),
     # Design parameters (search-space keys; nodes is both).
     "nodes": Label("nodes", "nodes", phrase="{} nodes"),
+    "workload.global_batch": Label("batch", "global batch (samples)", phrase="batch {}"),
     "system": Label("system", "system", phrase="{}"),
     "node.accelerator": Label("accelerator", "accelerator", phrase="{}"),
     "node.accelerators": Label("accel./node", "accelerators per node", phrase="{} accelerators"),

@@ -135,10 +135,10 @@ def _device_loads(shards: tuple[Shard, ...], devices: int, per_node: int) -> lis
 def _shard_seconds(s: Shard, ev: Evaluation, calib: Calibration) -> float:
     """Device-seconds of one shard's embedding traffic: HBM plus host link (a replica's on every
     device)."""
-    sys = ev.system
+    system = ev.system
     t = s.traffic
-    mem = sys.hbm_bytes_s * calib.memory_efficiency
-    link = sys.pcie_bytes_s * calib.host_efficiency
+    mem = system.hbm_bytes_s * calib.memory_efficiency
+    link = system.pcie_bytes_s * calib.host_efficiency
     sec = (t.hbm_fwd + t.hbm_bwd) / mem + ((t.pcie_fwd + t.pcie_bwd) / link if link else 0.0)
     return sec * (ev.plan.devices if s.device < 0 else 1)
 
@@ -175,8 +175,8 @@ def plan_summary(ev: Evaluation, calib: Calibration) -> PlanSummary:
 
 def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
     """Every device's memory, tables and embedding and all-to-all seconds."""
-    plan, sys = ev.plan, ev.system
-    g, per_node = plan.devices, sys.accelerators_per_node
+    plan, system = ev.plan, ev.system
+    g, per_node = plan.devices, system.accelerators_per_node
     loads = _device_loads(plan.shards, g, per_node)
     same, cross = _alltoall_sends(ev)
     everywhere = {s.table for s in plan.shards if s.device < 0}
@@ -186,26 +186,28 @@ def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
             owned[s.device].add(s.table)
     out = []
     for d in range(g):
-        t = embedding_seconds(loads[d], sys, calib)
-        a2a = alltoall_seconds(same[d], cross[d], g, sys, calib)
-        ddr = plan.ddr_used_bytes[d // per_node] if d // per_node < len(plan.ddr_used_bytes) else 0.0
+        t = embedding_seconds(loads[d], system, calib)
+        a2a = alltoall_seconds(same[d], cross[d], g, system, calib)
+        ddr_used = plan.memory.ddr_used_bytes
+        ddr = ddr_used[d // per_node] if d // per_node < len(ddr_used) else 0.0
         out.append(DevicePlan(
-            device=d, node=d // per_node, hbm_used_gb=plan.hbm_used_bytes[d] / GB, ddr_used_gb=ddr / GB,
+            device=d, node=d // per_node, hbm_used_gb=plan.memory.hbm_used_bytes[d] / GB,
+            ddr_used_gb=ddr / GB,
             tables=len(owned[d] | everywhere),
-            embedding_s=max(t["emb_fwd"], t["host_fwd"]) + max(t["emb_bwd"], t["host_bwd"]),
-            alltoall_s=2.0 * max(a2a["a2a_fabric"], a2a["a2a_network"])))
+            embedding_s=max(t.emb_fwd, t.host_fwd) + max(t.emb_bwd, t.host_bwd),
+            alltoall_s=2.0 * max(a2a.fabric, a2a.network)))
     return tuple(out)
 
 
 def _alltoall_sends(ev: Evaluation) -> tuple[list[float], list[float]]:
     """Bytes each device sends per all-to-all inside and outside its scale-up domain (the per-device
     lists behind :func:`dse.model.timing.alltoall_sends`, which keeps only their maxima)."""
-    plan, sys, wl = ev.plan, ev.system, ev.workload
+    plan, system, wl = ev.plan, ev.system, ev.workload
     g = plan.devices
     if g <= 1:
         return [0.0] * g, [0.0] * g
     s_c = COMM_BYTES[wl.precision]
-    lead_dim = wl.interaction_dim() if sys.spec.software.bottom_mlp_on_one_device else 0
-    same, cross = alltoall_elements(plan, min(sys.scaleup_domain, g), wl.global_batch / g,
+    lead_dim = wl.interaction_dim() if system.spec.software.bottom_mlp_on_one_device else 0
+    same, cross = alltoall_elements(plan, min(system.scaleup_domain, g), wl.global_batch / g,
                                     wl.global_batch, lead_dim)
     return [x * s_c for x in same], [x * s_c for x in cross]

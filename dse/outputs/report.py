@@ -27,9 +27,9 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.errors import DseInputError
-from dse.model.timing import STAGES
+from dse.model.stages import STAGES
 from dse.model.user_catalog import CatalogChange
-from dse.outputs.figures import Figure, colorscale, figure_html
+from dse.outputs.figures import STAGE_COLOURS, Figure, colorscale, figure_html
 from dse.outputs.front_design_detail import MAX_DESIGNS, chosen_section, score_designs
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
@@ -57,11 +57,6 @@ from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.spec import StudySpec
 
 FADED = "rgba(120,120,120,0.25)"
-STAGE_COLOURS = {
-    "dense_compute": "#1f77b4", "embedding_memory": "#ff7f0e", "host_pcie": "#8c564b",
-    "alltoall_fabric": "#2ca02c", "alltoall_network": "#d62728", "allreduce_exposed": "#9467bd",
-    "input_exposed": "#e377c2", "overhead": "#7f7f7f",
-}
 
 @dataclass(frozen=True)
 class ReportData:

@@ -14,6 +14,12 @@ independent, so drawing it per design would invent disagreements. They do enter 
 80% interval (its error bars), and a comparison between two neighbouring front designs is *within
 the model's error* when their throughput intervals overlap.
 
+When the study's user catalog states price ranges (``price_low_usd``/``price_high_usd``,
+:mod:`dse.model.user_catalog`), each member also draws every ranged part's price uniformly within
+its range (:data:`PRICE_SEED`, one price catalog per member, shared by all designs), and the
+objectives that move with capex or TCO (:data:`PRICE_EXPONENTS`) are scaled by each design's capex
+and TCO under that draw over its capex and TCO as scored. Without ranges prices stay as scored.
+
 Feasibility is kept as the study scored it (a constraint on a throughput-dependent metric is not
 re-checked per member). Only the front and the designs near it are retimed: a dominated design is
 a candidate when, with each throughput-dependent objective moved in its favour by the largest
@@ -24,6 +30,7 @@ ensemble moved it further than it moves any two front designs apart.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -47,11 +54,15 @@ from dse.calibration.ensemble import (
 )
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
+from dse.model.catalog import Catalog
+from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
+from dse.model.system import System
 from dse.model.timing import loads_key
+from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
 from dse.safe_write import write_file
 from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
-from dse.search.encoding import design_system
+from dse.search.encoding import design_system, design_workload
 from dse.search.fingerprint import model_fingerprint
 from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
@@ -59,6 +70,20 @@ from dse.search.recovery import BASELINE_KEY
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
 
+PRICE_EXPONENTS: dict[str, tuple[int, int]] = {
+    "capex_usd": (1, 0),
+    "samples_per_s_per_kusd": (-1, 0),
+    "tco_usd_per_year": (0, 1),
+    "usd_per_million_samples": (0, 1),
+    "usd_per_billion_samples": (0, 1),
+    "epoch_cost_usd": (0, 1),
+    "dataset_cost_usd": (0, 1),
+}
+"""Metrics that move with prices, as (power of capex, power of TCO) they are proportional to
+(:func:`dse.model.cost.economics`: cost per sample and per epoch are TCO per second over
+throughput)."""
+PRICE_SEED = 0
+"""Seed of the price draws within user-catalog ranges (the same front on every run)."""
 ROBUST_PROBABILITY = 0.8
 """A front design whose probability of staying on the front is at least this is on the robust
 front (the issue's threshold)."""
@@ -201,7 +226,7 @@ def timing_key(ev: Evaluation) -> tuple[object, ...]:
     (each a byte count over a bandwidth times one efficiency, plus latencies), the kernel count,
     the devices and the loads' key. Designs equal in all of it (a front often holds designs that
     differ only in a part that costs but never binds, such as DDR size) share one retiming."""
-    return (tuple(sorted(ev.timing.stages_s.items())), ev.timing.kernels, ev.plan.devices,
+    return (ev.timing.stages, ev.timing.kernels, ev.plan.devices,
             loads_key(ev.system), ev.timing.critical_path)
 
 
@@ -412,28 +437,43 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
 
     def _retime(group: list[FrozenTrial]) -> Retiming:
         try:
-            system = design_system(space, group[0].user_attrs.get("design") or {}, catalog)
+            design = group[0].user_attrs.get("design") or {}
+            system = design_system(space, design, catalog)
+            trained = design_workload(space, design, workload)
         except DseInputError:
             return np.zeros(len(ens.members)), math.nan
-        ev = evaluate(workload, system, calib, catalog, memo)
+        ev = evaluate(trained, system, calib, catalog, memo)
         point = ev.throughput_samples_per_s
         if not 0 < point < math.inf:
             return np.zeros(len(ens.members)), math.nan
         key = timing_key(ev)
         d = retimed.get(key)
         if d is None:
-            logs = log_throughputs(workload, system, ev.plan, ens.members, dense)
+            logs = log_throughputs(trained, system, ev.plan, ens.members, dense)
             d = retimed[key] = np.where(np.isfinite(logs), logs - math.log(point), 0.0)
         return d, point
 
+    prices = price_draws(catalog, len(ens.members))
+
+    def priced(group: list[FrozenTrial]) -> np.ndarray:
+        try:
+            system = design_system(space, group[0].user_attrs.get("design") or {}, catalog)
+        except DseInputError:
+            return np.ones((len(prices), 2))
+        return price_ratios(system, evaluate(workload, system, calib, catalog, memo), prices)
+
     front_dev = [ratios(g) for g in front_groups]
     margin = _margin(np.array([d for d, _ in front_dev]))
+    cost_exps = np.array([PRICE_EXPONENTS.get(m, (0, 0)) for m, _ in objs], dtype=float).reshape(-1, 2)
+    # How far each objective can move two designs apart: the ensemble's throughput margin, and
+    # the price ranges' reach on the objectives that move with capex or TCO.
+    reach = margin * np.abs(exps) + (price_reach(catalog) if prices else 0.0) * np.abs(cost_exps).sum(axis=1)
     notes: list[str] = []
     near: list[list[FrozenTrial]] = []
-    if margin > 0 and rest_groups and exps.any():
+    if rest_groups and reach.any():
         front_loss = losses_of([g[0].values for g in front_groups], directions)
         rest_loss = losses_of([g[0].values for g in rest_groups], directions)
-        picked = _near_front(front_loss, rest_loss, exps, margin)
+        picked = _near_front(front_loss, rest_loss, reach, 1.0)
         if len(picked) > NEAR_FRONT_LIMIT:
             notes.append(f"{len(picked)} designs lie within the ensemble's reach of the front; the "
                          f"{NEAR_FRONT_LIMIT} nearest were retimed")
@@ -445,8 +485,14 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     devs = np.array([d for d, _ in [*front_dev, *near_dev]]).reshape(len(groups), len(ens.members))
     values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))
     kept = np.zeros(len(front_groups))
+    moves = np.array([priced(g) for g in groups]) if prices else None
+    if prices:
+        notes.append(f"prices drawn within the user catalog's ranges ({len(ranged_parts(catalog))} "
+                     "parts) under each member")
     for b in range(len(ens.members)):
         moved = values * np.exp(devs[:, b][:, None] * exps[None, :])
+        if moves is not None:
+            moved *= np.exp(np.log(moves[:, b, :]) @ cost_exps.T)
         mask = pareto_mask(losses_of(moved, directions))
         kept += mask[:len(front_groups)]
     probability = kept / len(ens.members)
@@ -471,6 +517,46 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
         key = _front_key(context, raw, ens, threshold, objs, feasible)
         _write_atomic(saved, json.dumps({"key": key, "front": _front_to_json(result)}))
     return result
+
+
+def price_draws(catalog: Catalog, members: int) -> tuple[Catalog, ...]:
+    """One price catalog per ensemble member, every ranged part's price drawn uniformly in its
+    range (:data:`PRICE_SEED`); empty when the catalog states no range."""
+    if not ranged_parts(catalog):
+        return ()
+    rng = np.random.default_rng(PRICE_SEED)
+    return tuple(draw_ranged_prices(catalog, lambda: float(rng.uniform())) for _ in range(members))
+
+
+def price_reach(catalog: Catalog) -> float:
+    """Largest log factor by which price draws within the ranges can move two designs' capex (or
+    TCO) apart: capex is a sum of prices, so its ratio between draws lies between the smallest
+    ``low / price`` and the largest ``high / price`` of any ranged part."""
+    lows, highs = [1.0], [1.0]
+    for section in PRICED:
+        for part in getattr(catalog, section).values():
+            span = price_range(part)
+            if span is not None:
+                lows.append(span[0] / part.price_usd)
+                highs.append(span[1] / part.price_usd)
+    return math.log(max(highs)) - math.log(min(lows))
+
+
+def price_ratios(system: System, ev: Evaluation, catalogs: Sequence[Catalog]) -> np.ndarray:
+    """``(len(catalogs), 2)``: the design's capex and TCO under each price catalog over its capex
+    and TCO as scored (``ev``); power, and so energy, does not move with prices."""
+    node = system.spec.node
+    out = np.ones((len(catalogs), 2))
+    base_capex, base_tco = ev.cost.capex_usd, ev.economics.tco_usd_per_year
+    if not (base_capex > 0 and base_tco > 0):
+        return out
+    for b, cat in enumerate(catalogs):
+        priced = dataclasses.replace(system, accelerator=cat.accelerator[node.accelerator],
+                                     cpu=cat.cpu[node.cpu])
+        cost = capex(priced, cat)
+        tco = economics(ev.throughput_samples_per_s, cost, ev.power, cat).tco_usd_per_year
+        out[b] = (cost.capex_usd / base_capex, tco / base_tco)
+    return out
 
 
 def _compare(a: RobustDesign, b: RobustDesign, dev_a: np.ndarray, dev_b: np.ndarray) -> Comparison:

@@ -8,21 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dse.model.evaluate import Evaluation
+from dse.model.stages import Stage
 from dse.model.timing import Leaf, Node, Seq, step_tree
 from dse.model.whatif import bottom_mlp_leads
-from dse.outputs.figures import Figure, to_graph_object
+from dse.outputs.figures import STAGE_COLOURS, Figure, to_graph_object
 from dse.outputs.markup import plot_text
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
-
-STAGE_COLOURS = {
-    "dense_compute": "#1f77b4", "embedding_memory": "#ff7f0e", "host_pcie": "#8c564b",
-    "alltoall_fabric": "#2ca02c", "alltoall_network": "#d62728", "allreduce_exposed": "#9467bd",
-    "input_exposed": "#e377c2", "overhead": "#7f7f7f",
-}
-"""One colour per stage (as the report's breakdown)."""
-
 
 @dataclass(frozen=True, slots=True)
 class Bar:
@@ -53,15 +46,14 @@ def _lay_out(node: Node, start: float, out: list[tuple[Leaf, float]]) -> float:
 def timeline(ev: Evaluation) -> tuple[Bar, ...]:
     """Every stage of ``ev``'s step with its start and end, and the input pipeline beside them
     (it prepares the next step, and binds only when it is the longer)."""
-    stages = ev.timing.stages_s
+    stages = ev.timing.stages
     placed: list[tuple[Leaf, float]] = []
-    end = _lay_out(step_tree(dict(stages), bottom_mlp_leads(ev)), 0.0, placed)
+    end = _lay_out(step_tree(stages, bottom_mlp_leads(ev)), 0.0, placed)
     on_path = set(ev.timing.critical_path)
     bars = [Bar(leaf.label or leaf.stage, leaf.stage, start, start + leaf.seconds,
                 (leaf.label or leaf.stage) in on_path)
             for leaf, start in placed if leaf.seconds > 0]
-    bars.append(Bar("input pipeline (next step)", "input_exposed", 0.0, stages["input"],
-                    stages["input"] > end))
+    bars.append(Bar("input pipeline (next step)", Stage.input_exposed, 0.0, stages.input, stages.input > end))
     return tuple(bars)
 
 
@@ -83,7 +75,7 @@ def timeline_plot(ev: Evaluation) -> Figure:
             "marker": {"color": colour, "line": {
                 "color": ["black" if b.critical else colour for b in mine],
                 "width": [3 if b.critical else 0 for b in mine]}},
-            "name": "input pipeline" if stage == "input_exposed" else stage.replace("_", " "),
+            "name": "input pipeline" if stage == Stage.input_exposed else stage.replace("_", " "),
             "orientation": "h", "x": [(b.end_s - b.start_s) * 1e3 for b in mine],
             "y": [b.label for b in mine], "type": "bar"})
     s = ev.system

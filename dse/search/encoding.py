@@ -15,8 +15,9 @@ from optuna.trial import Trial
 
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.system import System, resolve_system, system_spec_from_mapping
+from dse.model.workload import Workload, with_fields
 from dse.records import apply_override
-from dse.search.space import Parameter, SearchSpace
+from dse.search.space import Parameter, SearchSpace, is_workload_param
 
 ORDINAL_SUFFIX = "_index"
 """An ordinal parameter is searched as the integer index of its choice, named ``NAME_index``;
@@ -89,8 +90,17 @@ def design_system(space: SearchSpace, design: Mapping[str, Any], catalog: Catalo
     comparisons outside the space). ``base`` replaces the base system. Raises
     :class:`DseInputError` for a combination the schema cannot express."""
     data, _ = space.system_table(base or space.base_for(design))
-    extra = tuple((k, v) for k, v in design.items() if k not in space.parameters)
+    extra = tuple((k, v) for k, v in design.items()
+                  if k not in space.parameters and not is_workload_param(k))
     for key, value in space.overrides(design) + extra:
         data = apply_override(data, key, value)
     spec = system_spec_from_mapping(data, f"space {space.name}")
     return resolve_system(spec, catalog or load_catalog(), f"space {space.name}")
+
+
+def design_workload(space: SearchSpace, design: Mapping[str, Any], workload: Workload) -> Workload:
+    """The workload one design of ``space`` trains: ``workload`` with the design's workload
+    parameters (``workload.global_batch``...) applied; ``workload`` itself when it has none.
+    Raises :class:`DseInputError` for a value the workload schema refuses."""
+    return with_fields(workload, space.workload_overrides(design), f"space {space.name}")
+

@@ -36,7 +36,7 @@ from dse.search.dedup import (
     random_design,
     shared_index,
 )
-from dse.search.encoding import design_system, encode_design, suggest_design
+from dse.search.encoding import design_system, design_workload, encode_design, suggest_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.recovery import retry
 from dse.search.space import SearchSpace
@@ -88,13 +88,14 @@ class DesignObjective:
             self._prune_if_repeat(trial, design, index)
         try:
             system = design_system(self.space, design, self.catalog)
+            workload = design_workload(self.space, design, self.workload)
         except DseInputError as exc:
             # A combination the schema cannot express is an infeasible design, not a crash.
             write_trial_attrs(trial, {"design": design, "feasible": False, "model_feasible": False,
                                       "infeasible_reasons": [str(exc)]},
                               UNSCORABLE_CONSTRAINTS)
             return self.objectives.worst_values()
-        ev = evaluate(self.workload, system, self.calibration, self.catalog)
+        ev = evaluate(workload, system, self.calibration, self.catalog)
         metrics = ev.metrics()
         constraints = self.objectives.violations(metrics, ev.rule_violations())
         attrs: dict[str, Any] = {key: _jsonable(value) for key, value in metrics.items()}

@@ -56,6 +56,18 @@ METRICS: dict[str, str] = {
 }
 """Metrics objectives and constraints may name (keys of ``Evaluation.metrics()``)."""
 
+# --- time and cost to train (samples to converge by global batch, dse.model.convergence) -------
+TRAIN_METRICS: dict[str, str] = {
+    "time_to_train_s": "time to train: samples to converge at the batch (the workload's "
+                       "convergence curve, else one epoch) over throughput (s)",
+    "cost_to_train_usd": "TCO over the time to train (USD)",
+}
+"""Metrics of a whole training run. A design they cannot be computed for (its batch beyond the
+workload's convergence curve, or no curve and no dataset size) breaks the ``to_train``
+constraint of a study that names one of them."""
+METRICS.update(TRAIN_METRICS)
+TO_TRAIN_CONSTRAINT = "to_train"
+
 WORST_LOSS = 1e300
 """The loss of a design that cannot be scored, or of a non-finite objective value: worse than any
 real design, yet finite (Optuna refuses infinite values)."""
@@ -160,7 +172,17 @@ class ObjectiveSet:
         out.update({f"{RULE_PREFIX}{name}": float(rules.get(name, 0.0)) for name in RULE_NAMES})
         for c in self.constraints:
             out[f"{c.metric}"] = c.violation(float(metrics[c.metric]))
+        if self._train_metrics():
+            out[TO_TRAIN_CONSTRAINT] = 0.0 if self._trainable(metrics) else 1.0
         return out
+
+    def _train_metrics(self) -> list[str]:
+        """The time/cost-to-train metrics this set optimises or constrains."""
+        named = [o.metric for o in self.objectives] + [c.metric for c in self.constraints]
+        return [m for m in named if m in TRAIN_METRICS]
+
+    def _trainable(self, metrics: Mapping[str, Any]) -> bool:
+        return all(math.isfinite(float(metrics[m])) for m in self._train_metrics())
 
     def violated(self, metrics: dict[str, Any]) -> list[str]:
         """Why a design breaks this set's own constraints (the model's reasons aside)."""
@@ -171,6 +193,9 @@ class ObjectiveSet:
                 bounds = " and ".join(f"{word} {bound:.6g}" for word, bound in (("min", c.min),
                                       ("max", c.max)) if bound is not None)
                 out.append(f"{c.metric} = {value:.6g} outside {bounds}")
+        if self._train_metrics() and not self._trainable(metrics):
+            out.append("no time to train: the batch is beyond the workload's convergence curve, "
+                       "or it has no curve and no samples_per_epoch")
         return out
 
     def to_dict(self) -> dict[str, Any]:

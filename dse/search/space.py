@@ -11,6 +11,11 @@ A space names a base system (preset or file) and parameters keyed by the dotted 
 - ``system`` (categorical, choices are system presets or files): the base system itself, chosen per
   design, so whole vendor nodes compete as sold (their CPUs, NICs and fabrics) while the other
   parameters vary on top of each. Every preset a choice names is then a baseline of the study.
+- ``workload.global_batch`` (and the other fields of
+  :data:`~dse.model.workload.SEARCHABLE_FIELDS`): a workload field, set on the study's workload
+  per design (:func:`dse.search.encoding.design_workload`) rather than on the system. Batch is
+  worth searching with ``time_to_train_s``: a larger batch runs faster but needs more samples to
+  converge (:mod:`dse.model.convergence`).
 
 >>> space = load_space("zion-node")
 >>> "node.accelerators" in space.parameters
@@ -30,7 +35,7 @@ from typing import Any, Literal
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.system import ConstraintsSpec, SystemSpec, load_system_spec, system_spec_from_mapping
-from dse.model.workload import workload_presets
+from dse.model.workload import searchable_value, workload_presets
 from dse.records import (
     SPACE,
     SYSTEM,
@@ -47,6 +52,8 @@ ParamType = Literal["int", "float", "categorical", "ordinal"]
 Scalar = int | float | str | bool
 SYSTEM_PARAM = "system"
 """The parameter that chooses the base system per design (a categorical over system presets)."""
+WORKLOAD_PREFIX = "workload."
+"""Parameters named ``workload.FIELD`` set a workload field, not a system key."""
 """``search_spaces/`` of the checkout (spaces are project files, not package data)."""
 SYSTEM_LABEL = "system "
 """How a study's record of a system is labelled (``system dgx-h100``: the name the space gives)."""
@@ -149,7 +156,13 @@ class SearchSpace:
     def overrides(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         """System overrides for a trial's parameters (ordinals already decoded), fixed ones first."""
         return tuple(self.fixed.items()) + tuple(
-            (k, params[k]) for k in self.parameters if k in params and k != SYSTEM_PARAM)
+            (k, params[k]) for k in self.parameters
+            if k in params and k != SYSTEM_PARAM and not is_workload_param(k))
+
+    def workload_overrides(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """Workload fields a design sets (``workload.global_batch`` -> ``global_batch``)."""
+        return tuple((k.removeprefix(WORKLOAD_PREFIX), params[k]) for k in self.parameters
+                     if k in params and is_workload_param(k))
 
     def active(self, name: str, chosen: Mapping[str, Any]) -> bool:
         """Whether parameter ``name`` exists given the values chosen so far."""
@@ -259,6 +272,20 @@ def _read_systems(space: SearchSpace, source: str, naming: Path | None) -> dict[
     return out
 
 
+def is_workload_param(name: str) -> bool:
+    """Whether a parameter sets a workload field (``workload.global_batch``)."""
+    return name.startswith(WORKLOAD_PREFIX)
+
+
+def _check_workload_param(p: Parameter, source: str) -> None:
+    """Every extreme value of a workload parameter is a valid value of its workload field."""
+    for value in probe_values(p):
+        try:
+            searchable_value(p.name.removeprefix(WORKLOAD_PREFIX), value, source)
+        except DseInputError as exc:
+            raise DseInputError(source, f"parameters.{p.name}", exc.message) from None
+
+
 def _check_keys(space: SearchSpace, source: str) -> None:
     system = space.parameters.get(SYSTEM_PARAM)
     if system is not None and (system.type != "categorical" or system.when
@@ -275,6 +302,9 @@ def _check_keys(space: SearchSpace, source: str) -> None:
                                 f"choice {base!r}: {exc.message}") from None
         for name, p in space.parameters.items():
             if name == SYSTEM_PARAM:
+                continue
+            if is_workload_param(name):
+                _check_workload_param(p, source)
                 continue
             for value in probe_values(p):
                 try:
@@ -347,7 +377,8 @@ def preset_params(space: SearchSpace, catalog: Catalog | None = None) -> dict[st
 
     A preset fits when its value of every active parameter lies in the parameter's domain and the
     base system with those values is the preset itself (same parts, counts, links and network).
-    The base system of a ``system`` parameter is the preset's own name.
+    The base system of a ``system`` parameter is the preset's own name. Workload parameters are
+    not part of a system: a baseline leaves them to the sampler.
     """
     out: dict[str, dict[str, Any]] = {}
     base = space.base_spec()
@@ -358,7 +389,7 @@ def preset_params(space: SearchSpace, catalog: Catalog | None = None) -> dict[st
         chosen: dict[str, Any] = {}
         ok = True
         for name, p in space.parameters.items():
-            if not space.active(name, chosen):
+            if not space.active(name, chosen) or is_workload_param(name):
                 continue
             value = preset if name == SYSTEM_PARAM else _value_of(spec, name, catalog)
             if not p.contains(value):

@@ -46,7 +46,7 @@ from dse.model.workload import Workload
 from dse.safe_write import write_file
 from dse.search._optuna import compute_hypervolume
 from dse.search.attribute_keys import REFERENCE_KEY, WARM_START_KEY
-from dse.search.encoding import design_system, encode_design
+from dse.search.encoding import design_system, design_workload, encode_design
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.pareto import best_row, loss_box, non_dominated
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
@@ -250,6 +250,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "tco_usd_per_year", "usd_per_million_samples", "samples_per_s_per_kusd", "samples_per_s_per_w",
     "energy_per_sample_j", "epoch_time_s", "epoch_cost_usd", "memory_short_gb", "hbm_used_gb",
     "hbm_capacity_gb", "ddr_used_gb", "ddr_capacity_gb", "accelerators", "nodes", "compute_share",
+    "time_to_train_s", "cost_to_train_usd",
 )
 """Numeric metrics of :meth:`dse.model.Evaluation.metrics` written per design."""
 
@@ -269,7 +270,9 @@ def _evaluate_chunk(bounds: tuple[int, int]) -> dict[str, np.ndarray]:
     wl, calib, cat, memo, objectives = ctx.workload, ctx.calibration, ctx.catalog, ctx.memo, ctx.objectives
     for i in range(lo, hi):
         try:
-            ev = evaluate(wl, design_system(ctx.space, ctx.grid.design(i), cat), calib, cat, memo)
+            design = ctx.grid.design(i)
+            ev = evaluate(design_workload(ctx.space, design, wl), design_system(ctx.space, design, cat),
+                          calib, cat, memo)
         except DseInputError:
             ev = None
         if ev is None:

@@ -39,6 +39,7 @@ from dse.model.placement.costs import ShardCosts
 from dse.model.placement.partitioning import assign_host, balanced_assign, lpt_assign, place_hbm
 from dse.model.placement.plan import (
     Plan,
+    PlanMemory,
     Shard,
     ShardGroup,
     Sharding,
@@ -57,6 +58,7 @@ __all__ = [
     "HBM_RESERVE_FRACTION",
     "HOST_RESERVE_FRACTION",
     "Plan",
+    "PlanMemory",
     "Shard",
     "ShardGroup",
     "Sharding",
@@ -110,15 +112,16 @@ def plan_placement(workload: Workload, system: System) -> Plan:
         group_shards=shards,
         group_devices=devices,
         devices=budgets.devices,
-        hbm_used_bytes=tuple(hbm_used),
-        hbm_capacity_bytes=budgets.hbm_capacity_bytes,
-        ddr_used_bytes=tuple(host.ddr_used_bytes),
-        ddr_capacity_bytes=budgets.ddr_capacity_bytes,
-        dense_bytes_per_device=budgets.dense_bytes,
-        activation_bytes_per_device=budgets.activation_bytes,
-        feasible=not reason,
+        memory=PlanMemory(
+            hbm_used_bytes=tuple(hbm_used),
+            hbm_capacity_bytes=budgets.hbm_capacity_bytes,
+            ddr_used_bytes=tuple(host.ddr_used_bytes),
+            ddr_capacity_bytes=budgets.ddr_capacity_bytes,
+            dense_bytes_per_device=budgets.dense_bytes,
+            activation_bytes_per_device=budgets.activation_bytes,
+            short_bytes=short,
+        ),
         reason=reason,
-        memory_short_bytes=short,
         replicated_grad_elements=float(sum(s.rows * s.dim for s in replicas)),
         hbm_groups=len(hbm.shards),  # (counted when first asked: Plan.counts)
     )

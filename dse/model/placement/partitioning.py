@@ -10,6 +10,7 @@ import itertools
 import math
 import operator
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dse.model.estimators import Traffic, host_traffic
@@ -53,6 +54,35 @@ def lpt_assign(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceState:
+    """Every device's state as the partitioner fills them: one entry a device in each list, the
+    lists changed in place as pieces land."""
+
+    free: list[float]
+    """Bytes of room left for tables."""
+    load_mem: list[float]
+    """HBM bytes per step of the pieces placed (non-negative) ..."""
+    load_comm: list[float]
+    """... and their all-to-all bytes per step."""
+
+    def part(self, lo: int, hi: int) -> DeviceState:
+        """A copy of devices ``lo`` to ``hi - 1`` (the caller's to change)."""
+        return DeviceState(self.free[lo:hi], self.load_mem[lo:hi], self.load_comm[lo:hi])
+
+    def idle(self) -> bool:
+        """Whether no device carries any load."""
+        return not (any(self.load_mem) or any(self.load_comm))
+
+
+class Norm(NamedTuple):
+    """The normalisers of the two loads: 1 / all HBM bytes and 1 / all all-to-all bytes (a device's
+    key is its larger normalised load)."""
+
+    mem: float
+    comm: float
+
+
 Slice = list[tuple[float, float, float, int, int]]
 """Runs of equal pieces for :func:`assign_hbm`, each (HBM bytes, all-to-all bytes, size in bytes,
 how many, the flat index of its first piece): the pieces of a split come as one run."""
@@ -83,18 +113,18 @@ def balanced_assign(
     or ``None``. (:func:`balanced_runs` with a run per item.)"""
     out = [-1] * len(mem)
     balanced_runs([(m, c, s, 1, i) for i, (m, c, s) in enumerate(zip(mem, comm, sizes, strict=True))],
-                  list(capacities), load_mem, load_comm, out)
+                  DeviceState(list(capacities), load_mem, load_comm), out)
     return [None if d < 0 else d for d in out]
 
 
-def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_comm: list[float],
-                  out: list[int]) -> None:
+def balanced_runs(runs: Slice, state: DeviceState, out: list[int]) -> None:
     """:func:`balanced_assign` of runs of equal items, each (HBM bytes, all-to-all bytes, size,
     count, index in ``out`` of its first item; the items are the runs' in order): sets ``out`` of
-    each item placed (the others keep theirs), uses up ``free``, updates the loads.
+    each item placed (the others keep theirs), uses up the devices' room, updates their loads.
 
     A run's items have one key, so sorting the runs (stably) orders the items as sorting them one
     by one would."""
+    free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
     total_m = total_c = 0.0  # the items' sums, in order, as sum() adds them
     for m, c, _, k, _ in runs:
         if k == 1:
@@ -104,8 +134,8 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
         for _ in range(k):
             total_m += m
             total_c += c
-    inv_m = 1.0 / ((total_m + sum(load_mem)) or 1.0)
-    inv_c = 1.0 / ((total_c + sum(load_comm)) or 1.0)
+    norm = Norm(1.0 / ((total_m + sum(load_mem)) or 1.0), 1.0 / ((total_c + sum(load_comm)) or 1.0))
+    inv_m, inv_c = norm
     keys = [m * inv_m if m * inv_m > c * inv_c else c * inv_c for m, c, _, _, _ in runs]
     order = sorted(range(len(runs)), key=keys.__getitem__, reverse=True)  # stable: ties in order
     n = len(free)
@@ -122,7 +152,7 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
         if not (idle and _keys_apart(load_mem, inv_m) and _keys_apart(load_comm, inv_c)):
             idle = ()
     left: list[float] = []  # the key each idle placement left, in order of the idle devices
-    at, j = _fill_idle(runs, order, idle, free, load_mem, load_comm, inv_m, inv_c, out, left)
+    at, j = _fill_idle(runs, order, idle, state, norm, out, left)
     if at == len(order):
         return
     # (key, device) of every device (or of the least-loaded ones: _least_keys), a heap: the pairs
@@ -132,15 +162,15 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
     need: list[float] = []  # the sizes of the items left, in order
     for r in order[at:]:
         need += [runs[r][2]] * runs[r][3]
-    heap = _least_keys(_device_keys(left, idle, started_idle, load_mem, load_comm, inv_m, inv_c),
-                       need[j:] if j else need, free, inv_m, inv_c)
+    heap = _least_keys(_device_keys(left, idle, started_idle, state, norm), need[j:] if j else need, free,
+                       norm)
     replace = heapq.heapreplace
     for r in order[at:] if heap else ():
         m, c, size, k, first = runs[r]
         for i in range(first + j, first + k):
             d = heap[0][1]
             if size > free[d]:  # rare: the least-loaded device is full
-                _place_past_full(heap, i, size, m, c, inv_m, inv_c, free, load_mem, load_comm, out)
+                _place_past_full(heap, i, (size, m, c), norm, state, out)
                 continue
             out[i] = d
             free[d] -= size
@@ -152,13 +182,14 @@ def balanced_runs(runs: Slice, free: list[float], load_mem: list[float], load_co
         j = 0
 
 
-def _fill_idle(runs: Slice, order: list[int], idle: Sequence[int], free: list[float], load_mem: list[float],
-               load_comm: list[float], inv_m: float, inv_c: float, out: list[int],
-               left: list[float]) -> tuple[int, int]:
+def _fill_idle(runs: Slice, order: list[int], idle: Sequence[int], state: DeviceState, norm: Norm,
+               out: list[int], left: list[float]) -> tuple[int, int]:
     """For :func:`balanced_runs`: the items, in ``order`` of their runs, on the ``idle`` devices one
     each, while the next has room and the last placement left a key above 0.0 (``left`` gets each
     key left). Returns where it stopped: the position in ``order`` and the items of that run
     placed. (Writing a run's items a slice at a time costs more than this loop for runs of 4.)"""
+    free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
+    inv_m, inv_c = norm
     placed, n_idle = 0, len(idle)
     last = 1.0  # the key the last placement left
     for at, r in enumerate(order):
@@ -178,11 +209,13 @@ def _fill_idle(runs: Slice, order: list[int], idle: Sequence[int], free: list[fl
     return len(order), 0
 
 
-def _device_keys(left: list[float], idle: Sequence[int], started_idle: bool, load_mem: list[float],
-                 load_comm: list[float], inv_m: float, inv_c: float) -> list[float]:
+def _device_keys(left: list[float], idle: Sequence[int], started_idle: bool, state: DeviceState,
+                 norm: Norm) -> list[float]:
     """For :func:`balanced_runs`: every device's key once the idle devices are filled: ``left`` for
     the idle devices it reached, 0.0 for the other idle ones (their loads are zeros), the others'
     from their loads."""
+    load_mem, load_comm = state.load_mem, state.load_comm
+    inv_m, inv_c = norm
     n = len(load_mem)
     if started_idle:  # (0 x inf is nan: the devices not reached keep the key they started with)
         return left + [0.0] * (n - len(left))
@@ -218,12 +251,15 @@ def _load_keys(load_mem: list[float], load_comm: list[float], inv_m: float, inv_
     return keys
 
 
-def _place_past_full(heap: list[tuple[float, int]], i: int, size: float, mem: float, comm: float,
-                     inv_m: float, inv_c: float, free: list[float], load_mem: list[float],
-                     load_comm: list[float], out: list[int]) -> None:
-    """For :func:`balanced_runs`, when its least-loaded device has no room for item ``i``: the
-    least-loaded device with room takes it (``out[i]``, loads and ``free`` updated), the devices
-    passed over stay in ``heap`` with their keys."""
+def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, float, float], norm: Norm,
+                     state: DeviceState, out: list[int]) -> None:
+    """For :func:`balanced_runs`, when its least-loaded device has no room for item ``i`` (its
+    size, HBM bytes and all-to-all bytes): the least-loaded device with room takes it (``out[i]``,
+    the device's loads and room updated), the devices passed over stay in ``heap`` with their
+    keys."""
+    size, mem, comm = item
+    free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
+    inv_m, inv_c = norm
     skipped: list[tuple[float, int]] = []
     while heap and size > free[heap[0][1]]:
         skipped.append(heapq.heappop(heap))
@@ -239,8 +275,8 @@ def _place_past_full(heap: list[tuple[float, int]], i: int, size: float, mem: fl
         heapq.heappush(heap, entry)
 
 
-def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: float,
-                inv_c: float) -> list[tuple[float, int]]:
+def _least_keys(keys: list[float], need: list[float], free: list[float],
+                norm: Norm) -> list[tuple[float, int]]:
     """For :func:`balanced_assign`: the heap of (key, device) its last items (``need``: their sizes)
     are placed from, given every device's key.
 
@@ -251,6 +287,7 @@ def _least_keys(keys: list[float], need: list[float], free: list[float], inv_m: 
     the rounding of the running differences). The keys must be ordered (no nan): the normalisers
     positive and finite, so every load is finite. Otherwise the heap of every device."""
     m = len(need)
+    inv_m, inv_c = norm
     if m < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf and min(need) >= 0.0:
         # A stable sort by key: ties in device order, as the pairs compare.
         low = sorted(range(len(keys)), key=keys.__getitem__)[:m]
@@ -269,16 +306,17 @@ def _keys_apart(loads: list[float], inv: float) -> bool:
     return 0.0 < inv < math.inf and min(itertools.chain(filter(None, loads), (1.0,))) * inv > 0.0
 
 
-def _place_group(mem: list[float], comm: list[float], sizes: list[float], room: list[float],
-                 load_mem: list[float], load_comm: list[float]) -> list[int] | None:
-    """:func:`balanced_assign` of a group's pieces on one domain's devices (``room`` and the loads
-    are theirs, copies it may change), or ``None`` unless it places every piece.
+def _place_group(mem: list[float], comm: list[float], sizes: list[float],
+                 state: DeviceState) -> list[int] | None:
+    """:func:`balanced_assign` of a group's pieces on one domain's devices (``state``: theirs, a
+    copy it may change), or ``None`` unless it places every piece.
 
     On devices without load it puts the j-th piece (by key) on the j-th device while that device has
     room and the piece before left a key above 0.0 (see there). Usually the group goes to an idle
     domain and every piece passes: that is then its answer, found without running it.
     """
-    if len(mem) <= len(room) and not (any(load_mem) or any(load_comm)):
+    room, load_mem, load_comm = state.free, state.load_mem, state.load_comm
+    if len(mem) <= len(room) and state.idle():
         _, _, keys, order = _ranked(mem, comm, load_mem, load_comm)
         got = [0] * len(order)
         for j, i in enumerate(order):
@@ -329,10 +367,9 @@ def _domain_slices(groups: Iterable[Slice], per_domain: Iterable[int]) -> list[l
 
 
 def assign_hbm(
-    runs: Sequence[tuple[Candidate, int]], free: list[float], load_mem: list[float], load_comm: list[float],
-    domain: int,
+    runs: Sequence[tuple[Candidate, int]], state: DeviceState, domain: int,
 ) -> tuple[list[int], list[Candidate]]:
-    """Assign HBM shards to devices (updating the loads; ``free`` is used up): ``runs`` are the
+    """Assign HBM shards to devices (updating their loads; their room is used up): ``runs`` are the
     pieces, each size of piece once with the number of its pieces in a row (see
     :func:`~dse.model.placement.tiers.choose_tiers`). Returns the device of each piece, flat in
     run order (-1 where none has room), and those unplaced, in the order they were tried.
@@ -358,21 +395,21 @@ def assign_hbm(
         start += count
     devices = [-1] * start
     if groups:
-        rest += _place_groups(_domain_slices(groups.values(), per_domain), free, load_mem, load_comm, domain,
-                              devices)
-    balanced_runs(rest, free, load_mem, load_comm, devices)  # (no one reads ``free`` after it)
+        rest += _place_groups(_domain_slices(groups.values(), per_domain), state, domain, devices)
+    balanced_runs(rest, state, devices)  # (no one reads the room after it)
     unplaced: list[int] = []
     if -1 in devices:  # (every piece is in a group or in ``rest``)
         unplaced = [i for *_, n, first in rest for i in range(first, first + n) if devices[i] < 0]
     return devices, _candidates_at(runs, unplaced)
 
 
-def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: list[float],
-                  load_comm: list[float], domain: int, devices: list[int]) -> Slice:
+def _place_groups(groups: Iterable[list[Slice]], state: DeviceState, domain: int,
+                  devices: list[int]) -> Slice:
     """For :func:`assign_hbm`: each slice of a row-wise group (``groups``: each group's slices) in
     the least-loaded scale-up domain (the first of equal ones) where it fits and that no slice of
     its group took (``devices`` of its pieces set); returns the slices that fit nowhere."""
-    n = len(free)
+    load_mem, load_comm = state.load_mem, state.load_comm
+    n = len(load_mem)
 
     def domain_load(lo: int) -> float:
         total: float = sum(map(operator.add, load_mem[lo:lo + domain], load_comm[lo:lo + domain]))
@@ -380,16 +417,15 @@ def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: li
 
     # A slice changes only the loads of the domain it lands in, so only that domain's sum is
     # taken again (the same sum as before, hence the same order of domains for the next group).
-    loads = [domain_load(lo) for lo in range(0, n, domain)] if any(load_mem) or any(load_comm) \
-        else [0.0] * len(range(0, n, domain))
+    starts = range(0, n, domain)
+    loads = [0.0] * len(starts) if state.idle() else [domain_load(lo) for lo in starts]
     failed: Slice = []
     for slices in groups:
         # The domains by load (a stable sort: ties by index), once a group: its slices change the
         # loads of the domains they take, which leave the list, and the others keep their order.
         ranked = sorted(range(len(loads)), key=loads.__getitem__)
         filled: dict[tuple[float, float, int], float] = {}
-        for j, equal in _take_domains(slices, ranked, loads, free, load_mem, load_comm, domain, devices,
-                                      failed):
+        for j, equal in _take_domains(slices, ranked, loads, state, domain, devices, failed):
             # A domain an idle one's equal pieces filled holds what any other they filled holds.
             if equal is None:
                 loads[j] = domain_load(j * domain)
@@ -400,9 +436,8 @@ def _place_groups(groups: Iterable[list[Slice]], free: list[float], load_mem: li
     return failed
 
 
-def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], free: list[float],
-                  load_mem: list[float], load_comm: list[float], domain: int, devices: list[int],
-                  failed: Slice) -> list[tuple[int, tuple[float, float, int] | None]]:
+def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], state: DeviceState, domain: int,
+                  devices: list[int], failed: Slice) -> list[tuple[int, tuple[float, float, int] | None]]:
     """For :func:`_place_groups`: the slices of one group, each in the first domain of ``ranked``
     (those it takes leave the list) where it fits (those that fit nowhere added to ``failed``).
     Returns the domains taken, each with the (HBM bytes, all-to-all bytes, count) of the equal
@@ -412,6 +447,7 @@ def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], fr
     when every load in it is, none being negative) one piece a device, from its first, when each
     has room: what _place_group answers then (see there), found without a search. Such slices are
     listed and written at the end, consecutive ones (a split's, domain after domain) at once."""
+    free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
     n = len(free)
     above_zero: dict[tuple[float, float, int], bool] = {}  # (the slices of a run share it)
     idle: list[list[Any]] = []  # lo, end, (m, c, size), first: equal pieces on consecutive devices
@@ -432,7 +468,7 @@ def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], fr
                 else:
                     idle.append([lo, end, (m, c, size), first])
                 taken.append((j, (m, c, k)))
-            elif _place_slice(runs, free, load_mem, load_comm, lo, lo + domain, devices):
+            elif _place_slice(runs, state, lo, lo + domain, devices):
                 taken.append((j, None))
             else:
                 continue
@@ -452,15 +488,15 @@ def _take_domains(slices: list[Slice], ranked: list[int], loads: list[float], fr
     return taken
 
 
-def _place_slice(runs: Slice, free: list[float], load_mem: list[float], load_comm: list[float], lo: int,
-                 hi: int, devices: list[int]) -> bool:
+def _place_slice(runs: Slice, state: DeviceState, lo: int, hi: int, devices: list[int]) -> bool:
     """For :func:`_take_domains`: place the pieces of ``runs`` on the domain ``lo:hi`` with
     :func:`_place_group`, or say they do not fit there."""
     each = itertools.chain.from_iterable
     g_mem, g_comm, g_size = ([*each(itertools.repeat(at[f], at[3]) for at in runs)] for f in range(3))
-    got = _place_group(g_mem, g_comm, g_size, free[lo:hi], load_mem[lo:hi], load_comm[lo:hi])
+    got = _place_group(g_mem, g_comm, g_size, state.part(lo, hi))
     if got is None:
         return False
+    free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
     flat = each(range(first, first + n) for _, _, _, n, first in runs)
     for i, x, m, c, size in zip(flat, got, g_mem, g_comm, g_size, strict=True):
         d = devices[i] = lo + x
@@ -543,12 +579,10 @@ def place_hbm(runs: Sequence[tuple[Candidate, int]], budgets: Budgets, device_ca
     when it runs the bottom MLP alone: ``budgets.lead``)."""
     g = budgets.devices
     hbm_used = [budgets.dense_bytes + budgets.activation_bytes + replica_bytes] * g
-    load_mem = [0.0] * g
-    load_comm = [0.0] * g
-    free = [device_cap] * g
+    state = DeviceState(free=[device_cap] * g, load_mem=[0.0] * g, load_comm=[0.0] * g)
     if budgets.lead:
-        free[0] = 0.0
-    devices, unplaced = assign_hbm(runs, free, load_mem, load_comm, budgets.domain)
+        state.free[0] = 0.0
+    devices, unplaced = assign_hbm(runs, state, budgets.domain)
     traffic = costs.traffic
     shards: list[Shard] = []
     placed: list[tuple[int, ...]] = []
@@ -576,4 +610,4 @@ def place_hbm(runs: Sequence[tuple[Candidate, int]], budgets: Budgets, device_ca
                            c.partial))
         shards.append(shard)
         placed.append(on)
-    return HbmAssignment(shards, placed, hbm_used, load_mem, unplaced)
+    return HbmAssignment(shards, placed, hbm_used, state.load_mem, unplaced)

@@ -51,6 +51,10 @@ class Shard(NamedTuple):
     the shard sends just its own rows (``out_rows`` is then its share)."""
 
 
+DEVICE = Shard._fields.index("device")
+"""Where a Shard's ``device`` sits among its fields: the fields before it and after it are what
+equal pieces on several devices share (:func:`shards_grouped`, :func:`expand_groups`)."""
+
 new_shard = functools.partial(tuple.__new__, Shard)
 """A Shard from the tuple of all its fields: skips the named tuple's ``__new__``, a Python function
 that costs as much again (a plan builds one Shard per piece)."""
@@ -81,10 +85,10 @@ def shards_grouped(shards: Iterable[Shard]) -> tuple[ShardGroup, ...]:
     their device is one group; a replica (device -1) is always one of its own."""
     out: list[ShardGroup] = []
     for s in shards:
-        d = s[7]
+        d = s.device
         if out and d >= 0:
             last, devices = out[-1]
-            if last[7] >= 0 and s[:7] == last[:7] and s[8:] == last[8:]:
+            if last.device >= 0 and s[:DEVICE] == last[:DEVICE] and s[DEVICE + 1:] == last[DEVICE + 1:]:
                 out[-1] = new_group((last, (*devices, d)))
                 continue
         out.append(new_group((s, (d,))))
@@ -97,19 +101,34 @@ def expand_groups(groups: Iterable[tuple[Shard, tuple[int, ...]]]) -> tuple[Shar
     for s, devices in groups:
         out.append(s)
         if len(devices) > 1:
-            head, tail = s[:7], s[8:]
+            head, tail = s[:DEVICE], s[DEVICE + 1:]
             out += [new_shard((*head, d, *tail)) for d in devices[1:]]
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanMemory:
+    """The memory a plan uses and the memory the system has for it."""
+
+    hbm_used_bytes: tuple[float, ...]
+    """Per device: tables, cache, dense model, activations."""
+    hbm_capacity_bytes: float
+    ddr_used_bytes: tuple[float, ...]
+    """Per node: host-resident tables."""
+    ddr_capacity_bytes: float
+    dense_bytes_per_device: float
+    activation_bytes_per_device: float
+    short_bytes: float = 0.0
+    """How many bytes the design lacks to hold the model (0 when it holds it)."""
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class Plan:
     """A placement of every table of a workload on a system.
 
-    Built from its pieces (``shards``) or, as the planner does, from their groups (``groups=``,
-    :class:`ShardGroup`, or the same as ``group_shards=`` and ``group_devices=``); either way
-    :attr:`shards` lists every piece and :attr:`groups` the same pieces grouped (equal plans have
-    equal groups).
+    Built from its pieces (``shards``) or, as the planner does, from their groups
+    (``group_shards=`` and ``group_devices=``, see :class:`ShardGroup`); either way :attr:`shards`
+    lists every piece and :attr:`groups` the same pieces grouped (equal plans have equal groups).
     """
 
     group_shards: tuple[Shard, ...]
@@ -119,23 +138,14 @@ class Plan:
     group_devices: tuple[tuple[int, ...], ...]
     """Each group's devices."""
     devices: int
-    hbm_used_bytes: tuple[float, ...]
-    """Per device: tables, cache, dense model, activations."""
-    hbm_capacity_bytes: float
-    ddr_used_bytes: tuple[float, ...]
-    """Per node: host-resident tables."""
-    ddr_capacity_bytes: float
-    dense_bytes_per_device: float
-    activation_bytes_per_device: float
-    feasible: bool
+    memory: PlanMemory
     reason: str
-    memory_short_bytes: float
-    """How many bytes the design lacks to hold the model (0 when feasible)."""
+    """Why the plan does not hold the model ("" when it does: :attr:`feasible`)."""
     replicated_grad_elements: float
     """Elements of replicated tables' gradients that join the dense allreduce."""
     hbm_groups: int = field(repr=False, compare=False)
-    """How many of the first groups are the HBM ones, for :attr:`counts` (-1: not known; then the
-    counts are those given, or none)."""
+    """How many of the first groups are the HBM ones, for :attr:`counts` (-1: not known; then there
+    are no counts)."""
     _counts: dict[str, int] | None = field(init=False, repr=False, compare=False)
     """:attr:`counts`, once asked for (a report reads them; a search never does)."""
     _shards: tuple[Shard, ...] | None = field(init=False, repr=False, compare=False)
@@ -146,37 +156,27 @@ class Plan:
         shards: Iterable[Shard] = (),
         *,
         devices: int,
-        hbm_used_bytes: tuple[float, ...],
-        hbm_capacity_bytes: float,
-        ddr_used_bytes: tuple[float, ...],
-        ddr_capacity_bytes: float,
-        dense_bytes_per_device: float,
-        activation_bytes_per_device: float,
-        feasible: bool,
+        memory: PlanMemory,
         reason: str = "",
-        memory_short_bytes: float = 0.0,
         replicated_grad_elements: float = 0.0,
-        counts: dict[str, int] | None = None,
         hbm_groups: int | None = None,
-        groups: Iterable[ShardGroup] | None = None,
         group_shards: tuple[Shard, ...] | None = None,
         group_devices: tuple[tuple[int, ...], ...] | None = None,
     ) -> None:
-        """A plan of ``shards`` (every piece), of ``groups`` or of ``group_shards`` and
-        ``group_devices`` (the same, grouped): one of the three. ``counts``: shards per kind and
-        tier, or, without them, ``hbm_groups``: how many of the first groups are in HBM, to count
-        them from when first asked (:func:`count_groups`; no counts without either)."""
+        """A plan of ``shards`` (every piece) or of ``group_shards`` and ``group_devices`` (the
+        same, grouped): one of the two. ``hbm_groups``: how many of the first groups are in HBM,
+        to count shards per kind and tier from when first asked (:func:`count_groups`; no counts
+        without it)."""
         listed: tuple[Shard, ...] | None = None
-        given = (bool(shards), groups is not None, group_shards is not None or group_devices is not None)
-        if sum(given) > 1:
-            raise ValueError("a Plan takes its pieces as shards, groups or group_shards and group_devices")
         if group_shards is None or group_devices is None:
-            if groups is None:
-                listed = tuple(shards)
-                groups = shards_grouped(listed)
-            pairs = tuple(groups)
+            if group_shards is not None or group_devices is not None:
+                raise ValueError("a Plan takes group_shards and group_devices together")
+            listed = tuple(shards)
+            pairs = shards_grouped(listed)
             group_shards = tuple(g[0] for g in pairs)
             group_devices = tuple(g[1] for g in pairs)
+        elif shards:
+            raise ValueError("a Plan takes its pieces as shards or as group_shards and group_devices")
         elif len(group_shards) != len(group_devices):
             raise ValueError("a Plan needs as many group_devices as group_shards")
         setattr_ = object.__setattr__
@@ -184,18 +184,16 @@ class Plan:
         setattr_(self, "group_devices", group_devices)
         setattr_(self, "_shards", listed)
         setattr_(self, "devices", devices)
-        setattr_(self, "hbm_used_bytes", hbm_used_bytes)
-        setattr_(self, "hbm_capacity_bytes", hbm_capacity_bytes)
-        setattr_(self, "ddr_used_bytes", ddr_used_bytes)
-        setattr_(self, "ddr_capacity_bytes", ddr_capacity_bytes)
-        setattr_(self, "dense_bytes_per_device", dense_bytes_per_device)
-        setattr_(self, "activation_bytes_per_device", activation_bytes_per_device)
-        setattr_(self, "feasible", feasible)
+        setattr_(self, "memory", memory)
         setattr_(self, "reason", reason)
-        setattr_(self, "memory_short_bytes", memory_short_bytes)
         setattr_(self, "replicated_grad_elements", replicated_grad_elements)
-        setattr_(self, "hbm_groups", -1 if hbm_groups is None or counts is not None else hbm_groups)
-        setattr_(self, "_counts", {} if counts is None and self.hbm_groups < 0 else counts)
+        setattr_(self, "hbm_groups", -1 if hbm_groups is None else hbm_groups)
+        setattr_(self, "_counts", {} if hbm_groups is None else None)
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the plan holds the model (it has no :attr:`reason` not to)."""
+        return not self.reason
 
     @property
     def counts(self) -> dict[str, int]:
@@ -247,8 +245,8 @@ def count_groups(shards: Sequence[Shard], devices: Sequence[tuple[int, ...]], n_
             counts[s.sharding] += len(on) - 1
     get = counts.get
     rest = zip(shards[n_hbm:], devices[n_hbm:], strict=True)
-    for (_, sharding, _, _, _, _, _, _, tier, _, _, _), on in rest:
-        n = len(on)
+    for s, on in rest:
+        sharding, tier, n = s.sharding, s.tier, len(on)
         counts[sharding] = get(sharding, 0) + n
         counts[tier] = get(tier, 0) + n
     return counts

@@ -65,9 +65,13 @@ def host_shards(
                 hit = zipf_hit_rate(rows_cached, c.rows, wl.access_zipf)
                 traffic = cached_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb,
                                          c.out_rows * c.dim * s_c, hit, c.rows)
-                out.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows,
-                                 c.footprint, dev, "cache", traffic, hit, c.partial))
+                out.append(Shard(table=c.table, sharding=c.sharding, rows=c.rows, dim=c.dim,
+                                 lookups=c.lookups, out_rows=c.out_rows, footprint_bytes=c.footprint,
+                                 device=dev, tier="cache", traffic=traffic, hit_rate=hit,
+                                 partial_sums=c.partial))
             else:
-                out.append(Shard(c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows,
-                                 c.footprint, dev, "host", host, 0.0, c.partial))
+                out.append(Shard(table=c.table, sharding=c.sharding, rows=c.rows, dim=c.dim,
+                                 lookups=c.lookups, out_rows=c.out_rows, footprint_bytes=c.footprint,
+                                 device=dev, tier="host", traffic=host, hit_rate=0.0,
+                                 partial_sums=c.partial))
     return out, caches

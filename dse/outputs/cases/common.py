@@ -28,7 +28,7 @@ def headline(data: CaseData, design: Mapping[str, Any], base: str | None = None)
         "ddr_used_gb": float(m["ddr_used_gb"]),
         "bottleneck": str(m["bottleneck"]),
         "feasible": bool(m["feasible"]),
-        "a2a_fabric_ms": ev.timing.stages_s.get("a2a_fabric", 0.0) * 1e3,
+        "a2a_fabric_ms": ev.timing.stages.a2a_fabric * 1e3,
         "step_ms": ev.step_time_s * 1e3,
     }
 

@@ -32,7 +32,7 @@ from dse.model.evaluate import Evaluation, evaluate
 from dse.model.system import System
 from dse.model.workload import Workload
 from dse.outputs.markup import markdown_text
-from dse.search.encoding import design_system
+from dse.search.encoding import design_system, design_workload
 from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import pareto_mask
 from dse.search.results import Study, TrialState, trials_frame
@@ -127,7 +127,8 @@ class CaseData:
 
     def evaluate(self, design: Mapping[str, Any], base: str | None = None) -> Evaluation:
         """Score one design (see :meth:`system`) with this data's catalog and calibration."""
-        return evaluate(self.workload, self.system(design, base), self.calibration, self.catalog)
+        return evaluate(design_workload(self.space, design, self.workload), self.system(design, base),
+                        self.calibration, self.catalog)
 
 
 def _direction(metric: str, directions: Mapping[str, str]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from dse.model.stages import Stage
 from dse.model.workload import Workload, load_workload
 from dse.outputs.cases.common import THROUGHPUT, nodes_point, with_workload
 from dse.outputs.cases.framework import (
@@ -178,7 +179,7 @@ GROWTH: CaseStudy[GrowthFindings] = CaseStudy(
     claims=(
         Claim("With 4x tables, one DGX H100 node no longer holds them in HBM and its step becomes "
               "bound by host PCIe traffic.",
-              lambda f: f.h100_bottleneck_4x == "host_pcie"),
+              lambda f: f.h100_bottleneck_4x == Stage.host_pcie),
         Claim("Of the five vendor nodes, one DGX H100 node slows down the most when the tables "
               "grow 4x.",
               lambda f: f.slowest_growth == "dgx-h100"),

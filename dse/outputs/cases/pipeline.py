@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.calibration.ensemble import CalibrationEnsemble, EnsembleUnavailable, load_ensemble
+from dse.model.user_catalog import ranged_parts
 from dse.outputs.cases.framework import (
     CaseData,
     CaseResult,
@@ -60,7 +61,8 @@ def publish_case(case: CaseStudy[Any], out: Path, trials: int | None = None,
     uncertain, note = case_uncertainty(case, result.data, draws)
     report_file = write_case_report(study, spec, storage, out, case.name) if report else None
     page = out / f"{case.name}.md"
-    write_file(page, render_page(result, report_file, uncertainty_lines(uncertain, note)))
+    write_file(page, render_page(result, report_file, uncertainty_lines(
+        uncertain, note, ranged_parts(result.data.catalog))))
     return PublishedCase(result, page, out / report_file if report_file else None, uncertain)
 
 

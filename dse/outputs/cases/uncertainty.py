@@ -8,8 +8,9 @@ there are fewer than ``draws``) and re-scores every design of the case's data wi
 claim that scores extra designs scores them with the member too). A *joint draw* also moves the
 prices: every accelerator's price and the HBM and network prices each by an independent factor
 drawn uniformly in ``[1 - PRICE_SPREAD, 1 + PRICE_SPREAD]`` (±30%, the range the cases' own
-sensitivity uses; street prices of most parts are estimates, docs/sources.md). A claim's share is
-the fraction of draws under which it holds.
+sensitivity uses; street prices of most parts are estimates, docs/sources.md), or, for a part whose
+user catalog states a price range, uniformly within that range (:func:`price_draw`). A claim's
+share is the fraction of draws under which it holds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from dse.calibration.ensemble import CalibrationEnsemble
-from dse.model.catalog import Catalog
+from dse.model.catalog import Accelerator, Catalog
+from dse.model.user_catalog import draw_ranged_prices, price_range, priced_at
 from dse.outputs.cases.framework import (
     CaseData,
     CaseStudy,
@@ -54,12 +56,21 @@ class ClaimUncertainty:
 
 def price_draw(catalog: Catalog, rng: np.random.Generator, spread: float = PRICE_SPREAD) -> Catalog:
     """``catalog`` with every accelerator's price, the HBM price and the network prices each
-    scaled by an independent uniform factor in ``[1 - spread, 1 + spread]``."""
-    acc = {k: dataclasses.replace(a, price_usd=a.price_usd * float(rng.uniform(1 - spread, 1 + spread)))
-           for k, a in sorted(catalog.accelerator.items())}
+    scaled by an independent uniform factor in ``[1 - spread, 1 + spread]``. A part whose user
+    catalog states a price range is drawn uniformly within it instead (an accelerator from the
+    same variate, mapped onto its range; CPUs and NICs after the network factor), so without
+    ranges the draws are those of the spread alone."""
+    def accelerator(a: Accelerator) -> Accelerator:
+        factor = float(rng.uniform(1 - spread, 1 + spread))
+        if price_range(a) is None:
+            return dataclasses.replace(a, price_usd=a.price_usd * factor)
+        return priced_at(a, (factor - (1 - spread)) / (2 * spread) if spread else 0.5)
+
+    acc = {k: accelerator(a) for k, a in sorted(catalog.accelerator.items())}
     moved = dataclasses.replace(catalog, accelerator=acc)
     moved = scale_hbm_price(moved, float(rng.uniform(1 - spread, 1 + spread)))
-    return scale_network_prices(moved, float(rng.uniform(1 - spread, 1 + spread)))
+    moved = scale_network_prices(moved, float(rng.uniform(1 - spread, 1 + spread)))
+    return draw_ranged_prices(moved, lambda: float(rng.uniform()), ("cpu", "nic"))
 
 
 def claims_under_ensemble(case: CaseStudy[Any], data: CaseData, ensemble: CalibrationEnsemble,
@@ -80,9 +91,11 @@ def claims_under_ensemble(case: CaseStudy[Any], data: CaseData, ensemble: Calibr
                  for i, c in enumerate(case.claims))
 
 
-def uncertainty_lines(claims: Sequence[ClaimUncertainty], note: str = "") -> list[str]:
+def uncertainty_lines(claims: Sequence[ClaimUncertainty], note: str = "",
+                      ranged: Sequence[str] = ()) -> list[str]:
     """The page's section "Under the model's error" (Markdown lines): each claim's share, or
-    ``note`` (why there is none)."""
+    ``note`` (why there is none). ``ranged``: the parts whose user-catalog price range the price
+    draws used (:func:`dse.model.user_catalog.ranged_parts`)."""
     lines = ["## Under the model's error", ""]
     if not claims:
         return [*lines, f"Not checked: {note}", ""]
@@ -91,7 +104,9 @@ def uncertainty_lines(claims: Sequence[ClaimUncertainty], note: str = "") -> lis
         f"Each claim checked again under {n} calibrations of the calibration ensemble (bootstrap "
         "refits of the calibration to the published measurements; docs/validation.md) and under "
         f"{n} joint draws of a calibration and of prices (every accelerator's price, HBM and "
-        f"network prices each moved by an independent factor in ±{PRICE_SPREAD:.0%}).",
+        f"network prices each moved by an independent factor in ±{PRICE_SPREAD:.0%}"
+        + (f"; {', '.join(f'`{k}`' for k in ranged)} drawn within the user catalog's price ranges)."
+           if ranged else ")."),
         "",
         "| claim | holds under calibrations | under calibrations and prices |",
         "|---|---|---|",

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from dse.model.stages import Stage
 from dse.model.timing import alltoall_sends
 from dse.model.workload import repeat_tables
 from dse.outputs.cases.common import THROUGHPUT, bottlenecks, count, headline, ksps, usd, with_workload
@@ -294,7 +295,7 @@ ZION: CaseStudy[ZionFindings] = CaseStudy(
     analyse=analyse_zion,
     claims=(
         Claim("One Zion with its tables in host DDR is bound by host PCIe traffic.",
-              lambda f: f.one_node["bottleneck"] == "host_pcie"),
+              lambda f: f.one_node["bottleneck"] == Stage.host_pcie),
         Claim("One Zion with its tables in host DDR gives more samples/s per dollar than sharding "
               "them over the HBM of enough Zion nodes that no row stays in DDR. (Changed with "
               "calibration 2026.12-2, whose embedding backward updates each distinct row once: "

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from dse.model.stages import Stage
 from dse.outputs.cases.common import THROUGHPUT, bottlenecks, headline, nodes_point
 from dse.outputs.cases.framework import (
     CaseData,
@@ -127,12 +128,12 @@ def analyse_zionex(data: CaseData) -> ZionexFindings:
         front_max_nic=float(front["nic_gbit_s_per_accelerator"].max()) if len(front) else math.nan,
         front_accel_share=float((front["param:node.nic_attach"] == "accelerator").mean())
         if len(front) else math.nan,
-        front_network_share=float((front["bottleneck"] == "alltoall_network").mean())
+        front_network_share=float((front["bottleneck"] == Stage.alltoall_network).mean())
         if len(front) else math.nan,
         starved_top_share=_starved_top_share(front),
         fastest_nic=float(front.loc[front[THROUGHPUT].idxmax(), "nic_gbit_s_per_accelerator"])
         if len(front) else math.nan,
-        front_scaleout_share=float(front["bottleneck"].isin(["alltoall_network", "host_pcie"]).mean())
+        front_scaleout_share=float(front["bottleneck"].isin([Stage.alltoall_network, Stage.host_pcie]).mean())
         if len(front) else math.nan,
         front_bottlenecks=bottlenecks(front) if len(front) else "",
         smallest_feasible_nodes=feasible_nodes[0] if feasible_nodes else 0,
