@@ -12,6 +12,9 @@ bounds through field metadata: ``field(metadata={"min": 0, "min_exclusive": True
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
 import tomllib
 import types
 import typing
@@ -234,6 +237,27 @@ WORKLOAD = FileKind("workload preset", "workloads", PACKAGE_DIR / "data" / "work
 SYSTEM = FileKind("system preset", "systems", PACKAGE_DIR / "data" / "systems")
 
 
+KINDS = {"system": SYSTEM, "workload": WORKLOAD, "space": SPACE, "objectives": OBJECTIVES,
+         "study": STUDY}
+"""The kinds of file a user names, by the word ``dse show KIND NAME`` takes."""
+
+
+def origin(path: Path, kind: FileKind) -> str:
+    """Where a resolved file came from, in words: ``packaged system preset dgx-h100 (PATH)`` or
+    ``your file PATH`` (a copy under ``./systems`` or a path given)."""
+    if kind.is_builtin(path):
+        return f"packaged {kind.noun.removesuffix(' preset')} preset {path.stem} ({path.resolve()})"
+    return f"your file {path.resolve()}"
+
+
+def shown_text(name_or_path: str, kind: FileKind) -> str:
+    """A file as ``dse show`` prints it: one comment line saying where it came from, then the
+    file as it is (comments kept), so the output saved as a file loads back to the same thing."""
+    path = named_file(name_or_path, kind)
+    text = read_named(path, kind).text
+    return f"# {origin(path, kind)}\n{text}" + ("" if text.endswith("\n") else "\n")
+
+
 def named_file(name_or_path: str, kind: FileKind) -> Path:
     """The TOML file a user named, by one lookup order for every kind of file.
 
@@ -250,6 +274,98 @@ def named_file(name_or_path: str, kind: FileKind) -> Path:
             return candidate
     known = ", ".join(kind.names())
     raise DseInputError(name_or_path, "", f"unknown {kind.noun} (known: {known})")
+
+
+KIND_FOLDERS = ("studies", "search_spaces", "objectives", "workloads", "systems")
+"""The folders of a project laid out as dse's own (``studies/``, ``search_spaces/``...)."""
+
+
+def named_beside(name_or_path: str, kind: FileKind, naming: Path | None) -> Path:
+    """The file a name or path written in the file ``naming`` stands for, whatever the working
+    directory: a relative path is taken from ``naming``'s folder; a name is looked up in that
+    folder's ``FOLDER`` (``systems/``), then, when ``naming`` sits in a project's kind folder
+    (``search_spaces/x.toml``), in the project's ``FOLDER``, then among the packaged presets. A
+    packaged file names packaged presets only. Without ``naming`` (a name typed on the command
+    line), the working directory's lookup (:func:`named_file`). Unknown names raise a one-line
+    :class:`DseInputError` listing the known ones."""
+    if naming is None:
+        return named_file(name_or_path, kind)
+    path = Path(name_or_path)
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        return path if path.is_absolute() else naming.parent / path
+    here = naming.parent
+    folders = [] if _is_packaged(naming) else [here / kind.folder]
+    if here.name in KIND_FOLDERS and folders:
+        folders.append(here.parent / kind.folder)
+    for folder in (*folders, kind.builtin):
+        candidate = folder / f"{name_or_path}.toml"
+        if candidate.is_file():
+            return candidate
+    known = sorted({p.stem for folder in (*folders, kind.builtin) for p in folder.glob("*.toml")})
+    raise DseInputError(name_or_path, "", f"unknown {kind.noun} beside {naming} (known: "
+                        f"{', '.join(known)})")
+
+
+def _is_packaged(path: Path) -> bool:
+    """Whether ``path`` is one of dse's own files (a preset, a packaged study, space...)."""
+    resolved = path.resolve()
+    return resolved.is_relative_to(PACKAGE_DIR) or any(
+        resolved.parent == builtin_folder(f).resolve() for f in KIND_FOLDERS)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NamedFile:
+    """A file a study's files name, as it was read: enough to compare it with what a later run
+    resolves and to show or rebuild it without the file."""
+
+    path: str
+    """Its absolute path when read."""
+    source: str
+    """How errors name it (``system preset dgx-h100`` or its path)."""
+    text: str
+    """The file's text as read (comments kept: what ``dse show`` prints)."""
+    digest: str
+    """:func:`table_digest` of its table."""
+    stamp_ns: int = dataclasses.field(default=0, compare=False)
+    """Its modification time when read (ns; 0: not read from a file), so a cache can tell it
+    was edited since."""
+
+    def changed_since_read(self) -> bool:
+        """Whether the file was modified, replaced or removed since it was read."""
+        try:
+            return Path(self.path).stat().st_mtime_ns != self.stamp_ns
+        except OSError:
+            return True
+
+    def table(self) -> dict[str, Any]:
+        """The file's table (a fresh copy each call, so callers may change it)."""
+        return json.loads(_table_json(self.text))  # type: ignore[no-any-return]
+
+    def record(self) -> dict[str, str]:
+        """The JSON form a study stores (``dse:contents``)."""
+        return {"path": self.path, "sha256": self.digest, "text": self.text}
+
+
+@functools.lru_cache(maxsize=64)
+def _table_json(text: str) -> str:
+    """A TOML text's table as JSON: parsed once, copied cheaply (a design's system is built from
+    its base's table per trial)."""
+    return json.dumps(tomllib.loads(text), default=str)
+
+
+def read_named(path: Path, kind: FileKind | None) -> NamedFile:
+    """Read ``path`` (:func:`read_toml`'s checks and one-line errors) as a :class:`NamedFile`;
+    errors name a preset of ``kind`` by its name, any other file by its path."""
+    table = read_toml(path)
+    text = path.read_text(encoding="utf-8")
+    source = source_name(path, kind) if kind is not None else str(path)
+    return NamedFile(str(path.resolve()), source, text, table_digest(table), path.stat().st_mtime_ns)
+
+
+def table_digest(table: Mapping[str, Any]) -> str:
+    """The SHA-256 of a TOML table's content (canonical JSON: keys sorted), so an edit to comments
+    or layout is the same content and a changed value is not."""
+    return hashlib.sha256(json.dumps(table, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def source_name(path: Path, kind: FileKind) -> str:

@@ -312,5 +312,5 @@ def test_console_script_error_exit_code() -> None:
 def test_importing_dse_cli_registers_every_command_in_help_order() -> None:
     # No command module needs importing by hand: the package imports every group.
     assert [c.name for c in app.registered_commands] == [
-        "evaluate", "compare", "list", "calibrate", "validate", "case-study", "init", "run", "worker",
+        "evaluate", "compare", "list", "calibrate", "validate", "case-study", "show", "init", "run", "worker",
         "storage-proxy", "repair", "status", "pareto", "export", "report", "plot", "sweep"]

@@ -2,9 +2,9 @@
 
 One module per command group, each registering its commands on the Typer :data:`app` of
 :mod:`dse.cli._app` when imported: :mod:`~dse.cli.evaluate` (evaluate, list, calibrate, validate),
-:mod:`~dse.cli.case` (case-study), :mod:`~dse.cli.study` (init, run, worker, storage-proxy, status,
-pareto, export, report, plot) and :mod:`~dse.cli.sweep` (sweep). Importing this package imports
-them all, in the order ``dse --help`` lists them. Every command turns
+:mod:`~dse.cli.case` (case-study), :mod:`~dse.cli.show` (show), :mod:`~dse.cli.study` (init,
+run, worker, storage-proxy, status, pareto, export, report, plot) and :mod:`~dse.cli.sweep`
+(sweep). Importing this package imports them all, in the order ``dse --help`` lists them. Every command turns
 :class:`~dse.errors.DseInputError` into one line on stderr and exit code 2.
 """
 
@@ -21,10 +21,10 @@ from dse.cli._app import app, fail, to_json
 from dse.cli import evaluate
 
 # isort: split
-from dse.cli import case, study, sweep
+from dse.cli import case, show, study, sweep
 from dse.errors import DseInputError
 
-__all__ = ["app", "case", "evaluate", "fail", "main", "study", "sweep", "to_json"]
+__all__ = ["app", "case", "evaluate", "fail", "main", "show", "study", "sweep", "to_json"]
 
 
 def main() -> None:

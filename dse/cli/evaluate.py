@@ -187,10 +187,11 @@ def _trial_pair(study: str, storage: str | None, first: str,
     """The evaluations of two trials of ``study`` (rebuilt from their designs, current calibration)."""
     from dse.search.encoding import design_system, design_workload
     from dse.search.results import load_stored_study
-    from dse.search.spec import load_study_spec, study_catalog, study_space, study_workload
+    from dse.search.spec import as_recorded, load_study_spec, study_catalog, study_space, study_workload
 
     spec = load_study_spec(study)
     stored = load_stored_study(spec, storage)
+    spec = as_recorded(spec, stored.user_attrs)  # the machines the trials were scored on
     trials = {t.number: t for t in stored.get_trials(deepcopy=False)}
     wl, space, cat = study_workload(spec), study_space(spec), study_catalog(spec).catalog
     out = []

@@ -27,7 +27,14 @@ from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
 from dse.search.seeding import WARM_BUDGET_SHARE, WARM_MAX_TRIALS, WARM_START_CHOICES, WarmStart
-from dse.search.spec import DEFAULT_STUDY, StudySpec, load_study_spec, results_dir, with_catalog
+from dse.search.spec import (
+    DEFAULT_STUDY,
+    StudySpec,
+    as_recorded,
+    load_study_spec,
+    results_dir,
+    with_catalog,
+)
 from dse.search.storage import (
     PROXY_THREADS,
     check_journal_file,
@@ -127,13 +134,18 @@ def _storage_errors(where: str = "") -> Iterator[None]:
 @app.command("init")
 def init_cmd(
     folder: Annotated[Path, typer.Argument(help="Folder for the files (created).")] = Path("my-dse"),
+    start: Annotated[str | None, typer.Option(
+        "--from", help="The study to start from: a packaged study (dse list studies; zion-2020 "
+        "for the 2019 Zion question), one under ./studies, or a study file. Default: "
+        "todays-hardware (today's nodes on MLPerf DLRM-DCNv2).")] = None,
 ) -> None:
-    """Copy the example study, its workload, search space and objectives, and a user catalog into
-    a folder for editing, and print the command that runs it."""
-    from dse.search.init_folder import write_starter
+    """Copy a study (today's nodes on DLRM-DCNv2 unless --from names another), its workload,
+    search space and objectives, and a user catalog into a folder for editing, and print the
+    command that runs it."""
+    from dse.search.init_folder import INIT_STUDY, write_starter
 
     try:
-        starter = write_starter(folder)
+        starter = write_starter(folder, start or INIT_STUDY)
     except DseInputError as exc:
         fail(str(exc))
         return
@@ -593,6 +605,7 @@ def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parqu
     journal = journal_file(storage, spec)
     try:
         stored = load_stored_study(spec, storage)
+        spec = as_recorded(spec, stored.user_attrs)
         objectives = objective_set_of(stored, spec.objectives)
         result = robust_front(stored, spec, objectives,
                               cache=retiming_cache(journal) if journal is not None else None)
@@ -640,7 +653,8 @@ def report_cmd(
     """Write the study's interactive Pareto report: one self-contained HTML file."""
     spec = _spec(study)
     try:
-        path = _write_report(load_stored_study(spec, storage), spec, storage or "", out)
+        stored = load_stored_study(spec, storage)
+        path = _write_report(stored, as_recorded(spec, stored.user_attrs), storage or "", out)
     except DseInputError as exc:
         fail(str(exc))
         return
@@ -669,6 +683,7 @@ def plot_cmd(
     spec = _spec(study)
     try:
         stored = load_stored_study(spec, storage)
+        spec = as_recorded(spec, stored.user_attrs)
         objectives = objective_set_of(stored, spec.objectives)
     except DseInputError as exc:
         fail(str(exc))

@@ -38,6 +38,10 @@ STUDY_KEY = "dse:study"
 FILES_KEY = "dse:files"
 """Where a study's files were (:func:`dse.search.spec.study_files`), so its results can be read
 again wherever the files live."""
+CONTENTS_KEY = "dse:contents"
+"""What every file the study resolved held (:func:`dse.search.contents.study_contents`; JSON:
+label -> ``path``, ``sha256``, ``text``), the systems its space names included, so a resume that
+would resolve a name to other content stops, and results are rebuilt from any folder."""
 CHANGES_KEY = "dse:changes"
 """The log of what changed on resume (forced definition changes, new versions), oldest first."""
 REFERENCE_KEY = "dse:reference"
@@ -68,6 +72,7 @@ __all__ = [
     "CALIBRATION_VERSION_KEY",
     "CATALOG_KEY",
     "CHANGES_KEY",
+    "CONTENTS_KEY",
     "CREATOR_KEY",
     "FILES_KEY",
     "KEY_PREFIX",

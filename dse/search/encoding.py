@@ -8,15 +8,13 @@ the system the model scores, for study trials, sweeps and case studies alike.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from optuna.trial import Trial
 
 from dse.model.catalog import Catalog, load_catalog
-from dse.model.system import System, read_system_data, resolve_system, system_spec_from_mapping
+from dse.model.system import System, resolve_system, system_spec_from_mapping
 from dse.model.workload import Workload, with_fields
 from dse.records import apply_override
 from dse.search.space import Parameter, SearchSpace, is_workload_param
@@ -91,7 +89,7 @@ def design_system(space: SearchSpace, design: Mapping[str, Any], catalog: Catalo
     base system's; other system keys, such as a fixed ``nodes``, are applied last, for
     comparisons outside the space). ``base`` replaces the base system. Raises
     :class:`DseInputError` for a combination the schema cannot express."""
-    data, _ = _base_table(base or space.base_for(design))
+    data, _ = space.system_table(base or space.base_for(design))
     extra = tuple((k, v) for k, v in design.items()
                   if k not in space.parameters and not is_workload_param(k))
     for key, value in space.overrides(design) + extra:
@@ -106,13 +104,3 @@ def design_workload(space: SearchSpace, design: Mapping[str, Any], workload: Wor
     Raises :class:`DseInputError` for a value the workload schema refuses."""
     return with_fields(workload, space.workload_overrides(design), f"space {space.name}")
 
-
-@functools.lru_cache(maxsize=16)
-def _base_table_cached(name: str) -> str:
-    data, source = read_system_data(name)
-    return json.dumps([data, source])
-
-
-def _base_table(name: str) -> tuple[dict[str, Any], str]:
-    data, source = json.loads(_base_table_cached(name))
-    return data, source

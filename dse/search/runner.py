@@ -42,6 +42,7 @@ from dse.search.attribute_keys import (
     CALIBRATION_VERSION_KEY,
     CATALOG_KEY,
     CHANGES_KEY,
+    CONTENTS_KEY,
     CREATOR_KEY,
     FILES_KEY,
     KEY_PREFIX,
@@ -52,6 +53,7 @@ from dse.search.attribute_keys import (
     VERSION_KEY,
     WORKLOAD_KEY,
 )
+from dse.search.contents import contents_json, moved_message, moved_systems, study_contents, where_from
 from dse.search.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.encoding import encode_design, grid_of
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
@@ -184,16 +186,27 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
                             f"stored study's {[d.name.lower() for d in study.directions]}, which "
                             "cannot change (not even with --force): start a new study (another "
                             "name or storage)")
+    contents = study_contents(spec)
     if changed and not force:
         raise DseInputError(spec.name, ", ".join(changed),
-                            "differs from what the stored study was created with; "
+                            "differs from what the stored study was created with"
+                            f"{where_from(attrs.get(CONTENTS_KEY), contents, changed)}; "
                             "rerun with --force to continue anyway (the change is recorded)")
+    systems_moved = moved_systems(attrs.get(CONTENTS_KEY), contents)
+    if systems_moved and not force:
+        raise DseInputError(spec.name, "space", moved_message(systems_moved))
     log = list(attrs.get(CHANGES_KEY, []))
     now = datetime.now(UTC).isoformat()
     if changed:
         log.append({"at": now, "changed": changed, **described})
         for key, value in described.items():
             study.set_user_attr(key, value)
+    if systems_moved:
+        log.append({"at": now, "changed": list(systems_moved),
+                    "from_trial": len(study.get_trials(deepcopy=False)), **systems_moved})
+    recorded = contents_json(contents)
+    if attrs.get(CONTENTS_KEY) != recorded:  # forced, a comment edited, or recorded before contents
+        study.set_user_attr(CONTENTS_KEY, recorded)
     # A new model (its code or data), calibration or dse version is not refused, but recorded:
     # trials after this point were scored by it.
     versions = {CALIBRATION_VERSION_KEY: load_calibration().version, VERSION_KEY: __version__,
@@ -227,6 +240,7 @@ def _record_new(study: optuna.Study, spec: StudySpec,
     study.set_user_attr(MODEL_KEY, model_fingerprint())
     study.set_user_attr(STUDY_KEY, json.dumps(_spec_dict(spec), sort_keys=True))
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
+    study.set_user_attr(CONTENTS_KEY, contents_json(study_contents(spec)))
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, study_space(spec), study_catalog(spec).catalog)
         # `--warm-start sweep` seeds any sampler, with up to a fifth of the budget.

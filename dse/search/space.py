@@ -26,15 +26,27 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
-from dse.model.system import ConstraintsSpec, SystemSpec, load_system_spec, system_presets
+from dse.model.system import ConstraintsSpec, SystemSpec, load_system_spec, system_spec_from_mapping
 from dse.model.workload import searchable_value, workload_presets
-from dse.records import SPACE, from_mapping, named_file, read_toml
+from dse.records import (
+    SPACE,
+    SYSTEM,
+    NamedFile,
+    apply_override,
+    from_mapping,
+    named_beside,
+    named_file,
+    read_named,
+    read_toml,
+)
 
 ParamType = Literal["int", "float", "categorical", "ordinal"]
 Scalar = int | float | str | bool
@@ -43,6 +55,8 @@ SYSTEM_PARAM = "system"
 WORKLOAD_PREFIX = "workload."
 """Parameters named ``workload.FIELD`` set a workload field, not a system key."""
 """``search_spaces/`` of the checkout (spaces are project files, not package data)."""
+SYSTEM_LABEL = "system "
+"""How a study's record of a system is labelled (``system dgx-h100``: the name the space gives)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +117,32 @@ class SearchSpace:
     fixed: dict[str, Scalar]
     description: str = ""
     source: str = ""
+    systems: dict[str, NamedFile] = field(default_factory=dict, compare=False)
+    """Every system the space names (its base system, the ``system`` parameter's choices), read
+    where the space file resolves them (:func:`dse.records.named_beside`), by name."""
 
     def base_spec(self) -> SystemSpec:
         """The base system spec with the fixed values applied."""
-        return load_system_spec(self.base_system, tuple(self.fixed.items()))
+        return self.system_spec(self.base_system, tuple(self.fixed.items()))
+
+    def system_table(self, base: str) -> tuple[dict[str, Any], str]:
+        """The table of base system ``base`` as this space read it, and its name in errors (a
+        name the space does not hold is looked up as on the command line)."""
+        named = self.systems.get(base)
+        if named is None:
+            from dse.model.system import read_system_data
+
+            return read_system_data(base)
+        return named.table(), named.source
+
+    def system_spec(self, base: str, overrides: tuple[tuple[str, Any], ...] = ()) -> SystemSpec:
+        """Base system ``base`` (as this space read it) with ``(dotted.key, value)`` overrides."""
+        if base not in self.systems:
+            return load_system_spec(base, overrides)
+        data, source = self.system_table(base)
+        for key, value in overrides:
+            data = apply_override(data, key, value)
+        return system_spec_from_mapping(data, source)
 
     def base_for(self, params: Mapping[str, Any]) -> str:
         """The base system of a design: its ``system`` parameter when the space has one."""
@@ -202,9 +238,11 @@ def _check_param(name: str, p: _ParamFile, source: str) -> Parameter:
                      p.description)
 
 
-def space_from_mapping(data: dict[str, Any], source: str) -> SearchSpace:
+def space_from_mapping(data: dict[str, Any], source: str, naming: Path | None = None) -> SearchSpace:
     """Validate a search-space table: types, ranges, conditions and that every key is a real
-    system key (checked by applying the space's extreme values to the base system)."""
+    system key (checked by applying the space's extreme values to the base system). The systems
+    it names are read beside the file ``naming`` (the space's own file; none: as on the command
+    line), then among the packaged presets."""
     raw = from_mapping(_SpaceFile, data, source)
     params = {name: _check_param(name, p, source) for name, p in raw.parameters.items()}
     for name, p in params.items():
@@ -217,8 +255,21 @@ def space_from_mapping(data: dict[str, Any], source: str) -> SearchSpace:
                     raise DseInputError(source, f"parameters.{name}.when",
                                         f"{v!r} is not a value of {cond!r}")
     space = SearchSpace(raw.name, raw.base_system, params, dict(raw.fixed), raw.description, raw.source)
+    space = dataclasses.replace(space, systems=_read_systems(space, source, naming))
     _check_keys(space, source)
     return space
+
+
+def _read_systems(space: SearchSpace, source: str, naming: Path | None) -> dict[str, NamedFile]:
+    """Read every system ``space`` names, beside ``naming``; an unknown one fails naming the key."""
+    key = f"parameters.{SYSTEM_PARAM}" if SYSTEM_PARAM in space.parameters else "base_system"
+    out: dict[str, NamedFile] = {}
+    for base in dict.fromkeys((space.base_system, *space.bases())):
+        try:
+            out[base] = read_named(named_beside(base, SYSTEM, naming), SYSTEM)
+        except DseInputError as exc:
+            raise DseInputError(source, key, f"{base!r}: {exc.message or exc}") from None
+    return out
 
 
 def is_workload_param(name: str) -> bool:
@@ -243,7 +294,7 @@ def _check_keys(space: SearchSpace, source: str) -> None:
                             "be categorical over system presets (or files), without `when`")
     for base in space.bases():
         try:
-            load_system_spec(base, tuple(space.fixed.items()))
+            space.system_spec(base, tuple(space.fixed.items()))
         except DseInputError as exc:
             if system is None:
                 raise DseInputError(source, f"fixed ({exc.key})", exc.message) from None
@@ -257,9 +308,25 @@ def _check_keys(space: SearchSpace, source: str) -> None:
                 continue
             for value in probe_values(p):
                 try:
-                    load_system_spec(base, ((name, value),))
+                    space.system_spec(base, ((name, value),))
                 except DseInputError as exc:
                     raise DseInputError(source, f"parameters.{name}", exc.message) from None
+
+
+def with_recorded_systems(space: SearchSpace, recorded: str) -> SearchSpace:
+    """``space`` with the systems a study recorded (``recorded``: its ``dse:contents``) in place
+    of what the files hold now, so the read-only commands rebuild designs on the machines they
+    were scored on. A system the study did not record keeps the file's."""
+    if not recorded:
+        return space
+    stored: dict[str, dict[str, str]] = json.loads(recorded)
+    systems = dict(space.systems)
+    for name, named in space.systems.items():
+        was = stored.get(SYSTEM_LABEL + name)
+        if was is not None and was["sha256"] != named.digest:
+            systems[name] = NamedFile(was["path"], f"{was['path']} (as the study recorded it)",
+                                      was["text"], was["sha256"])
+    return dataclasses.replace(space, systems=systems)
 
 
 def probe_values(p: Parameter) -> tuple[Any, ...]:
@@ -282,10 +349,25 @@ def load_space(name_or_path: str) -> SearchSpace:
     return _load(name_or_path)
 
 
-@functools.lru_cache(maxsize=32)
 def _load(name_or_path: str) -> SearchSpace:
     path = named_file(name_or_path, SPACE)
-    return space_from_mapping(read_toml(path), str(path))
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = 0  # read_toml reports it
+    space = _load_file(str(path.resolve()), stamp, str(path))
+    if any(named.changed_since_read() for named in space.systems.values()):
+        _load_file.cache_clear()  # a system it names was edited: read everything again
+        space = _load_file(str(path.resolve()), stamp, str(path))
+    return space
+
+
+@functools.lru_cache(maxsize=32)
+def _load_file(resolved: str, stamp: int, shown: str) -> SearchSpace:
+    """A space file by its absolute path and modification time (so a cached space is never one
+    read in another working directory or before an edit), named ``shown`` in errors."""
+    del stamp
+    return space_from_mapping(read_toml(Path(shown)), shown, Path(resolved))
 
 
 def preset_params(space: SearchSpace, catalog: Catalog | None = None) -> dict[str, dict[str, Any]]:
@@ -300,8 +382,10 @@ def preset_params(space: SearchSpace, catalog: Catalog | None = None) -> dict[st
     """
     out: dict[str, dict[str, Any]] = {}
     base = space.base_spec()
-    for preset in system_presets():
-        spec = load_system_spec(preset)
+    packaged = {p.stem for p in SYSTEM.builtin.glob("*.toml")}
+    for preset in sorted(packaged | set(space.systems)):
+        spec = space.system_spec(preset) if preset in space.systems else load_system_spec(
+            str(SYSTEM.builtin / f"{preset}.toml"))
         chosen: dict[str, Any] = {}
         ok = True
         for name, p in space.parameters.items():
@@ -315,7 +399,7 @@ def preset_params(space: SearchSpace, catalog: Catalog | None = None) -> dict[st
         if not ok:
             continue
         try:
-            rebuilt = load_system_spec(space.base_for(chosen), space.overrides(chosen))
+            rebuilt = space.system_spec(space.base_for(chosen), space.overrides(chosen))
         except DseInputError:
             continue
         if _fingerprint(rebuilt, catalog) == _fingerprint(spec, catalog) and base is not None:

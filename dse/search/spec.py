@@ -17,15 +17,26 @@ from dse.errors import DseInputError
 from dse.model.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, upto
 from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import Workload, load_workload, scale_tables
-from dse.records import OBJECTIVES, SPACE, STUDY, WORKLOAD, FileKind, from_mapping, named_file, read_toml
+from dse.records import (
+    OBJECTIVES,
+    SPACE,
+    STUDY,
+    WORKLOAD,
+    FileKind,
+    from_mapping,
+    named_beside,
+    named_file,
+    read_toml,
+)
+from dse.search.attribute_keys import CONTENTS_KEY
 from dse.search.encoding import grid_of
 from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.samplers import SAMPLERS
-from dse.search.space import SearchSpace, load_space
+from dse.search.space import SearchSpace, load_space, with_recorded_systems
 
 STUDIES_DIR = Path(STUDY.folder)
 """Where the results of a built-in study go: ``./studies`` under the working directory."""
-INTERNAL_KEYS = ("file",)
+INTERNAL_KEYS = ("file", "recorded")
 """StudySpec fields set by :func:`load_study_spec`, never read from a study file."""
 DEFAULT_STUDY = "zion-2020"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -61,6 +72,9 @@ class StudySpec:
     file: str = ""
     """The study file this was loaded from: set by :func:`load_study_spec`, never read from the
     file; empty for a spec built in code (its results then go under ``./studies``)."""
+    recorded: str = ""
+    """What a stored study recorded of its files (``dse:contents``, :func:`as_recorded`): set for
+    the read-only commands, never read from the file; empty = the files as they are."""
 
 
 def study_names() -> tuple[str, ...]:
@@ -140,7 +154,7 @@ def storage_beside(storage: str, study_file: Path) -> str:
 
 def study_workload(spec: StudySpec) -> Workload:
     """The workload a study scores: its preset or file, overrides applied, tables scaled."""
-    wl = load_workload(spec.workload, tuple(spec.workload_overrides.items()))
+    wl = load_workload(resolved(spec, spec.workload, WORKLOAD), tuple(spec.workload_overrides.items()))
     if spec.table_scale == 1.0:
         return wl
     largest = max(t.rows for t in wl.tables) * spec.table_scale
@@ -152,12 +166,12 @@ def study_workload(spec: StudySpec) -> Workload:
 
 def study_space(spec: StudySpec) -> SearchSpace:
     """The search space a study explores."""
-    return load_space(spec.space)
+    return with_recorded_systems(load_space(resolved(spec, spec.space, SPACE)), spec.recorded)
 
 
 def study_objectives(spec: StudySpec) -> ObjectiveSet:
     """The objective set a study optimises."""
-    return load_objectives(spec.objectives)
+    return load_objectives(resolved(spec, spec.objectives, OBJECTIVES))
 
 
 def study_catalog(spec: StudySpec) -> UserCatalog:
@@ -165,12 +179,22 @@ def study_catalog(spec: StudySpec) -> UserCatalog:
     return load_user_catalog(Path(spec.catalog) if spec.catalog else None)
 
 
+def resolved(spec: StudySpec, value: str, kind: FileKind) -> str:
+    """Where a name the study file gives (``workload``, ``space``, ``objectives``) resolves,
+    whatever the working directory: beside the study file, then the packaged presets
+    (:func:`dse.records.named_beside`). A path is kept: :func:`load_study_spec` already took it
+    from the study file's folder."""
+    if not spec.file or value.endswith(".toml") or "/" in value:
+        return value
+    return str(named_beside(value, kind, Path(spec.file)))
+
+
 def study_files(spec: StudySpec) -> dict[str, str]:
     """Where the files of a study were when it ran (recorded as ``dse:files``): absolute paths of
     the study and of every file it names, or the preset name of a built-in one."""
     def where(value: str, kind: FileKind) -> str:
         try:
-            path = named_file(value, kind)
+            path = named_file(resolved(spec, value, kind), kind)
         except DseInputError:
             return value
         return value if kind.is_builtin(path) else str(path.resolve())
@@ -181,6 +205,13 @@ def study_files(spec: StudySpec) -> dict[str, str]:
     if spec.catalog:
         files["catalog"] = str(Path(spec.catalog).resolve())
     return files
+
+
+def as_recorded(spec: StudySpec, attrs: dict[str, Any]) -> StudySpec:
+    """``spec`` reading the systems its stored study recorded (the study's user attributes
+    ``attrs``): a report or a front rebuilt from another folder, or after a system file was
+    edited, shows the machines the trials were scored on."""
+    return dataclasses.replace(spec, recorded=str(attrs.get(CONTENTS_KEY, "")))
 
 
 def with_catalog(spec: StudySpec, catalog: str) -> StudySpec:

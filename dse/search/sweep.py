@@ -40,7 +40,7 @@ from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo, evaluate
 from dse.model.placement import plan_key
-from dse.model.system import load_system_spec, resolve_system
+from dse.model.system import resolve_system
 from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
 from dse.safe_write import write_file
@@ -216,7 +216,7 @@ def sweep_order(space: SearchSpace) -> list[str]:
         keys: set[tuple[object, ...]] = set()
         for v in probe:
             try:
-                spec = load_system_spec(space.base_system, (*space.fixed.items(), (name, v)))
+                spec = space.system_spec(space.base_system, (*space.fixed.items(), (name, v)))
                 s = resolve_system(spec, cat)
                 keys.add((plan_key(s), loads_key(s)))
             except DseInputError:

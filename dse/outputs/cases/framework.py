@@ -33,12 +33,19 @@ from dse.model.system import System
 from dse.model.workload import Workload
 from dse.outputs.markup import markdown_text
 from dse.search.encoding import design_system, design_workload
-from dse.search.objectives import ObjectiveSet, load_objectives, losses_of
+from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import pareto_mask
 from dse.search.results import Study, TrialState, trials_frame
 from dse.search.runner import run_study
-from dse.search.space import SearchSpace, load_space
-from dse.search.spec import StudySpec, load_study_spec, study_catalog, study_workload
+from dse.search.space import SearchSpace
+from dse.search.spec import (
+    StudySpec,
+    load_study_spec,
+    study_catalog,
+    study_objectives,
+    study_space,
+    study_workload,
+)
 
 F = TypeVar("F")
 """A case's findings: what its analysis measured (numbers, lists and small ``pandas.DataFrame``
@@ -162,7 +169,7 @@ def study_data(spec: StudySpec, study: Study, catalog: Catalog | None = None,
     frame = trials_frame(study)
     if not frame.empty:
         frame = frame[frame["state"] == TrialState.COMPLETE.name]
-    return CaseData(spec, study_workload(spec), load_space(spec.space), load_objectives(spec.objectives),
+    return CaseData(spec, study_workload(spec), study_space(spec), study_objectives(spec),
                     frame, calibration or load_calibration(), catalog or load_catalog())
 
 
