@@ -16,7 +16,8 @@ from dse.model.system import System
 HOURS_PER_YEAR = 8766.0
 """365.25 days."""
 CRITEO_EPOCH_SAMPLES = 4_195_197_692
-"""Training samples in one epoch of the Criteo 1TB click logs (docs/design.md, section 6)."""
+"""Training samples in one epoch of the Criteo 1TB click logs (docs/sources.md#criteo-1tb-dataset):
+the epoch of a workload whose file states no ``samples_per_epoch`` (docs/design.md, section 6)."""
 ACCELERATOR_IDLE_FRACTION = 0.15
 """Idle draw as a share of TDP where the catalog gives none [A: an idle H100 SXM draws about
 70-100 W of 700 W; the measured 8x H100 node idled at 2.3-2.7 kW at the wall]."""
@@ -170,11 +171,13 @@ class Economics:
 
 
 def economics(
-    throughput: float, cost: CostBreakdown, pw: PowerBreakdown, catalog: Catalog | None = None
+    throughput: float, cost: CostBreakdown, pw: PowerBreakdown, catalog: Catalog | None = None,
+    samples_per_epoch: int = CRITEO_EPOCH_SAMPLES,
 ) -> Economics:
     """TCO (capex amortised + energy at PUE and price) and per-sample figures.
 
-    ``epoch_*`` are for one Criteo 1TB epoch (4,195,197,692 samples).
+    ``epoch_*`` are for one epoch of ``samples_per_epoch`` training samples: the workload's own
+    dataset, or a Criteo 1TB epoch (4,195,197,692 samples) for a workload that states none.
     """
     fac = (catalog or load_catalog()).facility
     server = cost.capex_usd - cost.network_capex_usd
@@ -185,7 +188,7 @@ def economics(
     if throughput <= 0:
         inf = math.inf
         return Economics(tco, energy, inf, 0.0, 0.0, inf, inf, inf)
-    epoch_s = CRITEO_EPOCH_SAMPLES / throughput
+    epoch_s = samples_per_epoch / throughput
     return Economics(
         tco_usd_per_year=tco,
         energy_usd_per_year=energy,

@@ -15,6 +15,7 @@ from typing import Any
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.cost import (
+    CRITEO_EPOCH_SAMPLES,
     CostBreakdown,
     Economics,
     PowerBreakdown,
@@ -95,18 +96,17 @@ class Evaluation:
 
     def dataset_pass(self) -> tuple[float, float] | None:
         """Seconds and TCO (USD) of one pass over the workload's own dataset
-        (``Workload.samples_per_epoch``); None when its file states no dataset size."""
-        samples = self.workload.samples_per_epoch
-        if not samples:
+        (``Workload.samples_per_epoch``, the epoch :func:`dse.model.cost.economics` was given);
+        None when its file states no dataset size."""
+        if not self.workload.samples_per_epoch:
             return None
-        step = self.step_time_s
-        seconds = samples * step / self.workload.global_batch if 0 < step < math.inf else math.inf
-        return seconds, self.economics.usd_per_million_samples * samples / 1e6
+        return self.economics.epoch_time_s, self.economics.epoch_cost_usd
 
     def metrics(self) -> dict[str, float | int | str | bool]:
         """Flat scalar metrics: what objectives, constraints and trial attributes read."""
         plan = self.plan
         eco = self.economics
+        dataset = self.dataset_pass()
         return {
             "throughput_samples_per_s": self.throughput_samples_per_s,
             "step_time_s": self.step_time_s,
@@ -122,6 +122,10 @@ class Evaluation:
             "energy_per_sample_j": eco.energy_per_sample_j,
             "epoch_time_s": eco.epoch_time_s,
             "epoch_cost_usd": eco.epoch_cost_usd,
+            # Infinite (never met, worst as an objective) where the workload states no dataset;
+            # a study naming them is refused up front (dse.search.objectives.needs_dataset).
+            "dataset_time_s": dataset[0] if dataset else math.inf,
+            "dataset_cost_usd": dataset[1] if dataset else math.inf,
             "memory_short_gb": plan.memory_short_bytes / GB,
             "hbm_used_gb": max(plan.hbm_used_bytes) / GB,
             "hbm_capacity_gb": plan.hbm_capacity_bytes / GB,
@@ -239,7 +243,8 @@ def evaluate(
         timing=timing,
         cost=cost,
         power=pw,
-        economics=economics(throughput, cost, pw, cat),
+        economics=economics(throughput, cost, pw, cat,
+                            workload.samples_per_epoch or CRITEO_EPOCH_SAMPLES),
         feasible=not reasons,
         reasons=tuple(reasons),
         calibration_version=calib.version,
