@@ -46,10 +46,19 @@ class PowerBreakdown:
 
 
 def scaleout_tiers(system: System, catalog: Catalog) -> int:
-    """Switch tiers the scale-out network needs for all compute NIC ports (0 for one node)."""
+    """Switch tiers the scale-out network needs for all compute NIC ports (0 for one node).
+
+    A fat tree joins every NIC port in one folded Clos. A rail-optimised network joins NIC ``i`` of
+    every node in rail ``i`` (NVIDIA DGX SuperPOD reference architecture), traffic between rails
+    crossing the node's scale-up fabric, so each rail is a Clos of one port per node: with
+    rails of at most ``radix`` nodes one leaf tier serves them all (16 DGX nodes: 8 rails of 16
+    ports, 128 ports, two 64-port switches carrying 4 rails each), where a fat tree of the same
+    128 ports needs a spine. The switch radix is the catalog's (``network_switch.radix``, 64 ports
+    of a 51.2 Tb/s ASIC, docs/sources.md#scale-out-switches-and-optics)."""
     if system.nodes <= 1 or system.spec.node.nics == 0:
         return 0
-    ports = system.nodes * system.spec.node.nics
+    rail = system.network.topology == "rail_optimized"
+    ports = system.nodes * (1 if rail else system.spec.node.nics)
     radix = catalog.network_switch.radix
     if ports <= radix:
         return 1
@@ -75,7 +84,7 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
         "accelerators": n * a * unit,
         "cpus": bundled * n * node.cpu_sockets * system.cpu.price_usd,
         "ddr": bundled * n * node.ddr_gb * ddr.usd_per_gb,
-        "nics": n * (node.nics * nic_usd + node.frontend_nics * fe_usd),
+        "nics": n * (_nic_cards(system) * nic_usd + node.frontend_nics * fe_usd),
         "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_usd,
         "scaleup_switches": (bundled * n * a * cat.scaleup_switch.usd_per_accelerator
                              if system.scaleup == "switch" else 0.0),
@@ -84,6 +93,12 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
     network = _network_capex(system, cat)
     parts["network"] = network
     return CostBreakdown(parts_usd=parts, capex_usd=sum(parts.values()), network_capex_usd=network)
+
+
+def _nic_cards(system: System) -> int:
+    """Compute NIC cards a node buys and powers: none when its scale-out rides on the accelerators'
+    on-die ports (:attr:`System.on_die_nics`)."""
+    return 0 if system.on_die_nics else system.spec.node.nics
 
 
 def _pcie_switches(system: System) -> int:
@@ -142,7 +157,7 @@ def power(
         "accelerators": n * a * per_acc,
         "cpus": n * node.cpu_sockets * system.cpu.tdp_w * cpu_util * bundled,
         "ddr": n * node.ddr_gb * cat.ddr[system.cpu.ddr].w_per_gb,
-        "nics": n * (node.nics * nic_w + node.frontend_nics * fe_w),
+        "nics": n * (_nic_cards(system) * nic_w + node.frontend_nics * fe_w),
         "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_w,
         "scaleup_switches": (n * a * cat.scaleup_switch.w_per_accelerator
                              if system.scaleup == "switch" else 0.0),

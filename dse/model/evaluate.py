@@ -215,6 +215,8 @@ def evaluate(
     if system.precision_fallback[workload.precision] == "unsupported":
         reasons.append(
             f"{system.accelerator.name} has no published {workload.precision} peak in the catalog"
+            + (" (no fp8 math: fp8 training needs fp8 tensor cores)" if workload.precision == "fp8"
+               else "")
         )
     if workload.global_batch < g:
         reasons.append(f"global batch {workload.global_batch} is smaller than {g} accelerators")
