@@ -92,6 +92,7 @@ def test_epoch_and_capex_constraints_load_and_constrain_a_study(tmp_path: Path) 
     objectives = load_objectives(str(tmp_path / "epoch-and-capex.toml"))
     assert [(c.metric, c.max) for c in objectives.constraints] == [
         ("dataset_time_s", 1800.0), ("capex_usd", 1e7)]
+    assert load_objectives("epoch-in-30-min").constraints == objectives.constraints  # shipped
     result = run_cli("run", str(study), "--quiet", "--no-report")
     assert result.exit_code == 0, result.output
     rows = trial_rows(load_stored_study(load_study_spec(str(study))), distinct=False)
@@ -112,6 +113,11 @@ def test_a_dataset_constraint_without_a_dataset_is_refused(tmp_path: Path) -> No
     study = _study(tmp_path, "zion-2019")
     with pytest.raises(DseInputError, match="dataset_time_s needs the workload's dataset size"):
         load_study_spec(str(study))
+    result = run_cli("run", str(study), "--quiet", "--no-report")
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0, result.output
+    assert "objectives: dataset_time_s needs the workload's dataset size, and workload " \
+        "'zion-2019' states no samples_per_epoch" in result.output
 
 
 # --- item 6: fp8 on a part without fp8 ------------------------------------------------------------
