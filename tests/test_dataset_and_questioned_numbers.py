@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from pathlib import Path
 
 import pytest
-from study_helpers import run_cli
+from study_helpers import GRID_PARAMS, SPACE_HEAD, run_cli
 
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
@@ -16,7 +17,8 @@ from dse.model.catalog import load_catalog
 from dse.model.cost import CRITEO_EPOCH_SAMPLES, capex, power, scaleout_tiers
 from dse.model.system import System, read_system_data, resolve_system, system_spec_from_mapping
 from dse.records import apply_override
-from dse.search.encoding import canonical_design
+from dse.search.dedup import design_key
+from dse.search.encoding import canonical_design, decode_params, grid_designs, grid_of
 from dse.search.objectives import METRICS, load_objectives
 from dse.search.results import load_stored_study, trial_rows
 from dse.search.space import load_space
@@ -296,3 +298,17 @@ def test_equal_one_node_designs_are_one_row_of_a_study(tmp_path: Path) -> None:
     # 1 one-node design + 2 x 3 two-node designs: the space is done at 7, each once.
     assert sorted(designs) == sorted([(1, "fat_tree", 1.0)] + [
         (2, t, o) for t in ("rail_optimized", "fat_tree") for o in (2.0, 3.0, 1.0)])
+
+
+def test_grid_designs_counts_canonical_designs(tmp_path: Path) -> None:
+    """A grid study is covered at its distinct canonical designs: by hand, and by brute force."""
+    (tmp_path / "net.toml").write_text(_SPACE, encoding="utf-8")
+    (tmp_path / "grid.toml").write_text(SPACE_HEAD + GRID_PARAMS, encoding="utf-8")
+    for name, by_hand in (("net", 1 + 2 * 3), ("grid", 1 + 2 * 2 * 2)):
+        space = load_space(str(tmp_path / f"{name}.toml"))
+        grid = grid_of(space)
+        assert grid is not None
+        keys = {design_key(canonical_design(space, decode_params(space, dict(zip(grid, point,
+                                                                                 strict=True)))))
+                for point in itertools.product(*grid.values())}
+        assert grid_designs(space, grid) == len(keys) == by_hand, name

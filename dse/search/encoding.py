@@ -9,7 +9,9 @@ the system the model scores, for study trials, sweeps and case studies alike.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -84,6 +86,27 @@ def grid_of(space: SearchSpace) -> dict[str, list[Any]] | None:
         else:
             grid[name] = list(p.grid())
     return grid
+
+
+def grid_designs(space: SearchSpace, grid: Mapping[str, list[Any]]) -> int:
+    """Distinct designs of the grid ``grid_of(space)``: its points, less those that repeat another
+    once canonical (:func:`canonical_design`: on one node, every combination of the
+    :data:`ONE_NODE_INERT` parameters is one design). A grid study is covered at this count."""
+    inert = [k for k in grid if k.removesuffix(ORDINAL_SUFFIX) in ONE_NODE_INERT]
+    points = math.prod(len(v) for v in grid.values())
+    if not inert:
+        return points
+    others = [k for k in grid if k not in inert]
+    per_combo = math.prod(len(grid[k]) for k in inert)
+    first = {k: grid[k][0] for k in inert}
+    one_node = 0
+    for values in itertools.product(*(grid[k] for k in others)):
+        design = decode_params(space, {**dict(zip(others, values, strict=True)), **first})
+        try:
+            one_node += _design_table(space, design).get("nodes", 1) == 1
+        except DseInputError:
+            continue
+    return points - one_node * (per_combo - 1)
 
 
 def design_system(space: SearchSpace, design: Mapping[str, Any], catalog: Catalog | None = None,
