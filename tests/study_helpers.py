@@ -130,7 +130,8 @@ def run_dse(*args: str, timeout: float = 120, cwd: Path | None = None) -> subpro
                           timeout=timeout, cwd=cwd or ROOT, env=env)
 
 
-# A 12-design discrete space without conditions (3 x 2 x 2), for grid search tests.
+# A 12-point discrete space without conditions (3 x 2 x 2; 9 designs, the one-node points being
+# one design), for grid search tests.
 GRID_PARAMS = """
 [parameters.nodes]
 type = "int"

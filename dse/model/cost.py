@@ -17,7 +17,8 @@ from dse.model.system import System
 HOURS_PER_YEAR = 8766.0
 """365.25 days."""
 CRITEO_EPOCH_SAMPLES = 4_195_197_692
-"""Training samples in one epoch of the Criteo 1TB click logs (docs/design.md, section 6)."""
+"""Training samples in one epoch of the Criteo 1TB click logs (docs/sources.md#criteo-1tb-dataset):
+the epoch of a workload whose file states no ``samples_per_epoch`` (docs/design.md, section 6)."""
 ACCELERATOR_IDLE_FRACTION = 0.15
 """Idle draw as a share of TDP where the catalog gives none [A: an idle H100 SXM draws about
 70-100 W of 700 W; the measured 8x H100 node idled at 2.3-2.7 kW at the wall]."""
@@ -46,10 +47,19 @@ class PowerBreakdown:
 
 
 def scaleout_tiers(system: System, catalog: Catalog) -> int:
-    """Switch tiers the scale-out network needs for all compute NIC ports (0 for one node)."""
+    """Switch tiers the scale-out network needs for all compute NIC ports (0 for one node).
+
+    A fat tree joins every NIC port in one folded Clos. A rail-optimised network joins NIC ``i`` of
+    every node in rail ``i`` (NVIDIA DGX SuperPOD reference architecture), traffic between rails
+    crossing the node's scale-up fabric, so each rail is a Clos of one port per node: with
+    rails of at most ``radix`` nodes one leaf tier serves them all (16 DGX nodes: 8 rails of 16
+    ports, 128 ports, two 64-port switches carrying 4 rails each), where a fat tree of the same
+    128 ports needs a spine. The switch radix is the catalog's (``network_switch.radix``, 64 ports
+    of a 51.2 Tb/s ASIC, docs/sources.md#scale-out-switches-and-optics)."""
     if system.nodes <= 1 or system.spec.node.nics == 0:
         return 0
-    ports = system.nodes * system.spec.node.nics
+    rail = system.network.topology == "rail_optimized"
+    ports = system.nodes * (1 if rail else system.spec.node.nics)
     radix = catalog.network_switch.radix
     if ports <= radix:
         return 1
@@ -75,7 +85,7 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
         "accelerators": n * a * unit,
         "cpus": bundled * n * node.cpu_sockets * system.cpu.price_usd,
         "ddr": bundled * n * node.ddr_gb * ddr.usd_per_gb,
-        "nics": n * (node.nics * nic_usd + node.frontend_nics * fe_usd),
+        "nics": n * (_nic_cards(system) * nic_usd + node.frontend_nics * fe_usd),
         "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_usd,
         "scaleup_switches": _scaleup_switches(system, bundled * cat.scaleup_switch.usd_per_accelerator,
                                               system.spec.rack.switch_tray_usd),
@@ -101,6 +111,12 @@ def _rack_shared(system: System, per_rack: float) -> dict[str, float]:
     (so their breakdowns keep their parts)."""
     racks = rack_count(system.spec)
     return {"rack": racks * per_rack} if racks else {}
+
+
+def _nic_cards(system: System) -> int:
+    """Compute NIC cards a node buys and powers: none when its scale-out rides on the accelerators'
+    on-die ports (:attr:`System.on_die_nics`)."""
+    return 0 if system.on_die_nics else system.spec.node.nics
 
 
 def _pcie_switches(system: System) -> int:
@@ -159,7 +175,7 @@ def power(
         # Drawn even where the accelerator's price covers the CPUs (GB200's Grace: catalog tdp_w).
         "cpus": n * node.cpu_sockets * system.cpu.tdp_w * cpu_util,
         "ddr": n * node.ddr_gb * cat.ddr[system.cpu.ddr].w_per_gb,
-        "nics": n * (node.nics * nic_w + node.frontend_nics * fe_w),
+        "nics": n * (_nic_cards(system) * nic_w + node.frontend_nics * fe_w),
         "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_w,
         "scaleup_switches": _scaleup_switches(system, cat.scaleup_switch.w_per_accelerator,
                                               system.spec.rack.switch_tray_w),
@@ -189,11 +205,13 @@ class Economics:
 
 
 def economics(
-    throughput: float, cost: CostBreakdown, pw: PowerBreakdown, catalog: Catalog | None = None
+    throughput: float, cost: CostBreakdown, pw: PowerBreakdown, catalog: Catalog | None = None,
+    samples_per_epoch: int = CRITEO_EPOCH_SAMPLES,
 ) -> Economics:
     """TCO (capex amortised + energy at PUE and price) and per-sample figures.
 
-    ``epoch_*`` are for one Criteo 1TB epoch (4,195,197,692 samples).
+    ``epoch_*`` are for one epoch of ``samples_per_epoch`` training samples: the workload's own
+    dataset, or a Criteo 1TB epoch (4,195,197,692 samples) for a workload that states none.
     """
     fac = (catalog or load_catalog()).facility
     server = cost.capex_usd - cost.network_capex_usd
@@ -204,7 +222,7 @@ def economics(
     if throughput <= 0:
         inf = math.inf
         return Economics(tco, energy, inf, 0.0, 0.0, inf, inf, inf)
-    epoch_s = CRITEO_EPOCH_SAMPLES / throughput
+    epoch_s = samples_per_epoch / throughput
     return Economics(
         tco_usd_per_year=tco,
         energy_usd_per_year=energy,

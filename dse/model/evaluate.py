@@ -16,6 +16,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
+    CRITEO_EPOCH_SAMPLES,
     CostBreakdown,
     Economics,
     PowerBreakdown,
@@ -100,13 +101,11 @@ class Evaluation:
 
     def dataset_pass(self) -> tuple[float, float] | None:
         """Seconds and TCO (USD) of one pass over the workload's own dataset
-        (``Workload.samples_per_epoch``); None when its file states no dataset size."""
-        samples = self.workload.samples_per_epoch
-        if not samples:
+        (``Workload.samples_per_epoch``, the epoch :func:`dse.model.cost.economics` was given);
+        None when its file states no dataset size."""
+        if not self.workload.samples_per_epoch:
             return None
-        step = self.step_time_s
-        seconds = samples * step / self.workload.global_batch if 0 < step < math.inf else math.inf
-        return seconds, self.economics.usd_per_million_samples * samples / 1e6
+        return self.economics.epoch_time_s, self.economics.epoch_cost_usd
 
     def training_samples(self) -> TrainingSamples:
         """Samples to train this workload at its batch (its convergence curve, else one epoch)."""
@@ -122,6 +121,7 @@ class Evaluation:
         """Flat scalar metrics: what objectives, constraints and trial attributes read."""
         memory = self.plan.memory
         eco = self.economics
+        dataset = self.dataset_pass()
         return {
             "throughput_samples_per_s": self.throughput_samples_per_s,
             "step_time_s": self.step_time_s,
@@ -137,6 +137,10 @@ class Evaluation:
             "energy_per_sample_j": eco.energy_per_sample_j,
             "epoch_time_s": eco.epoch_time_s,
             "epoch_cost_usd": eco.epoch_cost_usd,
+            # Infinite (never met, worst as an objective) where the workload states no dataset;
+            # a study naming them is refused up front (dse.search.objectives.needs_dataset).
+            "dataset_time_s": dataset[0] if dataset else math.inf,
+            "dataset_cost_usd": dataset[1] if dataset else math.inf,
             "memory_short_gb": memory.short_bytes / GB,
             "hbm_used_gb": max(memory.hbm_used_bytes) / GB,
             "hbm_capacity_gb": memory.hbm_capacity_bytes / GB,
@@ -233,6 +237,8 @@ def evaluate(
     if system.precision_fallback[workload.precision] == "unsupported":
         reasons.append(
             f"{system.accelerator.name} has no published {workload.precision} peak in the catalog"
+            + (" (no fp8 math: fp8 training needs fp8 tensor cores)" if workload.precision == "fp8"
+               else "")
         )
     if workload.global_batch < g:
         reasons.append(f"global batch {workload.global_batch} is smaller than {g} accelerators")
@@ -261,7 +267,8 @@ def evaluate(
         timing=timing,
         cost=cost,
         power=pw,
-        economics=economics(throughput, cost, pw, cat),
+        economics=economics(throughput, cost, pw, cat,
+                            workload.samples_per_epoch or CRITEO_EPOCH_SAMPLES),
         feasible=not reasons,
         reasons=tuple(reasons),
         calibration_version=calib.version,

@@ -132,10 +132,6 @@ def _behind_switches(system: System) -> bool:
     return system.spec.node.pcie_switch_share > 1 or system.cpu_pcie_gen != system.pcie_gen
 
 
-def _on_die_nics(system: System) -> bool:
-    return system.accelerator.nic_ports > 0 and system.spec.node.nic_attach == "accelerator"
-
-
 def check_pcie_generation(system: System, catalog: Catalog) -> RuleCheck:
     """``pcie_generation``: the host link's PCIe generation is one the accelerator supports and, for
     an accelerator on the CPU's root ports, the CPU too. Behind a PCIe switch the accelerator's
@@ -173,7 +169,7 @@ def pcie_lanes_needed(system: System, catalog: Catalog) -> int:
         behind += a
     else:
         root += a * system.accelerator.host_pcie_lanes
-    if node.nics and not _on_die_nics(system):
+    if node.nics and not system.on_die_nics:
         if node.nic_attach == "accelerator" and _behind_switches(system):
             behind += node.nics
         else:
@@ -204,7 +200,7 @@ def check_nic_link(system: System, catalog: Catalog) -> RuleCheck:
     if node.nics == 0:
         return RuleCheck("nic_link", 0.0)
     acc = system.accelerator
-    if _on_die_nics(system):
+    if system.on_die_nics:
         ports = acc.nic_ports * system.accelerators_per_node
         excess = max(node.nics / ports, node.nic_gbit_s / acc.nic_port_gbit_s) - 1
         return _check("nic_link", excess,
@@ -281,7 +277,7 @@ def check_era(system: System, catalog: Catalog) -> RuleCheck:
               for gen in sorted({system.pcie_gen, system.cpu_pcie_gen, system.nic_pcie_gen})]
     grades = sorted(catalog.nic.values(), key=lambda g: g.gbit_s)
     for count, speed in ((node.nics, node.nic_gbit_s), (node.frontend_nics, node.frontend_nic_gbit_s)):
-        if count and not (_on_die_nics(system) and speed == node.nic_gbit_s):
+        if count and not (system.on_die_nics and speed == node.nic_gbit_s):
             grade = next((g for g in grades if g.gbit_s >= speed), grades[-1])
             parts.append((grade.available, f"{speed:.6g} Gb/s NICs"))
     late = [(y, name) for y, name in parts if y > year]

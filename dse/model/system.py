@@ -261,6 +261,15 @@ class System:
         """Accelerators in the cluster (G)."""
         return self.nodes * self.accelerators_per_node
 
+    @property
+    def on_die_nics(self) -> bool:
+        """The compute NICs are the accelerator's own on-die Ethernet ports, not NIC cards: Gaudi 2
+        and Gaudi 3 integrate 24 RoCE ports (100 and 200 GbE) on the die, ``nic_ports`` of which
+        face scale-out in the 8-card servers (Intel Gaudi 2 and Gaudi 3 white papers,
+        docs/sources.md#intel-gaudi-2). No card is bought or powered for them (their power is in
+        the accelerator's TDP); the switch ports and optics they plug into still are."""
+        return self.accelerator.nic_ports > 0 and self.spec.node.nic_attach == "accelerator"
+
 
 _FALLBACK: dict[str, tuple[str, ...]] = {
     "fp32": ("fp32",),
@@ -268,9 +277,15 @@ _FALLBACK: dict[str, tuple[str, ...]] = {
     "amp": ("fp16", "bf16", "fp32"),
     "fp16": ("fp16", "bf16", "fp32"),
     "bf16": ("bf16", "fp16", "fp32"),
-    "fp8": ("fp8", "fp16", "bf16", "fp32"),
+    "fp8": ("fp8",),
 }
-"""What a framework runs each precision at when the part lacks it (no tf32 on V100: fp32 math)."""
+"""What a framework runs each precision at when the part lacks it (no tf32 on V100: fp32 math).
+Each fallback keeps the precision's element widths (tf32 and fp32 store 4 bytes, bf16 and fp16 2),
+so it changes the math peak only. fp8 has none: fp8 training stores 1-byte activations, and a part
+without fp8 tensor cores (V100, A100: the A100 datasheet lists TF32, BF16, FP16, INT8 and INT4
+tensor-core peaks, no FP8) cannot run it; NVIDIA's Transformer Engine refuses fp8 below compute
+capability 8.9 (``check_fp8_support``). So fp8 there is infeasible, not fp16 math with fp8 bytes
+(docs/sources.md#nvidia-a100)."""
 
 
 def _peak_flops(acc: Accelerator) -> tuple[dict[str, float], dict[str, str]]:

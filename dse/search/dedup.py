@@ -29,7 +29,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.search import _optuna
-from dse.search.encoding import decode_params
+from dse.search.encoding import canonical_design, decode_params
 from dse.search.space import Parameter, SearchSpace
 
 DUPLICATE_KEY = "duplicate_of"
@@ -60,9 +60,9 @@ def trial_design(space: SearchSpace, trial: FrozenTrial) -> dict[str, Any]:
     if isinstance(design, dict):
         return design
     if trial.params:
-        return decode_params(space, trial.params)
+        return canonical_design(space, decode_params(space, trial.params))
     fixed = trial.system_attrs.get("fixed_params")
-    return decode_params(space, fixed) if isinstance(fixed, dict) else {}
+    return canonical_design(space, decode_params(space, fixed)) if isinstance(fixed, dict) else {}
 
 
 def group_by_design(trials: Iterable[FrozenTrial]) -> list[list[FrozenTrial]]:
@@ -233,12 +233,18 @@ def neighbour(space: SearchSpace, design: Mapping[str, Any], rng: random.Random,
         names.remove(pick)
     for name in chosen:
         out[name] = _move(space.parameters[name], design[name], rng)
-    # Keep only the parameters active under the new values (in space order).
+    return _settled(space, out)
+
+
+def _settled(space: SearchSpace, design: Mapping[str, Any]) -> dict[str, Any]:
+    """A moved design with only the parameters active under its new values (in space order),
+    canonical (:func:`~dse.search.encoding.canonical_design`: a move that changes nothing for
+    the design is no move)."""
     kept: dict[str, Any] = {}
     for name in space.parameters:
-        if name in out and space.active(name, kept):
-            kept[name] = out[name]
-    return kept
+        if name in design and space.active(name, kept):
+            kept[name] = design[name]
+    return canonical_design(space, kept)
 
 
 def _move(p: Parameter, value: Any, rng: random.Random) -> Any:
@@ -306,14 +312,9 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
         for t, v in moves:
             if v == value:
                 continue
-            cand = {**design, name: v}
-            kept: dict[str, Any] = {}
-            for n in space.parameters:
-                if n in cand and space.active(n, kept):
-                    kept[n] = cand[n]
-            tiers[t].append(kept)
+            tiers[t].append(_settled(space, {**design, name: v}))
     out: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    seen: set[str] = {design_key(design)}
     for t in (1, 2, 3, 4):
         rng.shuffle(tiers[t])
         for cand in tiers[t]:
@@ -349,7 +350,7 @@ def random_design(space: SearchSpace, rng: random.Random) -> dict[str, Any]:
                          else rng.uniform(p.low, p.high))
         else:
             out[name] = rng.choice(_step_values(p))
-    return out
+    return canonical_design(space, out)
 
 
 __all__ = ["DUPLICATE_KEY", "DesignIndex", "design_key", "fresh_neighbour", "group_by_design",

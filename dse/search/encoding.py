@@ -8,11 +8,15 @@ the system the model scores, for study trials, sweeps and case studies alike.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from optuna.trial import Trial
 
+from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.system import System, resolve_system, system_spec_from_mapping
 from dse.model.workload import Workload, with_fields
@@ -83,19 +87,80 @@ def grid_of(space: SearchSpace) -> dict[str, list[Any]] | None:
     return grid
 
 
+def grid_designs(space: SearchSpace, grid: Mapping[str, list[Any]]) -> int:
+    """Distinct designs of the grid ``grid_of(space)``: its points, less those that repeat another
+    once canonical (:func:`canonical_design`: on one node, every combination of the
+    :data:`ONE_NODE_INERT` parameters is one design). A grid study is covered at this count."""
+    inert = [k for k in grid if k.removesuffix(ORDINAL_SUFFIX) in ONE_NODE_INERT]
+    points = math.prod(len(v) for v in grid.values())
+    if not inert:
+        return points
+    others = [k for k in grid if k not in inert]
+    per_combo = math.prod(len(grid[k]) for k in inert)
+    first = {k: grid[k][0] for k in inert}
+    one_node = 0
+    for values in itertools.product(*(grid[k] for k in others)):
+        design = decode_params(space, {**dict(zip(others, values, strict=True)), **first})
+        try:
+            one_node += _design_table(space, design).get("nodes", 1) == 1
+        except DseInputError:
+            continue
+    return points - one_node * (per_combo - 1)
+
+
 def design_system(space: SearchSpace, design: Mapping[str, Any], catalog: Catalog | None = None,
                   base: str | None = None) -> System:
     """The system of one design of ``space`` (decoded parameter values; those left out keep the
     base system's; other system keys, such as a fixed ``nodes``, are applied last, for
     comparisons outside the space). ``base`` replaces the base system. Raises
     :class:`DseInputError` for a combination the schema cannot express."""
+    spec = system_spec_from_mapping(_design_table(space, design, base), f"space {space.name}")
+    return resolve_system(spec, catalog or load_catalog(), f"space {space.name}")
+
+
+def _design_table(space: SearchSpace, design: Mapping[str, Any], base: str | None = None
+                  ) -> dict[str, Any]:
+    """The system table of a design: its base system's, with the space's and the design's values."""
     data, _ = space.system_table(base or space.base_for(design))
     extra = tuple((k, v) for k, v in design.items()
                   if k not in space.parameters and not is_workload_param(k))
     for key, value in space.overrides(design) + extra:
         data = apply_override(data, key, value)
-    spec = system_spec_from_mapping(data, f"space {space.name}")
-    return resolve_system(spec, catalog or load_catalog(), f"space {space.name}")
+    return data
+
+
+ONE_NODE_INERT: Mapping[str, Any] = MappingProxyType(
+    {"network.oversubscription": 1.0, "network.topology": "fat_tree"})
+"""Parameters that change nothing on one node, with the value they take there (the schema's
+defaults): one node has no scale-out network (``dse.model.cost.scaleout_tiers`` is 0, so no
+switch ports or optics are bought) and no traffic crosses a NIC, so neither its oversubscription
+nor its topology enters the step, cost or power (checked for every system preset in
+tests/test_dataset_and_questioned_numbers.py)."""
+
+
+def canonical_design(space: SearchSpace, design: Mapping[str, Any]) -> dict[str, Any]:
+    """``design`` with every parameter that changes nothing for it set to one canonical value, so
+    designs the model cannot tell apart are one design (one trial, one row): on one node, the
+    :data:`ONE_NODE_INERT` parameters. The canonical value is the schema's default when the
+    parameter can take it, else its first choice or its low bound (a value the space can
+    enqueue). Values of a design are otherwise kept as drawn."""
+    inert = [k for k in ONE_NODE_INERT if k in design and k in space.parameters]
+    try:
+        nodes = _design_table(space, design).get("nodes", 1) if inert else 0
+    except DseInputError:  # not a system at all: scoring reports why
+        nodes = 0
+    if nodes != 1:
+        return dict(design)
+    out = dict(design)
+    for key in inert:
+        out[key] = _canonical_value(space.parameters[key], ONE_NODE_INERT[key])
+    return out
+
+
+def _canonical_value(p: Parameter, default: Any) -> Any:
+    if p.contains(default):
+        return default
+    return p.choices[0] if p.choices else p.low
 
 
 def design_workload(space: SearchSpace, design: Mapping[str, Any], workload: Workload) -> Workload:

@@ -36,7 +36,13 @@ from dse.search.dedup import (
     random_design,
     shared_index,
 )
-from dse.search.encoding import design_system, design_workload, encode_design, suggest_design
+from dse.search.encoding import (
+    canonical_design,
+    design_system,
+    design_workload,
+    encode_design,
+    suggest_design,
+)
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.recovery import retry
 from dse.search.space import SearchSpace
@@ -83,7 +89,7 @@ class DesignObjective:
             _requeue_if_enqueued(trial)
             trial.study.stop()
             raise optuna.TrialPruned("the study's budget is reached")
-        design = suggest_design(trial, self.space)
+        design = canonical_design(self.space, suggest_design(trial, self.space))
         if self.dedup:
             self._prune_if_repeat(trial, design, index)
         try:

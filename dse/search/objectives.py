@@ -45,8 +45,10 @@ METRICS: dict[str, str] = {
     "samples_per_s_per_kusd": "throughput per thousand dollars of capex",
     "samples_per_s_per_w": "throughput per watt",
     "energy_per_sample_j": "wall energy per sample (J)",
-    "epoch_time_s": "time for one Criteo 1TB epoch (s)",
-    "epoch_cost_usd": "TCO of one Criteo 1TB epoch (USD)",
+    "epoch_time_s": "time for one epoch of the workload's dataset, else of Criteo 1TB (s)",
+    "epoch_cost_usd": "TCO of one epoch of the workload's dataset, else of Criteo 1TB (USD)",
+    "dataset_time_s": "time for one pass over the workload's own dataset (s)",
+    "dataset_cost_usd": "TCO of one pass over the workload's own dataset (USD)",
     "hbm_used_gb": "HBM used on the fullest accelerator (GB)",
     "ddr_used_gb": "host DDR used on the fullest node (GB)",
     "accelerators": "accelerators in the cluster",
@@ -70,6 +72,9 @@ workload's convergence curve, or no curve and no dataset size) breaks the ``to_t
 constraint of a study that names one of them."""
 METRICS.update(TRAIN_METRICS)
 TO_TRAIN_CONSTRAINT = "to_train"
+
+DATASET_METRICS = ("dataset_time_s", "dataset_cost_usd")
+"""Metrics defined only for a workload that states its ``samples_per_epoch``."""
 
 WORST_LOSS = 1e300
 """The loss of a design that cannot be scored, or of a non-finite objective value: worse than any
@@ -238,6 +243,16 @@ def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
         if c.max is None and c.min is None:
             raise DseInputError(source, f"constraints[{i}]", "give max, min or both")
     return ObjectiveSet(raw.name, raw.objectives, raw.constraints, raw.description)
+
+
+def needs_dataset(objectives: ObjectiveSet, samples_per_epoch: int) -> str:
+    """The first objective or constraint metric of ``objectives`` that a workload with
+    ``samples_per_epoch`` samples (0: none stated) cannot measure, or "" when it can measure all:
+    such a metric would be infinite on every design (:data:`DATASET_METRICS`)."""
+    if samples_per_epoch:
+        return ""
+    named = [o.metric for o in objectives.objectives] + [c.metric for c in objectives.constraints]
+    return next((m for m in named if m in DATASET_METRICS), "")
 
 
 def objective_names() -> tuple[str, ...]:

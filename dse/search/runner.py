@@ -16,7 +16,6 @@ import bisect
 import dataclasses
 import json
 import logging
-import math
 import os
 import socket
 import threading
@@ -55,7 +54,7 @@ from dse.search.attribute_keys import (
 )
 from dse.search.contents import contents_json, moved_message, moved_systems, study_contents, where_from
 from dse.search.dedup import DesignIndex, group_by_design, shared_index
-from dse.search.encoding import encode_design, grid_of
+from dse.search.encoding import encode_design, grid_designs, grid_of
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
 from dse.search.fingerprint import model_fingerprint
 from dse.search.fingerprint import model_sources as model_sources
@@ -346,7 +345,7 @@ def target_of(spec: StudySpec, study: optuna.Study, trials: int | None) -> int:
     budget = spec.budget
     grid = grid_of(study_space(spec)) if spec.sampler == "grid" else None
     if grid is not None:
-        budget = min(budget, math.prod(len(v) for v in grid.values()))
+        budget = min(budget, grid_designs(study_space(spec), grid))
     return budget if trials is None else min(budget, completed(study) + trials)
 
 

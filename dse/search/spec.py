@@ -30,7 +30,7 @@ from dse.records import (
 )
 from dse.search.attribute_keys import CONTENTS_KEY
 from dse.search.encoding import grid_of
-from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.objectives import ObjectiveSet, load_objectives, needs_dataset
 from dse.search.samplers import SAMPLERS
 from dse.search.space import SearchSpace, load_space, with_recorded_systems
 
@@ -131,6 +131,9 @@ def load_study_spec(name_or_path: str) -> StudySpec:
             if exc.source == _TABLE_SCALE:
                 raise DseInputError(source, _TABLE_SCALE, exc.message) from None
             raise DseInputError(source, key, str(exc)) from None
+    if metric := needs_dataset(study_objectives(spec), study_workload(spec).samples_per_epoch):
+        raise DseInputError(source, "objectives", f"{metric} needs the workload's dataset size, "
+                            f"and workload {spec.workload!r} states no samples_per_epoch")
     if spec.sampler == "grid" and grid_of(study_space(spec)) is None:
         raise DseInputError(source, "sampler", f"grid search needs a discrete space without "
                             f"conditional parameters; space {spec.space!r} has float or "
