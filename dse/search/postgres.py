@@ -28,7 +28,8 @@ exactly its budget.
 Every libpq parameter in the URL's query string wins over dse's (``?connect_timeout=30``,
 ``?keepalives=0``); ``options`` in the URL come after dse's, so its ``-c`` settings win
 (``?options=-cstatement_timeout%3D0``). The answer deadline is dse's own parameter,
-``?dse_answer_timeout=SECONDS`` (0: none), taken out of the URL before libpq sees it.
+``?dse_answer_timeout=SECONDS`` (0: none), taken out of the URL before libpq sees it, as is the
+reconnection window ``?dse_reconnect=SECONDS`` (:data:`~dse.search.storage.RECONNECT_S`).
 
 Needs psycopg 3 (``pip install 'dse[cluster]'``); imported only for a PostgreSQL URL.
 """

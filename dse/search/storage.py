@@ -21,9 +21,14 @@ the default study, most of it Optuna (sampling and one fsynced append per parame
   (``synchronous_commit=off``) unless the URL gives its own ``options``.
 - ``grpc://HOST:PORT`` reaches a ``dse storage-proxy`` (Optuna's gRPC storage proxy) in front of
   the database: the workers then hold no database connection at all, the proxy a fixed pool.
+  Every call has a deadline (:data:`ANSWER_TIMEOUT_S`), so a hung proxy ends a worker with one
+  line; a proxy owns its port alone (:func:`serve_proxy`).
 
-Failures to reach a storage are :class:`~dse.errors.DseInputError` (one line, exit code 2);
-passwords never appear in messages (:func:`redact`).
+A server that refuses or closes connections mid-run (restarted) is tried again by a worker for
+:data:`RECONNECT_S` (:func:`storage_lost`, :func:`dse.search.runner.run_study`). Failures to
+reach a storage are :class:`~dse.errors.DseInputError` (one line, exit code 2); passwords never
+appear in messages (:func:`redact`), and a password may hold ``@`` (:func:`encode_credentials`);
+a URL without one leaves it to libpq (``PGPASSWORD``, ``~/.pgpass``).
 """
 
 from __future__ import annotations
@@ -512,6 +517,7 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
 
     The proxy keeps ``threads`` database connections (one per request thread) and no heartbeat:
     its clients' trials are recovered by dse (see :func:`dse.search.recovery.recover_stale_trials`).
+    A port another server holds is refused (:class:`DseInputError`), never shared.
     """
     if not is_server_url(normalize_url(url)) and not url.startswith("sqlite"):
         raise DseInputError("--storage", url, "the storage proxy serves a database "
