@@ -405,8 +405,8 @@ def _reconnect(lost: Exception, spec: StudySpec, storage_url: str | None, where:
     window = reconnect_window(spec.storage if storage_url is None else storage_url)
     if window <= 0 or not storage_lost(lost):
         raise lost
-    log.warning("dse: lost the storage %s (%s); reconnecting for up to %g s", where,
-                storage_failure(lost, where) or type(lost).__name__, window)
+    said = (storage_failure(lost, where) or type(lost).__name__).partition("; the completed")[0]
+    log.warning("dse: lost the storage %s (%s); reconnecting for up to %g s", where, said, window)
     started = time.monotonic()
     wait = RECONNECT_FIRST_S
     while True:
