@@ -21,8 +21,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -491,10 +490,12 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
                 time.sleep(WAIT_POLL_S / 4)
                 continue
         room_since = None
+        optuna_log = logging.getLogger("optuna.study._optimize")
+        quiet = _TakenTrialFilter()
+        optuna_log.addFilter(quiet)
         try:
-            with _quiet_taken_trials():
-                study.optimize(objective, n_trials=budget - complete, callbacks=[after_trial],
-                               catch=(), gc_after_trial=False)
+            study.optimize(objective, n_trials=budget - complete, callbacks=[after_trial],
+                           catch=(), gc_after_trial=False)
             if objective.exhausted:
                 log.warning("dse: every design of the space is evaluated; the study stops at %d "
                             "distinct designs", completed(study))
@@ -507,23 +508,15 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
             log.warning("dse: trial %d of this worker was failed as abandoned by another process "
                         "while this one was not running; its retry redoes the design, and this "
                         "worker goes on", objective.trial)
-
-
-@contextmanager
-def _quiet_taken_trials() -> Iterator[None]:
-    """Within: Optuna's two warnings on a trial that fails because another process failed it
-    first (one with a traceback), or because the storage was lost (reconnected, or reported in
-    one line by the caller), are dropped: :func:`_optimize` says it in one line."""
-    logger = logging.getLogger("optuna.study._optimize")
-    quiet = _TakenTrialFilter()
-    logger.addFilter(quiet)
-    try:
-        yield
-    finally:
-        logger.removeFilter(quiet)
+        finally:
+            optuna_log.removeFilter(quiet)
 
 
 class _TakenTrialFilter(logging.Filter):
+    """Drops Optuna's two warnings on a trial that failed because another process failed it
+    first (one with a traceback), or because the storage was lost (reconnected, or reported in
+    one line by the caller): :func:`_optimize` says it in one line."""
+
     def __init__(self) -> None:
         super().__init__()
         self.trials: set[str] = set()
