@@ -409,7 +409,8 @@ def _reconnect(lost: Exception, spec: StudySpec, storage_url: str | None, where:
     started = time.monotonic()
     wait = RECONNECT_FIRST_S
     while True:
-        time.sleep(max(0.0, min(wait, started + window - time.monotonic())))
+        if STOP.wait(max(0.0, min(wait, started + window - time.monotonic()))):
+            raise lost  # SIGTERM or Ctrl-C while the storage is away: stop now, in one line
         wait = min(2 * wait, RECONNECT_MAX_WAIT_S)
         try:
             study = open_study(spec, open_storage(storage_url, spec), create=False, where=where,
