@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -31,8 +32,9 @@ import postgres_server
 import pytest
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
+from study_helpers import CHEAP, ROOT, write_study
 from test_distributed import Worker, require
-from test_postgres_faults import make_study, server, states
+from test_postgres_faults import server, states
 
 from dse.search import _optuna
 from dse.search.recovery import RETRY_KEY, WORKER_KEY, recover, retry
@@ -41,9 +43,9 @@ from dse.search.storage import open_storage
 
 __all__ = ["server"]  # the module's own PostgreSQL server (a fixture), shared by its tests
 
-BUDGET = 20  # test_postgres_faults.make_study's
+BUDGET = 150
+"""Enough trials that the workers are still busy when the fault comes, whatever the load."""
 ENV = {**os.environ, "COLUMNS": "250"}
-ROOT = Path(__file__).resolve().parents[1]
 OWN_LINES = ("dse: lost the storage ", "dse: reconnected to ")
 """What a worker that reconnected says (one line each)."""
 
@@ -51,6 +53,12 @@ OWN_LINES = ("dse: lost the storage ", "dse: reconnected to ")
 @pytest.fixture(autouse=True)
 def _needs_grpc() -> None:
     require("grpc")
+
+
+def make_study(tmp_path: Path) -> Path:
+    name = f"faults-{uuid.uuid4().hex[:8]}"
+    return write_study(tmp_path / f"{name}.toml", name=name, **CHEAP, sampler="random",
+                       budget=BUDGET, seed=3)
 
 
 def free_port() -> int:
@@ -139,18 +147,27 @@ def assert_reconnected(workers: list[Worker], url: str) -> None:
 # --- a server restarted, or gone for good ----------------------------------------------------------
 
 
-def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path,
-                                                     server: tuple[Path, str]) -> None:
+@pytest.mark.parametrize("kind", ["postgres", "grpc"])
+def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tuple[Path, str],
+                                                     proxies: list[Proxy], kind: str) -> None:
+    """Directly, and behind a storage proxy (which answers its workers UNAVAILABLE meanwhile)."""
     folder, url = server
     path = make_study(tmp_path)
     created(path, url)
-    workers = [Worker(tmp_path, i, "worker", str(path), "--storage", url) for i in range(2)]
+    target = url
+    if kind == "grpc":
+        proxies.append(Proxy(url, free_port()))
+        target = proxies[0].url
+    workers = [Worker(tmp_path, i, "worker", str(path), "--storage", target) for i in range(2)]
     wait_complete(url, path.stem, 3, workers)
     postgres_server.stop(folder, mode="fast")  # the server ends every session and its port closes
     time.sleep(2)
     postgres_server.restart(folder)
     assert_reconnected(workers, url)
     assert_exact(url, path.stem)
+    if kind == "grpc":
+        _, err = proxies[0].stop()
+        assert not err.strip(), err  # no traceback of the lost database on the proxy's side
 
 
 def test_a_server_that_stays_down_ends_the_worker_after_the_window(

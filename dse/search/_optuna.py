@@ -266,8 +266,9 @@ def rdb_set_attr(backend: RDBStorage, session: Any, model: Any, trial_id: int, k
 
 
 def make_grpc_server(storage: BaseStorage, host: str, port: int, executor: Any,
-                     options: Sequence[tuple[str, Any]] = ()) -> Any:
-    """Optuna's gRPC storage proxy server with the gRPC server ``options``, not yet started
+                     options: Sequence[tuple[str, Any]] = (), interceptors: Sequence[Any] = ()) -> Any:
+    """Optuna's gRPC storage proxy server with the gRPC server ``options`` and ``interceptors``,
+    not yet started
     (``optuna.storages._grpc.server.make_server`` does the same without options, from
     ``servicer.OptunaStorageProxyService`` and ``api_pb2_grpc.add_StorageServiceServicer_to_server``):
     dse adds its own calls to it, refuses a port another server shares, and stops it on a
@@ -277,7 +278,7 @@ def make_grpc_server(storage: BaseStorage, host: str, port: int, executor: Any,
     service = _private("optuna.storages._grpc.servicer", "OptunaStorageProxyService")
     add = _private("optuna.storages._grpc.auto_generated.api_pb2_grpc",
                    "add_StorageServiceServicer_to_server")
-    server = grpc.server(executor, options=list(options))
+    server = grpc.server(executor, options=list(options), interceptors=list(interceptors))
     add(service(storage), server)
     server.add_insecure_port(f"{host}:{port}")
     return server

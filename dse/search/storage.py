@@ -532,7 +532,8 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
             # and take half the new clients, to its own database.
             server = _optuna.make_grpc_server(storage, host, port,
                                               ThreadPoolExecutor(max_workers=threads),
-                                              options=(("grpc.so_reuseport", 0),))
+                                              options=(("grpc.so_reuseport", 0),),
+                                              interceptors=(_database_status(redact(url)),))
         except RuntimeError as exc:
             raise DseInputError("--port", str(port),
                                 f"cannot listen on {host}:{port}: {_first_line(exc)}") from None
@@ -550,6 +551,40 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
         server.stop(grace=5).wait()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _database_status(shown: str) -> Any:
+    """A gRPC server interceptor that answers a call whose database was lost with a status that
+    says so: ``UNAVAILABLE`` when the server refused or closed the connection (a restart: the
+    worker reconnects, :func:`storage_lost`), ``DEADLINE_EXCEEDED`` when it did not answer (hung),
+    with the one line of :func:`database_failure`. Optuna's servicer lets the error escape
+    (``UNKNOWN``, wrapped by Optuna as "invalid data in the commit" and a traceback on the proxy's
+    stderr)."""
+    import grpc
+
+    def guard(behavior: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        def call(request: Any, context: Any) -> Any:
+            try:
+                return behavior(request, context)
+            except Exception as exc:
+                said = database_failure(exc)
+                if said is None:
+                    raise
+                code = (grpc.StatusCode.UNAVAILABLE if said.startswith(("refused", "closed"))
+                        else grpc.StatusCode.DEADLINE_EXCEEDED)
+                context.abort(code, f"PostgreSQL at {shown} {said}")
+        return call
+
+    class DatabaseStatus(grpc.ServerInterceptor):  # type: ignore[misc]
+        def intercept_service(self, continuation: Any, details: Any) -> Any:
+            handler = continuation(details)
+            if handler is None or handler.unary_unary is None:
+                return handler
+            return grpc.unary_unary_rpc_method_handler(
+                guard(handler.unary_unary), request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+
+    return DatabaseStatus()
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -632,7 +667,7 @@ def _proxy_failure(exc: Any, where: str) -> str:
                 f"default {ANSWER_TIMEOUT_S:g} s: the proxy or its database is hung, overloaded "
                 f"or unreachable){kept}")
     if name == "UNAVAILABLE":
-        return f"lost the storage proxy{at}: it is unreachable ({_one_line(details)}){kept}"
+        return f"lost the storage proxy{at}: UNAVAILABLE: {_one_line(details)}{kept}"
     return f"lost the storage proxy{at}: {name}: {_one_line(details)}"
 
 
