@@ -43,7 +43,7 @@ from dse.search.storage import open_storage
 
 __all__ = ["server"]  # the module's own PostgreSQL server (a fixture), shared by its tests
 
-BUDGET = 150
+BUDGET = 100
 """Enough trials that the workers are still busy when the fault comes, whatever the load."""
 ENV = {**os.environ, "COLUMNS": "250"}
 OWN_LINES = ("dse: lost the storage ", "dse: reconnected to ")

@@ -554,12 +554,12 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
 
 
 def _database_status(shown: str) -> Any:
-    """A gRPC server interceptor that answers a call whose database was lost with a status that
-    says so: ``UNAVAILABLE`` when the server refused or closed the connection (a restart: the
-    worker reconnects, :func:`storage_lost`), ``DEADLINE_EXCEEDED`` when it did not answer (hung),
-    with the one line of :func:`database_failure`. Optuna's servicer lets the error escape
-    (``UNKNOWN``, wrapped by Optuna as "invalid data in the commit" and a traceback on the proxy's
-    stderr)."""
+    """A gRPC server interceptor that answers a call whose database was lost (refused, closed,
+    silent: restarting, or sessions ended while the proxy itself was stopped) with
+    ``UNAVAILABLE`` and the one line of :func:`database_failure`, so its workers try again for
+    their reconnection window (:func:`storage_lost`); a database that stays hung is bounded by
+    the workers' own deadline. Optuna's servicer lets the error escape (``UNKNOWN``, wrapped by
+    Optuna as "invalid data in the commit", and a traceback on the proxy's stderr)."""
     import grpc
 
     def guard(behavior: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -567,12 +567,12 @@ def _database_status(shown: str) -> Any:
             try:
                 return behavior(request, context)
             except Exception as exc:
+                # Only a lost server: the servicer's own answers (ALREADY_EXISTS for a duplicate
+                # study, whose cause is the database's IntegrityError) pass as they are.
                 said = database_failure(exc)
-                if said is None:
+                if said is None or not said.startswith(("refused", "closed", "did not answer")):
                     raise
-                code = (grpc.StatusCode.UNAVAILABLE if said.startswith(("refused", "closed"))
-                        else grpc.StatusCode.DEADLINE_EXCEEDED)
-                context.abort(code, f"PostgreSQL at {shown} {said}")
+                context.abort(grpc.StatusCode.UNAVAILABLE, f"PostgreSQL at {shown} {said}")
         return call
 
     class DatabaseStatus(grpc.ServerInterceptor):  # type: ignore[misc]
