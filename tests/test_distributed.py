@@ -431,6 +431,7 @@ def test_a_worker_needs_an_existing_study(tmp_path: Path, postgres_url: str) -> 
     assert result.returncode == 2
     assert "no such study" in result.stderr and "--trials 0" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    assert postgres_url.split("@")[0].split(":")[-1] not in result.stderr  # the URL shown redacted
 
 
 # --- small parts ----------------------------------------------------------------------------------

@@ -35,7 +35,10 @@ PRIVATE_IMPORTS = [
     ("optuna.storages._rdb.models", "TrialSystemAttributeModel"),
     ("optuna.storages._rdb.models", "TrialHeartbeatModel"),
     ("optuna.storages._rdb.storage", "_create_scoped_session"),
-    ("optuna.storages._grpc.server", "make_server"),
+    ("optuna.storages._grpc.servicer", "OptunaStorageProxyService"),
+    ("optuna.storages._grpc.auto_generated.api_pb2_grpc", "add_StorageServiceServicer_to_server"),
+    ("optuna.storages._grpc.auto_generated.api_pb2_grpc", "StorageServiceStub"),
+    ("optuna.storages._grpc.client", "GrpcClientCache"),
     ("optuna._hypervolume", "compute_hypervolume"),
     ("optuna.search_space.intersection", "_calculate"),
 ]

@@ -66,7 +66,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
 
 def suspend(folder: Path) -> None:
     for pid in postgres_server.server_pids(folder):
-        os.kill(pid, signal.SIGSTOP)
+        with contextlib.suppress(ProcessLookupError):  # a backend that ended meanwhile
+            os.kill(pid, signal.SIGSTOP)
 
 
 def resume(folder: Path) -> None:
@@ -99,9 +100,11 @@ def states(url: str, study: str) -> dict[str, int]:
     return {str(state): int(n) for state, n in rows}
 
 
-def run_until_some_complete(path: Path, url: str, complete: int = 3) -> subprocess.Popen[str]:
-    """``dse run`` on the study, once ``complete`` trials are done (and it is still running)."""
-    proc = dse("run", str(path), "--storage", url, "--quiet", "--no-report")
+def run_until_some_complete(path: Path, url: str, complete: int = 3,
+                            run_url: str = "") -> subprocess.Popen[str]:
+    """``dse run`` on the study (through ``run_url``, default ``url``), once ``complete`` trials
+    are done (and it is still running)."""
+    proc = dse("run", str(path), "--storage", run_url or url, "--quiet", "--no-report")
     deadline = time.monotonic() + 120
     name = path.stem
     while True:
@@ -163,12 +166,15 @@ def test_a_hung_server_ends_the_run_within_30_s_and_the_study_resumes(
 
 def test_a_stopped_server_ends_the_run_at_once_and_the_study_resumes(
         tmp_path: Path, server: tuple[Path, str]) -> None:
+    """A server that goes down under a worker that does not reconnect (``dse_reconnect=0``;
+    reconnecting is ``tests/test_worker_faults.py``'s)."""
     folder, url = server
     path = make_study(tmp_path)
-    run = run_until_some_complete(path, url)
+    once = f"{url}?dse_reconnect=0"
+    run = run_until_some_complete(path, url, run_url=once)
     postgres_server.stop(folder, mode="immediate")  # as a crash: nothing flushed
     stopped = time.monotonic()
-    assert_one_line(run, stopped, url, ("refused the connection", "closed the connection"))
+    assert_one_line(run, stopped, once, ("refused the connection", "closed the connection"))
     refused = dse("worker", str(path), "--storage", url)
     assert_one_line(refused, time.monotonic(), url, ("refused the connection",))
     postgres_server.restart(folder)

@@ -70,7 +70,10 @@ REPAIR_SHOWN = 20
 StorageOpt = Annotated[str | None, typer.Option(
     "--storage", help="Optuna storage: a .journal path (default: NAME.journal beside the study file; "
     "./studies/NAME.journal for a built-in study), "
-    "postgresql://USER:PASSWORD@HOST:PORT/DB, sqlite:///FILE or grpc://HOST:PORT (a dse storage-proxy).")]
+    "postgresql://USER@HOST:PORT/DB (the password from PGPASSWORD or ~/.pgpass, or in the URL, "
+    "where ps shows it), sqlite:///FILE or grpc://HOST:PORT (a dse storage-proxy). A server "
+    "URL may end in ?dse_answer_timeout=S (a hung server: one line after S, default 20) and "
+    "?dse_reconnect=S (a server restarting mid-run: retried for S, default 60).")]
 
 
 ForceOpt = Annotated[bool, typer.Option(
@@ -399,8 +402,8 @@ def worker_cmd(
 @app.command("storage-proxy")
 def storage_proxy_cmd(
     storage: Annotated[str, typer.Option(
-        "--storage", help="The database to serve: postgresql://USER:PASSWORD@HOST:PORT/DB "
-        "(or sqlite:///FILE).")],
+        "--storage", help="The database to serve: postgresql://USER@HOST:PORT/DB (the password "
+        "from PGPASSWORD or ~/.pgpass, or in the URL, where ps shows it), or sqlite:///FILE.")],
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 13000,
     host: Annotated[str, typer.Option(
         "--host", help="Address to listen on (default: loopback only).")] = "127.0.0.1",
@@ -420,10 +423,19 @@ def storage_proxy_cmd(
 
     def ready(bound: int) -> None:
         where = f"[{host}]" if ":" in host else host
+        reach = ("any machine that reaches this address" if not is_loopback(host)
+                 else "any process on this machine")
         typer.echo(f"dse storage-proxy: serving {redact(storage)} on {where}:{bound} "
-                   f"({threads} connections); workers: --storage grpc://{where}:{bound}; "
-                   "stop with Ctrl-C or SIGTERM")
+                   f"({threads} connections) with no authentication or encryption: {reach} can "
+                   f"read, change and delete every study in that database; workers: --storage "
+                   f"grpc://{where}:{bound}; stop with Ctrl-C or SIGTERM")
         sys.stdout.flush()
+        if not is_loopback(host):
+            typer.echo(f"dse storage-proxy: warning: --allow-remote: {where}:{bound} is open to "
+                       "other machines, unauthenticated and unencrypted: anyone on the network who "
+                       "reaches it can read, change and delete every study in the database, and "
+                       "see the traffic; use it only on a network you trust, or keep the default "
+                       "127.0.0.1 with one proxy per machine", err=True)
 
     try:
         with _storage_errors():

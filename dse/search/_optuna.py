@@ -67,10 +67,10 @@ __all__ = [
     "STUDY_OPS", "TRIAL_OPS", "BaseJournalFileLock", "FrozenStudy", "JournalOperation",
     "OptunaPrivateError",
     "cached_frozen_trial", "completed_trials_cached", "compute_hypervolume", "fail_trial",
-    "grpc_channel", "heartbeat_enabled", "intersection_step", "journal_append", "make_grpc_server",
-    "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "optimize_logger", "rdb_backend",
-    "rdb_models", "rdb_session", "rdb_set_attr", "rdb_storage_logger", "study_id_of", "study_storage",
-    "trial_id_of", "trials_since", "trials_since_number",
+    "grpc_channel", "grpc_proxy_client", "heartbeat_enabled", "intersection_step", "journal_append",
+    "make_grpc_server", "nsga2_generation_key", "nsga2_parent_cache_key_prefix", "optimize_logger",
+    "rdb_backend", "rdb_models", "rdb_session", "rdb_set_attr", "rdb_storage_logger", "study_id_of",
+    "study_storage", "trial_id_of", "trials_since", "trials_since_number",
 ]
 
 
@@ -327,11 +327,42 @@ def rdb_set_attr(backend: RDBStorage, session: Any, model: Any, trial_id: int, k
 # --- the gRPC proxy ------------------------------------------------------------------------------
 
 
-def make_grpc_server(storage: BaseStorage, host: str, port: int, executor: Any) -> Any:
-    """Optuna's gRPC storage proxy server, not yet started (``optuna.storages._grpc.server``):
-    dse adds its own calls to it and stops it on a signal. Public form, without either:
-    ``optuna.storages.run_grpc_proxy_server``."""
-    return _private("optuna.storages._grpc.server", "make_server")(storage, host, port, executor)
+def make_grpc_server(storage: BaseStorage, host: str, port: int, executor: Any,
+                     options: Sequence[tuple[str, Any]] = (), interceptors: Sequence[Any] = ()) -> Any:
+    """Optuna's gRPC storage proxy server with the gRPC server ``options`` and ``interceptors``,
+    not yet started
+    (``optuna.storages._grpc.server.make_server`` does the same without options, from
+    ``servicer.OptunaStorageProxyService`` and ``api_pb2_grpc.add_StorageServiceServicer_to_server``):
+    dse adds its own calls to it, refuses a port another server shares, and stops it on a
+    signal. Public form, without any of these: ``optuna.storages.run_grpc_proxy_server``."""
+    import grpc
+
+    service = _private("optuna.storages._grpc.servicer", "OptunaStorageProxyService")
+    add = _private("optuna.storages._grpc.auto_generated.api_pb2_grpc",
+                   "add_StorageServiceServicer_to_server")
+    server = grpc.server(executor, options=list(options), interceptors=list(interceptors))
+    add(service(storage), server)
+    server.add_insecure_port(f"{host}:{port}")
+    return server
+
+
+def grpc_proxy_client(host: str, port: int, interceptor: Any = None) -> BaseStorage:
+    """Optuna's gRPC proxy client (``GrpcStorageProxy``) whose calls pass through the gRPC client
+    ``interceptor`` (a deadline on each): its channel, stub and trial cache (``_channel``,
+    ``_stub``, ``_cache``, ``GrpcClientCache``, ``api_pb2_grpc.StorageServiceStub``) are rebuilt on
+    the intercepted channel. No public form: the public client takes no channel options."""
+    from optuna.storages import GrpcStorageProxy
+
+    storage = GrpcStorageProxy(host=host, port=port)
+    if interceptor is not None:
+        import grpc
+
+        stub = _private("optuna.storages._grpc.auto_generated.api_pb2_grpc", "StorageServiceStub")
+        cache = _private("optuna.storages._grpc.client", "GrpcClientCache")
+        storage._channel = grpc.intercept_channel(storage._channel, interceptor)
+        storage._stub = stub(storage._channel)
+        storage._cache = cache(storage._stub)
+    return storage
 
 
 def grpc_channel(storage: BaseStorage) -> Any:

@@ -70,9 +70,12 @@ class DesignObjective:
     exhausted: bool = False
     """Set when a repeat finds no design left to evaluate (every design of a small discrete
     space is done): the study then stops short of its budget."""
+    trial: int = -1
+    """The number of the trial this objective scores now (or last scored)."""
     _rng: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
 
     def __call__(self, trial: Trial) -> list[float]:
+        self.trial = trial.number
         try:
             return self._score(trial)
         except KeyboardInterrupt:

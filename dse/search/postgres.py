@@ -28,7 +28,8 @@ exactly its budget.
 Every libpq parameter in the URL's query string wins over dse's (``?connect_timeout=30``,
 ``?keepalives=0``); ``options`` in the URL come after dse's, so its ``-c`` settings win
 (``?options=-cstatement_timeout%3D0``). The answer deadline is dse's own parameter,
-``?dse_answer_timeout=SECONDS`` (0: none), taken out of the URL before libpq sees it.
+``?dse_answer_timeout=SECONDS`` (0: none), taken out of the URL before libpq sees it, as is the
+reconnection window ``?dse_reconnect=SECONDS`` (:data:`~dse.search.storage.RECONNECT_S`).
 
 Needs psycopg 3 (``pip install 'dse[cluster]'``); imported only for a PostgreSQL URL.
 """
@@ -46,8 +47,15 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import psycopg
 from psycopg.abc import PQGen
 
-from dse.errors import DseInputError
-from dse.search.storage import CONNECT_TIMEOUT_S
+from dse.search.storage import (
+    ANSWER_TIMEOUT_PARAM,
+    ANSWER_TIMEOUT_S,
+    CLOSED,
+    CONNECT_TIMEOUT_S,
+    REFUSED,
+    dse_params,
+    encode_credentials,
+)
 
 STATEMENT_TIMEOUT_S = 15
 """The server's ``statement_timeout``: a statement running longer is cancelled by the server with
@@ -60,10 +68,6 @@ IDLE_IN_TRANSACTION_S = 10
 middle of a transaction (SIGSTOP, Ctrl-Z, a paused VM) is ended after this long, so the locks it
 holds free the other workers before their statements reach :data:`STATEMENT_TIMEOUT_S`. dse's
 transactions last milliseconds."""
-ANSWER_TIMEOUT_S = 20
-"""A round trip with no answer after this long means the server is hung or unreachable: the
-worker gives up (:class:`AnswerWatch`). Longer than :data:`STATEMENT_TIMEOUT_S`, so a live server
-answers first; short enough that the worker's one line comes within 30 s of the hang."""
 KEEPALIVES_IDLE_S = 10
 """TCP keepalive: seconds of silence on an idle connection before the first probe."""
 KEEPALIVES_INTERVAL_S = 5
@@ -73,18 +77,11 @@ KEEPALIVES_COUNT = 2
 TCP_USER_TIMEOUT_S = 20
 """libpq's ``tcp_user_timeout``: data unacknowledged this long (a vanished host) ends the
 connection in the kernel."""
-ANSWER_TIMEOUT_PARAM = "dse_answer_timeout"
-"""The URL query parameter that sets the answer deadline in seconds (0: none)."""
 WATCH_POLL_S = 0.25
 """How often :class:`AnswerWatch` looks at the round trips in flight."""
-
-REFUSED = ("Connection refused", "No such file or directory")
-"""libpq's words for a server that is not there (its TCP port, its Unix socket)."""
-CLOSED = ("terminating connection", "closed the connection", "shutting down", "starting up",
-          "could not receive data", "could not send data", "connection is closed",
-          "connection is lost", "not yet accepting connections", "in recovery mode")
-"""libpq's and the server's words for a connection the server ended (stopped, crashed,
-restarting)."""
+STALL_S = 2.0
+"""A poll of :class:`AnswerWatch` this much later than due means this process itself was not
+running (stopped, paused): that time is not counted against the server."""
 
 RV = TypeVar("RV")
 
@@ -145,6 +142,7 @@ class AnswerWatch:
             self._waiting.pop(id(conn), None)
 
     def _watch(self) -> None:
+        last = time.monotonic()
         while True:
             time.sleep(WATCH_POLL_S)
             with self._lock:
@@ -152,6 +150,13 @@ class AnswerWatch:
                     self._thread = None
                     return
                 now = time.monotonic()
+                stalled = now - last - WATCH_POLL_S
+                last = now
+                if stalled > STALL_S:
+                    # This process did not run (SIGSTOP, Ctrl-Z, a paused VM): its own pause is
+                    # not the server's silence, so the waits start over from now.
+                    self._waiting = {k: (since + stalled, c)
+                                     for k, (since, c) in self._waiting.items()}
                 if all(now - since < self.seconds for since, _ in self._waiting.values()):
                     continue
                 self.silent = True
@@ -236,27 +241,16 @@ def libpq_params(query: dict[str, str]) -> dict[str, Any]:
 
 def split_url(url: str) -> tuple[str, dict[str, str], float]:
     """``url`` (``postgresql://``, ``postgres://`` or ``postgresql+DRIVER://``) as a libpq URI
-    without dse's own query parameter (the rest of the query exactly as given), the query's
+    without dse's own query parameters (the rest of the query exactly as given; the user name and
+    password percent-encoded, :func:`~dse.search.storage.encode_credentials`), the query's
     parameters as libpq reads them (percent-decoded; ``+`` stays ``+``), and the answer deadline
     in seconds (0: none)."""
-    parts = urlsplit(url)
-    kept: list[str] = []
-    query: dict[str, str] = {}
-    answer_s: float = ANSWER_TIMEOUT_S
-    for item in filter(None, parts.query.split("&")):
-        key, _, value = (unquote(x) for x in item.partition("="))
-        if key != ANSWER_TIMEOUT_PARAM:
-            kept.append(item)
-            query[key] = value
-            continue
-        try:
-            answer_s = float(value)
-        except ValueError:
-            answer_s = -1.0
-        if not 0 <= answer_s < float("inf"):
-            raise DseInputError("--storage", key, f"expected seconds >= 0, found {value!r}")
-    uri = urlunsplit(("postgresql", parts.netloc, parts.path, "&".join(kept), parts.fragment))
-    return uri, query, answer_s
+    plain, ours = dse_params(encode_credentials(url))
+    parts = urlsplit(plain)
+    query = {unquote(k): unquote(v) for k, _, v in
+             (item.partition("=") for item in filter(None, parts.query.split("&")))}
+    uri = urlunsplit(("postgresql", parts.netloc, parts.path, parts.query, parts.fragment))
+    return uri, query, ours.get(ANSWER_TIMEOUT_PARAM, ANSWER_TIMEOUT_S)
 
 
 def connector(url: str, shown: str, give_up: bool = True) -> Callable[[], psycopg.Connection[Any]]:

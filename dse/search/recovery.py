@@ -101,7 +101,8 @@ class RetryStaleTrial(RetryHeartbeatStaleTrialCallback):
 
 
 def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECONDS,
-                         alone: bool = False, heartbeat: bool = False) -> list[int]:
+                         alone: bool = False, heartbeat: bool = False,
+                         mine: bool = False) -> list[int]:
     """Fail RUNNING trials left by dead workers and re-enqueue their parameters.
 
     A trial is abandoned when no worker can still be running it: ``alone`` (the caller holds the
@@ -109,6 +110,8 @@ def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECON
     host and that process is gone; or it has run longer than ``stale_seconds`` (a worker on
     another host, or one that died before it recorded itself). With ``heartbeat`` (Optuna's
     heartbeat covers every trial a worker has claimed) only the last rule's second case applies.
+    ``mine``: this process runs no trial now (it has just reconnected to its storage), so its own
+    RUNNING trials are abandoned too.
     Returns the numbers of the failed trials. Safe against other processes recovering at the
     same time: each trial is failed and re-enqueued once.
     """
@@ -118,12 +121,13 @@ def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECON
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = str(t.system_attrs.get(WORKER_KEY, ""))
         w_host, _, w_pid = worker.rpartition(":")
-        dead = w_host == host and w_pid.isdigit() and not _pid_alive(int(w_pid))
+        dead = w_host == host and w_pid.isdigit() and (
+            not _pid_alive(int(w_pid)) or (mine and int(w_pid) == os.getpid()))
         age = (now - (t.datetime_start or now)).total_seconds()
         # A worker records itself a millisecond after creating a trial: one that has not after
         # UNCLAIMED_SECONDS died in between.
         old = age > (stale_seconds if worker else min(stale_seconds, UNCLAIMED_SECONDS))
-        abandoned = (old and not worker) if heartbeat else (alone or dead or old)
+        abandoned = ((old and not worker) or (dead and mine)) if heartbeat else (alone or dead or old)
         if not abandoned:
             continue
         try:
@@ -133,6 +137,24 @@ def recover_stale_trials(study: optuna.Study, stale_seconds: float = STALE_SECON
         retry(study, t)
         recovered.append(t.number)
     return recovered
+
+
+def taken_by_another(exc: BaseException) -> bool:
+    """True when ``exc`` (or an error in its cause or context) says this worker's trial was
+    finished by another process (failed as abandoned while this one stalled): the storage's
+    :class:`~optuna.exceptions.UpdateFinishedTrialError`, or Optuna's "Cannot tell a FAIL trial."
+    (``Study.tell`` finding it finished; Optuna's trial loop may raise another error while
+    handling that one)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, UpdateFinishedTrialError) or (
+                isinstance(current, ValueError) and str(current).startswith("Cannot tell a ")
+                and str(current).endswith(" trial.")):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def retry(study: optuna.Study, trial: FrozenTrial) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.exceptions import DuplicatedStudyError, UpdateFinishedTrialError
+from optuna.exceptions import DuplicatedStudyError
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
@@ -61,7 +61,14 @@ from dse.search.fingerprint import model_sources as model_sources
 from dse.search.objective import DesignObjective
 from dse.search.objectives import loss_sign
 from dse.search.pareto import is_feasible, pareto_trials
-from dse.search.recovery import BASELINE_KEY, WorkerLock, heartbeat_enabled, recover
+from dse.search.recovery import (
+    BASELINE_KEY,
+    WorkerLock,
+    heartbeat_enabled,
+    recover,
+    recover_stale_trials,
+    taken_by_another,
+)
 from dse.search.reference import convergence
 from dse.search.refine import seed_new_study
 from dse.search.samplers import make_sampler, worker_seed
@@ -75,7 +82,18 @@ from dse.search.spec import (
     study_space,
     study_workload,
 )
-from dse.search.storage import open_storage, state_counts, storage_file
+from dse.search.storage import (
+    RECONNECT_FIRST_S,
+    RECONNECT_MAX_WAIT_S,
+    ReconnectGaveUp,
+    open_storage,
+    reconnect_window,
+    redact,
+    state_counts,
+    storage_failure,
+    storage_file,
+    storage_lost,
+)
 
 RECOVER_EVERY_S = 2.0
 """How often a worker looks for dead workers' trials while it works (and every second while it
@@ -369,19 +387,73 @@ def run_study(
     ``worker`` names this worker among the study's others (empty for the first): its sampler
     seed is drawn from it (:func:`~dse.search.samplers.worker_seed`).
     The worker stops when the target is complete, not merely started: while the last trials run
-    elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`).
+    elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`). A database
+    server or storage proxy that goes away mid-run (a restart) is reached again
+    (:func:`_reconnect`); one that is down at the start fails at once.
     """
     storage = open_storage(storage_url, spec)
     url = spec.storage if storage_url is None else storage_url
-    study = open_study(spec, storage, force, create=create, where=url or "the default journal",
+    where = redact(url) if url else "the default journal"
+    study = open_study(spec, storage, force, create=create, where=where,
                        worker=worker, storage_path=storage_file(storage_url, spec))
-    with WorkerLock(storage_file(storage_url, spec)) as lock:
-        recover(study, alone=lock.exclusive())
-        lock.share()
-        budget = target_of(spec, study, trials) if until is None else min(until, spec.budget)
-        if budget - completed(study) > 0 and max_trials != 0:
-            _optimize(study, spec, budget, on_trial, max_trials)
-    return study
+    quota = _Quota(max_trials)
+    budget: int | None = None
+    while True:
+        try:
+            with WorkerLock(storage_file(storage_url, spec)) as lock:
+                recover(study, alone=lock.exclusive())
+                lock.share()
+                if budget is None:
+                    budget = target_of(spec, study, trials) if until is None else min(until, spec.budget)
+                if budget - completed(study) > 0 and quota.left():
+                    _optimize(study, spec, budget, on_trial, quota)
+            return study
+        except Exception as exc:
+            study = _reconnect(exc, spec, storage_url, where, worker)
+
+
+@dataclass
+class _Quota:
+    """The trials this worker completed (across reconnections) against its cap ``most``."""
+
+    most: int | None
+    own: int = 0
+
+    def left(self) -> bool:
+        return self.most is None or self.own < self.most
+
+
+def _reconnect(lost: Exception, spec: StudySpec, storage_url: str | None, where: str,
+               worker: str) -> optuna.Study:
+    """The study again, once its storage answers after ``lost`` (a server that went away,
+    :func:`~dse.search.storage.storage_lost`), tried with a doubling wait for the URL's
+    reconnection window (:func:`~dse.search.storage.reconnect_window`); says so in one line on
+    the log. Re-raises ``lost`` for any other error, and raises
+    :class:`~dse.search.storage.ReconnectGaveUp` (from the last failure) when the window passes.
+    The trials this process was running when it lost the storage are failed and retried."""
+    window = reconnect_window(spec.storage if storage_url is None else storage_url)
+    if window <= 0 or not storage_lost(lost):
+        raise lost
+    said = (storage_failure(lost, where) or type(lost).__name__).partition("; the completed")[0]
+    log.warning("dse: lost the storage %s (%s); reconnecting for up to %g s", where, said, window)
+    started = time.monotonic()
+    wait = RECONNECT_FIRST_S
+    while True:
+        if STOP.wait(max(0.0, min(wait, started + window - time.monotonic()))):
+            raise lost  # SIGTERM or Ctrl-C while the storage is away: stop now, in one line
+        wait = min(2 * wait, RECONNECT_MAX_WAIT_S)
+        try:
+            study = open_study(spec, open_storage(storage_url, spec), create=False, where=where,
+                               worker=worker)
+            recover_stale_trials(study, mine=True)
+        except Exception as exc:
+            if not storage_lost(exc):
+                raise
+            if time.monotonic() - started >= window:
+                raise ReconnectGaveUp(window) from exc
+            continue
+        log.warning("dse: reconnected to %s after %.0f s", where, time.monotonic() - started)
+        return study
 
 
 def _counts(study: optuna.Study) -> tuple[int, int, int]:
@@ -392,13 +464,12 @@ def _counts(study: optuna.Study) -> tuple[int, int, int]:
 
 
 def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
-              on_trial: Callable[[Progress], None] | None, max_trials: int | None = None) -> int:
-    """Work on ``study`` until ``budget`` trials are complete (or this worker has completed
-    ``max_trials``); returns the number this worker completed."""
+              on_trial: Callable[[Progress], None] | None, quota: _Quota) -> None:
+    """Work on ``study`` until ``budget`` trials are complete (or this worker's ``quota`` of
+    completed trials is used up, counted in it)."""
     objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
                                 catalog=study_catalog(spec).catalog, heartbeat=heartbeat_enabled(study))
     tracker = _Tracker(study, budget, on_trial, study_space(spec))
-    own = 0
     last_recovery = time.monotonic()
 
     def recover_now(every: float) -> None:
@@ -412,10 +483,9 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
         # does not start a trial only to prune it. Only an early stop (the exact check is
         # over_budget, at the start of every trial), so the O(trials) read is skipped while the
         # trial numbers say the budget is still far.
-        nonlocal own
         tracker.update()
-        own += finished.state == TrialState.COMPLETE
-        if STOP.is_set() or (max_trials is not None and own >= max_trials):
+        quota.own += finished.state == TrialState.COMPLETE
+        if STOP.is_set() or not quota.left():
             st.stop()
             return
         recover_now(RECOVER_EVERY_S)
@@ -428,7 +498,7 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
             st.stop()
 
     room_since: float | None = None  # None: not waited; 0: waiting; else when room appeared
-    while (max_trials is None or own < max_trials) and not STOP.is_set():
+    while quota.left() and not STOP.is_set():
         complete, running, waiting = _counts(study)
         if complete >= budget:
             break
@@ -451,6 +521,9 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
                 time.sleep(WAIT_POLL_S / 4)
                 continue
         room_since = None
+        optuna_log = logging.getLogger("optuna.study._optimize")
+        quiet = _TakenTrialFilter()
+        optuna_log.addFilter(quiet)
         try:
             study.optimize(objective, n_trials=budget - complete, callbacks=[after_trial],
                            catch=(), gc_after_trial=False)
@@ -458,12 +531,34 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
                 log.warning("dse: every design of the space is evaluated; the study stops at %d "
                             "distinct designs", completed(study))
                 break
-        except UpdateFinishedTrialError as exc:
-            # Another worker took this one for dead (it stalled past the heartbeat's grace
-            # period) and failed its trial; the retry it enqueued redoes the design.
-            log.warning("dse: a trial of this worker was failed by another as abandoned (%s); "
-                        "its retry redoes it", exc)
-    return own
+        except Exception as exc:
+            if not taken_by_another(exc):
+                raise
+            # This worker stalled (stopped, paused, starved) past the time others wait for a
+            # running trial, and another failed its trial as abandoned and enqueued its retry.
+            log.warning("dse: trial %d of this worker was failed as abandoned by another process "
+                        "while this one was not running; its retry redoes the design, and this "
+                        "worker goes on", objective.trial)
+        finally:
+            optuna_log.removeFilter(quiet)
+
+
+class _TakenTrialFilter(logging.Filter):
+    """Drops Optuna's two warnings on a trial that failed because another process failed it
+    first (one with a traceback), or because the storage was lost (reconnected, or reported in
+    one line by the caller): :func:`_optimize` says it in one line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trials: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        words = record.getMessage().split()
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and (taken_by_another(error) or storage_lost(error)):
+            self.trials.add(words[1])  # "Trial N failed with parameters: ..."
+            return False
+        return not (len(words) > 2 and words[0] == "Trial" and words[1] in self.trials)
 
 
 class _Tracker:

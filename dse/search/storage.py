@@ -21,9 +21,14 @@ the default study, most of it Optuna (sampling and one fsynced append per parame
   (``synchronous_commit=off``) unless the URL gives its own ``options``.
 - ``grpc://HOST:PORT`` reaches a ``dse storage-proxy`` (Optuna's gRPC storage proxy) in front of
   the database: the workers then hold no database connection at all, the proxy a fixed pool.
+  Every call has a deadline (:data:`ANSWER_TIMEOUT_S`), so a hung proxy ends a worker with one
+  line; a proxy owns its port alone (:func:`serve_proxy`).
 
-Failures to reach a storage are :class:`~dse.errors.DseInputError` (one line, exit code 2);
-passwords never appear in messages (:func:`redact`).
+A server that refuses or closes connections mid-run (restarted) is tried again by a worker for
+:data:`RECONNECT_S` (:func:`storage_lost`, :func:`dse.search.runner.run_study`). Failures to
+reach a storage are :class:`~dse.errors.DseInputError` (one line, exit code 2); passwords never
+appear in messages (:func:`redact`), and a password may hold ``@`` (:func:`encode_credentials`);
+a URL without one leaves it to libpq (``PGPASSWORD``, ``~/.pgpass``).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import optuna
 from optuna.exceptions import ExperimentalWarning
@@ -70,10 +76,39 @@ CONNECT_TIMEOUT_S = 10
 """A database that does not answer fails the connection after this long (libpq's
 ``connect_timeout``; a refused connection fails at once). PostgreSQL's other timeouts are in
 :mod:`dse.search.postgres`."""
+ANSWER_TIMEOUT_S = 20.0
+"""A storage call with no answer after this long means the server is hung or unreachable: the
+worker gives up with one line (PostgreSQL: :class:`dse.search.postgres.AnswerWatch`; the gRPC
+proxy: a deadline on every call). Longer than PostgreSQL's ``statement_timeout``
+(:data:`dse.search.postgres.STATEMENT_TIMEOUT_S`), so a live server answers first; short enough
+that the worker's one line comes within 30 s of the hang. URL parameter
+:data:`ANSWER_TIMEOUT_PARAM`."""
+RECONNECT_S = 60.0
+"""How long a worker that has been working tries to reach its storage again after the server
+(PostgreSQL, the storage proxy) went away (refused or closed its connections: a restart, a
+fail-over), with a growing wait between tries (:data:`RECONNECT_FIRST_S` doubling up to
+:data:`RECONNECT_MAX_WAIT_S`), before it gives up with one line. A routine PostgreSQL restart
+takes seconds. URL parameter :data:`RECONNECT_PARAM`."""
+RECONNECT_FIRST_S = 0.5
+RECONNECT_MAX_WAIT_S = 8.0
+ANSWER_TIMEOUT_PARAM = "dse_answer_timeout"
+"""The URL query parameter (PostgreSQL and ``grpc://``) that sets the answer deadline in seconds
+(0: none); dse takes it out of the URL before the driver sees it."""
+RECONNECT_PARAM = "dse_reconnect"
+"""The URL query parameter (PostgreSQL and ``grpc://``) that sets :data:`RECONNECT_S` (0: give up
+at once, as a worker does on a storage that is down when it starts)."""
 GRPC_READY_TIMEOUT_S = 10.0
 PROXY_THREADS = 8
 """Requests a ``dse storage-proxy`` serves at once, and so its database connections."""
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+REFUSED = ("Connection refused", "No such file or directory")
+"""libpq's words for a server that is not there (its TCP port, its Unix socket)."""
+CLOSED = ("terminating connection", "closed the connection", "shutting down", "starting up",
+          "could not receive data", "could not send data", "connection is closed",
+          "connection is lost", "not yet accepting connections", "in recovery mode")
+"""libpq's and the server's words for a connection the server ended (stopped, crashed,
+restarting)."""
 
 
 # --- the journal file and opening a storage ----------------------------------------------------
@@ -264,17 +299,67 @@ def normalize_url(url: str) -> str:
     return url
 
 
+def _credentials(url: str) -> tuple[str, str | None, str]:
+    """``url`` as (scheme, its user information or ``None``, the rest after the ``@``), as given.
+
+    The user information ends at the **last** ``@`` before the host, so a password may hold
+    ``@`` and ``:`` unescaped (``postgresql://dse:p@ss:w@db/dse``); libpq and SQLAlchemy take the
+    first ``@`` and would read part of the password as the host. A ``/``, ``?`` or ``#`` in a
+    password leaves the URL ambiguous (the host could start at either ``@``): refused by
+    :class:`DseInputError`, whose message holds no part of the URL's user information.
+    """
+    scheme, _, rest = url.partition("://")
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    head = rest[:cut]
+    userinfo, at, _ = head.rpartition("@")
+    after = rest[len(userinfo) + 1:] if at else rest
+    password_like = ":" in head and not head.rpartition(":")[2].isdigit()
+    if "@" in after.split("=", 1)[0] or (not at and "@" in after and password_like):
+        raise DseInputError("--storage", f"{scheme}://***", "cannot tell where the password ends "
+                            "(a '/', '?' or '#' in it): percent-encode those characters in the URL "
+                            "(%2F, %3F, %23), or better keep the password out of the URL: libpq reads "
+                            "PGPASSWORD or ~/.pgpass (PGPASSFILE)")
+    return scheme, (userinfo if at else None), after
+
+
+def encode_credentials(url: str) -> str:
+    """``url`` with its user name and password percent-encoded as libpq and SQLAlchemy read them
+    (a password with an unescaped ``@`` or ``:`` then connects as typed). :class:`DseInputError`
+    for an ambiguous URL (:func:`_credentials`)."""
+    return _with_credentials(url, keep_password=True)
+
+
+def without_password(url: str) -> str:
+    """``url`` without its password (the user name kept, percent-encoded), for the objects that
+    need no password: nothing that holds this URL can show it."""
+    return _with_credentials(url, keep_password=False)
+
+
+def _with_credentials(url: str, keep_password: bool) -> str:
+    if "://" not in url:
+        return url
+    scheme, userinfo, after = _credentials(url)
+    if userinfo is None:
+        return url
+    user, colon, password = userinfo.partition(":")
+    encoded = quote(unquote(user), safe="")
+    if colon and keep_password:
+        encoded += ":" + quote(unquote(password), safe="")
+    return f"{scheme}://{encoded}@{after}"
+
+
 def redact(url: str) -> str:
-    """``url`` with its password hidden (for messages, reports and logs)."""
-    if "://" not in url or "@" not in url.split("://", 1)[1]:
+    """``url`` with its password hidden (for messages, reports and logs); a URL whose password
+    cannot be told from its host shows nothing after its scheme."""
+    if "://" not in url:
         return url
     try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not an SQLAlchemy URL: hide everything between :// and @
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+        scheme, userinfo, after = _credentials(url)
+    except DseInputError:
+        return url.partition("://")[0] + "://***"
+    if userinfo is None or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{after}"
 
 
 def is_server_url(url: str) -> bool:
@@ -298,7 +383,7 @@ def rdb_storage(url: str,
     Raises :class:`DseInputError` when the database cannot be reached or its driver is missing.
     """
     shown = redact(url)
-    url = normalize_url(url)
+    url = normalize_url(encode_credentials(url))
     kwargs: dict[str, Any] = {}
     engine: dict[str, Any] = {}
     if is_server_url(url):
@@ -306,8 +391,10 @@ def rdb_storage(url: str,
                   "pool_recycle": 1800}
         if url.startswith("postgresql+psycopg://"):
             url, engine["creator"] = _postgres_connector(url, shown, give_up=heartbeat)
-        elif url.startswith("mysql"):
-            engine["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        else:
+            url = dse_params(url)[0]
+            if url.startswith("mysql"):
+                engine["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
         if heartbeat:
             kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S,
                       "heartbeat_stale_trial_callback": stale_callback}
@@ -322,7 +409,8 @@ def rdb_storage(url: str,
     except Exception as exc:  # SQLAlchemy, the driver and Optuna raise several types
         said = database_failure(exc)
         if said is not None:
-            raise DseInputError("--storage", shown, f"PostgreSQL {said}") from None
+            error = StorageUnreachable if said.startswith(("refused", "closed")) else DseInputError
+            raise error("--storage", shown, f"PostgreSQL {said}") from None
         raise DseInputError("--storage", shown,
                             f"cannot open the database: {_first_line(exc)}") from None
 
@@ -336,21 +424,59 @@ def _postgres_connector(url: str, shown: str, give_up: bool) -> tuple[str, Calla
         raise DseInputError("--storage", shown, f"the database driver is not installed "
                             f"({exc.name}): pip install 'dse[cluster]'") from None
     uri, _, _ = postgres.split_url(url)
-    return ("postgresql+psycopg://" + uri.removeprefix("postgresql://"),
+    # SQLAlchemy and Optuna get the URL without the password (only the connector holds it), so
+    # no object, message or log of theirs can show it.
+    return ("postgresql+psycopg://" + without_password(uri).removeprefix("postgresql://"),
             postgres.connector(url, shown, give_up))
 
 
 def _first_line(exc: BaseException) -> str:
     """The first informative line of a driver error (SQLAlchemy wraps it with its own text)."""
     cause: BaseException = getattr(exc, "orig", None) or exc
-    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
-    text = lines[0] if lines else type(cause).__name__
-    return text[:300]
+    return _one_line(str(cause)) or type(cause).__name__
+
+
+def _one_line(text: str) -> str:
+    """The first non-blank line of ``text``, at most 300 characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+def dse_params(url: str) -> tuple[str, dict[str, float]]:
+    """``url`` without dse's own query parameters (:data:`ANSWER_TIMEOUT_PARAM`,
+    :data:`RECONNECT_PARAM`; the rest of it exactly as given) and their values in seconds."""
+    parts = urlsplit(url)
+    kept: list[str] = []
+    found: dict[str, float] = {}
+    for item in filter(None, parts.query.split("&")):
+        key, _, value = (unquote(x) for x in item.partition("="))
+        if key not in (ANSWER_TIMEOUT_PARAM, RECONNECT_PARAM):
+            kept.append(item)
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not 0 <= seconds < float("inf"):
+            raise DseInputError("--storage", key, f"expected seconds >= 0, found {value!r}")
+        found[key] = seconds
+    if not found:
+        return url, found
+    return urlunsplit(parts._replace(query="&".join(kept))), found
+
+
+def reconnect_window(url: str | None) -> float:
+    """Seconds a worker tries to reach the storage ``url`` again after losing it mid-run
+    (:data:`RECONNECT_S`, or the URL's :data:`RECONNECT_PARAM`); 0 for a file (journal,
+    SQLite), whose errors are the disk's."""
+    if not url or "://" not in url or url.startswith("sqlite"):
+        return 0.0
+    return dse_params(url)[1].get(RECONNECT_PARAM, RECONNECT_S)
 
 
 def parse_grpc_url(url: str) -> tuple[str, int]:
-    """``grpc://HOST:PORT`` -> (host, port)."""
-    where = url.removeprefix("grpc://").rstrip("/")
+    """``grpc://HOST:PORT`` (dse's query parameters aside) -> (host, port)."""
+    where = dse_params(url)[0].removeprefix("grpc://").rstrip("/")
     host, _, port = where.rpartition(":")
     if not host or not port.isdigit():
         raise DseInputError("--storage", url, "expected grpc://HOST:PORT (a dse storage-proxy)")
@@ -361,9 +487,9 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
     """A client of the gRPC storage proxy at ``grpc://HOST:PORT``, once it answers (else a
     :class:`DseInputError` after ``timeout`` seconds)."""
     host, port = parse_grpc_url(url)
+    answer_s = dse_params(url)[1].get(ANSWER_TIMEOUT_PARAM, ANSWER_TIMEOUT_S)
     try:
         import grpc
-        from optuna.storages import GrpcStorageProxy
     except ModuleNotFoundError as exc:
         raise DseInputError("--storage", url, f"gRPC storage needs {exc.name}: "
                             "pip install 'dse[cluster]'") from None
@@ -373,11 +499,36 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
-            raise DseInputError("--storage", url, f"no storage proxy answers at {host}:{port} "
+            raise StorageUnreachable("--storage", url, f"no storage proxy answers at {host}:{port} "
                                 f"within {timeout:g} s (is dse storage-proxy running?)") from None
         finally:
             channel.close()
-        return GrpcStorageProxy(host=host, port=port)
+        return _optuna.grpc_proxy_client(host, port, _deadline(answer_s) if answer_s else None)
+
+
+def _deadline(seconds: float) -> Any:
+    """A gRPC client interceptor that gives every call without a deadline of its own one of
+    ``seconds``: Optuna's proxy client sets none, so a hung proxy (or one whose database hangs
+    past the proxy's own deadlines) would hold a worker forever. A call past it fails with
+    ``DEADLINE_EXCEEDED`` (:func:`storage_failure` says so in one line)."""
+    import grpc
+
+    class Deadline(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+        def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+            if details.timeout is None:
+                details = _CallDetails(details.method, seconds, details.metadata,
+                                       details.credentials, details.wait_for_ready,
+                                       getattr(details, "compression", None))
+            return continuation(details, request)
+
+    class _CallDetails(grpc.ClientCallDetails):  # type: ignore[misc]
+        def __init__(self, method: str, timeout: float, metadata: Any, credentials: Any,
+                     wait_for_ready: Any, compression: Any) -> None:
+            self.method, self.timeout, self.metadata = method, timeout, metadata
+            self.credentials, self.wait_for_ready = credentials, wait_for_ready
+            self.compression = compression
+
+    return Deadline()
 
 
 def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
@@ -387,17 +538,23 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
 
     The proxy keeps ``threads`` database connections (one per request thread) and no heartbeat:
     its clients' trials are recovered by dse (see :func:`dse.search.recovery.recover_stale_trials`).
+    A port another server holds is refused (:class:`DseInputError`), never shared.
     """
     if not is_server_url(normalize_url(url)) and not url.startswith("sqlite"):
         raise DseInputError("--storage", url, "the storage proxy serves a database "
                             "(postgresql://... or sqlite:///...), not a journal file")
+    _check_port_free(host, port)
     storage = optuna.storages.get_storage(
         rdb_storage(url, pool_size=threads, overflow=0, heartbeat=False))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExperimentalWarning)
         try:
+            # gRPC shares a port by default (SO_REUSEPORT): a second proxy on it would start
+            # and take half the new clients, to its own database.
             server = _optuna.make_grpc_server(storage, host, port,
-                                              ThreadPoolExecutor(max_workers=threads))
+                                              ThreadPoolExecutor(max_workers=threads),
+                                              options=(("grpc.so_reuseport", 0),),
+                                              interceptors=(_database_status(redact(url)),))
         except RuntimeError as exc:
             raise DseInputError("--port", str(port),
                                 f"cannot listen on {host}:{port}: {_first_line(exc)}") from None
@@ -417,6 +574,62 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
             signal.signal(sig, handler)
 
 
+def _database_status(shown: str) -> Any:
+    """A gRPC server interceptor that answers a call whose database was lost (refused, closed,
+    silent: restarting, or sessions ended while the proxy itself was stopped) with
+    ``UNAVAILABLE`` and the one line of :func:`database_failure`, so its workers try again for
+    their reconnection window (:func:`storage_lost`); a database that stays hung is bounded by
+    the workers' own deadline. Optuna's servicer lets the error escape (``UNKNOWN``, wrapped by
+    Optuna as "invalid data in the commit", and a traceback on the proxy's stderr)."""
+    import grpc
+
+    def guard(behavior: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        def call(request: Any, context: Any) -> Any:
+            try:
+                return behavior(request, context)
+            except Exception as exc:
+                # Only a lost server: the servicer's own answers (ALREADY_EXISTS for a duplicate
+                # study, whose cause is the database's IntegrityError) pass as they are.
+                said = database_failure(exc)
+                if said is None or not said.startswith(("refused", "closed", "did not answer")):
+                    raise
+                context.abort(grpc.StatusCode.UNAVAILABLE, f"PostgreSQL at {shown} {said}")
+        return call
+
+    class DatabaseStatus(grpc.ServerInterceptor):  # type: ignore[misc]
+        def intercept_service(self, continuation: Any, details: Any) -> Any:
+            handler = continuation(details)
+            if handler is None or handler.unary_unary is None:
+                return handler
+            return grpc.unary_unary_rpc_method_handler(
+                guard(handler.unary_unary), request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+
+    return DatabaseStatus()
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """:class:`DseInputError` when ``host:port`` cannot be ours alone (another proxy, or any
+    server, listens on it), before the gRPC server tries it (whose own refusal also logs a line
+    of gRPC's)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError as exc:
+        raise DseInputError("--host", host, f"cannot listen there: {exc.strerror or exc}") from None
+    with socket.socket(family, kind, proto) as probe:
+        # As gRPC binds: SO_REUSEADDR (a port whose last server just stopped is free), and no
+        # SO_REUSEPORT (a listener that shares the port is refused).
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise DseInputError("--port", str(port), f"cannot listen on {host}:{port}: "
+                                f"{exc.strerror or exc} (another dse storage-proxy or another "
+                                "server holds it; choose another --port)") from None
+
+
 RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS,
                              errno.EIO})
 """File errors that are the machine's, not dse's: a full disk or quota, no permission, a
@@ -428,11 +641,21 @@ def storage_failure(exc: BaseException, where: str = "") -> str | None:
     hung, the proxy stopped, the journal's disk is full or read-only: ``where`` names the storage
     when the error does not), or ``None`` for any other error. The storage error may be the cause
     or context of the one raised (Optuna's trial loop can raise another while handling it)."""
+    gave_up = next((c for c in _chain(exc) if isinstance(c, ReconnectGaveUp)), None)
+    said = _storage_failure(exc, where)
+    if said is None or gave_up is None:
+        return said
+    return f"{said} (tried to reconnect for {gave_up.seconds:g} s, {RECONNECT_PARAM} in the URL)"
+
+
+def _storage_failure(exc: BaseException, where: str) -> str | None:
     from optuna.exceptions import StorageInternalError
     from sqlalchemy.exc import SQLAlchemyError
 
     grpc = sys.modules.get("grpc")
     for current in _chain(exc):
+        if isinstance(current, StorageUnreachable):
+            return f"{current}; the completed trials are kept: rerun when it is back to resume"
         if isinstance(current, OSError) and current.errno in RESOURCE_ERRNOS:
             return (f"{current.filename or where or 'the storage'}: {current.strerror}; what was "
                     "written before stays intact: free space (or fix the permissions) and rerun "
@@ -449,10 +672,59 @@ def storage_failure(exc: BaseException, where: str = "") -> str | None:
             return (f"PostgreSQL{at} {said}; the completed trials are kept: rerun when it is "
                     "back to resume")
         if grpc is not None and isinstance(current, grpc.RpcError):
-            code = current.code() if hasattr(current, "code") else None
-            details = current.details() if hasattr(current, "details") else str(current)
-            return f"lost the storage proxy: {getattr(code, 'name', code)}: {details}"
+            return _proxy_failure(current, where)
     return None
+
+
+def _proxy_failure(exc: Any, where: str) -> str:
+    """One line for a failed call on the storage proxy (a ``grpc.RpcError``)."""
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    name = getattr(code, "name", code)
+    at = f" at {where}" if where else ""
+    kept = "; the completed trials are kept: rerun when it is back to resume"
+    if name == "DEADLINE_EXCEEDED":
+        return (f"the storage proxy{at} did not answer within its deadline ({ANSWER_TIMEOUT_PARAM}, "
+                f"default {ANSWER_TIMEOUT_S:g} s: the proxy or its database is hung, overloaded "
+                f"or unreachable){kept}")
+    if name == "UNAVAILABLE":
+        return f"lost the storage proxy{at}: UNAVAILABLE: {_one_line(details)}{kept}"
+    return f"lost the storage proxy{at}: {name}: {_one_line(details)}"
+
+
+class StorageUnreachable(DseInputError):
+    """The server of a storage refused or closed the connection as it was opened (down, or
+    restarting): a worker that had been working on it tries again (:func:`storage_lost`)."""
+
+
+class ReconnectGaveUp(Exception):
+    """A worker lost its storage mid-run and could not reach it again within ``seconds``; the
+    last failure is its cause."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"could not reconnect within {seconds:g} s")
+        self.seconds = seconds
+
+
+def storage_lost(exc: BaseException) -> bool:
+    """True when ``exc`` (or an error in its chain) says the storage's server went away in a way
+    it comes back from: PostgreSQL refused or closed the connection (stopped, restarting, failing
+    over), the storage proxy is unreachable, or the proxy's own database went so. False for a
+    server that stopped answering (hung: the deadline's one line is final) and any other error."""
+    grpc = sys.modules.get("grpc")
+    for current in _chain(exc):
+        if isinstance(current, StorageUnreachable):
+            return True
+        said = database_failure(current)
+        if said is not None:
+            return said.startswith(("refused", "closed"))
+        if grpc is not None and isinstance(current, grpc.RpcError):
+            code = getattr(current.code(), "name", "") if hasattr(current, "code") else ""
+            details = current.details() if hasattr(current, "details") else ""
+            return code == "UNAVAILABLE" or (
+                code in ("UNKNOWN", "INTERNAL")
+                and any(sign in str(details) for sign in (*REFUSED, *CLOSED)))
+    return False
 
 
 @contextmanager
@@ -679,7 +951,7 @@ def grpc_call(storage: BaseStorage, method: str, request: dict[str, Any]) -> Any
             f"/{EXTRAS_SERVICE}/{method}", request_serializer=_json_bytes,
             response_deserializer=_from_json)
     try:
-        return calls[method](request, timeout=60)
+        return calls[method](request)  # the channel's deadline (:func:`_deadline`)
     except grpc.RpcError as exc:
         if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
             storage._dse_plain = True  # type: ignore[attr-defined]

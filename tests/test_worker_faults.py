@@ -1,0 +1,368 @@
+"""Workers under faults of their storage's server, and the storage proxy's port and exposure
+(issue 30, item 4), with a real PostgreSQL server, real ``dse storage-proxy`` and ``dse worker``
+processes and signals:
+
+- a server restarted under running workers (PostgreSQL, the proxy) is reached again and the
+  study ends at exactly its budget; one that stays down ends a worker after the reconnection
+  window (``?dse_reconnect=``) with one line;
+- every call through the proxy has a deadline: a SIGSTOPped proxy ends its workers with one line;
+- a worker stopped while another process fails its trial as abandoned goes on with a new trial
+  and says so in one line (no traceback);
+- a second proxy cannot take a port a proxy holds; the proxy says it has no authentication.
+
+Each test leaves the server running. Skipped without PostgreSQL's server binaries, psycopg or
+grpcio, except under CI (``CI=true``), where they fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import optuna
+import postgres_server
+import pytest
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.trial import FrozenTrial, TrialState
+from study_helpers import CHEAP, ROOT, write_study
+from test_distributed import Worker, require
+from test_postgres_faults import server, states
+
+from dse.search import _optuna
+from dse.search.recovery import RETRY_KEY, WORKER_KEY, recover, retry
+from dse.search.spec import load_study_spec
+from dse.search.storage import open_storage
+
+__all__ = ["server"]  # the module's own PostgreSQL server (a fixture), shared by its tests
+
+BUDGET = 100
+"""Enough trials that the workers are still busy when the fault comes, whatever the load."""
+ENV = {**os.environ, "COLUMNS": "250"}
+OWN_LINES = ("dse: lost the storage ", "dse: reconnected to ")
+"""What a worker that reconnected says (one line each)."""
+
+
+@pytest.fixture(autouse=True)
+def _needs_grpc() -> None:
+    require("grpc")
+
+
+def make_study(tmp_path: Path) -> Path:
+    name = f"faults-{uuid.uuid4().hex[:8]}"
+    return write_study(tmp_path / f"{name}.toml", name=name, **CHEAP, sampler="random",
+                       budget=BUDGET, seed=3)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def dse(*args: str, env: dict[str, str] | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env or ENV)
+
+
+def password_of(url: str) -> str:
+    return url.split("@")[0].rsplit(":", 1)[1]
+
+
+class Proxy:
+    """A ``dse storage-proxy`` process on ``port``, once it says it listens."""
+
+    def __init__(self, url: str, port: int, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dse", "storage-proxy", "--storage", url, "--port", str(port),
+             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+        assert self.proc.stdout is not None
+        self.line = self.proc.stdout.readline()
+        assert f":{port}" in self.line, self.line + self.proc.communicate(timeout=30)[1]
+        self.url = f"grpc://127.0.0.1:{port}"
+
+    def stop(self) -> tuple[str, str]:
+        """SIGTERM (and SIGCONT, should it be stopped); its remaining stdout and stderr."""
+        self.proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGCONT)
+        out, err = self.proc.communicate(timeout=30)
+        return out, err
+
+
+@pytest.fixture
+def proxies() -> Iterator[list[Proxy]]:
+    """The proxies a test starts (append them); stopped after it."""
+    started: list[Proxy] = []
+    yield started
+    for proxy in started:
+        if proxy.proc.poll() is None:
+            proxy.stop()
+
+
+def created(path: Path, url: str) -> optuna.Study:
+    """Create the study (``dse run --trials 0``) and load it straight from ``url``."""
+    result = dse("run", str(path), "--storage", url, "--trials", "0")
+    assert result.returncode == 0, result.stderr
+    spec = load_study_spec(str(path))
+    return optuna.load_study(study_name=spec.name, storage=open_storage(url, spec))
+
+
+def wait_complete(url: str, name: str, complete: int, workers: list[Worker]) -> None:
+    deadline = time.monotonic() + 120
+    while states(url, name).get("COMPLETE", 0) < complete:
+        assert time.monotonic() < deadline, "the study did not start"
+        assert all(w.proc.poll() is None for w in workers), [w.wait(1) for w in workers]
+        time.sleep(0.1)
+
+
+def assert_exact(url: str, name: str) -> None:
+    counts = states(url, name)
+    assert counts.get("COMPLETE") == BUDGET, counts
+    assert "RUNNING" not in counts and "WAITING" not in counts, counts
+
+
+def assert_reconnected(workers: list[Worker], url: str) -> None:
+    """Every worker ended at the budget (exit 0) saying nothing but that it lost and reached its
+    storage again, and at least one did."""
+    said = []
+    for w in workers:
+        code, out, err = w.wait()
+        assert code == 0, err
+        lines = err.strip().splitlines()
+        assert all(line.startswith(OWN_LINES) for line in lines), err
+        said += lines
+        assert password_of(url) not in out + err
+    assert any(line.startswith(OWN_LINES[1]) for line in said), said
+
+
+# --- a server restarted, or gone for good ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["postgres", "grpc"])
+def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tuple[Path, str],
+                                                     proxies: list[Proxy], kind: str) -> None:
+    """Directly, and behind a storage proxy (which answers its workers UNAVAILABLE meanwhile)."""
+    folder, url = server
+    path = make_study(tmp_path)
+    created(path, url)
+    target = url
+    if kind == "grpc":
+        proxies.append(Proxy(url, free_port()))
+        target = proxies[0].url
+    workers = [Worker(tmp_path, i, "worker", str(path), "--storage", target) for i in range(2)]
+    wait_complete(url, path.stem, 3, workers)
+    postgres_server.stop(folder, mode="fast")  # the server ends every session and its port closes
+    time.sleep(2)
+    postgres_server.restart(folder)
+    assert_reconnected(workers, url)
+    assert_exact(url, path.stem)
+    if kind == "grpc":
+        _, err = proxies[0].stop()
+        assert not err.strip(), err  # no traceback of the lost database on the proxy's side
+
+
+def test_a_server_that_stays_down_ends_the_worker_after_the_window(
+        tmp_path: Path, server: tuple[Path, str]) -> None:
+    folder, url = server
+    path = make_study(tmp_path)
+    created(path, url)
+    short = f"{url}?dse_reconnect=4"
+    worker = Worker(tmp_path, 0, "worker", str(path), "--storage", short)
+    wait_complete(url, path.stem, 3, [worker])
+    postgres_server.stop(folder, mode="immediate")
+    stopped = time.monotonic()
+    try:
+        code, out, err = worker.wait(timeout=60)
+        took = time.monotonic() - stopped
+    finally:
+        postgres_server.restart(folder)
+    assert code == 2, err
+    notice, error = err.strip().splitlines()  # exactly two lines
+    assert notice.startswith("dse: lost the storage postgresql://dse:***@") and "4 s" in notice
+    assert error.startswith("dse: error: ") and "tried to reconnect for 4 s" in error, error
+    assert "refused the connection" in error, error
+    assert 4 <= took < 4 + 12, took  # the window, the last connection attempt, the exit
+    assert password_of(url) not in out + err
+    resumed = dse("run", str(path), "--storage", url, "--quiet", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr
+    assert_exact(url, path.stem)
+
+
+def test_workers_reconnect_across_a_proxy_restart(tmp_path: Path, server: tuple[Path, str],
+                                                  proxies: list[Proxy]) -> None:
+    _, url = server
+    port = free_port()
+    proxies.append(Proxy(url, port))
+    path = make_study(tmp_path)
+    created(path, url)
+    workers = [Worker(tmp_path, i, "worker", str(path), "--storage", proxies[0].url)
+               for i in range(2)]
+    wait_complete(url, path.stem, 3, workers)
+    proxies[0].stop()
+    time.sleep(1)
+    proxies.append(Proxy(url, port))  # the same port, at once free again
+    assert_reconnected(workers, url)
+    assert_exact(url, path.stem)
+
+
+# --- a hung proxy ------------------------------------------------------------------------------------
+
+
+def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
+        tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy]) -> None:
+    """The issue's two workers behind a SIGSTOPped proxy sat silent for over 300 s: every call
+    now has a deadline (3 s here, ``?dse_answer_timeout=``; 20 s by default)."""
+    _, url = server
+    proxy = Proxy(url, free_port())
+    proxies.append(proxy)
+    path = make_study(tmp_path)
+    created(path, url)
+    grpc_url = f"{proxy.url}?dse_answer_timeout=3"
+    workers = [Worker(tmp_path, i, "worker", str(path), "--storage", grpc_url) for i in range(2)]
+    wait_complete(url, path.stem, 3, workers)
+    os.kill(proxy.proc.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        for w in workers:
+            code, _, err = w.wait(timeout=60)
+            assert code == 2, err
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and "storage proxy at grpc://127.0.0.1:" in lines[0], err
+            assert "did not answer within its deadline" in lines[0], err
+        assert time.monotonic() - stopped < 3 + 10
+    finally:
+        os.kill(proxy.proc.pid, signal.SIGCONT)
+    resumed = dse("run", str(path), "--storage", proxy.url, "--quiet", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr
+    assert_exact(url, path.stem)
+
+
+# --- a worker that wakes after its trial was failed ------------------------------------------------
+
+
+def stop_holding_a_trial(pid: int, study: optuna.Study) -> FrozenTrial:
+    """SIGSTOP process ``pid`` while it runs a trial it has claimed (its completion not sent);
+    that trial. The process is left stopped."""
+    name = f"{socket.gethostname()}:{pid}"
+
+    def claimed() -> list[FrozenTrial]:
+        return [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                if t.system_attrs.get(WORKER_KEY) == name]
+
+    for _ in range(500):
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.1)  # a completion already sent has reached the database by now
+        running = claimed()
+        if running:
+            return running[0]
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.005)
+    raise AssertionError("never caught the worker running a trial")
+
+
+def assert_goes_on(worker: Worker, url: str, name: str, failed: FrozenTrial) -> None:
+    """The worker ended at the budget (exit 0), with one line saying its trial was failed by
+    another (or, should the server have ended its session meanwhile, that it reconnected)."""
+    code, _, err = worker.wait()
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    taken = f"dse: trial {failed.number} of this worker was failed as abandoned by another process"
+    assert lines and all(line.startswith((taken, *OWN_LINES)) for line in lines), err
+    assert "Traceback" not in err
+    assert_exact(url, name)
+
+
+def fail_as_abandoned(study: optuna.Study) -> Callable[[FrozenTrial], None]:
+    """What another worker's recovery does to a trial it takes for abandoned: fail it, enqueue
+    its retry."""
+    def fail(trial: FrozenTrial) -> None:
+        _optuna.fail_trial(study, trial)
+        retry(study, trial)
+    return fail
+
+
+@pytest.mark.parametrize("kind", ["postgres", "grpc"])
+def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
+        tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy], kind: str) -> None:
+    """On PostgreSQL the worker is stopped past the heartbeat's grace period and Optuna's
+    heartbeat logic of another process fails its trial; behind the proxy (where that takes 300 s)
+    another process fails it directly, as dse's recovery does."""
+    _, url = server
+    path = make_study(tmp_path)
+    study = created(path, url)
+    target = url
+    if kind == "grpc":
+        proxies.append(Proxy(url, free_port()))
+        target = proxies[0].url
+    worker = Worker(tmp_path, 0, "worker", str(path), "--storage", target)
+    wait_complete(url, path.stem, 3, [worker])
+    for _ in range(20):
+        trial = stop_holding_a_trial(worker.proc.pid, study)
+        try:
+            if kind == "postgres":
+                time.sleep(11.5)  # the grace period (10 s) and a heartbeat interval's slack
+                assert trial.number in [t.number for t in study.get_trials(
+                    deepcopy=False, states=(TrialState.RUNNING,))]
+                recover(study)  # Optuna's fail_stale_trials and its retry callback
+            else:
+                fail_as_abandoned(study)(trial)
+            break
+        except UpdateFinishedTrialError:
+            continue  # it finished in the millisecond before: another
+        finally:
+            os.kill(worker.proc.pid, signal.SIGCONT)
+    assert_goes_on(worker, url, path.stem, trial)
+    trials = study.get_trials(deepcopy=False)
+    assert trials[trial.number].state == TrialState.FAIL
+    retries = [t for t in trials if t.user_attrs.get(RETRY_KEY) == trial.number]
+    assert [t.state for t in retries] == [TrialState.COMPLETE]
+
+
+# --- the proxy's port and exposure -----------------------------------------------------------------
+
+
+def test_a_second_proxy_on_a_taken_port_refuses_to_start(
+        server: tuple[Path, str], proxies: list[Proxy]) -> None:
+    """gRPC shares a port by default (SO_REUSEPORT): the second proxy would start and take half
+    the new clients."""
+    _, url = server
+    port = free_port()
+    first = Proxy(url, port)
+    proxies.append(first)
+    second = dse("storage-proxy", "--storage", url, "--port", str(port), timeout=60)
+    assert second.returncode == 2, second.stdout + second.stderr
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0], second.stderr
+    assert "another dse storage-proxy" in lines[0] and password_of(url) not in second.stderr
+    assert first.proc.poll() is None  # still serving
+    _, err = first.stop()
+    assert first.proc.returncode == 0 and not err.strip(), err
+
+
+def test_the_proxy_says_it_has_no_authentication(server: tuple[Path, str],
+                                                 proxies: list[Proxy]) -> None:
+    _, url = server
+    local = Proxy(url, free_port())
+    proxies.append(local)
+    assert "no authentication or encryption" in local.line, local.line
+    assert "any process on this machine" in local.line and "every study" in local.line
+    _, err = local.stop()
+    assert not err.strip(), err
+    remote = Proxy(url, free_port(), "--host", "0.0.0.0", "--allow-remote")
+    proxies.append(remote)
+    assert "no authentication" in remote.line and "any machine that reaches" in remote.line
+    out, err = remote.stop()
+    warning = err.strip().splitlines()
+    assert len(warning) == 1 and warning[0].startswith("dse storage-proxy: warning: --allow-remote"), err
+    assert "read, change and delete every study" in warning[0]
+    for said in (local.line, remote.line, out, err):
+        assert password_of(url) not in said
