@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,8 +24,21 @@ app = typer.Typer(
 """The ``dse`` command; each module of :mod:`dse.cli` adds its commands to it when imported."""
 
 
+def _print_version(given: bool) -> None:
+    """``dse --version``: the version and exit (before any command runs)."""
+    if given:
+        from dse import __version__
+
+        typer.echo(f"dse {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def quiet_optuna() -> None:
+def quiet_optuna(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print dse's version and exit.")] = False,
+) -> None:
     """Run before every command: Optuna's log shows warnings only. Optuna logs every trial at
     INFO, and a study of thousands of trials would drown dse's own output; the library leaves the
     level alone (importing it sets none), the command sets it as it starts."""

@@ -529,7 +529,7 @@ def _print_designs(console: Console, rows: Sequence[dict[str, Any]], objectives:
     except DseInputError as exc:
         fail(str(exc))
         return
-    print_designs(console, distinct_designs(rows, objectives), chosen, title)
+    print_designs(console, distinct_designs(rows, objectives), chosen, title, chosen=bool(columns))
 
 
 @app.command("pareto")

@@ -21,6 +21,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -209,8 +210,20 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     files = json.dumps(study_files(spec), sort_keys=True)
     if attrs.get(FILES_KEY) != files:  # the files moved, or the study predates the record
         study.set_user_attr(FILES_KEY, files)
+    if study.metric_names != [o.metric for o in objectives.objectives]:
+        name_metrics(study, spec)  # created before dse named them, or its objectives forced
     study.set_user_attr(BUDGET_KEY, spec.budget)
     return study
+
+
+def name_metrics(study: optuna.Study, spec: StudySpec) -> None:
+    """Name the study's values by their objectives' metrics (``throughput_samples_per_s``, ...),
+    so Optuna's own tools (optuna-dashboard, ``plot_pareto_front``) show them instead of
+    "Objective 0", "Objective 1"."""
+    with warnings.catch_warnings():
+        # Experimental since Optuna 3.2 and unchanged since; the warning would reach every run.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.metric for o in study_objectives(spec).objectives])
 
 
 def _record_new(study: optuna.Study, spec: StudySpec,
@@ -227,6 +240,7 @@ def _record_new(study: optuna.Study, spec: StudySpec,
     study.set_user_attr(MODEL_KEY, model_fingerprint())
     study.set_user_attr(STUDY_KEY, json.dumps(_spec_dict(spec), sort_keys=True))
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
+    name_metrics(study, spec)
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, study_space(spec), study_catalog(spec).catalog)
         # `--warm-start sweep` seeds any sampler, with up to a fifth of the budget.
