@@ -15,6 +15,7 @@ from rich.table import Table
 
 from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, check_targets, fail, si, to_json, wide_console, write_or_fail
+from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
@@ -416,7 +417,7 @@ def list_cmd(
 ) -> None:
     """List what is available: workloads, systems, accelerators, CPUs, NICs, switches, spaces,
     objective sets or studies."""
-    console = wide_console(200)
+    console = Console()
     if what not in LIST_KINDS:
         fail(f"list: unknown kind {what!r} (known: {', '.join(LIST_KINDS)})")
     if (as_json or catalog is not None) and what not in PART_KINDS:
@@ -448,7 +449,7 @@ def list_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
-    console.print(table)
+    print_table(console, table)
 
 
 PART_COLUMNS = {

@@ -5,6 +5,7 @@ printed at the width it needs rather than shortened)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -140,6 +141,9 @@ def print_fitted(console: Console, title: str, caption: str, columns: Sequence[C
     if left_out:
         note = f"left out to fit {console.width} columns: {', '.join(left_out)}"
         caption = f"{caption}; {note}" if caption else note
+    if _need(shown) > console.width and _record_need(shown) <= console.width:
+        _print_records(console, title, caption, shown)
+        return
     table = Table(title=Text(title), caption=Text(caption) if caption else None)
     widths = _widths(shown, console.width)
     for column, width in zip(shown, widths, strict=True):
@@ -177,3 +181,37 @@ def _widths(columns: Sequence[Column], width: int) -> list[int]:
         out[i] += grow
         spare -= grow
     return out
+
+
+def _record_need(columns: Sequence[Column]) -> int:
+    """The width of ``columns`` printed as records: the longest header beside the longest word."""
+    return max(len(c.head) for c in columns) + max(_least(columns)) + 7
+
+
+def _print_records(console: Console, title: str, caption: str, columns: Sequence[Column]) -> None:
+    """A table too wide for the console as one record per row: each column's header beside its
+    value (wrapped between words), rows separated by a rule."""
+    table = Table(title=Text(title), caption=Text(caption) if caption else None, show_header=False)
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column(overflow="fold")
+    for i in range(len(columns[0].cells)):
+        for c in columns:
+            table.add_row(Text(c.head), Text(c.cells[i]))
+        table.add_section()
+    console.print(table)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A Rich ``table`` built by a command, fitted to the console like :func:`print_fitted`
+    (its cells as plain text: a column of numbers stays on one line, text wraps)."""
+    columns = []
+    for column in table.columns:
+        cells = [Text.from_markup(c).plain if isinstance(c, str) else str(c) for c in column.cells]
+        numeric = all(_NUMBER.fullmatch(c) for c in cells if c)
+        columns.append(Column(str(column.header), cells, not numeric))
+    title = table.title if isinstance(table.title, str) else ""
+    print_fitted(console, Text.from_markup(title).plain, "", columns)
+
+
+_NUMBER = re.compile(r"[-+]?[\d,.]+ ?%?|-")
+"""A cell that is a number (kept on one line)."""
