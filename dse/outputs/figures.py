@@ -98,11 +98,14 @@ PACKED_LOADER = """<script>
   const lib = document.createElement('script');
   lib.textContent = code;
   document.head.appendChild(lib);
-  document.querySelectorAll("script[type='dse/figure']").forEach(waiting => {
+  // One figure a task, top of the page first: the browser paints each as it is drawn, so the
+  // first screen is readable while the figures below (WebGL ones take seconds) are still drawn.
+  for (const waiting of document.querySelectorAll("script[type='dse/figure']")) {
     const run = document.createElement('script');
     run.textContent = waiting.textContent;
     waiting.replaceWith(run);
-  });
+    await new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)));
+  }
 })();
 </script>"""
 """Inflates the packed plotly.js (:func:`packed_plotlyjs`) and runs the figures' scripts; placed
