@@ -71,3 +71,42 @@ def test_metric_names_in_optuna_dashboard(study_file: Path) -> None:
     detail = json.loads(body)
     assert detail["name"] == "s"
     assert detail["objective_names"] == ["throughput_samples_per_s", "capex_usd"]
+
+
+def test_progress_bar_is_one_line_of_80_columns() -> None:
+    from rich.console import Console
+
+    from dse.cli.study import progress_bar
+
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=True, color_system=None)
+    bar = progress_bar(console, False, "detail")
+    bar.add_task("a-study-with-a-name-longer-than-the-column", total=5000, completed=1234,
+                 detail="78% feasible, front 150, hypervolume 0.989, moving, and more words still")
+    console.print(bar.make_tasks_table(bar.tasks))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and len(lines[0]) <= 80, lines
+    assert "1234/5000" in lines[0]
+
+
+def test_sweep_before_the_first_trial_reports_its_progress(tmp_path: Path) -> None:
+    """A new study of the auto sampler sweeps before its first trial; ``open_study`` reports the
+    designs scored, up to a total that ends equal to them."""
+    from study_helpers import make_spec
+
+    from dse.search.reference import REFERENCE_MIN_BUDGET, study_reference
+    from dse.search.runner import open_study
+    from dse.search.storage import open_storage
+
+    spec = make_spec(tmp_path, sampler="auto", budget=REFERENCE_MIN_BUDGET)
+    calls: list[tuple[int, int]] = []
+    study = open_study(spec, open_storage(None, spec),
+                       on_sweep=lambda done, total: calls.append((done, total)))
+    assert len(calls) >= 2
+    dones = [d for d, _ in calls]
+    assert dones == sorted(dones) and all(d <= t for d, t in calls)
+    reference = study_reference(study)
+    assert reference is not None
+    # It ends at the designs the sweep scored: the reference's count.
+    assert calls[-1] == (reference.designs, reference.designs)
+    assert reference.designs > 1000

@@ -119,7 +119,8 @@ def _describe(spec: StudySpec) -> dict[str, str]:
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
                create: bool = True, where: str = "", worker: str = "",
                storage_path: Path | None = None,
-               warm_start: WarmStart = WarmStart.AUTO) -> optuna.Study:
+               warm_start: WarmStart = WarmStart.AUTO,
+               on_sweep: Callable[[int, int], None] | None = None) -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
     objectives (refused unless ``force``, which records the change in ``dse:changes``).
 
@@ -137,15 +138,17 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
     hypervolume reference) or ``sweep`` (a new study of any sampler is seeded from that front with
     up to a fifth of its budget; where the space is too large for that sweep, the caller seeds it
-    from a coarse sweep, :func:`dse.search.sweep.warm_start_study`).
+    from a coarse sweep, :func:`dse.search.sweep.warm_start_study`). ``on_sweep(done, total)``:
+    that sweep's progress in designs (it runs before the first trial, for seconds).
     """
     with WorkerLock(storage_path) as lock:
         lock.share()
-        return _open_study(spec, storage, force, create, where, worker, lock, warm_start)
+        return _open_study(spec, storage, force, create, where, worker, lock, warm_start, on_sweep)
 
 
 def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool, where: str,
-                worker: str, lock: WorkerLock, warm_start: WarmStart) -> optuna.Study:
+                worker: str, lock: WorkerLock, warm_start: WarmStart,
+                on_sweep: Callable[[int, int], None] | None = None) -> optuna.Study:
     objectives = study_objectives(spec)
     seed = worker_seed(spec.seed, worker)
     sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name,
@@ -154,7 +157,7 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
         try:
             study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
                                         directions=objectives.directions)
-            _record_new(study, spec, warm_start)
+            _record_new(study, spec, warm_start, on_sweep)
             return study
         except DuplicatedStudyError:
             pass
@@ -172,7 +175,7 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
                                      grid_of(study_space(spec)), spec.name, space=study_space(spec))
     described = _describe(spec)
     if BUDGET_KEY not in attrs:  # made by plain Optuna, or its creator died while recording it
-        _record_new(study, spec, warm_start)
+        _record_new(study, spec, warm_start, on_sweep)
         return study
     changed = [k.removeprefix(KEY_PREFIX) for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
@@ -226,8 +229,8 @@ def name_metrics(study: optuna.Study, spec: StudySpec) -> None:
         study.set_metric_names([o.metric for o in study_objectives(spec).objectives])
 
 
-def _record_new(study: optuna.Study, spec: StudySpec,
-                warm_start: WarmStart = WarmStart.AUTO) -> None:
+def _record_new(study: optuna.Study, spec: StudySpec, warm_start: WarmStart = WarmStart.AUTO,
+                on_sweep: Callable[[int, int], None] | None = None) -> None:
     """Record a new study's definition and enqueue its baselines; ``dse:budget`` comes last and
     tells other processes the study is ready. Also completes a recording its creator did not
     finish (killed at any step): baselines already enqueued are not enqueued again."""
@@ -248,7 +251,8 @@ def _record_new(study: optuna.Study, spec: StudySpec,
         default = spec.sampler == "auto" and warm_start == WarmStart.AUTO
         seed_new_study(study, study_space(spec), study_workload(spec), study_objectives(spec),
                        spec.budget, warm=asked or default, catalog=study_catalog(spec).catalog,
-                       max_trials=warm_start_trials(spec.budget) if asked else None)
+                       max_trials=warm_start_trials(spec.budget) if asked else None,
+                       on_progress=on_sweep)
     study.set_user_attr(BUDGET_KEY, spec.budget)
 
 
