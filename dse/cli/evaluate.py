@@ -119,9 +119,9 @@ def evaluate_cmd(
         for change in user.changes:
             Console().print(escape(f"catalog: {change.describe()}"))
     if html is not None:
-        from dse.outputs.timeline import timeline_figure
+        from dse.outputs.timeline import timeline_page
 
-        write_or_fail(html, timeline_figure(ev).to_html(include_plotlyjs=True))
+        write_or_fail(html, timeline_page(ev))
         typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)

@@ -702,7 +702,7 @@ def plot_cmd(
 ) -> None:
     """A quick single front of two objectives: HTML, or PNG/SVG through kaleido (then HTML only
     with --out)."""
-    from dse.outputs.figures import to_graph_object
+    from dse.outputs.figures import titled_page, to_graph_object
     from dse.outputs.report import gather, pair_figure
     from dse.search.results import objective_set_of
 
@@ -723,7 +723,7 @@ def plot_cmd(
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
         path = out or results_dir(spec) / f"{spec.name}-front.html"
-        write_or_fail(path, fig.to_html(include_plotlyjs=True))
+        write_or_fail(path, titled_page(fig, f"dse front: {spec.name}, {y} by {x}"))
         written.append(path)
     for target, kind in ((png, "png"), (svg, "svg")):
         if target is None:

@@ -130,3 +130,12 @@ def deferred(page_body: str) -> str:
     """``page_body`` with the scripts Plotly writes for its figures (:func:`figure_html`) kept from
     running until :data:`PACKED_LOADER` has loaded plotly.js."""
     return re.sub(r"<script>(\s*window\.PLOTLYENV)", r"<script type='dse/figure'>\1", page_body)
+
+
+def titled_page(fig: go.Figure, title: str) -> str:
+    """``fig`` as a whole page with plotly.js inline (Plotly's ``to_html``) and a ``<title>``,
+    which Plotly leaves out: the browser's tab and history name the page."""
+    from dse.outputs.markup import text
+
+    page: str = fig.to_html(include_plotlyjs=True)
+    return page.replace("<head>", f"<head><title>{text(title)}</title>", 1)
