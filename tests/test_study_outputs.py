@@ -110,3 +110,40 @@ def test_sweep_before_the_first_trial_reports_its_progress(tmp_path: Path) -> No
     # It ends at the designs the sweep scored: the reference's count.
     assert calls[-1] == (reference.designs, reference.designs)
     assert reference.designs > 1000
+
+
+def _evaluate(*args: str) -> tuple[str, str]:
+    result = CliRunner().invoke(app, ["evaluate", "-w", "mlperf-dlrm-v1", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout, result.stderr
+
+
+def test_implausible_price_and_capacity_are_warned(tmp_path: Path) -> None:
+    """Files in a folder: a catalog at 12 USD/kWh (cents written as dollars) and a DGX H100 with
+    2 GB of DDR; both evaluated as written, each warned about in one line naming its file."""
+    catalog = tmp_path / "parts.toml"
+    catalog.write_text("[facility]\nusd_per_kwh = 12\n[price]\nh100-sxm5-80gb = 25\n", encoding="utf-8")
+    preset = (Path(__file__).parents[1] / "dse/data/systems/dgx-h100.toml").read_text(encoding="utf-8")
+    system = tmp_path / "tiny-ddr.toml"
+    system.write_text(preset.replace("ddr_gb = 2048", "ddr_gb = 2"), encoding="utf-8")
+    out, err = _evaluate("-s", str(system), "--catalog", str(catalog))
+    lines = err.splitlines()
+    assert f"dse: warning: {catalog}: facility.usd_per_kwh = 12: above $1 per kWh" in err
+    assert f"dse: warning: {catalog}: price.h100-sxm5-80gb = 25: below $1,000" in err
+    assert any(line.startswith(f"dse: warning: system {system}") and "node.ddr_gb = 2: less than "
+               "one 8 GB DIMM in each of the 2 x 8 DDR channels (128 GB)" in line for line in lines)
+    assert "samples/s" in out  # still evaluated
+    # At 12 USD/kWh the energy is 150 times that at the packaged 0.0806: the warning is earned.
+    _, quiet = _evaluate("-s", "dgx-h100", "--set", "facility.usd_per_kwh=0.5",
+                         "--set", "node.ddr_gb=128")
+    assert "warning" not in quiet
+
+
+def test_study_run_warns_about_its_catalog(tmp_path: Path) -> None:
+    catalog = tmp_path / "parts.toml"
+    catalog.write_text("[facility]\nusd_per_kwh = 0.002\n", encoding="utf-8")
+    path = journal_study(tmp_path, 3)
+    path.write_text(path.read_text(encoding="utf-8") + f'catalog = "{catalog}"\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(path), "--quiet", "--no-report"])
+    assert result.exit_code == 0, result.output
+    assert "facility.usd_per_kwh = 0.002: below $0.01 per kWh" in result.stderr

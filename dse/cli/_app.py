@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -51,6 +52,12 @@ def fail(message: str) -> None:
     """Print one error line to stderr and exit with code 2."""
     typer.echo(f"dse: error: {message}", err=True)
     raise typer.Exit(code=2)
+
+
+def warn(where: str, lines: Sequence[str]) -> None:
+    """Print each of ``lines`` as one warning about ``where`` (a file or option) on stderr."""
+    for line in lines:
+        typer.echo(f"dse: warning: {where}: {line}", err=True)
 
 
 def write_or_fail(path: Path, data: bytes | str, replace: bool = True) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,12 +15,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from dse.calibration.parameters import load_calibration
-from dse.cli._app import app, check_targets, fail, si, to_json, wide_console, write_or_fail
+from dse.cli._app import app, check_targets, fail, si, to_json, warn, wide_console, write_or_fail
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
-from dse.model.system import load_system, system_presets
+from dse.model.system import System, load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
@@ -88,6 +89,7 @@ def evaluate_cmd(
         user = load_user_catalog(catalog, cat_over)
         wl = load_workload(workload, wl_over)
         sysm = load_system(system, sys_over, user.catalog)
+        _warn_implausible(user.catalog, catalog, [sysm], system)
         ev = evaluate(wl, sysm, catalog=user.catalog)
         # Defaults that decide the answer are listed, never applied silently (issue 13).
         from dse.model.defaults import sensitive_defaults
@@ -406,6 +408,17 @@ def training_line(ev: Evaluation, iv: PredictionInterval | None = None) -> str:
 PART_KINDS = ("accelerators", "cpus", "nics", "switches")
 """``dse list`` kinds read from the catalog (with ``--json`` and ``--catalog``)."""
 LIST_KINDS = ("workloads", "systems", *PART_KINDS, "spaces", "objectives", "studies")
+
+
+def _warn_implausible(cat: Catalog, catalog: Path | None, systems: Sequence[System],
+                      name: str) -> None:
+    """Warn (stderr) about implausible prices of the catalog (the user's file, ``--set`` or the
+    packaged one) and capacities of ``systems`` (named ``name``, with ``--set``)."""
+    from dse.model.plausible import catalog_warnings, system_warnings
+
+    warn(str(catalog) if catalog else "catalog (with --set)",
+         [w.describe() for w in catalog_warnings(cat)])
+    warn(f"system {name} (with --set)", [w.describe() for s in systems for w in system_warnings(s)])
 
 
 @app.command("list")

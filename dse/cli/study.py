@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from dse.cli._app import app, check_targets, fail, to_json, write_or_fail
+from dse.cli._app import app, check_targets, fail, to_json, warn, write_or_fail
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
@@ -174,6 +174,7 @@ def run_cmd(
     spec = _spec(study, catalog)
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
+    _warn_catalog(spec)
     if jobs > 1 and url.startswith("sqlite"):
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
@@ -217,6 +218,19 @@ def run_cmd(
     if result is None:
         return
     _after_run(result, spec, url, shown, until, report)
+
+
+def _warn_catalog(spec: StudySpec) -> None:
+    """Warn about the study catalog's implausible prices (:mod:`dse.model.plausible`) before the
+    study spends its budget on them; a catalog that cannot load is reported by the run itself."""
+    from dse.model.plausible import catalog_warnings
+    from dse.search.spec import study_catalog
+
+    try:
+        found = catalog_warnings(study_catalog(spec).catalog)
+    except DseInputError:
+        return
+    warn(spec.catalog or "catalog", [w.describe() for w in found])
 
 
 def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: int,
