@@ -70,6 +70,14 @@ def test_report_of_300_trials_is_small_and_opens_fast(tmp_path: Path) -> None:
             return d.length === n && Array.from(d).every(x => x._fullLayout); }""",
                               arg=figures, timeout=120_000)
         every = time.perf_counter() - start
+        labels = tab.evaluate("""() => {
+            const boxes = Array.from(document.querySelectorAll('#breakdown .ytick text'))
+                .map(t => t.getBoundingClientRect());
+            const overlaps = boxes.some((a, i) => boxes.slice(i + 1).some(b => a.top < b.bottom
+                && b.top < a.bottom && a.left < b.right && b.left < a.right));
+            const names = document.getElementById('breakdown').data.map(t => t.name);
+            return {count: boxes.length, overlaps, names};
+        }""")
         points = tab.evaluate("() => document.querySelector('.plotly-graph-div').data"
                               ".reduce((n, t) => n + (t.x ? t.x.length : 0), 0)")
         browser.close()
@@ -79,3 +87,6 @@ def test_report_of_300_trials_is_small_and_opens_fast(tmp_path: Path) -> None:
     assert errors == []
     assert points >= 290  # every trial is on the first figure, feasible or not (a few pruned)
     assert first - bare < FIRST_SCREEN_S
+    # The stage-share bars: a label per distinct front design, none over another, stages in words.
+    assert labels["count"] >= 3 and not labels["overlaps"]
+    assert "all-to-all over the network" in labels["names"] and not any("_" in n for n in labels["names"])

@@ -224,20 +224,35 @@ def distinct_front(data: ReportData, metric: str) -> list[list[FrozenTrial]]:
 
 
 def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
-    """A bar's label: the design in words over ``params`` (those that vary on the front), two
-    parts a line, then its trial numbers and baseline name."""
+    """A bar's label: its trial numbers and baseline name, then the design in words over
+    ``params`` (those that vary on the front) on one line, so the labels of many designs stack
+    without overlapping (the bars are horizontal)."""
     design = _design(trials[0])
-    parts = design_phrase({p: design[p] for p in params if p in design}).split(", ")
-    lines = [", ".join(parts[i:i + 2]) for i in range(0, len(parts), 2) if parts[i]]
     base = trials[0].user_attrs.get(BASELINE_KEY)
-    lines.append(", ".join(f"#{t.number}" for t in trials) + (f" {base}" if base else ""))
-    return "<br>".join(plot_text(line) for line in lines)
+    numbers = ", ".join(f"#{t.number}" for t in trials) + (f" {base}" if base else "")
+    phrase = design_phrase({p: design[p] for p in params if p in design})
+    return "<br>".join(plot_text(line) for line in (numbers, phrase) if line)
+
+
+STAGE_NAMES = {"input_exposed": "input pipeline (exposed)",
+               "allreduce_exposed": "gradient all-reduce (exposed)",
+               "alltoall_network": "all-to-all over the network",
+               "alltoall_fabric": "all-to-all in the node", "host_pcie": "host PCIe",
+               "embedding_memory": "embedding lookups", "dense_compute": "dense compute",
+               "overhead": "overhead"}
+"""A stage as the bars' legend names it (the model's stage keys are identifiers)."""
+
+
+def stage_name(stage: str) -> str:
+    """``stage`` in words (:data:`STAGE_NAMES`; an unnamed stage with spaces for underscores)."""
+    return STAGE_NAMES.get(stage, stage.replace("_", " "))
 
 
 def breakdown_figure(data: ReportData) -> Figure:
-    """Step time of every distinct front design by stage (stacked), in front order, labelled by
-    design, with the bounding stage named; buttons switch between each stage's share of the step
-    and milliseconds (a plain figure, :mod:`dse.outputs.figures`)."""
+    """Step time of every distinct front design by stage (stacked horizontal bars, best first at
+    the top by the first objective), labelled by design, with the bounding stage named; buttons
+    switch between each stage's share of the step and milliseconds (a plain figure,
+    :mod:`dse.outputs.figures`)."""
     first = data.objectives.objectives[0].metric
     designs = distinct_front(data, first)
     ordered = [group[0] for group in designs]
@@ -248,24 +263,27 @@ def breakdown_figure(data: ReportData) -> Figure:
     totals = [sum(ms[stage][k] for stage in STAGES) or 1.0 for k in range(len(ordered))]
     share = {stage: [100.0 * v / tot for v, tot in zip(ms[stage], totals, strict=True)]
              for stage in STAGES}
-    bounds = [plot_text(t.user_attrs.get("bottleneck", "")) for t in ordered]
+    bounds = [plot_text(stage_name(t.user_attrs.get("bottleneck", ""))) for t in ordered]
     traces = [{
         "customdata": [[m, b] for m, b in zip(ms[stage], bounds, strict=True)],
-        "hovertemplate": (f"{stage}: %{{customdata[0]:.3f}} ms (%{{y:.1f}}%)<br>"
+        "hovertemplate": (f"{stage_name(stage)}: %{{customdata[0]:.3f}} ms (%{{x:.1f}}%)<br>"
                           "bounded by %{customdata[1]}<extra></extra>"),
-        "marker": {"color": STAGE_COLOURS[stage]}, "name": stage.replace("_", " "),
-        "x": labels, "y": share[stage], "type": "bar"} for stage in STAGES]
+        "marker": {"color": STAGE_COLOURS[stage]}, "name": stage_name(stage),
+        "orientation": "h", "x": share[stage], "y": labels, "type": "bar"} for stage in STAGES]
     layout = {
-        "barmode": "stack", "height": 600, "yaxis": {"title": {"text": "share of the step (%)"}},
-        "xaxis": {"automargin": True},
-        "title": {"text": f"step time of the front designs by stage, ordered by {_label(first)} "
+        "barmode": "stack", "height": 180 + 44 * len(labels),
+        "xaxis": {"title": {"text": "share of the step (%)"}},
+        "yaxis": {"automargin": True, "autorange": "reversed"},
+        "margin": {"t": 110},
+        "title": {"text": f"step time of the front designs by stage, best {_label(first)} first "
                           "(hover: the bound)"},
         "updatemenus": [{"buttons": [
-            {"args": [{"y": [share[s] for s in STAGES]}, {"yaxis.title.text": "share of the step (%)"}],
+            {"args": [{"x": [share[s] for s in STAGES]}, {"xaxis.title.text": "share of the step (%)"}],
              "label": "share of step", "method": "update"},
-            {"args": [{"y": [ms[s] for s in STAGES]}, {"yaxis.title.text": "ms per step"}],
+            {"args": [{"x": [ms[s] for s in STAGES]}, {"xaxis.title.text": "ms per step"}],
              "label": "milliseconds", "method": "update"},
-        ], "direction": "right", "type": "buttons", "x": 1.0, "y": 1.15}]}
+        ], "direction": "right", "type": "buttons", "x": 1.0, "xanchor": "right", "y": 1.0,
+            "yanchor": "bottom"}]}
     return {"data": traces, "layout": layout}
 
 
