@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dse.calibration.parameters import load_calibration
-from dse.cli._app import app, check_targets, fail, si, to_json, warn, wide_console, write_or_fail
+from dse.cli._app import app, check_targets, fail, si, to_json, warn, write_or_fail
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
@@ -650,7 +650,7 @@ def validate_cmd(
     from dse.calibration.fit import validate
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import load_calibration
-    from dse.outputs.validation_page import render_html, render_markdown, render_table
+    from dse.outputs.validation_page import render_html, render_markdown, summary_lines, validation_table
 
     check_targets(True, html, markdown)
     try:
@@ -673,8 +673,10 @@ def validate_cmd(
     if as_json:
         typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
     else:
-        render_table(report, wide_console(160))
-        console = wide_console(160)
+        console = Console()
+        print_table(console, validation_table(report))
+        for line in summary_lines(report):
+            console.print(line)
         console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
 
 
