@@ -147,3 +147,31 @@ def test_study_run_warns_about_its_catalog(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(path), "--quiet", "--no-report"])
     assert result.exit_code == 0, result.output
     assert "facility.usd_per_kwh = 0.002: below $0.01 per kWh" in result.stderr
+
+
+def test_four_objectives_fit_80_columns_and_say_what_was_left_out(tmp_path: Path) -> None:
+    """A study of four objectives (the issue's case: 94 columns): the table keeps every digit
+    within 80 columns by leaving out the bottleneck and later objectives, and names them."""
+    objectives = tmp_path / "four.toml"
+    objectives.write_text('name = "four"\n' + "".join(
+        f'[[objectives]]\nmetric = "{m}"\ndirection = "{d}"\n' for m, d in (
+            ("throughput_samples_per_s", "maximize"), ("capex_usd", "minimize"),
+            ("power_w", "minimize"), ("usd_per_million_samples", "minimize"))), encoding="utf-8")
+    path = journal_study(tmp_path, 40)
+    text = path.read_text(encoding="utf-8").replace('objectives = "throughput-vs-capex"',
+                                                    f'objectives = "{objectives}"')
+    path.write_text(text, encoding="utf-8")
+    _run("run", str(path), "--quiet", "--no-report")
+    out = _run("pareto", str(path))
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert "left out to fit 80 columns:" in out
+    wide = CliRunner().invoke(app, ["pareto", str(path)], env={"COLUMNS": "250"}).output
+    assert "left out" not in wide and "bound by" in wide
+
+
+def test_timeline_page_has_a_title(tmp_path: Path) -> None:
+    page = tmp_path / "step.html"
+    _evaluate("-s", "dgx-h100", "--html", str(page))
+    html = page.read_text(encoding="utf-8")
+    assert "<title>dse timeline: mlperf-dlrm-v1 on 1 x 8 " in html
+    assert html.index("<title>") < html.index("</head>")
