@@ -1,7 +1,9 @@
-"""Terminal tables of designs (``dse status``, ``dse pareto``) that fit the terminal: one row per
-distinct design with its trial numbers, few default columns with human headers and units
-(:mod:`dse.outputs.labels`), and numbers that are never cut (a table too wide for its columns is
-printed at the width it needs rather than shortened)."""
+"""Terminal tables that fit the terminal (80 columns included): the designs of ``dse status`` and
+``dse pareto`` (one row per distinct design with its trial numbers, few default columns with
+human headers and units, :mod:`dse.outputs.labels`) and every other command's table
+(:func:`print_table`). Numbers are never cut: text wraps between words, optional columns are left
+out (and named in the caption), and a table that still cannot fit is printed as one record per
+row; only when even that cannot fit is it printed at the width it needs."""
 
 from __future__ import annotations
 
@@ -131,8 +133,9 @@ def print_fitted(console: Console, title: str, caption: str, columns: Sequence[C
                  optional: Sequence[str] = ()) -> None:
     """``columns`` as a table no wider than the console: text columns wrap between words, numbers
     keep every digit; while that is still too wide, the ``optional`` columns (headers, first
-    dropped first) are left out and the caption names them. Only a table whose remaining cells
-    cannot fit is printed wider, at exactly the width it needs (no value is ever cut)."""
+    dropped first) are left out and the caption names them; then the rows are printed as records
+    (each header beside its value). Only cells that cannot fit even so (a word longer than the
+    console) print wider, at exactly the width they need (no value is ever cut)."""
     shown, left_out = list(columns), []
     while _need(shown) > console.width and any(c.head in optional for c in shown):
         drop = next(h for h in optional if any(c.head == h for c in shown))
