@@ -207,7 +207,9 @@ def test_report_plan_and_timeline_of_a_chosen_design(tmp_path: Path) -> None:
         page.wait_for_function("document.getElementById('timeline')?._fullLayout !== undefined")
         first = page.evaluate(read)
         page.select_option("#design-choice", "1")
-        page.wait_for_timeout(300)
+        # Its plan tables are inflated from the packed copy first.
+        page.wait_for_function("""() => document.querySelector(
+            '.chosen-plan[data-k="1"]:not([style*="none"]) tr.table-row') !== null""")
         second = page.evaluate(read)
         page.query_selector("#timeline").screenshot(path=str(tmp_path / "figure-timeline-1.png"))
         browser.close()

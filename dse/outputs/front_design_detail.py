@@ -20,7 +20,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
 from dse.model.system import GB
-from dse.outputs.figures import Figure, figure_html
+from dse.outputs.figures import INFLATE_SCRIPT, Figure, figure_html, gzip_base64
 from dse.outputs.markup import script_json, text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
@@ -115,11 +115,16 @@ def plan_tables(plan: PlanSummary) -> str:
     return by_table + by_device
 
 
-CHOOSE_SCRIPT = """<script>
-function chooseDesign(k) {
+CHOOSE_SCRIPT = INFLATE_SCRIPT + """<script>
+async function chooseDesign(k) {
+  const gd = document.getElementById('timeline');
+  const plan = document.querySelector(`.chosen-plan[data-k='${k}']`);
+  if (plan.dataset.packed) {  // the plan tables of a design not shown at load travel gzipped
+    plan.innerHTML = await dseInflate(plan.dataset.packed);
+    delete plan.dataset.packed;
+  }
   document.querySelectorAll('.chosen-plan').forEach(
     e => { e.style.display = e.dataset.k === String(k) ? '' : 'none'; });
-  const gd = document.getElementById('timeline');
   const fig = JSON.parse(document.getElementById('timeline-' + k).textContent);
   fig.layout.template = gd.layout.template;
   Plotly.react(gd, fig.data, fig.layout, {displaylogo: false});
@@ -144,8 +149,12 @@ def chosen_section(chosen: Sequence[Chosen]) -> str:
     options = "".join(f"<option value='{k}'>{text(c.label)}</option>"
                       for k, c in enumerate(chosen))
     hidden = " style='display:none'"
-    plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}>"
-                    f"{plan_tables(c.plan)}</div>" for k, c in enumerate(chosen))
+    # The first design's plan is shown at load; the others (a row per embedding table each: most
+    # of a report's size for a workload of hundreds of tables) are packed until chosen.
+    plans = "".join(f"<div class='chosen-plan' data-k='0'>{plan_tables(chosen[0].plan)}</div>"
+                    + "".join(f"<div class='chosen-plan' data-k='{k}'{hidden} data-packed="
+                              f"'{gzip_base64(plan_tables(c.plan))}'></div>"
+                              for k, c in enumerate(chosen) if k))
     figures = "".join(f"<script type='application/json' id='timeline-{k}'>{_figure_json(c.figure)}"
                       "</script>" for k, c in enumerate(chosen))
     first = figure_html(chosen[0].figure, "timeline")
