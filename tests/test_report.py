@@ -205,6 +205,8 @@ def test_report_plan_and_timeline_of_a_chosen_design(tmp_path: Path) -> None:
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(page_file.as_uri(), wait_until="load")
         page.wait_for_function("document.getElementById('timeline')?._fullLayout !== undefined")
+        # The plans are inflated from the page's packed copy.
+        page.wait_for_function("document.querySelector('.chosen-plan tr.table-row') !== null")
         first = page.evaluate(read)
         page.select_option("#design-choice", "1")
         # Its plan tables are inflated from the packed copy first.

@@ -119,10 +119,7 @@ CHOOSE_SCRIPT = INFLATE_SCRIPT + """<script>
 async function chooseDesign(k) {
   const gd = document.getElementById('timeline');
   const plan = document.querySelector(`.chosen-plan[data-k='${k}']`);
-  if (plan.dataset.packed) {  // the plan tables of a design not shown at load travel gzipped
-    plan.innerHTML = await dseInflate(plan.dataset.packed);
-    delete plan.dataset.packed;
-  }
+  if (!plan.firstChild) plan.innerHTML = (await dsePlans)[k];
   document.querySelectorAll('.chosen-plan').forEach(
     e => { e.style.display = e.dataset.k === String(k) ? '' : 'none'; });
   const fig = JSON.parse(document.getElementById('timeline-' + k).textContent);
@@ -149,12 +146,16 @@ def chosen_section(chosen: Sequence[Chosen]) -> str:
     options = "".join(f"<option value='{k}'>{text(c.label)}</option>"
                       for k, c in enumerate(chosen))
     hidden = " style='display:none'"
-    # The first design's plan is shown at load; the others (a row per embedding table each: most
-    # of a report's size for a workload of hundreds of tables) are packed until chosen.
-    plans = "".join(f"<div class='chosen-plan' data-k='0'>{plan_tables(chosen[0].plan)}</div>"
-                    + "".join(f"<div class='chosen-plan' data-k='{k}'{hidden} data-packed="
-                              f"'{gzip_base64(plan_tables(c.plan))}'></div>"
-                              for k, c in enumerate(chosen) if k))
+    # The plans (a row per embedding table each: most of a report's size for a workload of
+    # hundreds of tables) travel as one gzipped JSON list, alike designs compressing together;
+    # the first is filled in at load, the others when chosen.
+    plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}></div>"
+                    for k in range(len(chosen)))
+    packed = gzip_base64(json.dumps([plan_tables(c.plan) for c in chosen]))
+    plans += (f"<script type='application/gzip' id='plans-gz'>{packed}</script><script>"
+              "const dsePlans = dseInflate(document.getElementById('plans-gz').textContent)"
+              ".then(JSON.parse);\ndsePlans.then(p => { document.querySelector("
+              "\".chosen-plan[data-k='0']\").innerHTML = p[0]; });</script>")
     figures = "".join(f"<script type='application/json' id='timeline-{k}'>{_figure_json(c.figure)}"
                       "</script>" for k, c in enumerate(chosen))
     first = figure_html(chosen[0].figure, "timeline")
