@@ -43,7 +43,9 @@ def open_page(path: Path, shot: Path) -> dict[str, object]:
         page.on("request", lambda r: requests.append(r.url)
                 if not r.url.startswith(("file:", "data:", "blob:")) else None)
         page.goto(path.as_uri(), wait_until="load")
-        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length > 0")
+        # The figures are drawn one a frame after plotly.js is inflated: wait for the last.
+        page.wait_for_function("""() => { const d = document.querySelectorAll('.plotly-graph-div');
+            return d.length > 0 && Array.from(d).every(x => x._fullLayout); }""", timeout=120_000)
         facts = page.evaluate("""() => {
             const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
             const pair = plots.find(p => p.id.startsWith('front-') && p.id !== 'front-3d');
@@ -127,7 +129,9 @@ def test_report_is_readable(tmp_path: Path) -> None:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         page = browser.new_page(viewport={"width": 1100, "height": 900})
         page.goto(page_file.as_uri(), wait_until="load")
-        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length > 0")
+        # The figures are drawn one a frame after plotly.js is inflated: wait for the last.
+        page.wait_for_function("""() => { const d = document.querySelectorAll('.plotly-graph-div');
+            return d.length > 0 && Array.from(d).every(x => x._fullLayout); }""", timeout=120_000)
         page.wait_for_timeout(500)
         overflow = page.evaluate("""() => {
             const w = document.documentElement.clientWidth;
@@ -201,9 +205,13 @@ def test_report_plan_and_timeline_of_a_chosen_design(tmp_path: Path) -> None:
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(page_file.as_uri(), wait_until="load")
         page.wait_for_function("document.getElementById('timeline')?._fullLayout !== undefined")
+        # The plans are inflated from the page's packed copy.
+        page.wait_for_function("document.querySelector('.chosen-plan tr.table-row') !== null")
         first = page.evaluate(read)
         page.select_option("#design-choice", "1")
-        page.wait_for_timeout(300)
+        # Its plan tables are inflated from the packed copy first.
+        page.wait_for_function("""() => document.querySelector(
+            '.chosen-plan[data-k="1"]:not([style*="none"]) tr.table-row') !== null""")
         second = page.evaluate(read)
         page.query_selector("#timeline").screenshot(path=str(tmp_path / "figure-timeline-1.png"))
         browser.close()

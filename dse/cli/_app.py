@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,8 +25,21 @@ app = typer.Typer(
 """The ``dse`` command; each module of :mod:`dse.cli` adds its commands to it when imported."""
 
 
+def _print_version(given: bool) -> None:
+    """``dse --version``: the version and exit (before any command runs)."""
+    if given:
+        from dse import __version__
+
+        typer.echo(f"dse {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def quiet_optuna() -> None:
+def quiet_optuna(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print dse's version and exit.")] = False,
+) -> None:
     """Run before every command: Optuna's log shows warnings only. Optuna logs every trial at
     INFO, and a study of thousands of trials would drown dse's own output; the library leaves the
     level alone (importing it sets none), the command sets it as it starts."""
@@ -38,6 +52,12 @@ def fail(message: str) -> None:
     """Print one error line to stderr and exit with code 2."""
     typer.echo(f"dse: error: {message}", err=True)
     raise typer.Exit(code=2)
+
+
+def warn(where: str, lines: Sequence[str]) -> None:
+    """Print each of ``lines`` as one warning about ``where`` (a file or option) on stderr."""
+    for line in lines:
+        typer.echo(f"dse: warning: {where}: {line}", err=True)
 
 
 def write_or_fail(path: Path, data: bytes | str, replace: bool = True) -> None:

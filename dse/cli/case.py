@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dse.cli._app import app, fail
+from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.outputs.paths import CASE_DIR
 
@@ -84,4 +85,4 @@ def _show(name: str, result: CaseResult[Any]) -> None:
     for c in result.claims:
         table.add_row(c.text, *("holds" if ok else "[red]fails[/red]"
                                 for ok in (c.holds, c.holds_low, c.holds_high)))
-    Console(width=120).print(table)
+    print_table(Console(), table)

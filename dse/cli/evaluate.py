@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,12 +15,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from dse.calibration.parameters import load_calibration
-from dse.cli._app import app, check_targets, fail, si, to_json, wide_console, write_or_fail
+from dse.cli._app import app, check_targets, fail, si, to_json, warn, write_or_fail
+from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.racks import rack_count, rack_phrase, racks_of
-from dse.model.system import load_system, system_presets
+from dse.model.system import System, load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
 from dse.model.workload import load_workload, workload_presets
@@ -88,6 +90,7 @@ def evaluate_cmd(
         user = load_user_catalog(catalog, cat_over)
         wl = load_workload(workload, wl_over)
         sysm = load_system(system, sys_over, user.catalog)
+        _warn_implausible(user.catalog, catalog, [sysm], system)
         ev = evaluate(wl, sysm, catalog=user.catalog)
         # Defaults that decide the answer are listed, never applied silently (issue 13).
         from dse.model.defaults import sensitive_defaults
@@ -119,9 +122,9 @@ def evaluate_cmd(
         for change in user.changes:
             Console().print(escape(f"catalog: {change.describe()}"))
     if html is not None:
-        from dse.outputs.timeline import timeline_figure
+        from dse.outputs.timeline import timeline_page
 
-        write_or_fail(html, timeline_figure(ev).to_html(include_plotlyjs=True))
+        write_or_fail(html, timeline_page(ev))
         typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)
@@ -431,6 +434,17 @@ PART_KINDS = ("accelerators", "cpus", "nics", "switches")
 LIST_KINDS = ("workloads", "systems", *PART_KINDS, "spaces", "objectives", "studies")
 
 
+def _warn_implausible(cat: Catalog, catalog: Path | None, systems: Sequence[System],
+                      name: str) -> None:
+    """Warn (stderr) about implausible prices of the catalog (the user's file, ``--set`` or the
+    packaged one) and capacities of ``systems`` (named ``name``, with ``--set``)."""
+    from dse.model.plausible import catalog_warnings, system_warnings
+
+    warn(str(catalog) if catalog else "catalog (with --set)",
+         [w.describe() for w in catalog_warnings(cat)])
+    warn(f"system {name} (with --set)", [w.describe() for s in systems for w in system_warnings(s)])
+
+
 @app.command("list")
 def list_cmd(
     what: Annotated[str, typer.Argument(help=", ".join(LIST_KINDS))],
@@ -440,7 +454,7 @@ def list_cmd(
 ) -> None:
     """List what is available: workloads, systems, accelerators, CPUs, NICs, switches, spaces,
     objective sets or studies."""
-    console = wide_console(200)
+    console = Console()
     if what not in LIST_KINDS:
         fail(f"list: unknown kind {what!r} (known: {', '.join(LIST_KINDS)})")
     if (as_json or catalog is not None) and what not in PART_KINDS:
@@ -472,7 +486,7 @@ def list_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
-    console.print(table)
+    print_table(console, table)
 
 
 PART_COLUMNS = {
@@ -660,7 +674,7 @@ def validate_cmd(
     from dse.calibration.fit import validate
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import load_calibration
-    from dse.outputs.validation_page import render_html, render_markdown, render_table
+    from dse.outputs.validation_page import render_html, render_markdown, summary_lines, validation_table
 
     check_targets(True, html, markdown)
     try:
@@ -683,8 +697,10 @@ def validate_cmd(
     if as_json:
         typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
     else:
-        render_table(report, wide_console(160))
-        console = wide_console(160)
+        console = Console()
+        print_table(console, validation_table(report))
+        for line in summary_lines(report):
+            console.print(line)
         console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
 
 

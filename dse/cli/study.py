@@ -9,7 +9,7 @@ import shlex
 import signal
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from dse.cli._app import app, check_targets, fail, to_json, write_or_fail
+from dse.cli._app import app, check_targets, fail, to_json, warn, write_or_fail
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
@@ -53,6 +53,7 @@ from dse.search.storage import (
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
+    from rich.progress import Progress, TaskID
 
     from dse.search.parallel import WorkerExits
     from dse.search.runner import Progress as StudyProgress
@@ -188,6 +189,7 @@ def run_cmd(
     spec = _spec(study, catalog)
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
+    _warn_catalog(spec)
     if jobs > 1 and url.startswith("sqlite"):
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
@@ -198,8 +200,9 @@ def run_cmd(
             mode = _warm_start_mode(warm_start)
             store = open_storage(url, spec)
             new = mode == WarmStart.SWEEP and not study_exists(store, spec.name)
-            created = open_study(spec, store, force, storage_path=storage_file(url, spec),
-                                 warm_start=mode)
+            with _sweep_progress(quiet) as on_sweep:
+                created = open_study(spec, store, force, storage_path=storage_file(url, spec),
+                                     warm_start=mode, on_sweep=on_sweep)
             if mode == WarmStart.SWEEP:
                 _seed_sweep(created, spec, new)
             until = target_of(spec, created, trials)
@@ -232,28 +235,34 @@ def run_cmd(
     _after_run(result, spec, url, shown, until, report)
 
 
+def _warn_catalog(spec: StudySpec) -> None:
+    """Warn about the study catalog's implausible prices (:mod:`dse.model.plausible`) before the
+    study spends its budget on them; a catalog that cannot load is reported by the run itself."""
+    from dse.model.plausible import catalog_warnings
+    from dse.search.spec import study_catalog
+
+    try:
+        found = catalog_warnings(study_catalog(spec).catalog)
+    except DseInputError:
+        return
+    warn(spec.catalog or "catalog", [w.describe() for w in found])
+
+
 def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: int,
                        quiet: bool, catalog: str) -> tuple[optuna.Study, WorkerExits] | None:
     """Work on the study (with ``jobs - 1`` helper processes, given the user ``catalog`` file or
     "") under a progress bar; the stored study and the helpers' exits."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dse.search.parallel import join_workers, start_workers
     from dse.search.runner import run_study
 
-    console = Console(stderr=True)
     workers = start_workers(study, url, until, jobs - 1, catalog)
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=console,
-                   disable=quiet or not console.is_terminal)
+    bar = progress_bar(Console(stderr=True), quiet, "detail")
     with bar:
         task = bar.add_task(spec.name, total=until, detail="")
 
         def show(p: StudyProgress) -> None:
-            share = p.feasible / p.complete if p.complete else 0.0
-            bar.update(task, completed=p.complete, detail=(
-                f"feasible {share:.0%}  front {p.front}  hypervolume {p.hypervolume:.3f} "
-                f"({_against(p.reference)}; {_trend(p.gained, p.window, p.moving)})"))
+            bar.update(task, completed=p.complete, detail=trial_detail(p))
 
         try:
             with _storage_errors(_shown(url, spec)):
@@ -265,6 +274,51 @@ def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: 
         finally:
             exits = join_workers(workers)
     return result, exits
+
+
+def progress_bar(console: Console, quiet: bool, field: str) -> Progress:
+    """A one-line progress display that fits an 80-column terminal: the name (cut to 12
+    characters), a short bar, done/total, the task's ``field`` (cut to 36) and the time spent;
+    disabled with ``quiet`` or when stderr is not a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
+    def cut(width: int) -> Column:
+        return Column(max_width=width, no_wrap=True, overflow="ellipsis")
+
+    return Progress(TextColumn("[bold]{task.description}", table_column=cut(12)),
+                    BarColumn(bar_width=10), MofNCompleteColumn(table_column=Column(no_wrap=True)),
+                    TextColumn(f"{{task.fields[{field}]}}", markup=False, table_column=cut(36)),
+                    TimeElapsedColumn(), console=console, disable=quiet or not console.is_terminal)
+
+
+def trial_detail(p: StudyProgress) -> str:
+    """The progress bar's words on a study: feasible share, front size, hypervolume ("hv"; its
+    reference is in the closing line) and whether the front still moves."""
+    share = p.feasible / p.complete if p.complete else 0.0
+    return (f"{share:.0%} feasible, front {p.front}, hv {p.hypervolume:.3f}"
+            + (" moving" if p.moving else ""))
+
+
+@contextmanager
+def _sweep_progress(quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """The progress of the sweep a new study runs before its first trial (its hypervolume
+    reference and warm start): a line announcing it, then a bar of designs scored."""
+    console = Console(stderr=True)
+    bar = progress_bar(console, quiet, "what")
+    task: list[TaskID] = []
+
+    def show(done: int, total: int) -> None:
+        if not task:
+            if not quiet:
+                console.print(f"sweeping up to {total:,} designs (coarse grid, then refined along "
+                              "its front) before the first trial: the hypervolume reference",
+                              highlight=False, soft_wrap=False)
+            task.append(bar.add_task("sweep", total=total, what="designs scored"))
+        bar.update(task[0], completed=done, total=total)
+
+    with bar:
+        yield show
 
 
 def _after_run(done: tuple[optuna.Study, WorkerExits], spec: StudySpec, url: str, shown: str,
@@ -553,7 +607,7 @@ def _print_designs(console: Console, rows: Sequence[dict[str, Any]], objectives:
     except DseInputError as exc:
         fail(str(exc))
         return
-    print_designs(console, distinct_designs(rows, objectives), chosen, title)
+    print_designs(console, distinct_designs(rows, objectives), chosen, title, chosen=bool(columns))
 
 
 @app.command("pareto")
@@ -688,7 +742,7 @@ def plot_cmd(
 ) -> None:
     """A quick single front of two objectives: HTML, or PNG/SVG through kaleido (then HTML only
     with --out)."""
-    from dse.outputs.figures import to_graph_object
+    from dse.outputs.figures import titled_page, to_graph_object
     from dse.outputs.report import gather, pair_figure
     from dse.search.results import objective_set_of
 
@@ -710,7 +764,7 @@ def plot_cmd(
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
         path = out or results_dir(spec) / f"{spec.name}-front.html"
-        write_or_fail(path, fig.to_html(include_plotlyjs=True))
+        write_or_fail(path, titled_page(fig, f"dse front: {spec.name}, {y} by {x}"))
         written.append(path)
     for target, kind in ((png, "png"), (svg, "svg")):
         if target is None:

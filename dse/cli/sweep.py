@@ -19,7 +19,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from dse.cli._app import app, fail, to_json, wide_console
+from dse.cli._app import app, fail, to_json
+from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.workload import load_workload
 from dse.safe_write import check_target
@@ -138,7 +139,7 @@ def _print_front(result: SweepResult) -> None:
     """The front, one row per distinct objective vector: designs that tie on every objective (a
     parameter that changes neither, such as the fabric of a one-accelerator node) are counted in
     the ``ties`` column rather than listed."""
-    console = wide_console(160)
+    console = Console()
     frame = result.frame
     metrics = [o.metric for o in result.objectives.objectives]
     params = list(result.grid.names)
@@ -157,7 +158,7 @@ def _print_front(result: SweepResult) -> None:
         cells += [_cell(frame[m].iat[first]) for m in metrics]
         cells += [str(frame["bottleneck"].iat[first]), str(len(rows) - 1) if len(rows) > 1 else ""]
         table.add_row(*cells)
-    console.print(table)
+    print_table(console, table)
 
 
 def _cell(value: Any) -> str:

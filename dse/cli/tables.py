@@ -1,16 +1,20 @@
-"""Terminal tables of designs (``dse status``, ``dse pareto``) that fit the terminal: one row per
-distinct design with its trial numbers, few default columns with human headers and units
-(:mod:`dse.outputs.labels`), and numbers that are never cut (a table too wide for its columns is
-printed at the width it needs rather than shortened)."""
+"""Terminal tables that fit the terminal (80 columns included): the designs of ``dse status`` and
+``dse pareto`` (one row per distinct design with its trial numbers, few default columns with
+human headers and units, :mod:`dse.outputs.labels`) and every other command's table
+(:func:`print_table`). Numbers are never cut: text wraps between words, optional columns are left
+out (and named in the caption), and a table that still cannot fit is printed as one record per
+row; only when even that cannot fit is it printed at the width it needs."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from dse.errors import DseInputError
 from dse.outputs.labels import design_phrase, header, show
@@ -98,43 +102,120 @@ def _cell(design: DesignRow, column: str, constant: dict[str, Any]) -> str:
 
 
 def print_designs(console: Console, designs: Sequence[DesignRow], columns: Sequence[str],
-                  title: str) -> None:
-    """``designs`` as a table of ``columns``; wider than the console only when its unbreakable
-    cells need it (then at exactly that width, so no value is cut)."""
+                  title: str, chosen: bool = False) -> None:
+    """``designs`` as a table of ``columns`` fitted to the console (:func:`print_fitted`); unless
+    the user ``chosen`` them, the bottleneck and then objectives after the second are left out
+    (and named in the caption) where the table would not fit otherwise."""
     if not designs:
         console.print("no feasible design yet")
         return
     constant = _constant_params(designs) if "design" in columns else {}
-    table = Table(title=title, caption=f"every design: {design_phrase(constant)}" if constant else None)
-    # Widths are set here, not by rich, which would cut a number or word to fit the terminal.
-    cells = [[_cell(d, c, constant) for c in columns] for d in designs]
-    heads = [col if col in SPECIAL else header(col) for col in columns]
-    text = [col in SPECIAL or any(isinstance(_value(d, col), str) for d in designs) for col in columns]
-    widths = _widths(cells, heads, text, console.width)
-    for head, is_text, width in zip(heads, text, widths, strict=True):
-        table.add_column(head, justify="left" if is_text else "right", no_wrap=not is_text,
-                         width=width)
-    for row in cells:
-        table.add_row(*row)
+    fitted = [Column(col if col in SPECIAL else header(col), [_cell(d, col, constant) for d in designs],
+                     col in SPECIAL or any(isinstance(_value(d, col), str) for d in designs))
+              for col in columns]
+    metrics = [c for c in columns if c not in SPECIAL and c != "bottleneck"]
+    optional = [] if chosen else [c for c in ("bottleneck", *reversed(metrics[2:])) if c in columns]
+    print_fitted(console, title, f"every design: {design_phrase(constant)}" if constant else "",
+                 fitted, [fitted[columns.index(c)].head for c in optional])
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A table column: its header, its cells (plain text, never Rich markup), and whether it is
+    text that may wrap between words (left-aligned) or a number kept on one line (right-aligned)."""
+
+    head: str
+    cells: list[str]
+    wraps: bool
+    justify: Literal["left", "right"] | None = None
+
+
+def print_fitted(console: Console, title: str, caption: str, columns: Sequence[Column],
+                 optional: Sequence[str] = ()) -> None:
+    """``columns`` as a table no wider than the console: text columns wrap between words, numbers
+    keep every digit; while that is still too wide, the ``optional`` columns (headers, first
+    dropped first) are left out and the caption names them; then the rows are printed as records
+    (each header beside its value). Only cells that cannot fit even so (a word longer than the
+    console) print wider, at exactly the width they need (no value is ever cut)."""
+    shown, left_out = list(columns), []
+    while _need(shown) > console.width and any(c.head in optional for c in shown):
+        drop = next(h for h in optional if any(c.head == h for c in shown))
+        shown = [c for c in shown if c.head != drop]
+        left_out.append(drop)
+    if left_out:
+        note = f"left out to fit {console.width} columns: {', '.join(left_out)}"
+        caption = f"{caption}; {note}" if caption else note
+    if _need(shown) > console.width and _record_need(shown) <= console.width:
+        _print_records(console, title, caption, shown)
+        return
+    table = Table(title=Text(title), caption=Text(caption) if caption else None)
+    widths = _widths(shown, console.width)
+    for column, width in zip(shown, widths, strict=True):
+        table.add_column(Text(column.head), width=width, no_wrap=not column.wraps,
+                         justify=column.justify or ("left" if column.wraps else "right"))
+    for row in zip(*(c.cells for c in shown), strict=True):
+        table.add_row(*(Text(cell) for cell in row))
     need = sum(widths) + 3 * len(widths) + 1
     if need > console.width:
         console = Console(width=need, file=console.file)
     console.print(table)
 
 
-def _widths(cells: list[list[str]], heads: list[str], text: list[bool], width: int) -> list[int]:
+def _least(columns: Sequence[Column]) -> list[int]:
+    """Each column's narrowest width: numbers whole, text its longest word (or header word)."""
+    # A list, not max(*a, *b): a text column whose cells are all empty has only its header's words.
+    return [max([len(w) for w in c.head.split()] + [len(w) for cell in c.cells for w in cell.split()])
+            if c.wraps else max(len(c.head), *(len(cell) for cell in c.cells)) for c in columns]
+
+
+def _need(columns: Sequence[Column]) -> int:
+    """The width of ``columns`` at their narrowest, with the table's borders."""
+    return sum(_least(columns)) + 3 * len(columns) + 1
+
+
+def _widths(columns: Sequence[Column], width: int) -> list[int]:
     """Column widths: numbers at full width; text columns at least their longest word (so they wrap
     between words, never inside one), given the rest of ``width`` up to their longest line."""
-    columns = range(len(heads))
-    natural = [max(len(heads[i]), *(len(row[i]) for row in cells)) for i in columns]
-    # A list, not max(*a, *b): a text column whose cells are all empty has only its header's words.
-    least = [max([len(w) for w in heads[i].split()] + [len(w) for row in cells for w in row[i].split()])
-             if text[i] else natural[i] for i in columns]
-    out = list(least)
-    spare = width - (sum(least) + 3 * len(heads) + 1)
+    natural = [max(len(c.head), *(len(cell) for cell in c.cells)) for c in columns]
+    out = _least(columns)
+    spare = width - _need(columns)
     # The narrowest text columns get their full width first, the widest (the design) the rest.
-    for i in sorted((i for i in columns if text[i]), key=lambda i: natural[i]):
-        grow = min(max(spare, 0), natural[i] - least[i])
+    for i in sorted((i for i, c in enumerate(columns) if c.wraps), key=lambda i: natural[i]):
+        grow = min(max(spare, 0), natural[i] - out[i])
         out[i] += grow
         spare -= grow
     return out
+
+
+def _record_need(columns: Sequence[Column]) -> int:
+    """The width of ``columns`` printed as records: the longest header beside the longest word."""
+    return max(len(c.head) for c in columns) + max(_least(columns)) + 7
+
+
+def _print_records(console: Console, title: str, caption: str, columns: Sequence[Column]) -> None:
+    """A table too wide for the console as one record per row: each column's header beside its
+    value (wrapped between words), rows separated by a rule."""
+    table = Table(title=Text(title), caption=Text(caption) if caption else None, show_header=False)
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column(overflow="fold")
+    for i in range(len(columns[0].cells)):
+        for c in columns:
+            table.add_row(Text(c.head), Text(c.cells[i]))
+        table.add_section()
+    console.print(table)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A Rich ``table`` built by a command, fitted to the console like :func:`print_fitted`
+    (its cells as plain text: a column of numbers stays on one line, text wraps)."""
+    columns = []
+    for column in table.columns:
+        cells = [Text.from_markup(c).plain if isinstance(c, str) else str(c) for c in column.cells]
+        numeric = all(_NUMBER.fullmatch(c) for c in cells if c)
+        columns.append(Column(str(column.header), cells, not numeric))
+    title = table.title if isinstance(table.title, str) else ""
+    print_fitted(console, Text.from_markup(title).plain, "", columns)
+
+
+_NUMBER = re.compile(r"[-+]?[\d,.]+ ?%?|-")
+"""A cell that is a number (kept on one line)."""

@@ -88,3 +88,28 @@ def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[st
 def positive(maximum: float) -> dict[str, Any]:
     """Field metadata for a value that must be greater than zero and at most ``maximum``."""
     return upto(maximum, 0.0, exclusive=True)
+
+
+# Plausibility: values that are possible but almost surely a slip (a unit or a digit), so they are
+# accepted with a warning (dse.model.plausible), not refused like the limits above.
+
+MAX_PLAUSIBLE_USD_PER_KWH = 1.0
+"""Electricity price above which ``facility.usd_per_kwh`` is warned about. The 2023 US averages
+were 8.0 US cents/kWh industrial and 12.7 commercial (EIA, Electric Power Monthly, table 5.3);
+European business tariffs at their 2022 peak stayed under half a dollar. A figure above $1 is
+most likely cents written as dollars (``12`` for 12 cents), and would make energy dominate TCO a
+hundredfold; it is not impossible (an island grid, a diesel site), hence a warning."""
+MIN_PLAUSIBLE_USD_PER_KWH = 0.01
+"""Below one US cent per kWh (and above 0, which states free power) is most likely dollars per
+MWh or a dropped digit: no grid sells at a tenth of the US industrial average."""
+MAX_PLAUSIBLE_PUE = 3.0
+"""Power usage effectiveness above which a warning is given: the Uptime Institute's surveys found
+an average of 2.5 in 2007 and about 1.6 since 2014; above 3 is likely a typo."""
+MIN_PLAUSIBLE_ACCELERATOR_USD = 1_000.0
+"""An accelerator price below this is warned about: the cheapest data-centre accelerator of the
+catalog (A30) is $4,500; a few hundred dollars is most likely a price in thousands."""
+MIN_DIMM_GB = 8.0
+"""The smallest registered DIMM of DDR4 (8 GB; DDR5's is 16 GB). Host DDR below one of them per
+channel of every socket means channels left empty, yet the model gives the node the bandwidth of
+all of them (``ddr_channels``), so its host-memory figures would be too high: a warning, since such
+a node can be built."""

@@ -20,7 +20,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
 from dse.model.system import GB
-from dse.outputs.figures import Figure, figure_html
+from dse.outputs.figures import INFLATE_SCRIPT, Figure, figure_html, gzip_base64
 from dse.outputs.markup import script_json, text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
@@ -116,11 +116,13 @@ def plan_tables(plan: PlanSummary) -> str:
     return by_table + by_device
 
 
-CHOOSE_SCRIPT = """<script>
-function chooseDesign(k) {
+CHOOSE_SCRIPT = INFLATE_SCRIPT + """<script>
+async function chooseDesign(k) {
+  const gd = document.getElementById('timeline');
+  const plan = document.querySelector(`.chosen-plan[data-k='${k}']`);
+  if (!plan.firstChild) plan.innerHTML = (await dsePlans)[k];
   document.querySelectorAll('.chosen-plan').forEach(
     e => { e.style.display = e.dataset.k === String(k) ? '' : 'none'; });
-  const gd = document.getElementById('timeline');
   const fig = JSON.parse(document.getElementById('timeline-' + k).textContent);
   fig.layout.template = gd.layout.template;
   Plotly.react(gd, fig.data, fig.layout, {displaylogo: false});
@@ -145,8 +147,16 @@ def chosen_section(chosen: Sequence[Chosen]) -> str:
     options = "".join(f"<option value='{k}'>{text(c.label)}</option>"
                       for k, c in enumerate(chosen))
     hidden = " style='display:none'"
-    plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}>"
-                    f"{plan_tables(c.plan)}</div>" for k, c in enumerate(chosen))
+    # The plans (a row per embedding table each: most of a report's size for a workload of
+    # hundreds of tables) travel as one gzipped JSON list, alike designs compressing together;
+    # the first is filled in at load, the others when chosen.
+    plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}></div>"
+                    for k in range(len(chosen)))
+    packed = gzip_base64(json.dumps([plan_tables(c.plan) for c in chosen]))
+    plans += (f"<script type='application/gzip' id='plans-gz'>{packed}</script><script>"
+              "const dsePlans = dseInflate(document.getElementById('plans-gz').textContent)"
+              ".then(JSON.parse);\ndsePlans.then(p => { document.querySelector("
+              "\".chosen-plan[data-k='0']\").innerHTML = p[0]; });</script>")
     figures = "".join(f"<script type='application/json' id='timeline-{k}'>{_figure_json(c.figure)}"
                       "</script>" for k, c in enumerate(chosen))
     first = figure_html(chosen[0].figure, "timeline")

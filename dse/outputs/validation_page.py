@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
-from rich.console import Console
 from rich.table import Table
 
 from dse.calibration.fit import (
@@ -122,8 +121,9 @@ def power_line(p: PowerFit) -> str:
             f"{p.exact_utilisation:.4g})")
 
 
-def render_table(v: Validation, console: Console) -> None:
-    """Every point with predicted and measured throughput, then the summary."""
+def validation_table(v: Validation) -> Table:
+    """Every point with predicted and measured throughput (``dse validate`` prints it fitted to
+    the terminal, then :func:`summary_lines`)."""
     table = Table("id", "system", "workload", "prec", "measured M/s", "predicted M/s", "|err| %",
                   "LOO |err| %", "bound", title=f"validation (calibration {v.calibration.version})")
     for p in v.points:
@@ -131,9 +131,7 @@ def render_table(v: Validation, console: Console) -> None:
         table.add_row(m.id, f"{m.accelerators} x {m.accelerator} ({m.scaleup})", m.workload,
                       m.precision, f"{m.samples_per_s / 1e6:.2f}", f"{p.predicted / 1e6:.2f}",
                       f"{p.abs_pct_error:.1f}", _fmt(p.loo_abs_pct_error, ""), p.bottleneck)
-    console.print(table)
-    for line in summary_lines(v):
-        console.print(line)
+    return table
 
 
 ANALYSIS = """\

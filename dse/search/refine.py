@@ -93,18 +93,26 @@ def coarse_to_fine(
     max_designs: int = REFINE_MAX_DESIGNS,
     catalog: Catalog | None = None,
     calibration: Calibration | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
     """The sweep of :func:`~dse.search.sweep.coarse_grid` (at most ``coarse_max_designs``
     designs) refined as the module describes (at most ``max_designs`` more), on one core with
     one memo. The result holds every design scored (``method`` :data:`METHOD`, ``seconds`` the
-    whole time) and the exact front among them."""
+    whole time) and the exact front among them. ``on_progress(done, total)``: designs scored of
+    at most ``total`` (the coarse grid and the refinement's limit; equal at the end)."""
+    def tell(done: int, total: int) -> None:
+        if on_progress is not None:
+            on_progress(done, total)
+
     start = time.perf_counter()
     calib = calibration or load_calibration()
     cat = catalog or load_catalog()
     memo = Memo(workload, calib)
     coarse, grid = coarse_grid(space, coarse_max_designs)
     parts = [run_sweep(coarse, workload, objectives, jobs=1, grid=grid, calibration=calib,
-                       catalog=cat, memo=memo)]
+                       catalog=cat, memo=memo,
+                       on_progress=lambda done, total: tell(done, total + max_designs))]
+    first = len(parts[0].frame)
     state = _State(space, objectives, parts[0])
     order = sweep_order(space)
     scored = 0
@@ -119,21 +127,26 @@ def coarse_to_fine(
         parts.append(part)
         state.add(part)
         scored += len(batch)
-    return combine_sweeps(space, parts, time.perf_counter() - start, METHOD)
+        tell(first + scored, first + max_designs)
+    result = combine_sweeps(space, parts, time.perf_counter() - start, METHOD)
+    tell(len(result.frame), len(result.frame))
+    return result
 
 
 def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
                    budget: int, warm: bool, catalog: Catalog | None = None,
-                   max_trials: int | None = None) -> list[dict[str, Any]]:
+                   max_trials: int | None = None,
+                   on_progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """What a new study gets by default when :func:`~dse.search.sweep.sweep_allowed`: one
     :func:`coarse_to_fine` sweep, whose front is the study's fixed hypervolume reference
     (``coarse-to-fine sweep of N designs``) and, when ``warm`` (the default sampler), is enqueued
     as a warm start (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
     :data:`~dse.search.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
-    are not trials. Returns the enqueued designs."""
+    are not trials. Returns the enqueued designs; ``on_progress``: the sweep's
+    (:func:`coarse_to_fine`)."""
     if not sweep_allowed(space, budget) or REFERENCE_KEY in study.user_attrs:
         return []
-    result = coarse_to_fine(space, workload, objectives, catalog=catalog)
+    result = coarse_to_fine(space, workload, objectives, catalog=catalog, on_progress=on_progress)
     if not warm:
         record_reference(study, result)
         return []

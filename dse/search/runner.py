@@ -20,6 +20,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -137,7 +138,8 @@ def _describe(spec: StudySpec) -> dict[str, str]:
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
                create: bool = True, where: str = "", worker: str = "",
                storage_path: Path | None = None,
-               warm_start: WarmStart = WarmStart.AUTO) -> optuna.Study:
+               warm_start: WarmStart = WarmStart.AUTO,
+               on_sweep: Callable[[int, int], None] | None = None) -> optuna.Study:
     """Create the study, or load it and check it was made with the same workload, space and
     objectives (refused unless ``force``, which records the change in ``dse:changes``).
 
@@ -155,15 +157,17 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
     hypervolume reference) or ``sweep`` (a new study of any sampler is seeded from that front with
     up to a fifth of its budget; where the space is too large for that sweep, the caller seeds it
-    from a coarse sweep, :func:`dse.search.sweep.warm_start_study`).
+    from a coarse sweep, :func:`dse.search.sweep.warm_start_study`). ``on_sweep(done, total)``:
+    that sweep's progress in designs (it runs before the first trial, for seconds).
     """
     with WorkerLock(storage_path) as lock:
         lock.share()
-        return _open_study(spec, storage, force, create, where, worker, lock, warm_start)
+        return _open_study(spec, storage, force, create, where, worker, lock, warm_start, on_sweep)
 
 
 def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool, where: str,
-                worker: str, lock: WorkerLock, warm_start: WarmStart) -> optuna.Study:
+                worker: str, lock: WorkerLock, warm_start: WarmStart,
+                on_sweep: Callable[[int, int], None] | None = None) -> optuna.Study:
     objectives = study_objectives(spec)
     seed = worker_seed(spec.seed, worker)
     sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name,
@@ -172,7 +176,7 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
         try:
             study = optuna.create_study(storage=storage, study_name=spec.name, sampler=sampler,
                                         directions=objectives.directions)
-            _record_new(study, spec, warm_start)
+            _record_new(study, spec, warm_start, on_sweep)
             return study
         except DuplicatedStudyError:
             pass
@@ -190,7 +194,7 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
                                      grid_of(study_space(spec)), spec.name, space=study_space(spec))
     described = _describe(spec)
     if BUDGET_KEY not in attrs:  # made by plain Optuna, or its creator died while recording it
-        _record_new(study, spec, warm_start)
+        _record_new(study, spec, warm_start, on_sweep)
         return study
     changed = [k.removeprefix(KEY_PREFIX) for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
@@ -239,12 +243,24 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     files = json.dumps(study_files(spec), sort_keys=True)
     if attrs.get(FILES_KEY) != files:  # the files moved, or the study predates the record
         study.set_user_attr(FILES_KEY, files)
+    if study.metric_names != [o.metric for o in objectives.objectives]:
+        name_metrics(study, spec)  # created before dse named them, or its objectives forced
     study.set_user_attr(BUDGET_KEY, spec.budget)
     return study
 
 
-def _record_new(study: optuna.Study, spec: StudySpec,
-                warm_start: WarmStart = WarmStart.AUTO) -> None:
+def name_metrics(study: optuna.Study, spec: StudySpec) -> None:
+    """Name the study's values by their objectives' metrics (``throughput_samples_per_s``, ...),
+    so Optuna's own tools (optuna-dashboard, ``plot_pareto_front``) show them instead of
+    "Objective 0", "Objective 1"."""
+    with warnings.catch_warnings():
+        # Experimental since Optuna 3.2 and unchanged since; the warning would reach every run.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.metric for o in study_objectives(spec).objectives])
+
+
+def _record_new(study: optuna.Study, spec: StudySpec, warm_start: WarmStart = WarmStart.AUTO,
+                on_sweep: Callable[[int, int], None] | None = None) -> None:
     """Record a new study's definition and enqueue its baselines; ``dse:budget`` comes last and
     tells other processes the study is ready. Also completes a recording its creator did not
     finish (killed at any step): baselines already enqueued are not enqueued again."""
@@ -258,6 +274,7 @@ def _record_new(study: optuna.Study, spec: StudySpec,
     study.set_user_attr(STUDY_KEY, json.dumps(_spec_dict(spec), sort_keys=True))
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
     study.set_user_attr(CONTENTS_KEY, contents_json(study_contents(spec)))
+    name_metrics(study, spec)
     if spec.sampler != "grid":  # the grid holds every design; an enqueued one would repeat
         enqueue_baselines(study, study_space(spec), study_catalog(spec).catalog)
         # `--warm-start sweep` seeds any sampler, with up to a fifth of the budget.
@@ -265,7 +282,8 @@ def _record_new(study: optuna.Study, spec: StudySpec,
         default = spec.sampler == "auto" and warm_start == WarmStart.AUTO
         seed_new_study(study, study_space(spec), study_workload(spec), study_objectives(spec),
                        spec.budget, warm=asked or default, catalog=study_catalog(spec).catalog,
-                       max_trials=warm_start_trials(spec.budget) if asked else None)
+                       max_trials=warm_start_trials(spec.budget) if asked else None,
+                       on_progress=on_sweep)
     study.set_user_attr(BUDGET_KEY, spec.budget)
 
 

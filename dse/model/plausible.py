@@ -1,0 +1,66 @@
+"""Warnings for values that are possible but implausible: a price in the wrong unit, a node with
+less host memory than one DIMM per channel (docs/design.md, section 7). Refusals are the limits
+of :mod:`dse.model.limits` and the buildability rules of :mod:`dse.model.rules`; these are only
+reported (``dse: warning: ...`` on stderr), the design still evaluated as written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dse.model.catalog import Catalog
+from dse.model.limits import (
+    MAX_PLAUSIBLE_PUE,
+    MAX_PLAUSIBLE_USD_PER_KWH,
+    MIN_DIMM_GB,
+    MIN_PLAUSIBLE_ACCELERATOR_USD,
+    MIN_PLAUSIBLE_USD_PER_KWH,
+)
+from dse.model.system import GB, System
+
+
+@dataclass(frozen=True, slots=True)
+class Implausible:
+    """One implausible value: the field as a user writes it, its value and why it is doubted."""
+
+    field: str
+    value: float
+    why: str
+
+    def describe(self) -> str:
+        return f"{self.field} = {self.value:.6g}: {self.why}"
+
+
+def catalog_warnings(catalog: Catalog) -> list[Implausible]:
+    """The catalog's implausible electricity price, PUE and accelerator prices (a user catalog or
+    ``--set`` may have written them)."""
+    fac = catalog.facility
+    out = []
+    if fac.usd_per_kwh > MAX_PLAUSIBLE_USD_PER_KWH:
+        out.append(Implausible("facility.usd_per_kwh", fac.usd_per_kwh,
+                               f"above ${MAX_PLAUSIBLE_USD_PER_KWH:g} per kWh, more than any grid "
+                               "charges (US cents written as dollars?)"))
+    elif 0 < fac.usd_per_kwh < MIN_PLAUSIBLE_USD_PER_KWH:
+        out.append(Implausible("facility.usd_per_kwh", fac.usd_per_kwh,
+                               f"below ${MIN_PLAUSIBLE_USD_PER_KWH:g} per kWh (dollars per MWh?)"))
+    if fac.pue > MAX_PLAUSIBLE_PUE:
+        out.append(Implausible("facility.pue", fac.pue,
+                               f"above {MAX_PLAUSIBLE_PUE:g}; data centres average about 1.6"))
+    for key, acc in sorted(catalog.accelerator.items()):
+        if acc.price_usd < MIN_PLAUSIBLE_ACCELERATOR_USD:
+            out.append(Implausible(f"price.{key}", acc.price_usd,
+                                   f"below ${MIN_PLAUSIBLE_ACCELERATOR_USD:,.0f} for a data-centre "
+                                   "accelerator (a price in thousands?)"))
+    return out
+
+
+def system_warnings(system: System) -> list[Implausible]:
+    """The node's host DDR when it is less than one DIMM per channel of every socket."""
+    node = system.spec.node
+    least = node.cpu_sockets * system.cpu.ddr_channels * MIN_DIMM_GB
+    ddr = system.ddr_bytes / GB
+    if ddr >= least:
+        return []
+    return [Implausible("node.ddr_gb", ddr,
+                        f"less than one {MIN_DIMM_GB:g} GB DIMM in each of the {node.cpu_sockets} x "
+                        f"{system.cpu.ddr_channels} DDR channels ({least:g} GB); the model still "
+                        "counts every channel's bandwidth")]
