@@ -44,6 +44,18 @@ STAGES: tuple[str, ...] = tuple(stage.value for stage in Stage)
 """The names of the breakdown's stages (plain strings), in order; their critical-path shares add up
 to the step time."""
 
+STAGE_WORDS: dict[str, str] = {
+    Stage.dense_compute: "dense compute",
+    Stage.embedding_memory: "embedding lookups",
+    Stage.host_pcie: "host PCIe",
+    Stage.alltoall_fabric: "all-to-all in the node",
+    Stage.alltoall_network: "all-to-all over the network",
+    Stage.allreduce_exposed: "gradient all-reduce (exposed)",
+    Stage.input_exposed: "input pipeline (exposed)",
+    Stage.overhead: "per-step overhead",
+}
+"""Each stage in words, as figures' legends name it (the names above are identifiers)."""
+
 
 class LinkTimes(NamedTuple):
     """Seconds of one exchange on the scale-up fabric and on the scale-out network."""

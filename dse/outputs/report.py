@@ -27,7 +27,7 @@ from plotly.offline import get_plotlyjs_version
 
 from dse import __version__
 from dse.errors import DseInputError
-from dse.model.stages import STAGES, Stage
+from dse.model.stages import STAGE_WORDS, STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.figures import (
     PACKED_LOADER,
@@ -238,19 +238,12 @@ def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
     return "<br>".join(plot_text(line) for line in (numbers, phrase) if line)
 
 
-STAGE_NAMES: dict[str, str] = {
-    Stage.input_exposed: "input pipeline (exposed)",
-    Stage.allreduce_exposed: "gradient all-reduce (exposed)",
-    Stage.alltoall_network: "all-to-all over the network",
-    Stage.alltoall_fabric: "all-to-all in the node", Stage.host_pcie: "host PCIe",
-    Stage.embedding_memory: "embedding lookups", Stage.dense_compute: "dense compute",
-    Stage.overhead: "overhead"}
-"""A stage as the bars' legend names it (the model's stage keys are identifiers)."""
 
 
 def stage_name(stage: str) -> str:
-    """``stage`` in words (:data:`STAGE_NAMES`; an unnamed stage with spaces for underscores)."""
-    return STAGE_NAMES.get(stage, stage.replace("_", " "))
+    """``stage`` in words (:data:`dse.model.stages.STAGE_WORDS`; an unnamed stage with spaces for
+    underscores)."""
+    return STAGE_WORDS.get(stage, stage.replace("_", " "))
 
 
 def breakdown_figure(data: ReportData) -> Figure:
