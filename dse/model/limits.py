@@ -38,10 +38,15 @@ MAX_LINK_GBIT_S = 1e6
 """A NIC's speed in Gb/s (1 Pb/s); the fastest shipping NICs run at 800 Gb/s."""
 MAX_OVERSUBSCRIPTION = 1_000.0
 """Network oversubscription ratio; real fabrics are 1:1 to about 1:8."""
-MAX_TABLES = 1_000_000
-"""Embedding tables per workload. Production DLRMs have about 1,000 (Mudigere et al., ISCA 2022:
-"up to a thousand" sparse features); a thousand times that still fits in memory (100,000 tables
-take about 150 MB and 10 s to evaluate; a million, minutes), where a billion would exhaust it."""
+MAX_TABLES = 10_000
+"""Embedding tables per workload. The largest production DLRMs published have about a thousand
+(Mudigere et al., ISCA 2022: Meta's models have "up to a thousand" sparse features, each with its
+table; their Model-A about 1,000, dse/data/workloads/synthetic-production-a.toml); ten times that
+leaves headroom for any real model. The bound is set by time, not memory: placement and timing
+walk every table of every device's shard list, about 0.5 ms per table per evaluation on one core,
+and ``dse evaluate`` scores 11 designs (the design and its sensitive defaults), so 10,000 tables
+take about 6 s and 90 MB (100,000 tables took 58 s, a million over 10 minutes at 1.3 GB; issue
+30). benchmarks/bench_limits.py measures a workload at this limit."""
 MAX_ROWS_PER_TABLE = 10**13
 """Rows of one embedding table. The largest published DLRM has 12 trillion parameters in total
 (Mudigere et al., ISCA 2022), about 10**11 rows at dim 128; 10**13 is a hundredfold."""
@@ -69,7 +74,28 @@ MAX_BUDGET = 10_000_000
 """Trials of one study: a journal of 3,000 trials is 22 MB, so ten million would be 70 GB."""
 MAX_SEED = 2**32 - 1
 """Largest sampler seed: NumPy's random generators take seeds in [0, 2**32)."""
-
+MAX_CHOICES = 1_000
+"""Choices of one categorical or ordinal parameter of a search space. Choices are written out by
+hand: the shipped spaces have at most 6, the catalog about 30 accelerators, and a range of
+integers is an ``int`` parameter (``low``, ``high``, ``step``). Loading a space probes every
+choice on its base system and the sweep probes them again (about 1 ms each), samplers hold one
+index per choice; 1,000 choices load in about a second, where 100,000 took 70 s before ``dse
+status`` printed a line and left ``dse run`` with no trial after 23 CPU minutes (issue 30)."""
+MAX_GRID_VALUES = 1_000_000
+"""Values of one ``int`` parameter's grid (``(high - low) / step + 1``). Grid and line searches
+materialise a parameter's grid (8 bytes a value), so a million values cost 8 MB and tens of ms
+each time; every count a system holds (nodes, NICs, GB of memory) fits at a step of 1 up to its
+own limit above or at a coarser step."""
+MAX_SPEC_FILE_BYTES = 4 * 2**20
+"""Largest TOML spec read (workload, system, catalog, space, objectives, study), 4 MiB. The largest
+shipped spec, dse/data/catalog.toml, is 48 kB; a workload at :data:`MAX_TABLES` written in full
+(13-digit rows, dims and fractional poolings, about 45 bytes a table) is about 0.5 MB. Anything
+larger is a mistaken path (a journal, a dataset) and is refused before it is parsed (Python's
+TOML parser holds about 30 times a file's size while parsing it)."""
+MAX_DATA_FILE_BYTES = 64 * 2**20
+"""Largest CSV or JSON data file read (the calibration measurements, a calibration ensemble,
+caches dse writes beside a study), 64 MiB. The shipped ensemble of 100 fits is 128 kB and the
+measurements 13 kB; an ensemble of 10,000 fits would be about 13 MB."""
 
 def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[str, Any]:
     """Field metadata for :mod:`dse.records` bounds: ``minimum < value <= maximum`` with
