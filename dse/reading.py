@@ -32,8 +32,8 @@ _KINDS = (
 
 
 def _size_text(n: int) -> str:
-    """A byte count for an error line: MiB above one, else kB."""
-    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 1024:g} kB"
+    """A byte count for an error line: whole MiB as such, else bytes."""
+    return f"{n // 2**20} MiB" if n >= 2**20 and n % 2**20 == 0 else f"{n:,} bytes"
 
 
 def _kind(mode: int) -> str:
