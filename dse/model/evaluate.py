@@ -22,6 +22,7 @@ from dse.model.cost import (
     economics,
     power,
 )
+from dse.model.limits import MAX_MEMO_PLAN_GROUPS
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
 from dse.model.system import GB, System
@@ -173,11 +174,16 @@ class Memo:
     returns exactly what ``evaluate`` without it does.
     """
 
-    def __init__(self, workload: Workload, calibration: Calibration) -> None:
+    def __init__(self, workload: Workload, calibration: Calibration,
+                 max_groups: int = MAX_MEMO_PLAN_GROUPS) -> None:
         self.workload = workload
         self.calibration = calibration
         self.plans: dict[tuple[object, ...], Plan] = {}
         self.loads: dict[tuple[object, ...], StepLoads] = {}
+        self.max_groups = max_groups
+        """Placed groups the plans may hold together; the oldest plans (and their loads) are
+        dropped beyond it (:data:`~dse.model.limits.MAX_MEMO_PLAN_GROUPS`)."""
+        self._groups = 0
 
     def plan_and_loads(self, system: System) -> tuple[Plan, StepLoads]:
         """The plan and step loads of ``system``, computed on first use of their keys."""
@@ -185,11 +191,21 @@ class Memo:
         plan = self.plans.get(pk)
         if plan is None:
             plan = self.plans[pk] = plan_placement(self.workload, system)
+            self._groups += len(plan.group_shards)
+            self._evict(keep=pk)
         lk = (pk, loads_key(system))
         loads = self.loads.get(lk)
         if loads is None:
             loads = self.loads[lk] = step_loads(self.workload, system, plan, self.calibration)
         return plan, loads
+
+    def _evict(self, keep: tuple[object, ...]) -> None:
+        """Drop the oldest plans, never ``keep``, until the groups held fit :attr:`max_groups`."""
+        while self._groups > self.max_groups and len(self.plans) > 1:
+            oldest = next(k for k in self.plans if k != keep)
+            self._groups -= len(self.plans.pop(oldest).group_shards)
+            for key in [k for k in self.loads if k[0] == oldest]:
+                del self.loads[key]
 
 
 def evaluate(

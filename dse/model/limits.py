@@ -96,6 +96,15 @@ MAX_DATA_FILE_BYTES = 64 * 2**20
 """Largest CSV or JSON data file read (the calibration measurements, a calibration ensemble,
 caches dse writes beside a study), 64 MiB. The shipped ensemble of 100 fits is 128 kB and the
 measurements 13 kB; an ensemble of 10,000 fits would be about 13 MB."""
+MAX_MEMO_PLAN_GROUPS = 1_000_000
+"""Placed table groups a sweep's memo of placements (:class:`dse.model.evaluate.Memo`) holds
+before it drops its oldest plans. A plan holds about 0.8 kB a group (a 10,000-table plan on 16
+DGX H100 nodes: 11,759 groups, 10 MB), so the memo stays under about 0.8 GB: creating a study of a
+10,000-table workload on the scale-out space peaked at 1.7 GB with no bound. A sweep of a
+26-table workload keeps up to about 38,000 plans, more than its designs have (the memo's reuse is
+unchanged there)."""
+
+
 
 def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[str, Any]:
     """Field metadata for :mod:`dse.records` bounds: ``minimum < value <= maximum`` with
