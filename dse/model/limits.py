@@ -76,7 +76,7 @@ MAX_SEED = 2**32 - 1
 """Largest sampler seed: NumPy's random generators take seeds in [0, 2**32)."""
 MAX_CHOICES = 1_000
 """Choices of one categorical or ordinal parameter of a search space. Choices are written out by
-hand: the shipped spaces have at most 6, the catalog about 30 accelerators, and a range of
+hand: the shipped spaces have at most 6, the catalog 23 accelerators, and a range of
 integers is an ``int`` parameter (``low``, ``high``, ``step``). Loading a space probes every
 choice on its base system and the sweep probes them again (about 1 ms each), samplers hold one
 index per choice; 1,000 choices load in about a second, where 100,000 took 70 s before ``dse
@@ -90,8 +90,8 @@ MAX_SPEC_FILE_BYTES = 4 * 2**20
 """Largest TOML spec read (workload, system, catalog, space, objectives, study), 4 MiB. The largest
 shipped spec, dse/data/catalog.toml, is 48 kB; a workload at :data:`MAX_TABLES` written in full
 (13-digit rows, dims and fractional poolings, about 45 bytes a table) is about 0.5 MB. Anything
-larger is a mistaken path (a journal, a dataset) and is refused before it is parsed (Python's
-TOML parser holds about 30 times a file's size while parsing it)."""
+larger is a mistaken path (a journal, a dataset) and is refused before it is parsed; parsing a
+spec at the limit (a list of 280,000 integers) holds about 3 times its size, 11 MB."""
 MAX_DATA_FILE_BYTES = 64 * 2**20
 """Largest CSV or JSON data file read (the calibration measurements, a calibration ensemble,
 caches dse writes beside a study), 64 MiB. The shipped ensemble of 100 fits is 128 kB and the

@@ -28,12 +28,14 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from dse import __version__
 from dse.errors import DseInputError
+from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.timing import STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.chosen import MAX_DESIGNS, chosen_section, score_designs
 from dse.outputs.figures import Figure, colorscale, figure_html
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
+from dse.reading import read_text
 from dse.records import STUDY
 from dse.search.analysis import hypervolume_curve, importances, importances_key
 from dse.search.dedup import group_by_design, trial_numbers
@@ -481,7 +483,7 @@ def _cached(path: Path | None, section: str, key: str, make: Callable[[], Any]) 
     stored: dict[str, Any] = {}
     if path is not None:
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = json.loads(read_text(path, MAX_DATA_FILE_BYTES))
             entry = stored[section]
             if stored.get("format") == REPORT_CACHE_FORMAT and entry["key"] == key:
                 return entry["value"]

@@ -50,7 +50,9 @@ from dse.calibration.ensemble import (
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation, Memo, evaluate
+from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.timing import loads_key
+from dse.reading import read_bytes, read_text
 from dse.search.encoding import design_system
 from dse.search.fingerprint import model_fingerprint
 from dse.search.objectives import ObjectiveSet, losses_of
@@ -328,7 +330,7 @@ def _read_front(path: Path | None, key: str) -> RobustFront | None:
     if path is None:
         return None
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = json.loads(read_text(path, MAX_DATA_FILE_BYTES))
         if stored.get("key") != key:
             return None
         return _front_from_json(stored["front"])
@@ -354,8 +356,8 @@ def _read_bytes(path: Path | None) -> bytes | None:
     if path is None:
         return None
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_bytes(path, MAX_DATA_FILE_BYTES)
+    except (OSError, DseInputError):
         return None
 
 
