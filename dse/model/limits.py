@@ -78,14 +78,15 @@ MAX_CHOICES = 1_000
 """Choices of one categorical or ordinal parameter of a search space. Choices are written out by
 hand: the shipped spaces have at most 6, the catalog 23 accelerators, and a range of
 integers is an ``int`` parameter (``low``, ``high``, ``step``). Loading a space probes every
-choice on its base system and the sweep probes them again (about 1 ms each), samplers hold one
-index per choice; 1,000 choices load in about a second, where 100,000 took 70 s before ``dse
-status`` printed a line and left ``dse run`` with no trial after 23 CPU minutes (issue 30)."""
+choice on its base system and the sweep probes them again (1-3 ms each: the base system is read
+and validated per choice), samplers hold one index per choice; 1,000 choices load in 1-3 s, where
+100,000 took 70 s before ``dse status`` printed a line and left ``dse run`` with no trial after
+23 CPU minutes (issue 30)."""
 MAX_GRID_VALUES = 1_000_000
 """Values of one ``int`` parameter's grid (``(high - low) / step + 1``). Grid and line searches
-materialise a parameter's grid (8 bytes a value), so a million values cost 8 MB and tens of ms
-each time; every count a system holds (nodes, NICs, GB of memory) fits at a step of 1 up to its
-own limit above or at a coarser step."""
+materialise a parameter's grid (a tuple of ints, 40 bytes a value), so a million values cost
+40 MB and tens of ms each time; every count a system holds (nodes, NICs, GB of memory) fits at
+a step of 1 up to its own limit above or at a coarser step."""
 MAX_SPEC_FILE_BYTES = 4 * 2**20
 """Largest TOML spec read (workload, system, catalog, space, objectives, study), 4 MiB. The largest
 shipped spec, dse/data/catalog.toml, is 48 kB; a workload at :data:`MAX_TABLES` written in full
@@ -95,7 +96,7 @@ spec at the limit (a list of 280,000 integers) holds about 3 times its size, 11 
 MAX_DATA_FILE_BYTES = 64 * 2**20
 """Largest CSV or JSON data file read (the calibration measurements, a calibration ensemble,
 caches dse writes beside a study), 64 MiB. The shipped ensemble of 100 fits is 128 kB and the
-measurements 13 kB; an ensemble of 10,000 fits would be about 13 MB."""
+measurements 13 kB; an ensemble of 10,000 bootstrap fits would be about 13 MB."""
 MAX_MEMO_PLAN_GROUPS = 1_000_000
 """Placed table groups a sweep's memo of placements (:class:`dse.model.evaluate.Memo`) holds
 before it drops its oldest plans. A plan holds about 0.8 kB a group (a 10,000-table plan on 16
