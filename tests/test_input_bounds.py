@@ -276,3 +276,28 @@ def test_the_placement_memo_is_bounded_and_exact() -> None:
     for system in systems:
         evaluate(workload, system, calibration, memo=unbounded)
     assert len(unbounded.plans) == len(systems) - 1
+
+
+def _objectives_file(path: Path, objectives: int, constraints: int) -> Path:
+    metrics = ["throughput_samples_per_s", "capex_usd", "power_w", "tco_usd_per_year"]
+    path.write_text('name = "o"\n'
+                    + "".join(f'[[objectives]]\nmetric = "{m}"\ndirection = "minimize"\n'
+                              for m in metrics[:objectives])
+                    + '[[constraints]]\nmetric = "power_w"\nmax = 1e9\n' * constraints)
+    return path
+
+
+@pytest.mark.parametrize(("section", "over"), [
+    ("objectives", (limits.MAX_OBJECTIVES + 1, 0)),
+    ("constraints", (1, limits.MAX_CONSTRAINTS + 1)),
+])
+def test_objectives_and_constraints_are_bounded(tmp_path: Path, section: str,
+                                                over: tuple[int, int]) -> None:
+    path = _objectives_file(tmp_path / "o.toml", *over)
+    with pytest.raises(DseInputError) as info:
+        load_objectives(str(path))
+    err = _one_line(info.value, f"has {max(over)} {section}")
+    assert err.key == section and err.source == str(path)
+    at = (over[0] - 1, 0) if section == "objectives" else (1, over[1] - 1)
+    loaded = load_objectives(str(_objectives_file(tmp_path / "at.toml", *at)))
+    assert len(getattr(loaded, section)) == max(at)

@@ -87,6 +87,14 @@ MAX_GRID_VALUES = 1_000_000
 materialise a parameter's grid (a tuple of ints, 40 bytes a value), so a million values cost
 40 MB and tens of ms each time; every count a system holds (nodes, NICs, GB of memory) fits at
 a step of 1 up to its own limit above or at a coarser step."""
+MAX_OBJECTIVES = 3
+"""Objectives of one study. Every shipped objective set has 2 or 3. The hypervolume a study's
+status, report and warm start compute grows exponentially with objectives: one volume of a
+200-design front took 0.05 s with 3 objectives, 5.3 s with 4 and 114 s with 6 (optuna's WFG, this
+machine under load), and a report computes one per point of its convergence curve."""
+MAX_CONSTRAINTS = 100
+"""Constraints of one objective set: each metric once with a ``min`` and a ``max`` needs 18; every
+design checks every constraint, so a list of thousands would slow every sweep for nothing."""
 MAX_SPEC_FILE_BYTES = 4 * 2**20
 """Largest TOML spec read (workload, system, catalog, space, objectives, study), 4 MiB. The largest
 shipped spec, dse/data/catalog.toml, is 48 kB; a workload at :data:`MAX_TABLES` written in full
