@@ -301,3 +301,30 @@ def test_objectives_and_constraints_are_bounded(tmp_path: Path, section: str,
     at = (over[0] - 1, 0) if section == "objectives" else (1, over[1] - 1)
     loaded = load_objectives(str(_objectives_file(tmp_path / "at.toml", *at)))
     assert len(getattr(loaded, section)) == max(at)
+
+
+def test_tables_times_accelerators_is_bounded(tmp_path: Path) -> None:
+    """Placement time grows with tables times accelerators: a design past the product is refused
+    by evaluate, and a study whose space reaches it when its file is loaded."""
+    workload = load_workload(str(_tables_file(tmp_path, limits.MAX_TABLES)))
+    nodes = limits.MAX_TABLE_ACCELERATORS // (limits.MAX_TABLES * 8)
+    at = load_system("dgx-h100", (("nodes", nodes),))
+    assert at.accelerators_total * limits.MAX_TABLES == limits.MAX_TABLE_ACCELERATORS
+    start = time.perf_counter()
+    with pytest.raises(DseInputError) as info:
+        evaluate(workload, load_system("dgx-h100", (("nodes", nodes + 1),)))
+    assert time.perf_counter() - start < FAST_S
+    _one_line(info.value, "10,000 tables on 100,008 accelerators", "at most 1,000,000,000")
+    (tmp_path / "space.toml").write_text('name = "big"\nbase_system = "dgx-h100"\n'
+                                         f'[parameters.nodes]\ntype = "int"\nlow = 1\nhigh = {nodes + 1}\n')
+    study = tmp_path / "s.toml"
+    study.write_text(f'name = "s"\nworkload = "{tmp_path / "tables-10000.toml"}"\n'
+                     'space = "space.toml"\nobjectives = "throughput-vs-capex"\nbudget = 10\nseed = 1\n')
+    with pytest.raises(DseInputError) as info:
+        load_study_spec(str(study))
+    assert _one_line(info.value, "table-accelerators").key == "space"
+    # Spaces are cached by path: the space at the limit is another file.
+    (tmp_path / "space-at.toml").write_text((tmp_path / "space.toml").read_text().replace(
+        f"high = {nodes + 1}", f"high = {nodes}"))
+    study.write_text(study.read_text().replace("space.toml", "space-at.toml"))
+    assert load_study_spec(str(study)).name == "s"

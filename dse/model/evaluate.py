@@ -22,7 +22,7 @@ from dse.model.cost import (
     economics,
     power,
 )
-from dse.model.limits import MAX_MEMO_PLAN_GROUPS
+from dse.model.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
 from dse.model.system import GB, System
@@ -224,6 +224,7 @@ def evaluate(
     cat = catalog or load_catalog()
     reasons: list[str] = []
     g = system.accelerators_total
+    check_placement_work(len(workload.tables), g, f"workload {workload.name}")
     if system.precision_fallback[workload.precision] == "unsupported":
         reasons.append(
             f"{system.accelerator.name} has no published {workload.precision} peak in the catalog"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dse.errors import DseInputError
+
 MAX_NODES = 100_000
 """Nodes per cluster. The largest training clusters announced hold about 100,000 accelerators
 (xAI Colossus, 100,000 H100 in 2024, i.e. 12,500 nodes of 8); a node count of 100,000 leaves
@@ -113,6 +115,13 @@ DGX H100 nodes: 11,759 groups, 10 MB), so the memo stays under about 0.8 GB: cre
 sweeps stay far below it (mlperf-dcnv2: 10,984 designs, 133 plans, 4,790 groups; zion-2020:
 26,318 designs, 676 plans, 75,589 groups), so their reuse is unchanged."""
 
+MAX_TABLE_ACCELERATORS = 10**9
+"""Tables times accelerators of one design. Placement ranks the scale-up domains once for every
+table group, so its time grows with the product: 10,000 tables took 0.4 s an evaluation on 4,000
+DGX H100 nodes, 3.0 s on 16,000 and 11.6 s on 32,000 (about 110 s on 100,000, where one ``dse
+evaluate``, 11 designs, ran over 7 CPU minutes). 10**9 is a thousand times any real design (about
+1,000 tables on 100,000 accelerators is 10**8) and at most about 2.5 s an evaluation at 10,000
+tables (100,000 accelerators); a 26-table workload still reaches :data:`MAX_ACCELERATORS_TOTAL`."""
 
 
 def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[str, Any]:
@@ -124,3 +133,12 @@ def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[st
 def positive(maximum: float) -> dict[str, Any]:
     """Field metadata for a value that must be greater than zero and at most ``maximum``."""
     return upto(maximum, 0.0, exclusive=True)
+
+
+def check_placement_work(tables: int, accelerators: int, source: str, key: str = "tables") -> None:
+    """Refuse a design whose tables times accelerators exceed :data:`MAX_TABLE_ACCELERATORS`."""
+    if tables * accelerators > MAX_TABLE_ACCELERATORS:
+        raise DseInputError(source, key, f"{tables:,} tables on {accelerators:,} accelerators make "
+                            f"{tables * accelerators:,} table-accelerators; at most "
+                            f"{MAX_TABLE_ACCELERATORS:,} are supported (placement time grows with "
+                            "their product)")

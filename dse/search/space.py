@@ -261,6 +261,17 @@ def probe_values(p: Parameter) -> tuple[Any, ...]:
     return (p.low, p.high)
 
 
+def max_accelerators(space: SearchSpace) -> int:
+    """The most accelerators a design of ``space`` can have (an upper bound: the largest node
+    count times the largest count per node, over every base system)."""
+    def highest(base: int, key: str) -> int:
+        p = space.parameters.get(key)
+        return base if p is None else max(int(v) for v in probe_values(p))
+
+    specs = (load_system_spec(b, tuple(space.fixed.items())) for b in space.bases())
+    return max(highest(s.nodes, "nodes") * highest(s.node.accelerators, "node.accelerators")
+               for s in specs)
+
 def space_names() -> tuple[str, ...]:
     """Search spaces: ``./search_spaces`` under the working directory and the built-in ones."""
     return SPACE.names()

@@ -14,14 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
-from dse.model.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, upto
+from dse.model.limits import (
+    MAX_BUDGET,
+    MAX_ROWS_PER_TABLE,
+    MAX_SEED,
+    MAX_TABLE_SCALE,
+    check_placement_work,
+    upto,
+)
 from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import Workload, load_workload, scale_tables
 from dse.records import OBJECTIVES, SPACE, STUDY, WORKLOAD, FileKind, from_mapping, named_file, read_toml
 from dse.search.encoding import grid_of
 from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.samplers import SAMPLERS
-from dse.search.space import SearchSpace, load_space
+from dse.search.space import SearchSpace, load_space, max_accelerators
 
 STUDIES_DIR = Path(STUDY.folder)
 """Where the results of a built-in study go: ``./studies`` under the working directory."""
@@ -117,6 +124,8 @@ def load_study_spec(name_or_path: str) -> StudySpec:
             if exc.source == _TABLE_SCALE:
                 raise DseInputError(source, _TABLE_SCALE, exc.message) from None
             raise DseInputError(source, key, str(exc)) from None
+    check_placement_work(len(study_workload(spec).tables), max_accelerators(study_space(spec)),
+                         source, "space")
     if spec.sampler == "grid" and grid_of(study_space(spec)) is None:
         raise DseInputError(source, "sampler", f"grid search needs a discrete space without "
                             f"conditional parameters; space {spec.space!r} has float or "
