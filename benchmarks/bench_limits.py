@@ -12,6 +12,8 @@ Cases (``dse.model.limits``):
   production Model-A file with its ``count`` raised, DCNv2 interaction) on 16 DGX H100 nodes;
   one ``dse evaluate`` scores 11 designs (the design and its sensitive defaults);
 - ``tables-dot``: the same with a dot interaction (a top-MLP input quadratic in tables);
+- ``tables-wide``: the ``tables`` workload on as many DGX H100 nodes as
+  :data:`MAX_TABLE_ACCELERATORS` allows (12,500: 100,000 accelerators);
 - ``tables-over``: the refusal of :data:`MAX_TABLES` + 1 tables;
 - ``choices``: ``dse status`` of a study whose space has an ordinal of :data:`MAX_CHOICES`
   choices (the space is loaded and every choice probed; no journal, so it ends with exit 2
@@ -84,11 +86,14 @@ def _choices_study(folder: Path) -> Path:
 def _cases(folder: Path, overrides: list[str], create: bool) -> dict[str, list[str]]:
     sets = [a for o in overrides for a in ("--set", o)]
     evaluate = ["evaluate", "-s", "dgx-h100", *sets, "-w"]
+    widest = limits.MAX_TABLE_ACCELERATORS // (limits.MAX_TABLES * 8)  # DGX H100: 8 a node
     big = folder / "big.toml"
     big.write_bytes(b"#" * limits.MAX_SPEC_FILE_BYTES + b"\n")
     cases = {
         "tables": [*evaluate, str(_workload(folder, limits.MAX_TABLES, dot=False))],
         "tables-dot": [*evaluate, str(_workload(folder, limits.MAX_TABLES, dot=True))],
+        "tables-wide": ["evaluate", "-s", "dgx-h100", "--set", f"nodes={widest}", "-w",
+                        str(_workload(folder, limits.MAX_TABLES, dot=False))],
         "tables-over": [*evaluate, str(_workload(folder, limits.MAX_TABLES + 1, dot=False))],
         "choices": ["status", str(_choices_study(folder))],
         "spec-size": [*evaluate, str(big)],
