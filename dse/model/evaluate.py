@@ -181,18 +181,20 @@ class Memo:
         self.plans: dict[tuple[object, ...], Plan] = {}
         self.loads: dict[tuple[object, ...], StepLoads] = {}
         self.max_groups = max_groups
-        """Placed groups the plans may hold together; the oldest plans (and their loads) are
-        dropped beyond it (:data:`~dse.model.limits.MAX_MEMO_PLAN_GROUPS`)."""
+        """Placed groups the plans may hold together; the least recently used plans (and their
+        loads) are dropped beyond it (:data:`~dse.model.limits.MAX_MEMO_PLAN_GROUPS`)."""
         self._groups = 0
 
     def plan_and_loads(self, system: System) -> tuple[Plan, StepLoads]:
         """The plan and step loads of ``system``, computed on first use of their keys."""
         pk = plan_key(system)
-        plan = self.plans.get(pk)
+        # Taken out and put back last: the plans stay in order of last use, oldest first.
+        plan = self.plans.pop(pk, None)
         if plan is None:
-            plan = self.plans[pk] = plan_placement(self.workload, system)
+            plan = plan_placement(self.workload, system)
             self._groups += len(plan.group_shards)
-            self._evict(keep=pk)
+        self.plans[pk] = plan
+        self._evict(keep=pk)
         lk = (pk, loads_key(system))
         loads = self.loads.get(lk)
         if loads is None:
@@ -200,7 +202,8 @@ class Memo:
         return plan, loads
 
     def _evict(self, keep: tuple[object, ...]) -> None:
-        """Drop the oldest plans, never ``keep``, until the groups held fit :attr:`max_groups`."""
+        """Drop the least recently used plans, never ``keep``, until the groups held fit
+        :attr:`max_groups`."""
         while self._groups > self.max_groups and len(self.plans) > 1:
             oldest = next(k for k in self.plans if k != keep)
             self._groups -= len(self.plans.pop(oldest).group_shards)
