@@ -23,15 +23,13 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from dse.errors import DseInputError
+from dse.reading import read_text
 
 T = TypeVar("T")
 
 _HINTS: dict[type, dict[str, Any]] = {}
 _FLOAT_MAX_INT = 2**1023
 """Integers above this (about 9e307) overflow when a float field converts them."""
-MAX_FILE_BYTES = 64 * 2**20
-"""Largest TOML file read (64 MiB): the largest shipped file is a few kB, and a 1,000-table workload
-written out in full about 20 kB; anything larger is a mistaken path (a journal, a dataset)."""
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -41,22 +39,15 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML file, turning syntax errors into a one-line :class:`DseInputError`."""
+    """Parse a TOML spec, read by :func:`dse.reading.read_text` (a regular file of at most
+    :data:`~dse.model.limits.MAX_SPEC_FILE_BYTES`, UTF-8), every failure a one-line
+    :class:`DseInputError`."""
+    # Imported here: dse.model's package imports this module, so a top-level import would be a cycle.
+    from dse.model.limits import MAX_SPEC_FILE_BYTES
+
+    text = read_text(path, MAX_SPEC_FILE_BYTES)
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise DseInputError(str(path), "", f"larger than {MAX_FILE_BYTES // 2**20} MiB; "
-                                "not a dse file")
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise DseInputError(str(path), "", "file not found") from None
-    except IsADirectoryError:
-        raise DseInputError(str(path), "", "is a directory, not a TOML file") from None
-    except OSError as exc:
-        raise DseInputError(str(path), "", f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise DseInputError(str(path), "", f"not UTF-8 text (byte {exc.start}); TOML files are "
-                            "UTF-8") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DseInputError(str(path), "", f"malformed TOML: {exc}") from None
     except RecursionError:

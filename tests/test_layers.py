@@ -12,15 +12,15 @@ import dse
 PACKAGE = Path(dse.__file__).parent
 LAYERS = ("model", "calibration", "search", "outputs", "cli")
 ALLOWED: dict[str, frozenset[str]] = {
-    # what each layer may import from dse, besides the shared dse.errors, dse.records and
-    # dse.safe_write (SHARED)
+    # what each layer may import from dse, besides the shared dse.errors, dse.records,
+    # dse.reading and dse.safe_write (SHARED)
     "model": frozenset({"model", "calibration.parameters"}),
     "calibration": frozenset({"model", "calibration"}),
     "search": frozenset({"model", "calibration", "search"}),
     "outputs": frozenset({"model", "calibration", "search", "outputs"}),
     "cli": frozenset(LAYERS),
 }
-SHARED = frozenset({"errors", "records", "safe_write"})
+SHARED = frozenset({"errors", "reading", "records", "safe_write"})
 OPTUNA_LAYERS = frozenset({"search", "cli"})
 
 

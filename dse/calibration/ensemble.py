@@ -57,11 +57,13 @@ from dse.calibration.measurements import Measurement, measurement_design
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation
+from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.placement import Plan, plan_placement
 from dse.model.stages import DenseTimes
 from dse.model.system import System
 from dse.model.timing import loads_key, recalibrated_loads, step_loads, step_time
 from dse.model.workload import Workload
+from dse.reading import read_text
 from dse.records import from_mapping
 from dse.safe_write import write_file
 
@@ -476,13 +478,13 @@ def ensemble_from_data(data: Any, source: str) -> CalibrationEnsemble:
 def read_ensemble(path: Path, source: str = "") -> CalibrationEnsemble:
     """Parse an ensemble file strictly (without checking it against a calibration)."""
     src = source or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise EnsembleUnavailable(src, "", "file not found; no intervals (build it: dse calibrate "
-                                  "--ensemble 100 --seed 0)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnsembleUnavailable(src, "", f"cannot read: {exc}") from None
+                                  "--ensemble 100 --seed 0)")
+    try:
+        text = read_text(path, MAX_DATA_FILE_BYTES, src)
+    except DseInputError as exc:
+        raise EnsembleUnavailable(src, "", exc.message) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -32,8 +32,10 @@ from typing import Any, get_args
 
 from dse.errors import DseInputError
 from dse.model.catalog import Precision, Topology, load_catalog
+from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.system import System, load_system, system_presets
 from dse.model.workload import Workload, load_workload, workload_presets
+from dse.reading import read_text
 
 COLUMNS = (
     "id", "source", "published", "workload", "precision", "global_batch", "accelerator",
@@ -272,10 +274,7 @@ def load_measurements(path: Path | None = None) -> tuple[Measurement, ...]:
 
 
 def _load(path: Path, name: str) -> tuple[Measurement, ...]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DseInputError(name, "", "file not found") from None
+    text = read_text(path, MAX_DATA_FILE_BYTES, name)
     reader = csv.DictReader(text.splitlines())
     header = tuple(reader.fieldnames or ())
     if header not in (COLUMNS, DCNV2_COLUMNS):

@@ -25,6 +25,7 @@ from dse.model.cost import (
     power,
     to_train,
 )
+from dse.model.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.racks import rack_count
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
@@ -199,23 +200,41 @@ class Memo:
     returns exactly what ``evaluate`` without it does.
     """
 
-    def __init__(self, workload: Workload, calibration: Calibration) -> None:
+    def __init__(self, workload: Workload, calibration: Calibration,
+                 max_groups: int = MAX_MEMO_PLAN_GROUPS) -> None:
         self.workload = workload
         self.calibration = calibration
         self.plans: dict[tuple[object, ...], Plan] = {}
         self.loads: dict[tuple[object, ...], StepLoads] = {}
+        self.max_groups = max_groups
+        """Placed groups the plans may hold together; the least recently used plans (and their
+        loads) are dropped beyond it (:data:`~dse.model.limits.MAX_MEMO_PLAN_GROUPS`)."""
+        self._groups = 0
 
     def plan_and_loads(self, system: System) -> tuple[Plan, StepLoads]:
         """The plan and step loads of ``system``, computed on first use of their keys."""
         pk = plan_key(system)
-        plan = self.plans.get(pk)
+        # Taken out and put back last: the plans stay in order of last use, oldest first.
+        plan = self.plans.pop(pk, None)
         if plan is None:
-            plan = self.plans[pk] = plan_placement(self.workload, system)
+            plan = plan_placement(self.workload, system)
+            self._groups += len(plan.group_shards)
+        self.plans[pk] = plan
+        self._evict(keep=pk)
         lk = (pk, loads_key(system))
         loads = self.loads.get(lk)
         if loads is None:
             loads = self.loads[lk] = step_loads(self.workload, system, plan, self.calibration)
         return plan, loads
+
+    def _evict(self, keep: tuple[object, ...]) -> None:
+        """Drop the least recently used plans, never ``keep``, until the groups held fit
+        :attr:`max_groups`."""
+        while self._groups > self.max_groups and len(self.plans) > 1:
+            oldest = next(k for k in self.plans if k != keep)
+            self._groups -= len(self.plans.pop(oldest).group_shards)
+            for key in [k for k in self.loads if k[0] == oldest]:
+                del self.loads[key]
 
 
 def evaluate(
@@ -234,6 +253,7 @@ def evaluate(
     cat = catalog or load_catalog()
     reasons: list[str] = []
     g = system.accelerators_total
+    check_placement_work(len(workload.tables), g, f"workload {workload.name}")
     if system.precision_fallback[workload.precision] == "unsupported":
         reasons.append(
             f"{system.accelerator.name} has no published {workload.precision} peak in the catalog"

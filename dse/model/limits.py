@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dse.errors import DseInputError
+
 MAX_NODES = 100_000
 """Nodes per cluster. The largest training clusters announced hold about 100,000 accelerators
 (xAI Colossus, 100,000 H100 in 2024, i.e. 12,500 nodes of 8); a node count of 100,000 leaves
@@ -38,10 +40,15 @@ MAX_LINK_GBIT_S = 1e6
 """A NIC's speed in Gb/s (1 Pb/s); the fastest shipping NICs run at 800 Gb/s."""
 MAX_OVERSUBSCRIPTION = 1_000.0
 """Network oversubscription ratio; real fabrics are 1:1 to about 1:8."""
-MAX_TABLES = 1_000_000
-"""Embedding tables per workload. Production DLRMs have about 1,000 (Mudigere et al., ISCA 2022:
-"up to a thousand" sparse features); a thousand times that still fits in memory (100,000 tables
-take about 150 MB and 10 s to evaluate; a million, minutes), where a billion would exhaust it."""
+MAX_TABLES = 10_000
+"""Embedding tables per workload. The largest production DLRMs published have about a thousand
+(Mudigere et al., ISCA 2022: Meta's models have "up to a thousand" sparse features, each with its
+table; their Model-A about 1,000, dse/data/workloads/synthetic-production-a.toml); ten times that
+leaves headroom for any real model. The bound is set by time, not memory: placement and timing
+walk every table of every device's shard list, about 0.5 ms per table per evaluation on one core,
+and ``dse evaluate`` scores 11 designs (the design and its sensitive defaults), so 10,000 tables
+take about 6 s and 90 MB (100,000 tables took 58 s, a million over 10 minutes at 1.3 GB; issue
+30). benchmarks/bench_limits.py measures a workload at this limit."""
 MAX_ROWS_PER_TABLE = 10**13
 """Rows of one embedding table. The largest published DLRM has 12 trillion parameters in total
 (Mudigere et al., ISCA 2022), about 10**11 rows at dim 128; 10**13 is a hundredfold."""
@@ -77,6 +84,58 @@ MAX_RACK_W = 10e6
 600 kW, so 10 MW is over 16 of them."""
 MAX_SEED = 2**32 - 1
 """Largest sampler seed: NumPy's random generators take seeds in [0, 2**32)."""
+MAX_CHOICES = 1_000
+"""Choices of one categorical or ordinal parameter of a search space. Choices are written out by
+hand: the shipped spaces have at most 6, the catalog 23 accelerators, and a range of
+integers is an ``int`` parameter (``low``, ``high``, ``step``). Loading a space probes every
+choice on its base system and the sweep probes them again (1-3 ms each: the base system is read
+and validated per choice), samplers hold one index per choice; 1,000 choices load in 1-3 s, where
+100,000 took 70 s before ``dse status`` printed a line and left ``dse run`` with no trial after
+23 CPU minutes (issue 30)."""
+MAX_GRID_VALUES = 1_000_000
+"""Values of one ``int`` parameter's grid (``(high - low) / step + 1``). Grid and line searches
+materialise a parameter's grid (a tuple of ints, 40 bytes a value), so a million values cost
+40 MB and tens of ms each time; every count a system holds (nodes, NICs, GB of memory) fits at
+a step of 1 up to its own limit above or at a coarser step."""
+MAX_OBJECTIVES = 4
+"""Objectives of one study. Every shipped objective set has 2 or 3, and users run four (throughput,
+capex, power and TCO: issue 28 saw a study shown as "Objective 0..3"), so four stay allowed. The
+hypervolume a study's status, report and warm start compute grows exponentially with objectives:
+one volume of a 200-design front took 0.05 s with 3 objectives, 5.3 s with 4 and 114 s with 6
+(optuna's WFG, this machine under load), and a report computes one per point of its convergence
+curve, so five or more would make a report take hours."""
+MAX_CONSTRAINTS = 100
+"""Constraints of one objective set: each metric once with a ``min`` and a ``max`` needs 18; every
+design checks every constraint, so a list of thousands would slow every sweep for nothing."""
+MAX_SPEC_FILE_BYTES = 4 * 2**20
+"""Largest TOML spec read (workload, system, catalog, space, objectives, study), 4 MiB. The largest
+shipped spec, dse/data/catalog.toml, is 48 kB; a workload at :data:`MAX_TABLES` written in full
+(13-digit rows, dims and fractional poolings, about 45 bytes a table) is about 0.5 MB. Anything
+larger is a mistaken path (a journal, a dataset) and is refused before it is parsed; parsing a
+spec at the limit (a list of 280,000 integers) holds about 3 times its size, 11 MB."""
+MAX_DATA_FILE_BYTES = 64 * 2**20
+"""Largest CSV or JSON data file read (the calibration measurements, a calibration ensemble,
+caches dse writes beside a study), 64 MiB. The shipped ensemble of 100 fits is 128 kB and the
+measurements 13 kB; an ensemble of 10,000 bootstrap fits would be about 13 MB."""
+MAX_MEMO_PLAN_GROUPS = 1_500_000
+"""Placed table groups a sweep's memo of placements (:class:`dse.model.evaluate.Memo`) holds
+before it drops its least recently used plans. A plan holds about 0.8 kB a group (a 10,000-table
+plan on 16 DGX H100 nodes: 11,759 groups, 10 MB), so the memo stays under about 1.2 GB: creating
+a study of a 10,000-table workload on the scale-out space peaked at 1.7 GB with no bound (127 CPU
+s); with 1,000,000 groups dropped oldest first it peaked at 0.67 GB but took 423 CPU s, and
+with this bound (least recently used dropped) 0.88 GB and 377 CPU s: the refinement revisits
+placements, so the bound trades CPU for memory at the table limit. The shipped studies'
+sweeps stay far below it (mlperf-dcnv2: 10,984 designs, 133 plans, 4,790 groups; zion-2020:
+26,318 designs, 676 plans, 75,589 groups), so their reuse is unchanged."""
+
+MAX_TABLE_ACCELERATORS = 10**9
+"""Tables times accelerators of one design. Placement ranks the scale-up domains once for every
+table group, so its time grows with the product: 10,000 tables took 0.4 s an evaluation on 4,000
+DGX H100 nodes, 3.0 s on 16,000 and 11.6 s on 32,000 (about 110 s on 100,000, where one ``dse
+evaluate``, 11 designs, ran over 7 CPU minutes). 10**9 is a thousand times any real design (about
+1,000 tables on 100,000 accelerators is 10**8); at it an evaluation takes about 3 s (10,000
+tables on 100,000 accelerators: one ``dse evaluate`` 32.5 CPU s and 0.12 GB; 1,000 tables on
+800,000: 2.9 s), and a 26-table workload still reaches :data:`MAX_ACCELERATORS_TOTAL`."""
 
 
 def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[str, Any]:
@@ -88,6 +147,15 @@ def upto(maximum: float, minimum: float = 0, exclusive: bool = False) -> dict[st
 def positive(maximum: float) -> dict[str, Any]:
     """Field metadata for a value that must be greater than zero and at most ``maximum``."""
     return upto(maximum, 0.0, exclusive=True)
+
+
+def check_placement_work(tables: int, accelerators: int, source: str, key: str = "tables") -> None:
+    """Refuse a design whose tables times accelerators exceed :data:`MAX_TABLE_ACCELERATORS`."""
+    if tables * accelerators > MAX_TABLE_ACCELERATORS:
+        raise DseInputError(source, key, f"{tables:,} tables on {accelerators:,} accelerators make "
+                            f"{tables * accelerators:,} table-accelerators; at most "
+                            f"{MAX_TABLE_ACCELERATORS:,} are supported (placement time grows with "
+                            "their product)")
 
 
 # Plausibility: values that are possible but almost surely a slip (a unit or a digit), so they are

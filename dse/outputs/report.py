@@ -27,6 +27,7 @@ from plotly.offline import get_plotlyjs_version
 
 from dse import __version__
 from dse.errors import DseInputError
+from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.stages import STAGE_WORDS, STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.figures import (
@@ -42,6 +43,7 @@ from dse.outputs.front_design_detail import MAX_DESIGNS, chosen_section, score_d
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.labels import header as short_label
 from dse.outputs.markup import plot_text, plot_value, text
+from dse.reading import read_text
 from dse.records import STUDY
 from dse.safe_write import write_file
 from dse.search.analysis import hypervolume_curve, importances, importances_key
@@ -515,7 +517,7 @@ def _cached(path: Path | None, section: str, key: str, make: Callable[[], Any]) 
     stored: dict[str, Any] = {}
     if path is not None:
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = json.loads(read_text(path, MAX_DATA_FILE_BYTES))
             entry = stored[section]
             if stored.get("format") == REPORT_CACHE_FORMAT and entry["key"] == key:
                 return entry["value"]

@@ -57,9 +57,11 @@ from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
+from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.system import System
 from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
+from dse.reading import read_bytes, read_text
 from dse.safe_write import write_file
 from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
 from dse.search.encoding import design_system, design_workload
@@ -353,7 +355,7 @@ def _read_front(path: Path | None, key: str) -> RobustFront | None:
     if path is None:
         return None
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = json.loads(read_text(path, MAX_DATA_FILE_BYTES))
         if stored.get("key") != key:
             return None
         return _front_from_json(stored["front"])
@@ -376,8 +378,8 @@ def _read_bytes(path: Path | None) -> bytes | None:
     if path is None:
         return None
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_bytes(path, MAX_DATA_FILE_BYTES)
+    except (OSError, DseInputError):
         return None
 
 

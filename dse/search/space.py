@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,13 @@ from typing import Any, Literal
 
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
-from dse.model.system import ConstraintsSpec, SystemSpec, load_system_spec, system_spec_from_mapping
+from dse.model.limits import MAX_CHOICES, MAX_GRID_VALUES
+from dse.model.system import (
+    ConstraintsSpec,
+    SystemSpec,
+    load_system_spec,
+    system_spec_from_mapping,
+)
 from dse.model.workload import searchable_value, workload_presets
 from dse.records import (
     SPACE,
@@ -219,10 +226,16 @@ def _check_param(name: str, p: _ParamFile, source: str) -> Parameter:
             raise DseInputError(source, key, "an int parameter needs integer low and high")
         if p.step is not None and p.step <= 0:
             raise DseInputError(source, f"{key}.step", "must be positive")
+        if p.type == "int":
+            _check_int_grid(p.low, p.high, p.step, source, key)
         return Parameter(name, p.type, float(p.low), float(p.high), p.step, p.log, (),
                          dict(p.when or {}), p.description)
     if not p.choices:
         raise DseInputError(source, f"{key}.choices", f"a {p.type} parameter needs a non-empty choice list")
+    if len(p.choices) > MAX_CHOICES:
+        raise DseInputError(source, f"{key}.choices", f"has {len(p.choices):,} choices; at most "
+                            f"{MAX_CHOICES:,} are supported (a range of integers is an int "
+                            "parameter with low, high and step)")
     if len(set(map(repr, p.choices))) != len(p.choices):
         raise DseInputError(source, f"{key}.choices", "choices must be distinct")
     for c in p.choices:
@@ -236,6 +249,18 @@ def _check_param(name: str, p: _ParamFile, source: str) -> Parameter:
         raise DseInputError(source, key, f"a {p.type} parameter takes choices, not low/high")
     return Parameter(name, p.type, None, None, None, False, tuple(p.choices), dict(p.when or {}),
                      p.description)
+
+
+def _check_int_grid(low: float, high: float, step: float | None, source: str, key: str) -> None:
+    """An int parameter's step is a whole number and its grid at most
+    :data:`~dse.model.limits.MAX_GRID_VALUES` values (grid and line searches list them)."""
+    if step is not None and not float(step).is_integer():
+        raise DseInputError(source, f"{key}.step", f"an int parameter needs a whole step, got {step}")
+    values = math.floor((high - low) / (step or 1)) + 1
+    if values > MAX_GRID_VALUES:
+        raise DseInputError(source, key, f"low {low:g} to high {high:g} in steps of {step or 1:g} "
+                            f"is {values:,} values; at most {MAX_GRID_VALUES:,} are supported "
+                            "(raise step or narrow the range)")
 
 
 def space_from_mapping(data: dict[str, Any], source: str, naming: Path | None = None) -> SearchSpace:
@@ -338,6 +363,17 @@ def probe_values(p: Parameter) -> tuple[Any, ...]:
         return (int(p.low), int(p.high))
     return (p.low, p.high)
 
+
+def max_accelerators(space: SearchSpace) -> int:
+    """The most accelerators a design of ``space`` can have (an upper bound: the largest node
+    count times the largest count per node, over every base system)."""
+    def highest(base: int, key: str) -> int:
+        p = space.parameters.get(key)
+        return base if p is None else max(int(v) for v in probe_values(p))
+
+    specs = (load_system_spec(b, tuple(space.fixed.items())) for b in space.bases())
+    return max(highest(s.nodes, "nodes") * highest(s.node.accelerators, "node.accelerators")
+               for s in specs)
 
 def space_names() -> tuple[str, ...]:
     """Search spaces: ``./search_spaces`` under the working directory and the built-in ones."""

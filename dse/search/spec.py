@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
-from dse.model.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, upto
+from dse.model.limits import (
+    MAX_BUDGET,
+    MAX_ROWS_PER_TABLE,
+    MAX_SEED,
+    MAX_TABLE_SCALE,
+    check_placement_work,
+    upto,
+)
 from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import Workload, load_workload, scale_tables
 from dse.records import (
@@ -32,7 +39,7 @@ from dse.search.attribute_keys import CONTENTS_KEY
 from dse.search.encoding import grid_of
 from dse.search.objectives import ObjectiveSet, load_objectives, needs_dataset
 from dse.search.samplers import SAMPLERS
-from dse.search.space import SearchSpace, load_space, with_recorded_systems
+from dse.search.space import SearchSpace, load_space, max_accelerators, with_recorded_systems
 
 STUDIES_DIR = Path(STUDY.folder)
 """Where the results of a built-in study go: ``./studies`` under the working directory."""
@@ -134,6 +141,8 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     if metric := needs_dataset(study_objectives(spec), study_workload(spec).samples_per_epoch):
         raise DseInputError(source, "objectives", f"{metric} needs the workload's dataset size, "
                             f"and workload {spec.workload!r} states no samples_per_epoch")
+    check_placement_work(len(study_workload(spec).tables), max_accelerators(study_space(spec)),
+                         source, "space")
     if spec.sampler == "grid" and grid_of(study_space(spec)) is None:
         raise DseInputError(source, "sampler", f"grid search needs a discrete space without "
                             f"conditional parameters; space {spec.space!r} has float or "

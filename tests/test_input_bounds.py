@@ -1,0 +1,330 @@
+"""Bounded input (issue 30, item 5): every file dse reads is a regular file of at most a named size,
+read as UTF-8 text, and every count past a named limit is refused in one line, fast.
+
+Before: ``--workload /dev/zero`` read to a ``MemoryError`` at 7.5 GB, a named pipe blocked forever,
+a workload of 10**6 tables ran one ``dse evaluate`` for over 10 minutes, and a space with an
+ordinal of 10**5 choices took 70 s before ``dse status`` printed a line. The limits live in
+:mod:`dse.model.limits`; benchmarks/bench_limits.py times a workload at the table limit.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dse.calibration.ensemble import EnsembleUnavailable, read_ensemble
+from dse.calibration.measurements import load_measurements
+from dse.calibration.parameters import load_calibration
+from dse.cli import app
+from dse.errors import DseInputError
+from dse.model import Memo, evaluate, limits
+from dse.model.placement import plan_placement
+from dse.model.system import load_system, load_system_spec
+from dse.model.user_catalog import load_user_catalog
+from dse.model.workload import load_workload
+from dse.reading import read_bytes, read_text
+from dse.search.objectives import load_objectives
+from dse.search.space import load_space, space_from_mapping
+from dse.search.spec import load_study_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+FAST_S = 2.0
+"""A refusal reads nothing large and builds nothing: well under this on a loaded machine."""
+
+LOADERS: dict[str, Callable[[str], Any]] = {
+    "workload": load_workload,
+    "system": load_system_spec,
+    "space": load_space,
+    "objectives": load_objectives,
+    "study": load_study_spec,
+    "catalog": lambda p: load_user_catalog(Path(p)),
+    "measurements": lambda p: load_measurements(Path(p)),
+}
+"""Every kind of file a user names, by its library loader."""
+
+
+def _within(seconds: float, call: Callable[[], Any]) -> BaseException | None:
+    """Run ``call`` in a daemon thread; the exception it raised, or fail if it is still running
+    after ``seconds`` (a blocked ``open`` of a pipe would otherwise hang the test run)."""
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"still running after {seconds} s"
+    return outcome[0]
+
+
+def _one_line(exc: BaseException | None, *words: str) -> DseInputError:
+    assert isinstance(exc, DseInputError), repr(exc)
+    assert "\n" not in str(exc)
+    for word in words:
+        assert word in str(exc), str(exc)
+    return exc
+
+
+@pytest.mark.parametrize("kind", list(LOADERS))
+def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path, kind: str) -> None:
+    fifo = tmp_path / f"{kind}.toml"
+    os.mkfifo(fifo)
+    exc = _within(10.0, lambda: LOADERS[kind](str(fifo)))
+    _one_line(exc, "named pipe", "not a regular file")
+
+
+@pytest.mark.parametrize("kind", list(LOADERS))
+def test_a_device_is_refused_before_reading(kind: str) -> None:
+    """/dev/null (reading it is harmless, so a regression shows as a wrong message, not a hang)."""
+    exc = _within(10.0, lambda: LOADERS[kind]("/dev/null"))
+    _one_line(exc, "/dev/null", "character device")
+
+
+def test_the_ensemble_json_goes_through_the_reader(tmp_path: Path) -> None:
+    fifo = tmp_path / "ensemble.json"
+    os.mkfifo(fifo)
+    exc = _within(10.0, lambda: read_ensemble(fifo))
+    assert isinstance(exc, EnsembleUnavailable)
+    _one_line(exc, "named pipe")
+
+
+def _limited_child() -> None:
+    """In the child: 2 GB of address space at most, so a regression ends in a MemoryError
+    instead of taking the machine's memory."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+
+@pytest.mark.parametrize("args", [
+    ["evaluate", "-s", "dgx-h100", "-w", "/dev/zero"],
+    ["evaluate", "-s", "/dev/urandom", "-w", "dlrm-benchmark"],
+    ["evaluate", "-s", "dgx-h100", "-w", "dlrm-benchmark", "--catalog", "/dev/zero"],
+])
+def test_cli_refuses_endless_devices_in_one_line(args: list[str]) -> None:
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True,
+                            timeout=120, preexec_fn=_limited_child, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "character device" in lines[0], result.stderr[-2000:]
+    assert time.perf_counter() - start < 60
+
+
+def test_a_study_whose_workload_is_a_device_is_refused(tmp_path: Path) -> None:
+    study = tmp_path / "s.toml"
+    study.write_text('name = "s"\nworkload = "/dev/null"\nspace = "zion-node"\n'
+                     'objectives = "throughput-vs-capex"\nbudget = 10\nseed = 1\n')
+    exc = _within(10.0, lambda: load_study_spec(str(study)))
+    err = _one_line(exc, "character device")
+    assert err.key == "workload" and err.source == str(study)
+
+
+def test_spec_size_limit_is_exact(tmp_path: Path) -> None:
+    at = tmp_path / "at.toml"
+    at.write_bytes(b"#" * (limits.MAX_SPEC_FILE_BYTES - 1) + b"\n")
+    assert len(read_text(at, limits.MAX_SPEC_FILE_BYTES)) == limits.MAX_SPEC_FILE_BYTES
+    over = tmp_path / "over.toml"
+    over.write_bytes(b"#" * limits.MAX_SPEC_FILE_BYTES + b"\n")
+    start = time.perf_counter()
+    with pytest.raises(DseInputError) as info:
+        load_workload(str(over))
+    assert time.perf_counter() - start < FAST_S
+    _one_line(info.value, str(over), "larger than 4 MiB")
+
+
+def test_every_shipped_file_is_within_its_limit() -> None:
+    """The limits leave every shipped spec and data file far inside (the reasons in
+    dse.model.limits quote these sizes)."""
+    specs = [p for p in ROOT.glob("**/*.toml") if ".git" not in p.parts and "build" not in p.parts]
+    assert max(p.stat().st_size for p in specs) * 20 < limits.MAX_SPEC_FILE_BYTES
+    data = [*(ROOT / "dse" / "data").glob("*.csv"), *(ROOT / "dse" / "data").glob("*.json")]
+    assert max(p.stat().st_size for p in data) * 100 < limits.MAX_DATA_FILE_BYTES
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    (b'name = "x"\n\0\0\0', ("NUL byte at offset 11",)),
+    (b'name = "\xff\xfe"\n', ("not UTF-8", "byte 8")),
+])
+def test_binary_content_is_refused_as_such(tmp_path: Path, content: bytes, words: tuple[str, ...]) -> None:
+    path = tmp_path / "bin.toml"
+    path.write_bytes(content)
+    with pytest.raises(DseInputError) as info:
+        load_system_spec(str(path))
+    _one_line(info.value, *words)
+
+
+def test_read_bytes_reads_a_regular_file_whole(tmp_path: Path) -> None:
+    path = tmp_path / "data.bin"
+    path.write_bytes(bytes(range(256)) * 4)
+    assert read_bytes(path, 1024) == bytes(range(256)) * 4
+    with pytest.raises(DseInputError, match="larger than 1,023 bytes"):
+        read_bytes(path, 1023)
+    with pytest.raises(DseInputError, match="file not found"):
+        read_bytes(tmp_path / "missing", 1024)
+
+
+def _tables_file(tmp_path: Path, count: int) -> Path:
+    path = tmp_path / f"tables-{count}.toml"
+    rows = ", ".join(["1000000"] * count)
+    path.write_text(f'name = "t"\ndense_features = 13\nbottom_mlp = [64]\ntop_mlp = [64, 1]\n'
+                    'interaction = "dcnv2"\ndcn_layers = 1\ndcn_rank = 8\nglobal_batch = 4096\n'
+                    'precision = "fp32"\nembedding_dtype = "fp32"\n'
+                    'embedding_optimizer = "sgd"\ndense_optimizer = "sgd"\n'
+                    f"[tables]\nrows = [{rows}]\ndim = 16\npooling = 1.0\n")
+    return path
+
+
+def test_tables_past_the_limit_are_refused_naming_file_and_field(tmp_path: Path) -> None:
+    path = _tables_file(tmp_path, limits.MAX_TABLES + 1)
+    start = time.perf_counter()
+    result = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", str(path)])
+    assert time.perf_counter() - start < FAST_S
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert str(path) in lines[0] and "tables.rows" in lines[0]
+    assert f"has {limits.MAX_TABLES + 1:,} tables; at most {limits.MAX_TABLES:,}" in lines[0]
+
+
+def test_tables_at_the_limit_load(tmp_path: Path) -> None:
+    workload = load_workload(str(_tables_file(tmp_path, limits.MAX_TABLES)))
+    assert len(workload.tables) == limits.MAX_TABLES
+    assert workload.embedding_params() == limits.MAX_TABLES * 1_000_000 * 16
+    synthetic = load_workload("synthetic-production-a", (("synthetic.count", limits.MAX_TABLES),))
+    assert len(synthetic.tables) == limits.MAX_TABLES
+    with pytest.raises(DseInputError) as info:
+        load_workload("synthetic-production-a", (("synthetic.count", limits.MAX_TABLES + 1),))
+    assert info.value.key == "synthetic.count"
+
+
+def _ordinal_space(count: int) -> dict[str, Any]:
+    return {"name": "x", "base_system": "dgx-h100", "parameters": {
+        "node.nic_gbit_s": {"type": "ordinal", "choices": list(range(1, count + 1))}}}
+
+
+def test_choices_past_the_limit_are_refused_fast() -> None:
+    start = time.perf_counter()
+    with pytest.raises(DseInputError) as info:
+        space_from_mapping(_ordinal_space(100_000), "space.toml")
+    assert time.perf_counter() - start < FAST_S
+    err = _one_line(info.value, "100,000 choices", f"at most {limits.MAX_CHOICES:,}")
+    assert err.key == "parameters.node.nic_gbit_s.choices"
+    with pytest.raises(DseInputError):
+        space_from_mapping(_ordinal_space(limits.MAX_CHOICES + 1), "space.toml")
+
+
+def test_choices_at_the_limit_load() -> None:
+    space = space_from_mapping(_ordinal_space(limits.MAX_CHOICES), "space.toml")
+    assert space.size() == limits.MAX_CHOICES
+
+
+@pytest.mark.parametrize(("param", "fields", "key", "words"), [
+    ("constraints.year", {"low": 2000, "high": 10**15}, "parameters.constraints.year",
+     ("999,999,999,998,001 values", f"at most {limits.MAX_GRID_VALUES:,}")),
+    ("node.ddr_gb", {"low": 1, "high": 1_000_000, "step": 0.5}, "parameters.node.ddr_gb.step",
+     ("whole step", "0.5")),
+])
+def test_int_grids_are_bounded(param: str, fields: dict[str, Any], key: str,
+                               words: tuple[str, ...]) -> None:
+    data = {"name": "x", "base_system": "dgx-h100",
+            "parameters": {param: {"type": "int", **fields}}}
+    start = time.perf_counter()
+    with pytest.raises(DseInputError) as info:
+        space_from_mapping(data, "space.toml")
+    assert time.perf_counter() - start < FAST_S
+    assert _one_line(info.value, *words).key == key
+
+
+def test_an_int_grid_at_the_limit_loads() -> None:
+    data = {"name": "x", "base_system": "dgx-h100", "parameters": {
+        "node.ddr_gb": {"type": "int", "low": 1, "high": limits.MAX_GRID_VALUES}}}
+    assert space_from_mapping(data, "space.toml").size() == limits.MAX_GRID_VALUES
+
+
+def test_the_placement_memo_is_bounded_and_exact() -> None:
+    """A sweep's memo drops its oldest plans beyond its group budget (a study of a 10,000-table
+    workload otherwise held 1.7 GB of plans) and scores every design as evaluate alone does."""
+    workload = load_workload("mlperf-dlrm-dcnv2")
+    calibration = load_calibration()
+    systems = [load_system("dgx-h100", (("nodes", n),)) for n in (1, 2, 4, 8, 1)]
+    groups = [len(plan_placement(workload, s).group_shards) for s in systems]
+    budget = max(groups) + 1
+    memo = Memo(workload, calibration, max_groups=budget)
+    for system in systems:
+        assert evaluate(workload, system, calibration, memo=memo) == evaluate(workload, system,
+                                                                              calibration)
+        assert sum(len(p.group_shards) for p in memo.plans.values()) <= budget
+        assert {k[0] for k in memo.loads} <= set(memo.plans)
+    assert 1 <= len(memo.plans) < len(systems) - 1
+    unbounded = Memo(workload, calibration)
+    for system in systems:
+        evaluate(workload, system, calibration, memo=unbounded)
+    assert len(unbounded.plans) == len(systems) - 1
+
+
+def _objectives_file(path: Path, objectives: int, constraints: int) -> Path:
+    metrics = ["throughput_samples_per_s", "capex_usd", "power_w", "tco_usd_per_year"]
+    path.write_text('name = "o"\n'
+                    + "".join(f'[[objectives]]\nmetric = "{m}"\ndirection = "minimize"\n'
+                              for m in metrics[:objectives])
+                    + '[[constraints]]\nmetric = "power_w"\nmax = 1e9\n' * constraints)
+    return path
+
+
+@pytest.mark.parametrize(("section", "over"), [
+    ("objectives", (limits.MAX_OBJECTIVES + 1, 0)),
+    ("constraints", (1, limits.MAX_CONSTRAINTS + 1)),
+])
+def test_objectives_and_constraints_are_bounded(tmp_path: Path, section: str,
+                                                over: tuple[int, int]) -> None:
+    path = _objectives_file(tmp_path / "o.toml", *over)
+    with pytest.raises(DseInputError) as info:
+        load_objectives(str(path))
+    err = _one_line(info.value, f"has {max(over)} {section}")
+    assert err.key == section and err.source == str(path)
+    at = (over[0] - 1, 0) if section == "objectives" else (1, over[1] - 1)
+    loaded = load_objectives(str(_objectives_file(tmp_path / "at.toml", *at)))
+    assert len(getattr(loaded, section)) == max(at)
+
+
+def test_tables_times_accelerators_is_bounded(tmp_path: Path) -> None:
+    """Placement time grows with tables times accelerators: a design past the product is refused
+    by evaluate, and a study whose space reaches it when its file is loaded."""
+    workload = load_workload(str(_tables_file(tmp_path, limits.MAX_TABLES)))
+    nodes = limits.MAX_TABLE_ACCELERATORS // (limits.MAX_TABLES * 8)
+    at = load_system("dgx-h100", (("nodes", nodes),))
+    assert at.accelerators_total * limits.MAX_TABLES == limits.MAX_TABLE_ACCELERATORS
+    start = time.perf_counter()
+    with pytest.raises(DseInputError) as info:
+        evaluate(workload, load_system("dgx-h100", (("nodes", nodes + 1),)))
+    assert time.perf_counter() - start < FAST_S
+    _one_line(info.value, "10,000 tables on 100,008 accelerators", "at most 1,000,000,000")
+    (tmp_path / "space.toml").write_text('name = "big"\nbase_system = "dgx-h100"\n'
+                                         f'[parameters.nodes]\ntype = "int"\nlow = 1\nhigh = {nodes + 1}\n')
+    study = tmp_path / "s.toml"
+    study.write_text(f'name = "s"\nworkload = "{tmp_path / "tables-10000.toml"}"\n'
+                     'space = "space.toml"\nobjectives = "throughput-vs-capex"\nbudget = 10\nseed = 1\n')
+    with pytest.raises(DseInputError) as info:
+        load_study_spec(str(study))
+    assert _one_line(info.value, "table-accelerators").key == "space"
+    # Spaces are cached by path: the space at the limit is another file.
+    (tmp_path / "space-at.toml").write_text((tmp_path / "space.toml").read_text().replace(
+        f"high = {nodes + 1}", f"high = {nodes}"))
+    study.write_text(study.read_text().replace("space.toml", "space-at.toml"))
+    assert load_study_spec(str(study)).name == "s"
