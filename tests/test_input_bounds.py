@@ -279,7 +279,8 @@ def test_the_placement_memo_is_bounded_and_exact() -> None:
 
 
 def _objectives_file(path: Path, objectives: int, constraints: int) -> Path:
-    metrics = ["throughput_samples_per_s", "capex_usd", "power_w", "tco_usd_per_year"]
+    metrics = ["throughput_samples_per_s", "capex_usd", "power_w", "tco_usd_per_year", "step_time_s",
+               "energy_per_sample_j"]
     path.write_text('name = "o"\n'
                     + "".join(f'[[objectives]]\nmetric = "{m}"\ndirection = "minimize"\n'
                               for m in metrics[:objectives])

@@ -26,9 +26,11 @@ from dse.search.storage import encode_credentials, open_storage, redact, without
 
 __all__ = ["postgres_url"]  # the PostgreSQL server fixture these tests share
 
-AT_PASSWORD = "Xq7@Zr9:w@K"
-"""A password with unescaped ``@`` and ``:``; its pieces must show nowhere."""
-PIECES = ("Xq7", "Zr9", "w@K")
+AT_PASSWORD = "Xq7kVb2Rt@Zr9pLm4Ws:w@K"
+"""A password with unescaped ``@`` and ``:``; its pieces must show nowhere. They are long enough
+(9 characters of base64's alphabet) not to turn up by chance in the report's packed plotly.js (2 MB
+of base64, where a given 3-character string is expected about ten times)."""
+PIECES = ("Xq7kVb2Rt", "Zr9pLm4Ws", "w@K")
 
 
 def dse(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
