@@ -407,13 +407,17 @@ def run_study(
     The worker stops when the target is complete, not merely started: while the last trials run
     elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`). A database
     server or storage proxy that goes away mid-run (a restart) is reached again
-    (:func:`_reconnect`); one that is down at the start fails at once.
+    (:func:`_reconnect`), also while the study is being opened (the server answered, then
+    restarted); one that is down at the start fails at once.
     """
     storage = open_storage(storage_url, spec)
     url = spec.storage if storage_url is None else storage_url
     where = redact(url) if url else "the default journal"
-    study = open_study(spec, storage, force, create=create, where=where,
-                       worker=worker, storage_path=storage_file(storage_url, spec))
+    try:
+        study = open_study(spec, storage, force, create=create, where=where,
+                           worker=worker, storage_path=storage_file(storage_url, spec))
+    except Exception as exc:  # the server answered open_storage, so this is a restart
+        study = _reconnect(exc, spec, storage_url, where, worker)
     quota = _Quota(max_trials)
     budget: int | None = None
     while True:
