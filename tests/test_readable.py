@@ -361,3 +361,22 @@ def test_evaluate_html_writes_the_timeline(tmp_path: Path) -> None:
     assert f"timeline written to {out}" in result.stdout
     page = out.read_text(encoding="utf-8")
     assert "critical path" in page and "embedding backward+update (HBM)" in page
+
+
+def test_an_error_raised_while_handling_ctrl_c_counts_as_the_interrupt() -> None:
+    """Optuna's ``_run_trial`` can turn a Ctrl-C during its tell into an ``UnboundLocalError``
+    (its ``finally`` reads a variable the interrupt left unset); ``dse run`` must still say what
+    was kept in one line, so such an error is recognised by the interrupt in its context."""
+    from dse.cli.study import _raised_by_interrupt
+
+    def tell() -> None:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise UnboundLocalError("cannot access local variable 'updated_state'")
+
+    try:
+        tell()
+    except UnboundLocalError as exc:
+        assert _raised_by_interrupt(exc)
+    assert not _raised_by_interrupt(UnboundLocalError("a bug of its own"))

@@ -230,6 +230,11 @@ def run_cmd(
     except KeyboardInterrupt:
         _interrupted(spec, study, url)
         return
+    except Exception as exc:
+        if not _raised_by_interrupt(exc):
+            raise
+        _interrupted(spec, study, url)
+        return
     if result is None:
         return
     _after_run(result, spec, url, shown, until, report)
@@ -376,6 +381,18 @@ def _quiet_interrupted_trials() -> Iterator[None]:
 def _resume_command(spec: StudySpec, study: str, url: str) -> str:
     """The command that resumes ``study`` (its storage named when it is not the study file's)."""
     return f"dse run {study}" + (f" --storage {redact(url)}" if url and url != spec.storage else "")
+
+
+def _raised_by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while handling a Ctrl-C: Optuna 5's ``_run_trial`` reads a
+    variable in its ``finally`` that a KeyboardInterrupt during its tell leaves unset, so the
+    interrupt reaches the CLI as an ``UnboundLocalError`` whose context is the interrupt."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _interrupted(spec: StudySpec, study: str, url: str) -> None:
