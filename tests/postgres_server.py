@@ -40,7 +40,8 @@ def _as_server_user() -> list[str]:
     return ["runuser", "-u", "postgres", "--"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 free at the time of asking (servers, proxies in tests)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -72,7 +73,7 @@ def start(folder: Path) -> str:
     _run([*user, str(bindir / "initdb"), "-D", str(data), "-U", "dse", f"--pwfile={pwfile}",
           "--auth=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"])
     pwfile.unlink()
-    port = _free_port()
+    port = free_port()
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c max_connections=100"
     (folder / "options").write_text(options + "\n", encoding="utf-8")
     restart(folder)

@@ -69,16 +69,10 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def proxy_url(postgres_url: str) -> Iterator[str]:
     """A ``dse storage-proxy`` in front of the PostgreSQL server; stopped with SIGTERM after."""
-    port = _free_port()
+    port = postgres_server.free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dse", "storage-proxy", "--storage", postgres_url,
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env=ENV)
@@ -408,7 +402,7 @@ def test_a_worker_on_a_storage_that_is_down_fails_fast(tmp_path: Path) -> None:
     require("psycopg")
     require("grpc")
     path = make_study(tmp_path, "down")
-    closed = _free_port()
+    closed = postgres_server.free_port()
     silent = SilentServer()
     cases = {
         "refused": f"postgresql://dse:secret-pw@127.0.0.1:{closed}/dse",

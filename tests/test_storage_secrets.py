@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
+import postgres_server
 import pytest
 from study_helpers import CHEAP, ROOT, write_study
-from test_distributed import _free_port, postgres_url
+from test_distributed import postgres_url
 
 from dse.errors import DseInputError
 from dse.search.spec import load_study_spec
@@ -128,7 +129,8 @@ def test_a_password_with_at_signs_connects_and_shows_nowhere(tmp_path: Path,
     wrong = at_role.replace(AT_PASSWORD, "Ab3@Cd4:e@F")
     shows_none(one_line(dse("status", str(path), "--storage", wrong)), ("Ab3", "Cd4", "e@F"))
     proxy = subprocess.Popen([sys.executable, "-m", "dse", "storage-proxy", "--storage", at_role,
-                              "--port", str(_free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              "--port", str(postgres_server.free_port())],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, cwd=ROOT)
     assert proxy.stdout is not None
     line = proxy.stdout.readline()

@@ -61,12 +61,6 @@ def make_study(tmp_path: Path) -> Path:
                        budget=BUDGET, seed=3)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def dse(*args: str, env: dict[str, str] | None = None,
         timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True,
@@ -156,7 +150,7 @@ def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tup
     created(path, url)
     target = url
     if kind == "grpc":
-        proxies.append(Proxy(url, free_port()))
+        proxies.append(Proxy(url, postgres_server.free_port()))
         target = proxies[0].url
     workers = [Worker(tmp_path, i, "worker", str(path), "--storage", target) for i in range(2)]
     wait_complete(url, path.stem, 3, workers)
@@ -200,7 +194,7 @@ def test_a_server_that_stays_down_ends_the_worker_after_the_window(
 def test_workers_reconnect_across_a_proxy_restart(tmp_path: Path, server: tuple[Path, str],
                                                   proxies: list[Proxy]) -> None:
     _, url = server
-    port = free_port()
+    port = postgres_server.free_port()
     proxies.append(Proxy(url, port))
     path = make_study(tmp_path)
     created(path, url)
@@ -222,7 +216,7 @@ def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
     """The issue's two workers behind a SIGSTOPped proxy sat silent for over 300 s: every call
     now has a deadline (3 s here, ``?dse_answer_timeout=``; 20 s by default)."""
     _, url = server
-    proxy = Proxy(url, free_port())
+    proxy = Proxy(url, postgres_server.free_port())
     proxies.append(proxy)
     path = make_study(tmp_path)
     created(path, url)
@@ -301,7 +295,7 @@ def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
     study = created(path, url)
     target = url
     if kind == "grpc":
-        proxies.append(Proxy(url, free_port()))
+        proxies.append(Proxy(url, postgres_server.free_port()))
         target = proxies[0].url
     worker = Worker(tmp_path, 0, "worker", str(path), "--storage", target)
     wait_complete(url, path.stem, 3, [worker])
@@ -335,7 +329,7 @@ def test_a_second_proxy_on_a_taken_port_refuses_to_start(
     """gRPC shares a port by default (SO_REUSEPORT): the second proxy would start and take half
     the new clients."""
     _, url = server
-    port = free_port()
+    port = postgres_server.free_port()
     first = Proxy(url, port)
     proxies.append(first)
     second = dse("storage-proxy", "--storage", url, "--port", str(port), timeout=60)
@@ -351,13 +345,13 @@ def test_a_second_proxy_on_a_taken_port_refuses_to_start(
 def test_the_proxy_says_it_has_no_authentication(server: tuple[Path, str],
                                                  proxies: list[Proxy]) -> None:
     _, url = server
-    local = Proxy(url, free_port())
+    local = Proxy(url, postgres_server.free_port())
     proxies.append(local)
     assert "no authentication or encryption" in local.line, local.line
     assert "any process on this machine" in local.line and "every study" in local.line
     _, err = local.stop()
     assert not err.strip(), err
-    remote = Proxy(url, free_port(), "--host", "0.0.0.0", "--allow-remote")
+    remote = Proxy(url, postgres_server.free_port(), "--host", "0.0.0.0", "--allow-remote")
     proxies.append(remote)
     assert "no authentication" in remote.line and "any machine that reaches" in remote.line
     out, err = remote.stop()
