@@ -211,7 +211,7 @@ def markdown_lines(rows: Sequence[PublishedBreakdown], comparisons: Sequence[Sta
            "the tests if a row's status no longer holds. Shares are of the step on the critical "
            "path (`breakdown_s` of `dse evaluate --json`); a published share is what the source "
            f"states (blank: not stated). Agreement: the same binding stage and every stated share "
-           f"within {SHARE_TOLERANCE:.0%} points.", ""]
+           f"within {SHARE_TOLERANCE * 100:.0f} percentage points.", ""]
     for c in comparisons:
         r = c.row
         step = f"{r.step_ms:g} ms" if r.step_ms is not None else "not stated"
