@@ -671,6 +671,7 @@ def validate_cmd(
     cut: Annotated[str, typer.Option("--cut", help="Last month (YYYY-MM) fitted by --forward.")] = "2022-12",
 ) -> None:
     """Compare the calibrated model with every published measurement (and leave-one-out)."""
+    from dse.calibration.breakdowns import breakdown_line, markdown_lines
     from dse.calibration.fit import validate
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import load_calibration
@@ -690,18 +691,35 @@ def validate_cmd(
         fail(str(exc))
         return
     section, summary, note = _validation_intervals(measurements, calib, report)
+    breakdowns, comparisons = _stage_breakdowns(calib)
     if html is not None:
         write_or_fail(html, render_html(report))
     if markdown is not None:
-        write_or_fail(markdown, render_markdown(report, section))
+        write_or_fail(markdown, render_markdown(report, [*section, *markdown_lines(breakdowns, comparisons)]))
     if as_json:
-        typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
+        typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None,
+                            "stage_breakdowns": [c.to_dict() for c in comparisons]}))
     else:
         console = Console()
         print_table(console, validation_table(report))
         for line in summary_lines(report):
             console.print(line)
         console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
+        for c in comparisons:
+            console.print(breakdown_line(c))
+
+
+def _stage_breakdowns(calib: Any) -> tuple[Any, Any]:
+    """The published per-stage breakdowns (``dse/data/stage_breakdowns.csv``) and the model's
+    critical-path shares beside them, under ``calib``."""
+    from dse.calibration.breakdowns import compare_all, load_breakdowns
+
+    try:
+        rows = load_breakdowns()
+        return rows, compare_all(rows, calib)
+    except DseInputError as exc:
+        fail(str(exc))
+        return (), ()
 
 
 def coverage_text(summary: dict[str, Any]) -> str:
