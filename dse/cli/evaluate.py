@@ -585,6 +585,7 @@ def calibrate_cmd(
         power_record,
         validate,
     )
+    from dse.calibration.cpu import fit_cpu, load_cpu_measurements
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import Calibration, write_calibration
 
@@ -595,6 +596,8 @@ def calibrate_cmd(
         fail(str(exc))
         return
     result = fit(measurements, Calibration(), loss=loss)
+    # The CPU-only class moves only cpu_dense_efficiency, fitted apart (dse.calibration.cpu).
+    result = dataclasses.replace(result, calibration=fit_cpu(load_cpu_measurements(), result.calibration))
     check = validate(measurements, result.calibration, leave_one_out=False, loss=loss)
     label = version or f"{date.today():%Y.%m.%d}-n{len(measurements)}"
     calib = dataclasses.replace(result.calibration, version=label, fit={
