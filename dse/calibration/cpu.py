@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
+from dse.model.catalog import Precision
 from dse.model.evaluate import evaluate
 from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.system import System, resolve_system, system_spec_from_mapping
@@ -61,7 +62,7 @@ class CpuMeasurement:
     source: str
     published: str
     workload: str
-    precision: str
+    precision: Precision
     global_batch: int
     cpu: str
     cpu_sockets: int
@@ -104,6 +105,8 @@ def _read(path: Path, source: str) -> tuple[CpuMeasurement, ...]:
                 raise DseInputError(source, f"row {i}.{name}", f"not a number: {row[name]!r}") from None
             if not values[name] > 0 and name != "nics":
                 raise DseInputError(source, f"row {i}.{name}", "must be positive")
+        if row["precision"] not in get_args(Precision):
+            raise DseInputError(source, f"row {i}.precision", f"unknown precision {row['precision']!r}")
         if row["software"] not in CPU_SOFTWARE:
             raise DseInputError(source, f"row {i}.software",
                                 f"unknown software {row['software']!r} (known: {', '.join(CPU_SOFTWARE)})")

@@ -576,6 +576,7 @@ def calibrate_cmd(
 ) -> None:
     """Fit the calibration parameters to the measurements and write a versioned calibration file
     (with --ensemble, its ensemble too)."""
+    from dse.calibration.cpu import fit_cpu, load_cpu_measurements
     from dse.calibration.fit import (
         FIT_LOSS,
         FIT_PARAMETERS,
@@ -585,7 +586,6 @@ def calibrate_cmd(
         power_record,
         validate,
     )
-    from dse.calibration.cpu import fit_cpu, load_cpu_measurements
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import Calibration, write_calibration
 

@@ -95,7 +95,8 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
         "scaleup_switches": _scaleup_switches(system, bundled * cat.scaleup_switch.usd_per_accelerator,
                                               system.spec.rack.switch_tray_usd),
         # Accelerator slots: none on a node without accelerators (its one device is its CPUs).
-        "chassis": bundled * n * (cat.chassis.usd_per_node + node.accelerators * cat.chassis.usd_per_accelerator),
+        "chassis": bundled * n * (cat.chassis.usd_per_node
+                                  + node.accelerators * cat.chassis.usd_per_accelerator),
     }
     parts.update(_rack_shared(system, system.spec.rack.shared_usd))
     network = _network_capex(system, cat)

@@ -284,7 +284,8 @@ def evaluate(
     if not plan.feasible:
         reasons.append(plan.reason if not system.cpu_only else
                        f"tables, dense model and activations do not fit the node's "
-                       f"{system.spec.node.ddr_gb:g} GB of DDR (short by {plan.memory.short_bytes / GB:.1f} GB)")
+                       f"{system.spec.node.ddr_gb:g} GB of DDR "
+                       f"(short by {plan.memory.short_bytes / GB:.1f} GB)")
     timing = step_time(workload, system, plan, calib, loads)
     if not math.isfinite(timing.step_s):
         reasons.append("a stage has no bandwidth (step time is infinite)")

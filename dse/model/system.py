@@ -434,7 +434,8 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
     frontend = node.frontend_nics * gbit_s_to_bytes_s(node.frontend_nic_gbit_s)
     input_nics = (frontend or nics) if node.input_source == "network" else 0.0
     if node.input_source == "network" and input_nics <= 0:
-        raise DseInputError(source, "node.input_source", "input_source = 'network' needs frontend_nics or nics")
+        raise DseInputError(source, "node.input_source",
+                            "input_source = 'network' needs frontend_nics or nics")
     return System(
         spec=spec, accelerator=device, cpu=cpu, nodes=spec.nodes, accelerators_per_node=1,
         hbm_bytes=device.hbm_gb * GB, hbm_bytes_s=ddr_gb_s * GB, peak_flops=peaks,
