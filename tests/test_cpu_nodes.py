@@ -18,6 +18,7 @@ from dse.calibration.cpu import (
 from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
+from dse.model.plausible import system_warnings
 from dse.model.stages import STAGES
 from dse.model.system import load_system
 from dse.model.workload import load_workload
@@ -98,6 +99,7 @@ def test_preset_describes_the_seed_papers_server() -> None:
     system = load_system(PRESET)
     assert system.cpu_only and system.spec.node.cpu_sockets == 2 and system.accelerators_per_node == 1
     assert "2003.09518" in system.spec.source
+    assert system_warnings(system) == []  # its 384 GB of DDR are stated, though no host tier is left
     ev = evaluate(load_workload("mlperf-dlrm-v1"), system, CALIB)
     assert ev.feasible and ev.throughput_samples_per_s > 0
     assert ev.bottleneck == "dense_compute"
