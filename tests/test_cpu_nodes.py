@@ -156,3 +156,17 @@ def test_cooper_lake_avx512_points_within_target(report: CpuReport) -> None:
 def test_every_cpu_point_within_target(report: CpuReport) -> None:
     ins = CpuReport.errors(report.in_sample, report.measured)
     assert max(map(abs, ins)) <= TARGET_ABS_PCT
+
+
+def test_memo_tells_socket_counts_apart() -> None:
+    """Two sockets of six DDR channels and four of three have the same DDR bandwidth but not the
+    same peak: a sweep's memo must not hand one the other's step loads."""
+    from dse.model.evaluate import Memo
+
+    wl = load_workload("mlperf-dlrm-v1")
+    memo = Memo(wl, CALIB)
+    designs = [load_system(PRESET, (("node.cpu_sockets", s), ("node.ddr_channels_per_socket", c)))
+               for s, c in ((2, 6), (4, 3))]
+    for system in designs:
+        assert evaluate(wl, system, CALIB, memo=memo).step_time_s == evaluate(wl, system, CALIB).step_time_s
+    assert designs[0].hbm_bytes_s == designs[1].hbm_bytes_s
