@@ -170,3 +170,44 @@ def test_memo_tells_socket_counts_apart() -> None:
     for system in designs:
         assert evaluate(wl, system, CALIB, memo=memo).step_time_s == evaluate(wl, system, CALIB).step_time_s
     assert designs[0].hbm_bytes_s == designs[1].hbm_bytes_s
+
+
+def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
+    """``dse validate``: the class's line, its JSON key and its section of docs/validation.md."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dse.cli import app
+
+    runner = CliRunner()
+    env = {"COLUMNS": "250"}
+    doc = tmp_path / "validation.md"
+    result = runner.invoke(app, ["validate", "--no-loo", "--json", "--markdown", str(doc)], env=env)
+    assert result.exit_code == 0, result.output
+    cpu = json.loads(result.stdout)["cpu_class"]
+    assert len(cpu["points"]) == 8 and cpu["target_abs_pct"] == TARGET_ABS_PCT
+    assert cpu["cpu_dense_efficiency"] == pytest.approx(CALIB.cpu_dense_efficiency, rel=1e-3)
+    text = doc.read_text(encoding="utf-8")
+    section = text[text.index("## CPU-only class"):text.index("## Analysis")]
+    assert all(p["id"] in section for p in cpu["points"]) and "**not met**" in section
+    # The packaged page carries the section as the generator writes it.
+    packaged = (Path(__file__).parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert section in packaged
+    result = runner.invoke(app, ["validate", "--no-loo"], env=env)
+    assert "CPU-only class (8 points): cpu_dense_efficiency 0.326" in result.stdout
+
+
+def test_ensemble_stays_valid_when_the_cpu_efficiency_moves() -> None:
+    """cpu_dense_efficiency is fitted apart: the accelerator fit's ensemble stays the calibration's
+    when it moves, and every member carries the calibration's value (so a CPU design's spread is
+    not that of a stale efficiency)."""
+    from dse.calibration.ensemble import fingerprint, load_ensemble
+
+    moved = dataclasses.replace(CALIB, cpu_dense_efficiency=0.2)
+    assert fingerprint(moved) == fingerprint(CALIB)
+    for calib in (CALIB, moved):
+        ens = load_ensemble(calibration=calib)
+        assert {m.cpu_dense_efficiency for m in (*ens.bootstrap, *ens.leave_one_out)} == {
+            calib.cpu_dense_efficiency}
+    assert fingerprint(dataclasses.replace(CALIB, host_efficiency=0.4)) != fingerprint(CALIB)

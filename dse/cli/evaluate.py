@@ -674,9 +674,11 @@ def validate_cmd(
     cut: Annotated[str, typer.Option("--cut", help="Last month (YYYY-MM) fitted by --forward.")] = "2022-12",
 ) -> None:
     """Compare the calibrated model with every published measurement (and leave-one-out)."""
+    from dse.calibration.cpu import load_cpu_measurements, validate_cpu
     from dse.calibration.fit import validate
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import load_calibration
+    from dse.outputs.cpu_class_doc import cpu_class_line, cpu_class_lines, cpu_class_summary
     from dse.outputs.validation_page import render_html, render_markdown, summary_lines, validation_table
 
     check_targets(True, html, markdown)
@@ -693,18 +695,22 @@ def validate_cmd(
         fail(str(exc))
         return
     section, summary, note = _validation_intervals(measurements, calib, report)
+    cpu_report = validate_cpu(load_cpu_measurements(), calib)
+    section = [*section, *cpu_class_lines(cpu_report)]
     if html is not None:
         write_or_fail(html, render_html(report))
     if markdown is not None:
         write_or_fail(markdown, render_markdown(report, section))
     if as_json:
-        typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None}))
+        typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None,
+                            "cpu_class": cpu_class_summary(cpu_report)}))
     else:
         console = Console()
         print_table(console, validation_table(report))
         for line in summary_lines(report):
             console.print(line)
         console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
+        console.print(cpu_class_line(cpu_report))
 
 
 def coverage_text(summary: dict[str, Any]) -> str:
