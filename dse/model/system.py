@@ -328,7 +328,7 @@ def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float) -> Accele
     return Accelerator(
         # The socket count in the name: designs that share a name share their step loads (a
         # sweep's memo, dse.model.timing.loads_key), and the peak grows with the sockets.
-        name=f"{sockets} x {cpu.name}",
+        name=f"CPU device ({sockets} x {cpu.name})",
         peak_tflops=PeakTflops(**{p: (v * sockets if v else None) for p in PRECISIONS
                                   for v in (getattr(peak, p),)}),
         hbm_gb=ddr_gb, hbm_gb_s=ddr_gb_s, scaleup_gb_s=0.0, default_scaleup="none",
