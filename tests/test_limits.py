@@ -78,8 +78,10 @@ def test_every_shipped_preset_loads_within_the_limits() -> None:
         raw = read_toml(path)
         system = load_system(path.stem)
         assert system.nodes == raw.get("nodes", 1), path.stem
-        assert system.accelerators_per_node == raw["node"]["accelerators"], path.stem
-        assert system.spec.node.accelerator == raw["node"]["accelerator"], path.stem
+        assert system.spec.node.accelerators == raw["node"]["accelerators"], path.stem
+        # A node without accelerators trains on its CPUs as one device (system.cpu_device).
+        assert system.accelerators_per_node == (raw["node"]["accelerators"] or 1), path.stem
+        assert system.spec.node.accelerator == raw["node"].get("accelerator", ""), path.stem
         assert 1 <= system.accelerators_total <= limits.MAX_ACCELERATORS_TOTAL
         assert 0 < system.hbm_bytes <= limits.MAX_MEMORY_GB * 1e9, path.stem
     workloads = _shipped(WORKLOAD)

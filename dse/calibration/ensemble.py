@@ -93,6 +93,10 @@ THROUGHPUT_EXPONENT: dict[str, int] = {
 (:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,
 power and the memory figures are the same under every member."""
 _NOT_PARAMETERS = ("version", "software_factor", "fit")
+FITTED_APART = ("cpu_dense_efficiency",)
+"""Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`) that the ensemble's
+refits never move: outside the fingerprint, and every member takes the calibration's value, so
+refitting them (or adding one) keeps the ensemble of the accelerator fit valid."""
 
 
 class EnsembleUnavailable(DseInputError):
@@ -111,7 +115,7 @@ def fingerprint(calib: Calibration) -> str:
     """A short hash of a calibration's values (every scalar parameter and software factor), so a
     refit that kept its version label still invalidates its ensemble."""
     parts = [f"{f.name}={float(getattr(calib, f.name))!r}" for f in fields(Calibration)
-             if f.name not in _NOT_PARAMETERS]
+             if f.name not in _NOT_PARAMETERS and f.name not in FITTED_APART]
     parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -510,10 +514,21 @@ def load_ensemble(path: Path | None = None, calibration: Calibration | None = No
         with resources.as_file(ref) as p:
             ens = _cached(p, f"dse/data/{ENSEMBLE_FILE}")
         ens.check(calib)
-        return ens
+        return _with_fitted_apart(ens, calib)
     ens = _cached(path, str(path))
     ens.check(calib, str(path))
-    return ens
+    return _with_fitted_apart(ens, calib)
+
+
+def _with_fitted_apart(ens: CalibrationEnsemble, calib: Calibration) -> CalibrationEnsemble:
+    """``ens`` with every member's :data:`FITTED_APART` parameters set to ``calib``'s."""
+    values = {name: getattr(calib, name) for name in FITTED_APART}
+    members = (*ens.bootstrap, *ens.leave_one_out)
+    if all(getattr(m, n) == v for m in members for n, v in values.items()):
+        return ens
+    return dataclasses.replace(
+        ens, bootstrap=tuple(dataclasses.replace(m, **values) for m in ens.bootstrap),
+        leave_one_out=tuple(dataclasses.replace(m, **values) for m in ens.leave_one_out))
 
 
 def _cached(path: Path, source: str) -> CalibrationEnsemble:

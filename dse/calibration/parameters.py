@@ -81,6 +81,11 @@ class Calibration:
     ``dse validate`` reports it (``dse.calibration.fit.power_fit``), and ``dse calibrate`` keeps it
     (the throughput fit does not move it) and records its error in ``[fit]``. Power is a property
     of the parts, not of the step breakdown, so adding a part never lowers it."""
+    cpu_dense_efficiency: float = field(default=0.50, metadata=EFF)
+    """Share of a CPU socket's vector/matrix peak (``Cpu.peak_tflops``) that DLRM's MLPs reach on a
+    node without accelerators. Prior: oneDNN bf16/fp32 GEMMs reach about half of AVX-512 peak on
+    DLRM-sized layers [A]. Fitted, not in the accelerator fit but to the CPU-only measurements
+    alone (:mod:`dse.calibration.cpu`), and carried through that fit unchanged."""
     software_factor: dict[str, float] = field(default_factory=dict)
     """Throughput factor per software generation (measurement source label -> factor), fitted;
     used only when a measurement names its software. Designs are scored with factor 1."""

@@ -576,6 +576,7 @@ def calibrate_cmd(
 ) -> None:
     """Fit the calibration parameters to the measurements and write a versioned calibration file
     (with --ensemble, its ensemble too)."""
+    from dse.calibration.cpu import fit_cpu, load_cpu_measurements
     from dse.calibration.fit import (
         FIT_LOSS,
         FIT_PARAMETERS,
@@ -595,6 +596,8 @@ def calibrate_cmd(
         fail(str(exc))
         return
     result = fit(measurements, Calibration(), loss=loss)
+    # The CPU-only class moves only cpu_dense_efficiency, fitted apart (dse.calibration.cpu).
+    result = dataclasses.replace(result, calibration=fit_cpu(load_cpu_measurements(), result.calibration))
     check = validate(measurements, result.calibration, leave_one_out=False, loss=loss)
     label = version or f"{date.today():%Y.%m.%d}-n{len(measurements)}"
     calib = dataclasses.replace(result.calibration, version=label, fit={
@@ -672,9 +675,11 @@ def validate_cmd(
 ) -> None:
     """Compare the calibrated model with every published measurement (and leave-one-out)."""
     from dse.calibration.breakdowns import breakdown_line, markdown_lines
+    from dse.calibration.cpu import load_cpu_measurements, validate_cpu
     from dse.calibration.fit import validate
     from dse.calibration.measurements import load_measurements
     from dse.calibration.parameters import load_calibration
+    from dse.outputs.cpu_class_doc import cpu_class_line, cpu_class_lines, cpu_class_summary
     from dse.outputs.validation_page import render_html, render_markdown, summary_lines, validation_table
 
     check_targets(True, html, markdown)
@@ -691,6 +696,8 @@ def validate_cmd(
         fail(str(exc))
         return
     section, summary, note = _validation_intervals(measurements, calib, report)
+    cpu_report = validate_cpu(load_cpu_measurements(), calib)
+    section = [*section, *cpu_class_lines(cpu_report)]
     breakdowns, comparisons = _stage_breakdowns(calib)
     if html is not None:
         write_or_fail(html, render_html(report))
@@ -698,13 +705,15 @@ def validate_cmd(
         write_or_fail(markdown, render_markdown(report, [*section, *markdown_lines(breakdowns, comparisons)]))
     if as_json:
         typer.echo(to_json({**report.to_dict(), "intervals": summary, "intervals_note": note or None,
-                            "stage_breakdowns": [c.to_dict() for c in comparisons]}))
+                            "stage_breakdowns": [c.to_dict() for c in comparisons],
+                            "cpu_class": cpu_class_summary(cpu_report)}))
     else:
         console = Console()
         print_table(console, validation_table(report))
         for line in summary_lines(report):
             console.print(line)
         console.print((summary and coverage_text(summary)) or f"no intervals: {note}")
+        console.print(cpu_class_line(cpu_report))
         for c in comparisons:
             console.print(breakdown_line(c))
 

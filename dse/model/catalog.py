@@ -140,6 +140,12 @@ class Cpu:
     """Range of ``price_usd`` a user catalog states (a quote's spread); the robust front and the
     case studies draw the price within it. ``None``: no range (their default spread)."""
     assumed: tuple[str, ...] = ()
+    peak_tflops: PeakTflops = PeakTflops()
+    """Dense peak of one socket per precision (TFLOP/s: cores x base GHz x FLOP per cycle and core
+    of its vector or matrix units), what a node without accelerators trains at
+    (``node.accelerators = 0``); absent = the socket cannot train at that precision."""
+    peak_source: str = ""
+    """Where each of ``peak_tflops``'s figures comes from."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,11 @@ ACCELERATOR_IDLE_FRACTION = 0.15
 70-100 W of 700 W; the measured 8x H100 node idled at 2.3-2.7 kW at the wall]."""
 CPU_TRAINING_UTILISATION = 0.5
 """Share of TDP the host CPUs draw while feeding training (data pipeline, framework threads) [A]."""
+CPU_COMPUTE_UTILISATION = 1.0
+"""Share of TDP the CPUs draw where they do the training themselves (a node without accelerators):
+TDP is by Intel's definition the average power a socket dissipates at base frequency with all
+cores active under an Intel-defined high-complexity workload (Intel ARK, "TDP" glossary entry),
+which dense AVX-512/AMX training is."""
 PRICE_FLOOR_FRACTION = 0.5
 """An accelerator with less HBM than its catalog part never costs below this share of its price [A]."""
 
@@ -89,7 +94,9 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
         "pcie_switches": n * _pcie_switches(system) * cat.pcie_gen(system.pcie_gen).switch_usd,
         "scaleup_switches": _scaleup_switches(system, bundled * cat.scaleup_switch.usd_per_accelerator,
                                               system.spec.rack.switch_tray_usd),
-        "chassis": bundled * n * (cat.chassis.usd_per_node + a * cat.chassis.usd_per_accelerator),
+        # Accelerator slots: none on a node without accelerators (its one device is its CPUs).
+        "chassis": bundled * n * (cat.chassis.usd_per_node
+                                  + node.accelerators * cat.chassis.usd_per_accelerator),
     }
     parts.update(_rack_shared(system, system.spec.rack.shared_usd))
     network = _network_capex(system, cat)
@@ -164,7 +171,7 @@ def power(
     extra_gb_s = max(system.hbm_bytes_s / 1e9 - acc.hbm_gb_s, 0.0)
     per_acc = idle + (acc.tdp_w - idle) * util
     per_acc += extra_gb * fac.hbm_w_per_gb + extra_gb_s * fac.hbm_w_per_gb_s * util
-    cpu_util = CPU_TRAINING_UTILISATION
+    cpu_util = CPU_COMPUTE_UTILISATION if system.cpu_only else CPU_TRAINING_UTILISATION
     _, nic_w = cat.nic_for(node.nic_gbit_s)
     _, fe_w = cat.nic_for(node.frontend_nic_gbit_s)
     ports, ends = _network_ports_per_nic(system, cat)

@@ -143,11 +143,8 @@ class Evaluation:
             "dataset_time_s": dataset[0] if dataset else math.inf,
             "dataset_cost_usd": dataset[1] if dataset else math.inf,
             "memory_short_gb": memory.short_bytes / GB,
-            "hbm_used_gb": max(memory.hbm_used_bytes) / GB,
-            "hbm_capacity_gb": memory.hbm_capacity_bytes / GB,
-            "ddr_used_gb": max(memory.ddr_used_bytes, default=0.0) / GB,
-            "ddr_capacity_gb": memory.ddr_capacity_bytes / GB,
-            "accelerators": self.system.accelerators_total,
+            **self._memory_gb(),
+            "accelerators": self.system.spec.node.accelerators * self.system.nodes,
             "nodes": self.system.nodes,
             "compute_share": self.compute_share(),
             **dict(zip(("time_to_train_s", "cost_to_train_usd"), self.to_train(), strict=True)),
@@ -155,6 +152,19 @@ class Evaluation:
             "racks": rack_count(self.system.spec),
             "rack_kw": self.rack_kw,
         }
+
+    def _memory_gb(self) -> dict[str, float]:
+        """HBM and DDR use and capacity per device and node (GB). A node without accelerators keeps
+        its tables in its device's memory, which is its DDR: reported as DDR, with no HBM."""
+        memory = self.plan.memory
+        used = max(memory.hbm_used_bytes) / GB
+        capacity = memory.hbm_capacity_bytes / GB
+        if self.system.cpu_only:
+            return {"hbm_used_gb": 0.0, "hbm_capacity_gb": 0.0, "ddr_used_gb": used,
+                    "ddr_capacity_gb": capacity}
+        return {"hbm_used_gb": used, "hbm_capacity_gb": capacity,
+                "ddr_used_gb": max(memory.ddr_used_bytes, default=0.0) / GB,
+                "ddr_capacity_gb": memory.ddr_capacity_bytes / GB}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready result (``dse evaluate --json``)."""
@@ -272,7 +282,10 @@ def evaluate(
         plan = plan_placement(workload, system)
         loads = step_loads(workload, system, plan, calib)
     if not plan.feasible:
-        reasons.append(plan.reason)
+        reasons.append(plan.reason if not system.cpu_only else
+                       f"tables, dense model and activations do not fit the node's "
+                       f"{system.spec.node.ddr_gb:g} GB of DDR "
+                       f"(short by {plan.memory.short_bytes / GB:.1f} GB)")
     timing = step_time(workload, system, plan, calib, loads)
     if not math.isfinite(timing.step_s):
         reasons.append("a stage has no bandwidth (step time is infinite)")

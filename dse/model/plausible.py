@@ -15,7 +15,7 @@ from dse.model.limits import (
     MIN_PLAUSIBLE_ACCELERATOR_USD,
     MIN_PLAUSIBLE_USD_PER_KWH,
 )
-from dse.model.system import GB, System
+from dse.model.system import System
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ def system_warnings(system: System) -> list[Implausible]:
     """The node's host DDR when it is less than one DIMM per channel of every socket."""
     node = system.spec.node
     least = node.cpu_sockets * system.cpu.ddr_channels * MIN_DIMM_GB
-    ddr = system.ddr_bytes / GB
+    ddr = node.ddr_gb  # the stated DDR (a node without accelerators holds its tables there)
     if ddr >= least:
         return []
     return [Implausible("node.ddr_gb", ddr,

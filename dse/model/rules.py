@@ -162,7 +162,7 @@ def pcie_lanes_needed(system: System, catalog: Catalog) -> int:
     as ConnectX-8's, one uplink each). Front-end NICs are not counted ([A] they sit on the board's
     OCP or LOM slot)."""
     node = system.spec.node
-    a = system.accelerators_per_node
+    a = node.accelerators  # 0 on a node without accelerators (its one device is its CPUs)
     behind = 0
     root = 0
     if _behind_switches(system):
@@ -188,7 +188,7 @@ def check_pcie_lanes(system: System, catalog: Catalog) -> RuleCheck:
     node = system.spec.node
     have = node.cpu_sockets * system.cpu.pcie_lanes
     return _check("pcie_lanes", need / have - 1,
-                  f"{system.accelerators_per_node} accelerators and {node.nics} NICs need {need} "
+                  f"{node.accelerators} accelerators and {node.nics} NICs need {need} "
                   f"PCIe lanes; {node.cpu_sockets} x {system.cpu.name} have {have}")
 
 
@@ -228,7 +228,7 @@ def ddr_limit_gb(system: System, catalog: Catalog) -> float:
 def check_ddr_capacity(system: System, catalog: Catalog) -> RuleCheck:
     """``ddr_capacity``: host DDR within the DIMM slots of the node's sockets."""
     limit = ddr_limit_gb(system, catalog)
-    ddr = system.ddr_bytes / GB
+    ddr = system.spec.node.ddr_gb
     cpu = system.cpu
     return _check("ddr_capacity", ddr / limit - 1,
                   f"{ddr:.6g} GB of DDR, but {system.spec.node.cpu_sockets} x {cpu.name} hold at most "

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dse.errors import DseInputError
-from dse.model.catalog import Accelerator, Catalog, Cpu, Topology, load_catalog
+from dse.model.catalog import Accelerator, Catalog, Cpu, PeakTflops, Topology, load_catalog
 from dse.model.limits import (
     MAX_ACCELERATORS_PER_NODE,
     MAX_ACCELERATORS_TOTAL,
@@ -55,8 +55,8 @@ def gbit_s_to_bytes_s(gbit_s: float) -> float:
 class NodeSpec:
     """One node; fields left ``None`` default from the accelerator's catalog entry."""
 
-    accelerator: str
-    accelerators: int = field(metadata=upto(MAX_ACCELERATORS_PER_NODE, 1))
+    accelerators: int = field(metadata=upto(MAX_ACCELERATORS_PER_NODE))
+    """Accelerators per node; 0: the node trains on its CPU sockets (:func:`cpu_device`)."""
     cpu: str
     cpu_sockets: int = field(metadata=upto(MAX_CPU_SOCKETS, 1))
     ddr_gb: float = field(metadata=positive(MAX_MEMORY_GB))
@@ -103,6 +103,8 @@ class NodeSpec:
     hbm_cache_gb: float | None = field(default=None, metadata=upto(MAX_MEMORY_GB))
     """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
     placement leaves free."""
+    accelerator: str = field(default="", kw_only=True)
+    """The accelerator's catalog key; required unless ``accelerators = 0``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +257,10 @@ class System:
     """Bandwidth of the NICs each step's input arrives through: the front-end NICs (or the compute
     NICs without them) when ``node.input_source = "network"``, 0 when the input is read locally."""
     network: NetworkSpec
+    cpu_only: bool = False
+    """The node has no accelerators (``node.accelerators = 0``): its CPU sockets are one training
+    device (:func:`cpu_device`), so ``accelerators_per_node`` is 1 and the "accelerator" and its
+    "HBM" are the sockets and their DDR."""
 
     @property
     def accelerators_total(self) -> int:
@@ -308,12 +314,46 @@ def _peak_flops(acc: Accelerator) -> tuple[dict[str, float], dict[str, str]]:
     return peaks, used
 
 
+def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float) -> Accelerator:
+    """The training device of a node without accelerators: its ``sockets`` CPUs as one device.
+
+    Its peaks are the sockets' summed (the catalog's per-socket ``peak_tflops``), its memory the
+    node's DDR (capacity and bandwidth), so the placement puts every table in DDR and the step
+    reads them at DDR speed; it has no scale-up links (one device a node: every all-to-all and
+    allreduce crosses the NICs) and no price or power of its own (the CPUs, DDR and NICs are
+    costed as parts). The one device per node stands for the sockets working in shared memory
+    (Intel's MLPerf CPU DLRM runs one rank a socket; their exchanges inside a node cross UPI,
+    which this device does not time: the calibration's ``cpu_dense_efficiency`` absorbs it)."""
+    peak = cpu.peak_tflops
+    return Accelerator(
+        # The socket count in the name: designs that share a name share their step loads (a
+        # sweep's memo, dse.model.timing.loads_key), and the peak grows with the sockets.
+        name=f"CPU device ({sockets} x {cpu.name})",
+        peak_tflops=PeakTflops(**{p: (v * sockets if v else None) for p in PRECISIONS
+                                  for v in (getattr(peak, p),)}),
+        hbm_gb=ddr_gb, hbm_gb_s=ddr_gb_s, scaleup_gb_s=0.0, default_scaleup="none",
+        scaleup_links=0, scaleup_link_gb_s=0.0, switch_domain_max=0, host_pcie_lanes=LANES_X16,
+        available=cpu.available, pcie_gen=cpu.pcie_gen, tdp_w=0.0, price_usd=0.0, idle_w=0.0,
+        memory_type="DDR", source=cpu.peak_source or cpu.source, price_source="costed as CPUs and DDR",
+        vendor=cpu.vendor,
+    )
+
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
+"""The fields of :class:`~dse.model.catalog.PeakTflops`."""
+LANES_X16 = 16
+
+
 def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str = "system") -> System:
     """Resolve ``spec`` against the catalog, validating combinations the schema cannot express."""
     cat = catalog or load_catalog()
     node = spec.node
-    acc = cat.accelerator_named(node.accelerator, source, "node.accelerator")
     cpu = cat.cpu_named(node.cpu, source, "node.cpu")
+    if node.accelerators == 0:
+        return _resolve_cpu_only(spec, cat, cpu, source)
+    if not node.accelerator:
+        raise DseInputError(source, "node.accelerator", "required key is missing (or set accelerators = 0)")
+    acc = cat.accelerator_named(node.accelerator, source, "node.accelerator")
     scaleup: Topology = node.scaleup or acc.default_scaleup
     scaleup_gb_s = node.scaleup_gb_s if node.scaleup_gb_s is not None else acc.scaleup_gb_s
     if scaleup != "none" and scaleup_gb_s <= 0:
@@ -367,6 +407,45 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         frontend_bytes_s=frontend,
         input_nic_bytes_s=input_nics,
         network=spec.network,
+    )
+
+
+def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> System:
+    """:func:`resolve_system` for a node without accelerators: one :func:`cpu_device` a node.
+
+    Its DDR is the device's memory, so no host tier is left (``ddr_bytes = 0``: a table that does
+    not fit the DDR finds room nowhere, and the design is infeasible); DDR bandwidth stays the
+    node's (NIC traffic staged in host memory). Input arrives in DDR: its "host link" is DDR
+    bandwidth. The NICs hang off the CPUs, reached over their own x16 link."""
+    node = spec.node
+    ddr = cat.ddr.get(cpu.ddr)
+    if ddr is None:
+        raise DseInputError(source, "node.cpu", f"cpu {node.cpu!r} names unknown ddr {cpu.ddr!r}")
+    if spec.pod.nodes > 1:
+        raise DseInputError(source, "pod.nodes", "a node without accelerators has no scale-up pod")
+    channels = node.ddr_channels_per_socket or cpu.ddr_channels
+    ddr_gb_s = node.cpu_sockets * channels * ddr.channel_gb_s
+    if not any(getattr(cpu.peak_tflops, p) for p in PRECISIONS):
+        raise DseInputError(source, "node.cpu", f"cpu {node.cpu!r} has no peak_tflops in the catalog, "
+                            "so a node without accelerators cannot train on it")
+    device = cpu_device(cpu, node.cpu_sockets, node.ddr_gb, ddr_gb_s)
+    peaks, used = _peak_flops(device)
+    gen = node.pcie_gen or cpu.pcie_gen
+    nic_gen = node.nic_pcie_gen or gen
+    nics = node.nics * gbit_s_to_bytes_s(node.nic_gbit_s)
+    frontend = node.frontend_nics * gbit_s_to_bytes_s(node.frontend_nic_gbit_s)
+    input_nics = (frontend or nics) if node.input_source == "network" else 0.0
+    if node.input_source == "network" and input_nics <= 0:
+        raise DseInputError(source, "node.input_source",
+                            "input_source = 'network' needs frontend_nics or nics")
+    return System(
+        spec=spec, accelerator=device, cpu=cpu, nodes=spec.nodes, accelerators_per_node=1,
+        hbm_bytes=device.hbm_gb * GB, hbm_bytes_s=ddr_gb_s * GB, peak_flops=peaks,
+        precision_fallback=used, scaleup="none", scaleup_bytes_s=0.0, scaleup_domain=1,
+        pcie_bytes_s=ddr_gb_s * GB, pcie_gen=gen, cpu_pcie_gen=node.cpu_pcie_gen or gen,
+        nic_pcie_gen=nic_gen, nic_path_bytes_s=cat.pcie_gen(nic_gen).x16_gb_s * GB, ddr_bytes=0.0,
+        ddr_bytes_s=ddr_gb_s * GB, socket_link_bytes_s=cpu.socket_link_gb_s * GB, nic_bytes_s=nics,
+        frontend_bytes_s=frontend, input_nic_bytes_s=input_nics, network=spec.network, cpu_only=True,
     )
 
 

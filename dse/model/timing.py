@@ -202,6 +202,9 @@ def dense_times(wl: Workload, system: System, calib: Calibration, b: float,
            calib.dense_efficiency_tf32 if math_at == "tf32" else calib.dense_efficiency_half)
     units = system.accelerator.compute_units
     mem = system.hbm_bytes_s * calib.memory_efficiency
+    if system.cpu_only:  # the sockets' vector/matrix units and their DDR (system.cpu_device)
+        eff = calib.cpu_dense_efficiency
+        mem = system.hbm_bytes_s * calib.host_efficiency
     elem = ACTIVATION_BYTES[precision]
     cache = derived(wl, "timing.dense_times", _dense_caches)
     key = (peak, eff, units, mem, elem, b, b_bottom)
@@ -321,8 +324,9 @@ def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
 
 def embedding_seconds(loads: EmbeddingLoads, system: System, calib: Calibration) -> EmbeddingTimes:
     """:func:`embedding_times` from its loads: HBM bytes over HBM bandwidth; host work bounded by
-    the device's PCIe link or its node's DDR, whichever is slower."""
-    mem = system.hbm_bytes_s * calib.memory_efficiency
+    the device's PCIe link or its node's DDR, whichever is slower. A node without accelerators
+    reads its tables from DDR (its device's memory) at the host path's efficiency."""
+    mem = system.hbm_bytes_s * (calib.host_efficiency if system.cpu_only else calib.memory_efficiency)
     link = system.pcie_bytes_s * calib.host_efficiency
     host = system.ddr_bytes_s * calib.host_efficiency
     worst = [0.0, 0.0]  # forward, backward

@@ -1,0 +1,213 @@
+"""Nodes without accelerators (``node.accelerators = 0``): the CPU path of the model, its
+feasibility, monotonicity and cost, the seed paper's preset and the CPU-only measurement class."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from dse.calibration.cpu import (
+    TARGET_ABS_PCT,
+    CpuReport,
+    cpu_design,
+    load_cpu_measurements,
+    validate_cpu,
+)
+from dse.calibration.parameters import load_calibration
+from dse.errors import DseInputError
+from dse.model.evaluate import evaluate
+from dse.model.plausible import system_warnings
+from dse.model.stages import STAGES
+from dse.model.system import load_system
+from dse.model.workload import load_workload
+
+PRESET = "dual-socket-cpu"
+CALIB = load_calibration()
+
+
+def test_cpu_step_hand_checked() -> None:
+    """dlrm-benchmark (batch 2048, fp32; 8 tables x 100 lookups of 64 x fp32) on one dual-socket
+    Xeon 8168 node: the bottom MLP's first layer and the embedding forward, by hand."""
+    ev = evaluate(load_workload("dlrm-benchmark"), load_system(PRESET), CALIB)
+    eff, host = CALIB.cpu_dense_efficiency, CALIB.host_efficiency
+    peak = 2 * 2.0736e12  # two sockets x 24 cores x 2.7 GHz x 32 fp32 FLOP/cycle
+    mem = 2 * 6 * 21.328e9 * host  # two sockets x 6 channels of DDR4-2666, at the host efficiency
+    b = 2048
+
+    def layer(m: float, k: float, n: float) -> float:
+        compute = 2 * m * k * n / (peak * eff)
+        memory = (m * k + k * n + m * n) * 4 / mem
+        return max(compute, memory)
+
+    # Bottom MLP 512 -> 512 -> 64: each layer's GEMM and its two element-wise passes over m x n.
+    bottom_fwd = sum(layer(b, k, n) + 2 * b * n * 4 / mem for k, n in ((512, 512), (512, 64)))
+    # Forward lookups: 2048 samples x 8 tables x 100 rows of 256 B (+ an 8 B index each), and the
+    # pooled outputs (2048 x 8 x 64 fp32) written; all on the one device, read from DDR.
+    emb_fwd = (b * 8 * 100 * (256 + 8) + b * 8 * 64 * 4) / mem
+    stages = ev.timing.stages
+    assert stages.bottom_fwd == pytest.approx(bottom_fwd, rel=1e-9)
+    assert stages.emb_fwd == pytest.approx(emb_fwd, rel=1e-9)
+    # One node: nothing crosses a link; the host path is the device's own memory.
+    assert stages.host_fwd == stages.a2a_network == stages.allreduce == 0.0
+    assert tuple(ev.breakdown_s) == STAGES
+    assert sum(ev.breakdown_s.values()) == pytest.approx(ev.step_time_s, rel=1e-12)
+    assert ev.feasible and ev.metrics()["accelerators"] == 0 and ev.metrics()["hbm_capacity_gb"] == 0.0
+
+
+def test_tables_beyond_ddr_are_infeasible_not_raised() -> None:
+    wl = load_workload("zion-2019")  # 800 GB of tables
+    one = evaluate(wl, load_system(PRESET), CALIB)
+    assert not one.feasible and any("384 GB of DDR" in r for r in one.reasons)
+    assert one.metrics()["memory_short_gb"] > 0
+    eight = evaluate(wl, load_system(PRESET, (("nodes", 8),)), CALIB)
+    assert eight.feasible  # 8 x 384 GB hold 800 GB
+    fp8 = evaluate(dataclasses.replace(load_workload("mlperf-dlrm-v1"), precision="fp8"),
+                   load_system(PRESET), CALIB)
+    assert not fp8.feasible and any("fp8" in r for r in fp8.reasons)
+
+
+@pytest.mark.parametrize("workload", ["mlperf-dlrm-v1", "mlperf-dlrm-dcnv2", "dlrm-benchmark"])
+@pytest.mark.parametrize("nodes", [1, 4])
+def test_more_cores_or_bandwidth_never_slows(workload: str, nodes: int) -> None:
+    wl = load_workload(workload)
+    base = (("nodes", nodes), ("node.ddr_gb", 1536), ("node.cpu", "xeon-cooper-lake"))
+    step = evaluate(wl, load_system(PRESET, base), CALIB).step_time_s
+    for more in ((("node.cpu_sockets", 4),), (("node.ddr_channels_per_socket", 6),),
+                 (("node.nic_gbit_s", 100),), (("node.nics", 2),)):
+        faster = evaluate(wl, load_system(PRESET, base + more), CALIB).step_time_s
+        assert faster <= step * (1 + 1e-12), more
+    fewer = evaluate(wl, load_system(PRESET, (*base, ("node.ddr_channels_per_socket", 3))), CALIB)
+    assert fewer.step_time_s >= step
+
+
+def test_cost_and_power_grow_with_each_part() -> None:
+    wl = load_workload("mlperf-dlrm-v1")
+    base = evaluate(wl, load_system(PRESET), CALIB)
+    assert base.cost.parts_usd["accelerators"] == 0.0 and base.power.parts_w["accelerators"] == 0.0
+    for more in (("node.cpu_sockets", 4), ("node.ddr_gb", 768), ("node.nics", 2),
+                 ("node.nic_gbit_s", 200), ("nodes", 2)):
+        ev = evaluate(wl, load_system(PRESET, (more,)), CALIB)
+        assert ev.cost.capex_usd > base.cost.capex_usd, more
+        assert ev.power.power_w > base.power.power_w, more
+    # The CPUs do the training: they draw their TDP (two 205 W sockets).
+    assert base.power.parts_w["cpus"] == pytest.approx(2 * 205.0)
+
+
+def test_preset_describes_the_seed_papers_server() -> None:
+    system = load_system(PRESET)
+    assert system.cpu_only and system.spec.node.cpu_sockets == 2 and system.accelerators_per_node == 1
+    assert "2003.09518" in system.spec.source
+    assert system_warnings(system) == []  # its 384 GB of DDR are stated, though no host tier is left
+    ev = evaluate(load_workload("mlperf-dlrm-v1"), system, CALIB)
+    assert ev.feasible and ev.throughput_samples_per_s > 0
+    assert ev.bottleneck == "dense_compute"
+
+
+def test_node_needs_an_accelerator_key_unless_it_has_none(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('nodes = 1\n[node]\naccelerators = 8\ncpu = "xeon-8168"\ncpu_sockets = 2\n'
+                    'ddr_gb = 384\nnics = 1\nnic_gbit_s = 25\n', encoding="utf-8")
+    with pytest.raises(DseInputError, match=r"node\.accelerator"):
+        load_system(str(path))
+    with pytest.raises(DseInputError, match="no peak_tflops"):
+        load_system(PRESET, (("node.cpu", "epyc-7742"),))
+
+
+def test_cpu_measurements_load_strictly(tmp_path: Path) -> None:
+    ms = load_cpu_measurements()
+    assert len(ms) == 8 and len({m.id for m in ms}) == 8
+    text = (Path(__file__).parents[1] / "dse" / "data" / "cpu_measurements.csv").read_text(encoding="utf-8")
+    bad = tmp_path / "cpu.csv"
+    bad.write_text(text.replace(",478597,", ",fast,"), encoding="utf-8")
+    with pytest.raises(DseInputError, match=r"cpu.csv: row 2.samples_per_s"):
+        load_cpu_measurements(bad)
+    for m in ms:
+        wl, system = cpu_design(m)
+        assert system.cpu_only and system.nodes == m.nodes and wl.global_batch == m.global_batch
+
+
+@pytest.fixture(scope="module")
+def report() -> CpuReport:
+    return validate_cpu(load_cpu_measurements(), load_calibration())
+
+
+def test_cpu_fit_matches_the_packaged_calibration(report: CpuReport) -> None:
+    assert report.efficiency == pytest.approx(CALIB.cpu_dense_efficiency, rel=1e-3)
+    assert 0.05 < report.efficiency < 0.95  # not at a bound
+
+
+def test_cooper_lake_avx512_points_within_target(report: CpuReport) -> None:
+    """The MLPerf v0.7 Cooper Lake points (AVX-512 bf16, 1-4 nodes) are within the target in
+    sample and left out of the fit."""
+    ins = CpuReport.errors(report.in_sample, report.measured)
+    loo = CpuReport.errors(report.left_out, report.measured)
+    for i, e_in, e_out in zip(report.ids, ins, loo, strict=True):
+        if i.startswith("mlperf-v0.7"):
+            assert abs(e_in) <= TARGET_ABS_PCT and abs(e_out) <= TARGET_ABS_PCT, (i, e_in, e_out)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Issue 27's target (every CPU point within 25%) is not met: one cpu_dense_efficiency cannot "
+    "serve AVX-512 (Cooper Lake, ~0.3 of peak) and AMX (Sapphire Rapids, the model predicts 2-3x "
+    "too fast at the same share of a 16x higher peak), and the v1.0 8-socket runs' NICs are not "
+    "published (one 100 GbE assumed, the model predicts them 30-41% slow); docs/validation.md"))
+def test_every_cpu_point_within_target(report: CpuReport) -> None:
+    ins = CpuReport.errors(report.in_sample, report.measured)
+    assert max(map(abs, ins)) <= TARGET_ABS_PCT
+
+
+def test_memo_tells_socket_counts_apart() -> None:
+    """Two sockets of six DDR channels and four of three have the same DDR bandwidth but not the
+    same peak: a sweep's memo must not hand one the other's step loads."""
+    from dse.model.evaluate import Memo
+
+    wl = load_workload("mlperf-dlrm-v1")
+    memo = Memo(wl, CALIB)
+    designs = [load_system(PRESET, (("node.cpu_sockets", s), ("node.ddr_channels_per_socket", c)))
+               for s, c in ((2, 6), (4, 3))]
+    for system in designs:
+        assert evaluate(wl, system, CALIB, memo=memo).step_time_s == evaluate(wl, system, CALIB).step_time_s
+    assert designs[0].hbm_bytes_s == designs[1].hbm_bytes_s
+
+
+def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
+    """``dse validate``: the class's line, its JSON key and its section of docs/validation.md."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dse.cli import app
+
+    runner = CliRunner()
+    env = {"COLUMNS": "250"}
+    doc = tmp_path / "validation.md"
+    result = runner.invoke(app, ["validate", "--no-loo", "--json", "--markdown", str(doc)], env=env)
+    assert result.exit_code == 0, result.output
+    cpu = json.loads(result.stdout)["cpu_class"]
+    assert len(cpu["points"]) == 8 and cpu["target_abs_pct"] == TARGET_ABS_PCT
+    assert cpu["cpu_dense_efficiency"] == pytest.approx(CALIB.cpu_dense_efficiency, rel=1e-3)
+    text = doc.read_text(encoding="utf-8")
+    section = text[text.index("## CPU-only class"):text.index("## Analysis")]
+    assert all(p["id"] in section for p in cpu["points"]) and "**not met**" in section
+    # The packaged page carries the section as the generator writes it.
+    packaged = (Path(__file__).parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert section in packaged
+    result = runner.invoke(app, ["validate", "--no-loo"], env=env)
+    assert "CPU-only class (8 points): cpu_dense_efficiency 0.326" in result.stdout
+
+
+def test_ensemble_stays_valid_when_the_cpu_efficiency_moves() -> None:
+    """cpu_dense_efficiency is fitted apart: the accelerator fit's ensemble stays the calibration's
+    when it moves, and every member carries the calibration's value (so a CPU design's spread is
+    not that of a stale efficiency)."""
+    from dse.calibration.ensemble import fingerprint, load_ensemble
+
+    moved = dataclasses.replace(CALIB, cpu_dense_efficiency=0.2)
+    assert fingerprint(moved) == fingerprint(CALIB)
+    for calib in (CALIB, moved):
+        ens = load_ensemble(calibration=calib)
+        assert {m.cpu_dense_efficiency for m in (*ens.bootstrap, *ens.leave_one_out)} == {
+            calib.cpu_dense_efficiency}
+    assert fingerprint(dataclasses.replace(CALIB, host_efficiency=0.4)) != fingerprint(CALIB)
