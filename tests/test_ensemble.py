@@ -43,6 +43,7 @@ from dse.model.timing import recalibrated_loads, step_loads, step_time
 from dse.outputs.cases.framework import CaseData, CaseStudy, Claim, Sensitivity, study_data
 from dse.outputs.cases.pipeline import case_uncertainty
 from dse.outputs.cases.uncertainty import claims_under_ensemble, uncertainty_lines
+from dse.outputs.intervals_doc import EXAMPLES
 from dse.outputs.report import render_report
 from dse.outputs.robust import robust_front
 from dse.search.objectives import load_objectives
@@ -418,7 +419,9 @@ def test_validate_reports_the_intervals_coverage(tmp_path: Path) -> None:
     summary = json.loads(result.stdout)["intervals"]
     expected = coverage(load_ensemble(), load_measurements())
     assert (summary["covered"], summary["points"]) == (expected.covered, expected.points)
-    assert len(summary["examples"]) == 4
+    assert len(summary["examples"]) == len(EXAMPLES)
+    assert [(c["axis"], c["class"], c["covered"]) for c in summary["class_coverage"]] == [
+        (c.axis, c.value, c.covered) for c in load_ensemble().class_coverage]
     for example in summary["examples"]:
         low, high = example["interval"]
         assert low <= example["predicted"] <= high
@@ -426,6 +429,7 @@ def test_validate_reports_the_intervals_coverage(tmp_path: Path) -> None:
     text = doc.read_text()
     assert "## Prediction intervals" in text
     assert f"{expected.covered} of {expected.points} measured values inside" in text
+    assert "### Outside the measured regime" in text
 
 
 def test_retimings_are_cached_and_read_back_only_in_their_context(

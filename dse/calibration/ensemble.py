@@ -53,8 +53,9 @@ from typing import Any
 import numpy as np
 
 from dse.calibration.fit import check_loss, fit, loss_of, predict_full
-from dse.calibration.measurements import Measurement, measurement_design
+from dse.calibration.measurements import REFERENCE_FAMILY, Measurement, measurement_design
 from dse.calibration.parameters import Calibration, load_calibration
+from dse.calibration.regime import AXES, DesignClass, Regime, design_class, measurement_class
 from dse.errors import DseInputError
 from dse.model.evaluate import Evaluation
 from dse.model.limits import MAX_DATA_FILE_BYTES
@@ -142,6 +143,36 @@ class Coverage:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassHoldout:
+    """One class of an axis of the regime (:mod:`dse.calibration.regime`) left out of the fit
+    whole: its points' ``log measured - log predicted`` under the refit that saw none of them
+    (an unseen software family runs at the reference family's speed, as a design does)."""
+
+    axis: str
+    value: str
+    measurement_ids: tuple[str, ...]
+    log_residuals: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassCoverage:
+    """How often a left-out class's points fall inside their widened intervals
+    (:func:`class_coverage_of`)."""
+
+    axis: str
+    value: str
+    covered: int
+    points: int
+    median_width_pct: float
+    """Median width of the class's widened intervals, ``(high - low) / predicted``, percent."""
+
+    @property
+    def share(self) -> float:
+        """Share of the class's points inside their interval."""
+        return self.covered / self.points if self.points else math.nan
+
+
+@dataclass(frozen=True, slots=True)
 class CalibrationEnsemble:
     """Bootstrap and leave-one-out refits of one calibration, with the leave-one-out residuals."""
 
@@ -157,6 +188,28 @@ class CalibrationEnsemble:
     loo_log_residuals: tuple[float, ...]
     """``log measured - log predicted`` of each measurement by the fit that left it out."""
     coverage: Coverage | None = None
+    regime: Regime | None = None
+    """The classes the measurements span (None: an ensemble built before the regime was
+    recorded; its intervals are never widened)."""
+    holdouts: tuple[ClassHoldout, ...] = ()
+    """Every class of an axis with at least two measured classes, left out whole."""
+    class_coverage: tuple[ClassCoverage, ...] = ()
+    """Coverage of the widened intervals of each left-out class (:func:`class_coverages`)."""
+
+    def outside_residuals(self, excluding: frozenset[str] = frozenset()) -> np.ndarray:
+        """The error distribution of a design outside the measured regime: the leave-one-class-out
+        residuals of every holdout (without those of the measurements in ``excluding``), each
+        with both signs. A left-out class errs mostly one way (its own bias: Hopper under-rated,
+        Volta over-rated), and which way a class never measured errs is not known from which
+        classes happened to be measured, so the sign is not taken from them."""
+        r = np.array([r for h in self.holdouts
+                      for i, r in zip(h.measurement_ids, h.log_residuals, strict=True)
+                      if i not in excluding])
+        return np.concatenate([r, -r])
+
+    def outside(self, design: DesignClass) -> tuple[str, ...]:
+        """Why ``design`` lies outside the measured regime (empty: inside, or no regime recorded)."""
+        return self.regime.outside(design) if self.regime is not None else ()
 
     @classmethod
     def single(cls, calib: Calibration) -> CalibrationEnsemble:
@@ -240,11 +293,51 @@ def build_ensemble(
     fitted = _run(jobs, workers, progress)
     boot = tuple(dataclasses.replace(c, version=calib.version, fit={}) for c in fitted[:members])
     loo = tuple(dataclasses.replace(c, version=calib.version, fit={}) for c in fitted[members:])
-    residuals = tuple(math.log(m.samples_per_s) - math.log(predict_full(m, c))
-                      for m, c in zip(measurements, loo, strict=True))
+    residuals = tuple(_log_error(m, c) for m, c in zip(measurements, loo, strict=True))
     ens = CalibrationEnsemble(calib.version, fingerprint(calib), seed,
                               tuple(m.id for m in measurements), boot, tuple(counts), loo, residuals)
-    return dataclasses.replace(ens, coverage=coverage(ens, measurements))
+    ens = dataclasses.replace(ens, coverage=coverage(ens, measurements))
+    return with_class_holdouts(ens, measurements, calib, workers, loss=loss)
+
+
+def _log_error(m: Measurement, calib: Calibration) -> float:
+    """``log measured - log predicted`` of ``m`` under ``calib``."""
+    return math.log(m.samples_per_s) - math.log(predict_full(m, calib))
+
+
+def holdout_classes(classes: Sequence[DesignClass]) -> list[tuple[str, str, tuple[int, ...]]]:
+    """``(axis, class, indices)`` of every class that can be left out whole: on each axis where
+    the measurements span at least two classes (with one, leaving it out leaves nothing to fit),
+    but for the reference software family: it defines the speed every design is scored at (its
+    factor is 1 by definition), and without it the other families' factors and the efficiencies
+    trade freely, so its points' errors would measure that scale, not an unseen class."""
+    out = []
+    for axis in AXES:
+        values = sorted({c.of(axis) for c in classes} - ({REFERENCE_FAMILY} if axis == "software" else set()))
+        if len({c.of(axis) for c in classes}) < 2:
+            continue
+        out += [(axis, v, tuple(i for i, c in enumerate(classes) if c.of(axis) == v)) for v in values]
+    return out
+
+
+def with_class_holdouts(ens: CalibrationEnsemble, measurements: Sequence[Measurement],
+                        calib: Calibration, workers: int = 1, loss: str | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> CalibrationEnsemble:
+    """``ens`` with its regime, its leave-one-class-out refits (one per class of
+    :func:`holdout_classes`, from ``calib`` with its loss) and their coverage. ``dse calibrate
+    --ensemble`` runs it as part of :func:`build_ensemble`; it needs none of the other members."""
+    loss = check_loss(loss or loss_of(calib))
+    classes = [measurement_class(m) for m in measurements]
+    left_out = holdout_classes(classes)
+    jobs: list[Job] = [([m for j, m in enumerate(measurements) if j not in set(idx)], calib, loss)
+                       for _, _, idx in left_out]
+    fitted = _run(jobs, workers, progress)
+    holdouts = tuple(
+        ClassHoldout(axis, value, tuple(measurements[i].id for i in idx),
+                     tuple(_log_error(measurements[i], c) for i in idx))
+        for (axis, value, idx), c in zip(left_out, fitted, strict=True))
+    ens = dataclasses.replace(ens, regime=Regime.of(classes), holdouts=holdouts)
+    return dataclasses.replace(ens, class_coverage=class_coverages(ens, measurements, calib))
 
 
 # --- intervals ---------------------------------------------------------------------------------
@@ -302,6 +395,9 @@ class PredictionInterval:
     """The interval's low end from the bootstrap spread alone (no residual term), samples/s."""
     spread_high: float
     members: int
+    outside: tuple[str, ...] = ()
+    """Why the design lies outside the measured regime (:mod:`dse.calibration.regime`), one
+    sentence an axis; when any, the interval is widened (the leave-one-class-out residuals)."""
 
     @property
     def relative(self) -> tuple[float, float]:
@@ -327,14 +423,16 @@ class PredictionInterval:
             "interval_level": self.level,
             "interval_spread_samples_per_s": [self.spread_low, self.spread_high],
             "interval_members": self.members,
+            "outside_measured_regime": list(self.outside),
         }
 
 
 def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = None,
              calibration: Calibration | None = None, level: float = LEVEL) -> PredictionInterval | None:
     """The ``level`` prediction interval of ``ev``'s throughput: the calibration's prediction times
-    ``exp`` of the quantiles of bootstrap deviation plus leave-one-out residual (module docstring).
-    None for a design with no finite throughput.
+    ``exp`` of the quantiles of bootstrap deviation plus leave-one-out residual (module docstring),
+    or plus leave-one-class-out residual for a design outside the measured regime (why, in
+    :attr:`PredictionInterval.outside`). None for a design with no finite throughput.
 
     ``ensemble`` defaults to the packaged one, checked against ``calibration`` (default: the packaged
     calibration); raises :class:`EnsembleUnavailable` when there is none or it belongs to another
@@ -349,22 +447,63 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
     if not (0 < point < math.inf):
         return None
     logs = log_throughputs(ev.workload, ev.system, ev.plan, ens.members)
-    return interval_of_spread(point, logs - math.log(point), ens, level)
+    outside = ens.outside(design_class(ev.system, ev.plan))
+    return interval_of_spread(point, logs - math.log(point), ens, level, outside)
 
 
 def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsemble,
-                       level: float = LEVEL) -> PredictionInterval | None:
+                       level: float = LEVEL, outside: tuple[str, ...] = ()) -> PredictionInterval | None:
     """The interval of a design predicted at ``point`` samples/s whose members deviate from it by
-    ``spread`` (log ratios, one per member): :func:`prediction_interval` once the members are timed."""
+    ``spread`` (log ratios, one per member): :func:`prediction_interval` once the members are timed.
+    ``outside`` (why the design lies outside the measured regime, :meth:`CalibrationEnsemble.outside`)
+    swaps the leave-one-out residuals for the leave-one-class-out ones: the error of a fit on a
+    class it never saw, the design's own case."""
     spread = spread[np.isfinite(spread)]
     if not (0 < point < math.inf) or spread.size == 0:
         return None
-    lo, hi = _quantiles(spread, np.asarray(ens.loo_log_residuals), level)
+    widened = ens.outside_residuals() if outside else np.zeros(0)
+    residuals = widened if widened.size else np.asarray(ens.loo_log_residuals)
+    lo, hi = _quantiles(spread, residuals, level)
     slo, shi = _quantiles(spread, np.zeros(0), level)
     # The point estimate is always inside: a skewed residual set cannot push the band off it.
     return PredictionInterval(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
                               point * math.exp(min(slo, 0.0)), point * math.exp(max(shi, 0.0)),
-                              len(ens.members))
+                              len(ens.members), outside)
+
+
+def class_coverage_of(holdout: ClassHoldout, ens: CalibrationEnsemble,
+                      spreads: dict[str, np.ndarray], level: float = LEVEL) -> ClassCoverage:
+    """Coverage of one left-out class: each of its points, predicted by the refit that saw none
+    of the class, gets the interval a design outside the regime gets (``spreads[id]``, the
+    bootstrap members' log deviations there, plus every leave-one-class-out residual of points
+    outside the class: never the class's own), and is covered when its residual lies inside."""
+    own = frozenset(holdout.measurement_ids)
+    pool = ens.outside_residuals(excluding=own)
+    covered, widths = 0, []
+    for mid, r in zip(holdout.measurement_ids, holdout.log_residuals, strict=True):
+        lo, hi = _quantiles(spreads.get(mid, np.zeros(1)), pool, level)
+        covered += lo <= r <= hi
+        widths.append((math.exp(hi) - math.exp(lo)) * 100)
+    return ClassCoverage(holdout.axis, holdout.value, int(covered), len(widths),
+                         float(np.median(widths)) if widths else 0.0)
+
+
+def class_coverages(ens: CalibrationEnsemble, measurements: Sequence[Measurement],
+                    calib: Calibration, level: float = LEVEL) -> tuple[ClassCoverage, ...]:
+    """:func:`class_coverage_of` for every holdout of ``ens``; the spread at each point is the
+    bootstrap members' deviation from ``calib`` (members that saw the class: the spread is the
+    smaller part of an interval, see :class:`Coverage`)."""
+    by_id = {m.id: m for m in measurements}
+    spreads: dict[str, np.ndarray] = {}
+    for mid in {i for h in ens.holdouts for i in h.measurement_ids}:
+        if mid not in by_id:
+            raise EnsembleUnavailable(f"dse/data/{ENSEMBLE_FILE}", "holdouts",
+                                      f"built on measurements not in the data ({mid}); rebuild it")
+        wl, sysm = measurement_design(by_id[mid])
+        logs = log_throughputs(wl, sysm, plan_placement(wl, sysm), [calib, *ens.members])
+        spread = logs[1:] - logs[0]
+        spreads[mid] = spread[np.isfinite(spread)] if spread.size else np.zeros(1)
+    return tuple(class_coverage_of(h, ens, spreads, level) for h in ens.holdouts)
 
 
 def coverage(ens: CalibrationEnsemble, measurements: Sequence[Measurement],
@@ -422,6 +561,9 @@ def write_ensemble(ens: CalibrationEnsemble, path: Path) -> None:
         "measurement_ids": list(ens.measurement_ids),
         "loo_log_residuals": list(ens.loo_log_residuals),
         "coverage": None if ens.coverage is None else dataclasses.asdict(ens.coverage),
+        "regime": None if ens.regime is None else ens.regime.to_dict(),
+        "class_holdouts": [dataclasses.asdict(h) for h in ens.holdouts],
+        "class_coverage": [dataclasses.asdict(c) for c in ens.class_coverage],
     }
     boot = [{"counts": list(n), **_member_data(c)}
             for c, n in zip(ens.bootstrap, ens.bootstrap_counts, strict=True)]
@@ -464,7 +606,8 @@ def ensemble_from_data(data: Any, source: str) -> CalibrationEnsemble:
             tuple(str(i) for i in data.get("measurement_ids", [])),
             tuple(c for c, _ in boot), tuple(n for _, n in boot), tuple(loo),
             tuple(float(r) for r in data.get("loo_log_residuals", [])),
-            Coverage(**cov) if isinstance(cov, dict) else None)
+            Coverage(**cov) if isinstance(cov, dict) else None,
+            *_regime_data(data))
     except KeyError as exc:
         raise EnsembleUnavailable(source, str(exc.args[0]), "required key is missing") from None
     except (TypeError, ValueError) as exc:
@@ -477,6 +620,21 @@ def ensemble_from_data(data: Any, source: str) -> CalibrationEnsemble:
         raise EnsembleUnavailable(source, "loo_log_residuals",
                                   "one residual per leave-one-out fit expected")
     return ens
+
+
+def _regime_data(data: dict[str, Any]) -> tuple[Regime | None, tuple[ClassHoldout, ...],
+                                                tuple[ClassCoverage, ...]]:
+    """The regime, holdouts and class coverage of an ensemble file (absent in files written
+    before them: no regime, no widening)."""
+    regime = data.get("regime")
+    holdouts = tuple(ClassHoldout(str(h["axis"]), str(h["value"]),
+                                  tuple(str(i) for i in h["measurement_ids"]),
+                                  tuple(float(r) for r in h["log_residuals"]))
+                     for h in data.get("class_holdouts", []))
+    if any(len(h.measurement_ids) != len(h.log_residuals) for h in holdouts):
+        raise ValueError("class_holdouts: one residual per measurement id expected")
+    return (None if regime is None else Regime.from_dict(regime), holdouts,
+            tuple(ClassCoverage(**c) for c in data.get("class_coverage", [])))
 
 
 def read_ensemble(path: Path, source: str = "") -> CalibrationEnsemble:

@@ -252,10 +252,12 @@ def design_interval(ev: Evaluation, path: Path | None = None
 def interval_json(ev: Evaluation, iv: PredictionInterval | None, note: str) -> dict[str, Any]:
     """The interval keys of ``dse evaluate --json``: ``throughput_interval_samples_per_s`` and
     ``step_time_interval_s`` as ``[low, high]`` (null without an interval, ``interval_note`` then
-    says why), and ``metric_intervals`` for every metric that scales with throughput."""
+    says why), ``metric_intervals`` for every metric that scales with throughput, and
+    ``outside_measured_regime``: why the design lies outside the calibration's measured regime (an
+    empty list when inside; null without an interval)."""
     if iv is None:
         return {"throughput_interval_samples_per_s": None, "step_time_interval_s": None,
-                "metric_intervals": {}, "interval_note": note}
+                "metric_intervals": {}, "interval_note": note, "outside_measured_regime": None}
     metrics = ev.to_dict()
     from dse.calibration.ensemble import THROUGHPUT_EXPONENT
 
@@ -346,7 +348,10 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
             f"interval: {iv.level:.0%} prediction interval {lo - 1:+.0%} to {hi - 1:+.0%} from the "
             f"calibration ensemble ({iv.members} bootstrap refits alone: "
             f"{iv.spread_low / point - 1:+.0%} to {iv.spread_high / point - 1:+.0%}) and the "
-            "fit's leave-one-out errors (docs/validation.md)")
+            f"fit's {'leave-one-class-out' if iv.outside else 'leave-one-out'} errors "
+            "(docs/validation.md)")
+        for reason in iv.outside:
+            console.print(f"outside the measured regime: {reason}; the interval is widened")
     for note in ev.timing.notes:
         console.print(f"note: {note}")
 
@@ -733,9 +738,12 @@ def _stage_breakdowns(calib: Any) -> tuple[Any, Any]:
 
 def coverage_text(summary: dict[str, Any]) -> str:
     """``dse validate``'s line on the intervals' coverage."""
+    classes = "".join(f"\n{c['axis']} {c['class']} left out of the fit: {c['covered']} of "
+                      f"{c['points']} inside its widened interval ({c['coverage']:.0%})"
+                      for c in summary.get("class_coverage", []))
     return (f"leave-one-out coverage of the {summary['level']:.0%} prediction intervals: "
             f"{summary['covered']} of {summary['points']} ({summary['coverage']:.0%}; target "
-            f"70%-90%), median width {summary['median_width_pct']:.0f}%")
+            f"70%-90%), median width {summary['median_width_pct']:.0f}%{classes}")
 
 
 def _validation_intervals(measurements: Any, calib: Any, report: Any
@@ -743,15 +751,16 @@ def _validation_intervals(measurements: Any, calib: Any, report: Any
     """The prediction-interval section of the validation: coverage recomputed from the packaged
     ensemble's members over ``measurements``, and the example designs' intervals; or why there
     is none (no ensemble, one of another calibration or other measurements)."""
-    from dse.calibration.ensemble import EnsembleUnavailable, coverage, load_ensemble
+    from dse.calibration.ensemble import EnsembleUnavailable, class_coverages, coverage, load_ensemble
     from dse.outputs.intervals_doc import examples, interval_lines, intervals_dict
 
     try:
         ens = load_ensemble(calibration=calib)
         cov = coverage(ens, measurements)
+        ens = dataclasses.replace(ens, class_coverage=class_coverages(ens, measurements, calib))
     except EnsembleUnavailable as exc:
         return [], None, str(exc)
     shown = examples(ens, calib)
     forward = report.forward.median_abs_pct_error if report.forward is not None else None
     return (interval_lines(ens, cov, shown, report.loo_median_abs_pct_error, forward, calib),
-            intervals_dict(cov, shown), "")
+            intervals_dict(cov, shown, ens.class_coverage), "")

@@ -80,6 +80,11 @@ class Accelerator:
     vendor: str = ""
     """Vendor key a user catalog's ``[discounts]`` names (lower case); empty: the first word of
     ``name`` (NVIDIA, AMD, Intel)."""
+    architecture: str = ""
+    """The part's architecture generation as its vendor names it (``volta``, ``ampere``, ``ada``,
+    ``hopper``, ``blackwell``, ``cdna3``, ``gaudi3``...), lower case: what tells the calibration's
+    measured regime apart from a generation it never saw (:mod:`dse.calibration.regime`); empty:
+    not stated, which counts as never measured."""
     price_low_usd: float | None = field(default=None, metadata=PRICE)
     price_high_usd: float | None = field(default=None, metadata=PRICE)
     """Range of ``price_usd`` a user catalog states (a quote's spread); the robust front and the

@@ -53,6 +53,7 @@ from dse.calibration.ensemble import (
     log_throughputs,
 )
 from dse.calibration.parameters import Calibration, load_calibration
+from dse.calibration.regime import design_class
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.cost import capex, economics
@@ -98,7 +99,7 @@ RETIMING_FORMAT = 1
 FRONT_SUFFIX = ".front"
 """The cache of a journal's last robust front, beside its retimings: ``NAME.journal.retiming.front``
 (:func:`front_cache`)."""
-FRONT_FORMAT = 1
+FRONT_FORMAT = 2
 """Version of that cache's layout; raise it when the layout or :class:`RobustFront` changes."""
 
 
@@ -311,7 +312,8 @@ def _front_key(context: str, retimings: bytes | None, ens: CalibrationEnsemble, 
 
     digest = hashlib.sha256(f"{FRONT_FORMAT} {context} {threshold!r} {LEVEL!r}".encode())
     digest.update(hashlib.sha256(retimings or b"").digest())
-    digest.update(repr((tuple(ens.loo_log_residuals), tuple(objectives))).encode())
+    digest.update(repr((tuple(ens.loo_log_residuals), tuple(objectives), ens.regime,
+                        ens.outside_residuals().tolist())).encode())
     for source in (pareto_code.__file__, objectives_code.__file__):
         digest.update(Path(str(source)).read_bytes())
     for t in feasible:
@@ -337,12 +339,19 @@ def _front_to_json(front: RobustFront) -> dict[str, Any]:
         "level": front.level, "notes": list(front.notes)}
 
 
+def _interval_from_json(values: list[Any]) -> PredictionInterval:
+    """A :class:`PredictionInterval` from its fields in order (the reasons a list in JSON)."""
+    named = {f.name: v for f, v in zip(fields(PredictionInterval), values, strict=True)}
+    named["outside"] = tuple(named["outside"])
+    return PredictionInterval(**named)
+
+
 def _front_from_json(data: dict[str, Any]) -> RobustFront:
     """The inverse of :func:`_front_to_json`."""
     designs = tuple(RobustDesign(
         tuple(trials), design, tuple(values),
         tuple(None if span is None else (span[0], span[1]) for span in spans), probability,
-        None if iv is None else PredictionInterval(*iv), baseline)
+        None if iv is None else _interval_from_json(iv), baseline)
         for trials, design, values, spans, probability, iv, baseline in data["designs"])
     return RobustFront(
         tuple((m, d) for m, d in data["objectives"]), designs,
@@ -499,10 +508,22 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
         kept += mask[:len(front_groups)]
     probability = kept / len(ens.members)
 
+    def outside(group: list[FrozenTrial]) -> tuple[str, ...]:
+        """Why the group's design lies outside the measured regime (one evaluation, memoised)."""
+        if ens.regime is None:
+            return ()
+        try:
+            design = group[0].user_attrs.get("design") or {}
+            system = design_system(space, design, catalog)
+            trained = design_workload(space, design, workload)
+        except DseInputError:
+            return ()
+        return ens.outside(design_class(system, evaluate(trained, system, calib, catalog, memo).plan))
+
     designs = []
     for k, group in enumerate(front_groups):
         dev, point = front_dev[k]
-        iv = interval_of_spread(point, dev, ens) if math.isfinite(point) else None
+        iv = interval_of_spread(point, dev, ens, LEVEL, outside(group)) if math.isfinite(point) else None
         vals = tuple(float(v) for v in group[0].values)
         spans = tuple(iv.of(m, v) if iv else None for (m, _), v in zip(objs, vals, strict=True))
         designs.append(RobustDesign(

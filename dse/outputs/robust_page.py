@@ -74,8 +74,9 @@ def _table(front: RobustFront) -> str:
         for (m, _), v, span in zip(front.objectives, d.values, d.intervals, strict=True):
             cells.append(f"{show(m, v)}" + (f" ({show(m, span[0])} - {show(m, span[1])})" if span
                                             else " (fixed)"))
+        outside = d.throughput.outside if d.throughput else ()
         cells += [f"{d.probability:.0%}", "yes" if d.probability >= front.threshold else "no",
-                  design_phrase(d.design)]
+                  design_phrase(d.design) + "".join(f"; outside the measured regime: {r}" for r in outside)]
         rows.append("<tr>" + "".join(f"<td>{text(c)}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{text(h)}</th>" for h in heads)
     return (f"<div class='scroll'><table id='robust-front'><thead><tr>{head}</tr></thead>"
@@ -107,7 +108,8 @@ def robust_section(front: RobustFront | None, unavailable: str = "") -> str:
              f"(bootstrap refits of calibration {text(front.calibration_version)}; "
              f"{front.candidates} front and near-front designs); its error bars are {front.level:.0%} "
              "prediction intervals (the ensemble's spread and the model's leave-one-out error, "
-             "docs/validation.md). <b>Robust front</b>: "
+             "or its leave-one-class-out error for a design outside the measured regime, which "
+             "its row says; docs/validation.md). <b>Robust front</b>: "
              f"{len(robust)} of {len(front.designs)} designs stay on the front with probability "
              f">= {front.threshold:.0%} (trials {', '.join(str(d.trial) for d in robust) or 'none'}).</p>")
     notes = "".join(f"<p>note: {text(n)}</p>" for n in front.notes)

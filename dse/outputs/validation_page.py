@@ -303,6 +303,75 @@ Robust loss (measured, not adopted):
 
 Targets not met are listed as such in the summary above; no efficiency was set by hand."""
 
+UNDER_RATING = """\
+The issue (27, item 5): single-node H100/H200-class systems on DLRM-DCNv2 come out 13-25% under
+what they measure. Reproduced here on the published v3.0/v3.1 points, never on later rounds:
+`dse evaluate -w mlperf-dlrm-dcnv2 -s dgx-h100` gives 12.3 M samples/s against 14.50 M (v3.0)
+and 15.24 M (v3.1) measured on DGX H100 (-15%, -19%); `-s hgx-h200` gives 14.8 M. Fitted with its
+own software factor the v3.1 point is -13% (table below). Three causes, with their evidence; no
+new factor was added for any of them.
+
+- **An overlap the model did not grant to the reference software.** A design is scored with the
+  reference family's layout (MLPerf v2.0/v2.1 HugeCTR), whose `[software]` default put the top
+  MLP's whole backward before the backward all-to-all (`software.overlap_weight_gradients =
+  false`). That software overlaps it: the v2.0 and v2.1 NVIDIA DLRM configurations set
+  `async_mlp_wgrad = True` (mlcommons/training_results_v2.1
+  `NVIDIA/benchmarks/dlrm/implementations/hugectr-22.04/dgx_a100.py`, line 33; v2.0 the same),
+  and HugeCTR issues each fused layer's weight GEMM on `comp_overlap_stream` when it is set
+  (NVIDIA-Merlin/HugeCTR v3.5 `src/layers/fused_relu_bias_fully_connected_layer.cu`, `bprop`); the
+  option first appears in v3.3, so the v0.7 (HugeCTR 2.2) and v1.0 (3.1, `"enable_overlap"` only)
+  runs had none. The 2023 DCNv2 runs already carry it (`async_wgrad=True`). On one DGX H100 the
+  top MLP's weight gradients are 0.55 ms of a 3.97 ms modelled step (before the software factor):
+  the critical path is embedding forward 0.44, all-to-all 0.15, interaction and top MLP 1.60,
+  all-to-all and embedding backward+update 1.59 (beside weight gradients and bottom MLP, 0.60),
+  dense optimizer 0.15, overheads 0.04 ms. HugeCTR 23.08's own schedule
+  (`src/pybind/model_pipeline.cpp`, `create_train_pipeline_with_ebc`, intra-iteration overlap)
+  has the same order: the model-parallel embedding on an `mp` stream whose backward waits for
+  the top MLP's backward, the data-parallel tables on a `dp` stream, the dense optimizer on the
+  default stream beside the embedding update (both bound by HBM, so running them together
+  hides neither: the model's sequential charge stands).
+- **The shared HBM efficiency, held down by one point.** The 8-GPU v3.1 boxes are bound by the
+  embedding's HBM traffic; the 4x H100 PCIe point (Quanta D54U-3U, +218%, whose logs show the
+  machine slowing in mid-run) is the fit's largest residual and is also HBM-bound, so least
+  squares lowers `memory_efficiency` for every design. Refitted without it (model unchanged,
+  measured here, not adopted: excluding it is item 1's rule): `memory_efficiency` 0.66 -> 0.85,
+  the seven 8-GPU v3.1 H100 boxes from -12.6..-13.3% to -3.7..-4.5%, the v3.0 8-GPU H100 from
+  -6.2..-7.4% to -4.2..-5.4%, the 4x H100 Dell v3.1 from -9.2% to +0.2%; median of the 57 points
+  6.0% (the same optimum from the priors and from 2026.12-3).
+- **What the data cannot pin.** Every DCNv2 point carries a 2023 software factor, so how fast a
+  DCNv2 design runs on the reference software is set by how the fit splits DCNv2's costs
+  between the shared efficiencies and those factors. With the weight-gradient overlap granted
+  and all 58 points the loss is nearly flat along that split: `dse calibrate` (from the priors)
+  ends at a sum of squared log errors of 2.0691 with `memory_efficiency` 0.44, half-precision
+  efficiency 0.68 and 2023 factors 1.13/1.18, a refit from calibration 2026.12-3 at 2.0653 with
+  0.58, 0.48 and 1.03/1.05. Without the Quanta point both starts reach the same optimum.
+
+Measured combinations (`dse calibrate`, i.e. fitted from the priors; design = `dse evaluate`
+on the preset, in M samples/s):
+
+| | all-point median | leave-one-out | forward | DGX H100 design | HGX H200 design | v3.1 DGX H100 point |
+|---|---|---|---|---|---|---|
+| calibration 2026.12-3 (58 points) | 10.2% | 11.6% | 12.8% | 12.28 | 14.80 | -13.3% |
+| weight-gradient overlap for the reference family (58) | 9.9% | 10.9% | 12.9% | 11.07 | 14.36 | -14.0% |
+| without the Quanta point, model unchanged (57) | 6.0% | - | - | 13.11 | 15.29 | -4.5% |
+| weight-gradient overlap, without the Quanta point (57) | 5.6% | - | - | 13.88 | 16.86 | -4.4% |
+
+**Why it is not fixed in this calibration.** The weight-gradient overlap is a model change with
+evidence (two edits: the `[software]` default `overlap_weight_gradients = true`, and `false` for
+`hugectr-2020`, `hugectr-2021`, `pytorch-2021` and `tensorflow-2023`). Refitted on all 58
+points by `dse calibrate` it lowers the median and the leave-one-out median but raises the
+forward median (12.9% against 12.8%, so it fails the adoption rule every calibration since
+2026.12-3 has used: no worse on all three), and it lands at the end of the flat direction above
+where a DGX H100 design drops from 12.28 M to 11.07 M, further from the measured 14.5-15.2 M: it
+would worsen the under-rating it is meant to fix. Together with item 1's exclusion of the
+Quanta point the fit is identified (one optimum from either start) and the change does what
+the evidence says: DGX H100 13.88 M (-4% against v3.0, -9% against v3.1), HGX H200 16.86 M
+(+14% over 2026.12-3), every single-node v3.1 H100 box within 5%. It belongs with that refit;
+the figures without the point are measured, not adopted, as the point's exclusion is not this
+calibration's decision. The remainder against v3.1 (-9% for a design, -4% for the point with its
+factor 1.05) is HugeCTR 2023 being faster than the reference software, which a design scored at
+the reference family's speed does not get."""
+
 
 def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
     """``docs/validation.md``: generated by ``dse validate --markdown docs/validation.md``;
@@ -361,7 +430,8 @@ def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
                 "|---|---|---|---|---|"]
         out += [f"| {m.id} | {m.published} | {m.samples_per_s / 1e6:.2f} | {p / 1e6:.2f} | "
                 f"{abs(p - m.samples_per_s) / m.samples_per_s * 100:.1f}% |" for m, p in f.points]
-    out += ["", *intervals, "## Analysis", "", ANALYSIS]
+    out += ["", *intervals, "## Analysis", "", ANALYSIS, "",
+            "## The single-node H100/H200 under-rating", "", UNDER_RATING]
     out += [
         "",
         "## Every point",

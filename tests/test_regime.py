@@ -1,0 +1,226 @@
+"""Intervals that widen outside the measured regime (issue 27 item 6): which designs lie outside,
+how their intervals are built, and the leave-one-class-out coverage that judges the rule."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import dse
+from dse.calibration.ensemble import (
+    CalibrationEnsemble,
+    ClassHoldout,
+    EnsembleUnavailable,
+    class_coverage_of,
+    class_coverages,
+    fingerprint,
+    holdout_classes,
+    interval_of_spread,
+    load_ensemble,
+    log_throughputs,
+    prediction_interval,
+    read_ensemble,
+    write_ensemble,
+)
+from dse.calibration.fit import fit, predict_full
+from dse.calibration.measurements import load_measurements
+from dse.calibration.parameters import load_calibration
+from dse.calibration.regime import DesignClass, Regime, design_class, measurement_class
+from dse.cli import app
+from dse.model.system import SoftwareSpec
+from dse.outputs.robust import RobustDesign, RobustFront
+from dse.outputs.robust_page import robust_section
+
+CALIB = load_calibration()
+runner = CliRunner()
+
+
+def _ev(workload: str, system: str) -> dse.Evaluation:
+    return dse.evaluate(dse.load_workload(workload), dse.load_system(system))
+
+
+def _spread(ev: dse.Evaluation, ens: CalibrationEnsemble) -> np.ndarray:
+    logs = log_throughputs(ev.workload, ev.system, ev.plan, ens.members)
+    return logs - math.log(ev.throughput_samples_per_s)
+
+
+# --- the rule -----------------------------------------------------------------------------------
+
+
+def test_packaged_regime_is_what_the_measurements_span() -> None:
+    ens = load_ensemble()
+    assert ens.regime == Regime(("hbm",), ("nvidia",), ("ada", "ampere", "hopper", "volta"),
+                                ("hugectr-2020", "hugectr-2021", "hugectr-2022", "hugectr-2023.04",
+                                 "hugectr-2023.09", "pytorch-2021", "tensorflow-2023"))
+    # Every measured point is inside: the rule never widens a measured design.
+    assert all(ens.outside(measurement_class(m)) == () for m in load_measurements())
+
+
+def test_dgx_h100_is_inside_and_keeps_its_leave_one_out_interval() -> None:
+    ens = load_ensemble()
+    ev = _ev("mlperf-dlrm-dcnv2", "dgx-h100")
+    iv = prediction_interval(ev, ens)
+    assert iv is not None and iv.outside == ()
+    plain = interval_of_spread(ev.throughput_samples_per_s, _spread(ev, ens), ens)
+    assert plain is not None
+    assert (iv.throughput_low, iv.throughput_high) == (plain.throughput_low, plain.throughput_high)
+
+
+@pytest.mark.parametrize(("workload", "system", "reasons"), [
+    ("mlperf-dlrm-dcnv2", "mi355x-x8", ("vendor: amd", "architecture: cdna4")),
+    ("mlperf-dlrm-dcnv2", "gaudi3-x8", ("vendor: intel", "architecture: gaudi3")),
+    ("zion-2019", "dgx-h100", ("placement: tables in host memory",)),
+])
+def test_rule_widens_outside_the_measured_regime(workload: str, system: str,
+                                                 reasons: tuple[str, ...]) -> None:
+    """The interval is the 10%-90% quantiles of (member deviation + r) over every member and every
+    r of the pooled leave-one-class-out residuals with both signs, and is wider than the same
+    spread with the leave-one-out residuals would give."""
+    ens = load_ensemble()
+    ev = _ev(workload, system)
+    iv = prediction_interval(ev, ens)
+    assert iv is not None
+    assert len(iv.outside) == len(reasons)
+    assert all(got.startswith(want) for got, want in zip(iv.outside, reasons, strict=True))
+    spread = _spread(ev, ens)
+    pooled = np.array([r for h in ens.holdouts for r in h.log_residuals])
+    lo, hi = np.quantile((spread[:, None] + np.concatenate([pooled, -pooled])[None, :]).ravel(), [0.1, 0.9])
+    point = ev.throughput_samples_per_s
+    assert iv.throughput_low == pytest.approx(point * math.exp(min(lo, 0.0)))
+    assert iv.throughput_high == pytest.approx(point * math.exp(max(hi, 0.0)))
+    inside = interval_of_spread(point, spread, ens)
+    assert inside is not None
+    assert iv.throughput_low < inside.throughput_low and iv.throughput_high > inside.throughput_high
+
+
+def test_software_layout_of_no_measured_family_is_outside() -> None:
+    ens = load_ensemble()
+    assert ens.regime is not None
+    ev = _ev("mlperf-dlrm-dcnv2", "dgx-h100")
+    measured = design_class(ev.system, ev.plan)
+    # DeepLearningExamples PyTorch's layout was measured; the bottom MLP on one device with
+    # hot-row replication on was not.
+    pytorch = dataclasses.replace(SoftwareSpec(), hot_embedding_replication=False,
+                                  replicate_small_tables=False, split_tables_to_balance=False,
+                                  bottom_mlp_on_one_device=True)
+    assert ens.regime.outside(dataclasses.replace(measured, layout=pytorch)) == ()
+    odd = dataclasses.replace(SoftwareSpec(), bottom_mlp_on_one_device=True)
+    assert ens.regime.outside(dataclasses.replace(measured, layout=odd)) == (
+        "software: a [software] layout no measured software family used",)
+
+
+def test_ensemble_without_a_regime_never_widens(tmp_path: Path) -> None:
+    """A file written before the regime was recorded loads, and its intervals are the plain ones."""
+    path = tmp_path / "old.json"
+    write_ensemble(load_ensemble(), path)
+    data = json.loads(path.read_text())
+    for key in ("regime", "class_holdouts", "class_coverage"):
+        del data[key]
+    path.write_text(json.dumps(data))
+    old = read_ensemble(path)
+    assert old.regime is None and old.holdouts == ()
+    iv = prediction_interval(_ev("mlperf-dlrm-dcnv2", "mi355x-x8"), old)
+    assert iv is not None and iv.outside == ()
+
+
+def test_malformed_regime_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    write_ensemble(load_ensemble(), path)
+    data = json.loads(path.read_text())
+    data["regime"] = {"vendor": ["nvidia"]}
+    path.write_text(json.dumps(data))
+    with pytest.raises(EnsembleUnavailable, match="regime needs exactly the keys") as err:
+        read_ensemble(path)
+    assert "\n" not in str(err.value)
+
+
+# --- leave-one-class-out -----------------------------------------------------------------------
+
+
+def _cls(placement: str, vendor: str, arch: str, software: str) -> DesignClass:
+    return DesignClass(placement, vendor, arch, software)
+
+
+def test_holdout_classes_skip_single_class_axes_and_the_reference_family() -> None:
+    classes = [_cls("hbm", "nvidia", "ampere", "hugectr-2022"),
+               _cls("hbm", "nvidia", "hopper", "pytorch-2021"),
+               _cls("hbm", "nvidia", "ampere", "pytorch-2021")]
+    assert holdout_classes(classes) == [("architecture", "ampere", (0, 2)), ("architecture", "hopper", (1,)),
+                                        ("software", "pytorch-2021", (1, 2))]
+
+
+def test_class_coverage_by_hand() -> None:
+    """Holdouts A (a1 0.1, a2 -0.3), B (b1 0.2, b2 -0.05), C (c1 0.5) on one axis and D (a1 0.9)
+    on another; spreads 0. A class's pool is every residual of points outside it, both signs:
+    A: {±0.2, ±0.05, ±0.5} -> 10%/90% quantiles ±0.35, both covered;
+    B: {±0.1, ±0.3, ±0.5, ±0.9} -> ±0.62, both covered;
+    C: {±0.1, ±0.3, ±0.2, ±0.05, ±0.9} -> ±0.36, 0.5 not covered;
+    D: a1 excluded, {±0.3, ±0.2, ±0.05, ±0.5} -> ±0.36, 0.9 not covered."""
+    holdouts = (ClassHoldout("architecture", "A", ("a1", "a2"), (0.1, -0.3)),
+                ClassHoldout("architecture", "B", ("b1", "b2"), (0.2, -0.05)),
+                ClassHoldout("architecture", "C", ("c1",), (0.5,)),
+                ClassHoldout("software", "D", ("a1",), (0.9,)))
+    ens = dataclasses.replace(CalibrationEnsemble.single(CALIB), holdouts=holdouts)
+    got = [class_coverage_of(h, ens, {}) for h in holdouts]
+    assert [(c.covered, c.points) for c in got] == [(2, 2), (2, 2), (0, 1), (0, 1)]
+    for c, q in zip(got, (0.35, 0.62, 0.36, 0.36), strict=True):
+        assert c.median_width_pct == pytest.approx((math.exp(q) - math.exp(-q)) * 100)
+    # A spread shifts the band: with every member 0.3 above, B's band is [-0.32, 0.92] and b2
+    # (-0.05) stays inside while A's becomes [-0.05, 0.65], leaving a2 (-0.3) out.
+    shifted = {i: np.array([0.3]) for i in ("a1", "a2", "b1", "b2")}
+    assert class_coverage_of(holdouts[0], ens, shifted).covered == 1
+    assert class_coverage_of(holdouts[1], ens, shifted).covered == 2
+
+
+def test_packaged_class_coverage_is_recomputed_and_the_holdouts_are_refits() -> None:
+    """The file states what its holdouts give; the Ada holdout's residuals are the errors of a
+    refit without the two L40/L40S points (refitted here)."""
+    ens = load_ensemble()
+    ms = load_measurements()
+    assert class_coverages(ens, ms, CALIB) == ens.class_coverage
+    axes = {c.axis for c in ens.class_coverage}
+    assert axes == {"architecture", "software"}
+    ada = next(h for h in ens.holdouts if h.value == "ada")
+    assert set(ada.measurement_ids) == {"mlperf-v3.1-xfusion-g5500v7x8l40",
+                                        "mlperf-v3.1-xfusion-g5500v7x8xl40s"}
+    refit = fit([m for m in ms if m.id not in ada.measurement_ids], CALIB, max_iter=60).calibration
+    by_id = {m.id: m for m in ms}
+    for mid, r in zip(ada.measurement_ids, ada.log_residuals, strict=True):
+        predicted = predict_full(by_id[mid], refit)
+        assert r == pytest.approx(math.log(by_id[mid].samples_per_s / predicted), abs=1e-6)
+    assert ens.calibration_fingerprint == fingerprint(CALIB)
+
+
+# --- where it is said ---------------------------------------------------------------------------
+
+
+def test_evaluate_json_and_text_say_outside() -> None:
+    inside = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--json"])
+    assert inside.exit_code == 0, inside.output
+    assert json.loads(inside.stdout)["outside_measured_regime"] == []
+    out = runner.invoke(app, ["evaluate", "-s", "mi355x-x8", "-w", "mlperf-dlrm-dcnv2", "--json"])
+    reasons = json.loads(out.stdout)["outside_measured_regime"]
+    assert [r.split(":")[0] for r in reasons] == ["vendor", "architecture"]
+    text = runner.invoke(app, ["evaluate", "-s", "gaudi3-x8", "-w", "mlperf-dlrm-dcnv2"],
+                         env={"COLUMNS": "200"})
+    assert "outside the measured regime: vendor: intel accelerators were never measured" in text.stdout
+    assert "leave-one-class-out errors" in text.stdout
+
+
+def test_report_robust_table_says_outside() -> None:
+    ens = load_ensemble()
+    ev = _ev("mlperf-dlrm-dcnv2", "mi355x-x8")
+    iv = prediction_interval(ev, ens)
+    assert iv is not None
+    span = iv.of("throughput_samples_per_s", ev.throughput_samples_per_s)
+    design = RobustDesign((3,), {"nodes": 1}, (ev.throughput_samples_per_s,), (span,), 1.0, iv)
+    front = RobustFront((("throughput_samples_per_s", "maximize"),), (design,), (), 100, 1,
+                        CALIB.version, 0.8, 0.8, ())
+    html = robust_section(front)
+    assert "outside the measured regime: vendor: amd accelerators were never measured" in html
