@@ -76,6 +76,9 @@ def test_dgx_h100_is_inside_and_keeps_its_leave_one_out_interval() -> None:
     ("mlperf-dlrm-dcnv2", "mi355x-x8", ("vendor: amd", "architecture: cdna4")),
     ("mlperf-dlrm-dcnv2", "gaudi3-x8", ("vendor: intel", "architecture: gaudi3")),
     ("zion-2019", "dgx-h100", ("placement: tables in host memory",)),
+    # A CPU-only node is its own placement class (its tables in its DDR, fitted apart).
+    ("dlrm-benchmark", "dual-socket-cpu",
+     ("placement: tables in the DDR of a CPU-only node", "vendor: cpu", "architecture: cpu")),
 ])
 def test_rule_widens_outside_the_measured_regime(workload: str, system: str,
                                                  reasons: tuple[str, ...]) -> None:

@@ -57,8 +57,15 @@ class DesignClass:
         return value
 
 
-def placement_class(plan: Plan) -> str:
-    """``host`` when the plan keeps any table bytes in host DDR, else ``hbm``."""
+PLACES = {"hbm": "HBM", "host": "host memory", "cpu": "the DDR of a CPU-only node"}
+"""The placement classes and how a sentence names each."""
+
+
+def placement_class(plan: Plan, cpu_only: bool = False) -> str:
+    """``cpu`` on a node without accelerators (its tables in its DDR, fitted apart in the CPU
+    class); else ``host`` when the plan keeps any table bytes in host DDR, else ``hbm``."""
+    if cpu_only:
+        return "cpu"
     return "host" if any(b > 0 for b in plan.memory.ddr_used_bytes) else "hbm"
 
 
@@ -66,7 +73,8 @@ def design_class(system: System, plan: Plan) -> DesignClass:
     """The class of a design scored with ``plan`` on ``system`` (cheap: no timing)."""
     acc = system.accelerator
     layout = system.spec.software
-    return DesignClass(placement_class(plan), vendor_of(acc), acc.architecture or UNSTATED,
+    return DesignClass(placement_class(plan, system.cpu_only), vendor_of(acc),
+                       "cpu" if system.cpu_only else acc.architecture or UNSTATED,
                        "reference" if layout == SoftwareSpec() else "custom", layout)
 
 
@@ -109,7 +117,7 @@ class Regime:
         """Why ``design`` lies outside this regime, one sentence an axis (empty: inside)."""
         reasons = []
         if design.placement not in self.placement:
-            reasons.append(f"placement: tables in {'host memory' if design.placement == 'host' else 'HBM'}, "
+            reasons.append(f"placement: tables in {PLACES.get(design.placement, design.placement)}, "
                            f"every measurement holds them in {' or '.join(self.placement)}")
         if design.vendor not in self.vendor:
             reasons.append(f"vendor: {design.vendor or 'unknown'} accelerators were never measured "
