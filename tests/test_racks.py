@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from study_helpers import complete, storage_for
+from study_helpers import complete, run_cli, storage_for
 
 from dse.cli.tables import distinct_designs, print_designs
 from dse.errors import DseInputError
@@ -26,9 +26,10 @@ from dse.model.workload import load_workload
 from dse.outputs.labels import design_phrase
 from dse.search.encoding import design_system
 from dse.search.objectives import METRICS
+from dse.search.results import load_stored_study, trial_rows
 from dse.search.runner import run_study
 from dse.search.space import load_space
-from dse.search.spec import StudySpec
+from dse.search.spec import StudySpec, load_study_spec
 
 WORKLOAD = "mlperf-dlrm-dcnv2"
 
@@ -226,6 +227,9 @@ when = { system = ["gb200-nvl72", "gb300-nvl72"] }
     assert design_system(space, {"system": "gb300-nvl72", "racks": 3}).nodes == 54
     assert design_system(space, {"system": "dgx-b200", "nodes": 3}).nodes == 3
     assert design_phrase({"param:system": "gb200-nvl72", "param:racks": 1}) == "gb200-nvl72, 1 rack"
+    # A parameter inactive in a design (a study's rows hold it as NaN) is left out.
+    assert design_phrase({"param:system": "gb300-nvl72", "param:nodes": float("nan"),
+                          "param:racks": 2}) == "gb300-nvl72, 2 racks"
 
 
 # --- coolant distribution units (liquid-cooled racks) ----------------------------------------------
@@ -274,3 +278,33 @@ def test_cost_and_power_grow_with_every_added_part(rack_file: Path) -> None:
         [2 * 9 * 5000, 0.0, 0.0, 2 * 20000, share * cat.cdu.usd])
     assert [b - a for a, b in itertools.pairwise(watts)] == pytest.approx(
         [0.0, 2 * 9 * 400 * psu, 2 * 1000 * psu, 0.0, share * cat.cdu.pump_w])
+
+
+# --- the shipped space of today's systems, nodes and racks -----------------------------------------
+
+
+def test_the_todays_racks_study_buys_whole_racks_and_its_front_mixes_systems(tmp_path: Path) -> None:
+    """``dse init --from todays-racks`` and 40 trials of it: every NVL72 design is whole racks
+    (and counted as such), every node system's design is nodes, and the front holds designs of
+    more than one system (racks against nodes is the question the space asks)."""
+    made = run_cli("init", str(tmp_path / "racks"), "--from", "todays-racks")
+    assert made.exit_code == 0, made.output
+    study = tmp_path / "racks" / "my-study.toml"
+    ran = run_cli("run", str(study), "--trials", "40", "--quiet", "--no-report")
+    assert ran.exit_code == 0, ran.output
+    stored = load_stored_study(load_study_spec(str(study)))
+    rows = [r for r in trial_rows(stored) if r.get("state", "COMPLETE") == "COMPLETE"]
+    assert len(rows) >= 30
+    nvl = [r for r in rows if str(r["param:system"]).endswith("nvl72")]
+    nodes = [r for r in rows if not str(r["param:system"]).endswith("nvl72")]
+    assert nvl and nodes
+    for r in nvl:
+        assert 1 <= r["param:racks"] <= 4 and r["racks"] == r["param:racks"]
+        assert r["feasible"]  # whole racks: no whole_racks violation
+    assert all(r["racks"] == 0 for r in nodes)
+    front = {r["param:system"] for r in trial_rows(stored, only_front=True)}
+    assert len(front) >= 2, front
+    # The front's table names each design by what it has: racks for an NVL72 (whose node count
+    # is no parameter of its own: it crashed dse pareto as NaN nodes), nodes for the others.
+    pareto = run_cli("pareto", str(study))
+    assert pareto.exit_code == 0, pareto.output
