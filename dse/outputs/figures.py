@@ -144,11 +144,27 @@ PACKED_LOADER = INFLATE_SCRIPT + """<script>
     run.textContent = scripts[Number(waiting.dataset.k)];
     waiting.replaceWith(run);
     await new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)));
+    if (!window.dseFirstDrawn) {
+      // Work that waited for the first screen (the plans' tables) may start.
+      window.dseFirstDrawn = true;
+      document.dispatchEvent(new Event('dse-first-drawn'));
+    }
   }
 })();
 </script>"""
 """Inflates the packed plotly.js (:func:`packed_plotlyjs`) and the figures' scripts
-(:func:`deferred`) and runs those; placed at the end of the page's body, after every figure."""
+(:func:`deferred`) and runs those; placed at the end of the page's body, after every figure. Once
+the first figure is drawn it sets ``window.dseFirstDrawn`` and sends ``dse-first-drawn``
+(:data:`AFTER_FIRST_SCREEN`)."""
+
+AFTER_FIRST_SCREEN = """new Promise(start => document.addEventListener('DOMContentLoaded', () => {
+  if (!document.getElementById('figures-gz') || window.dseFirstDrawn) start();
+  else document.addEventListener('dse-first-drawn', start, {once: true});
+}))"""
+"""A promise, for a script in the page's body, resolved once the first figure is drawn
+(:data:`PACKED_LOADER`), or when the page is parsed if no packed figures wait to be drawn (plotly.js
+from the CDN): work that would hold the browser's thread (the 1,000-row plan tables of a large
+workload took a second under load) starts after the first screen."""
 
 
 def pack(data: str) -> str:

@@ -20,7 +20,7 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
 from dse.model.system import GB
-from dse.outputs.figures import INFLATE_SCRIPT, Figure, figure_html, pack
+from dse.outputs.figures import AFTER_FIRST_SCREEN, INFLATE_SCRIPT, Figure, figure_html, pack
 from dse.outputs.markup import text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
@@ -150,14 +150,16 @@ def chosen_section(chosen: Sequence[Chosen]) -> str:
     hidden = " style='display:none'"
     # The plans (a row per embedding table each: most of a report's size for a workload of
     # hundreds of tables) and the timelines travel packed as one JSON object, alike designs
-    # compressing together; the first plan is filled in at load, the others when chosen.
+    # compressing together; the first plan is filled in once the first figure is drawn, the
+    # others when chosen.
     plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}></div>"
                     for k in range(len(chosen)))
     packed = pack(json.dumps({"plans": [plan_tables(c.plan) for c in chosen],
                               "timelines": [_figure_json(c.figure) for c in chosen]}))
     plans += (f"<script type='application/gzip' id='plans-gz'>{packed}</script><script>"
-              "const dsePlans = dseInflate(document.getElementById('plans-gz').textContent)"
-              ".then(JSON.parse);\ndsePlans.then(p => { document.querySelector("
+              f"const dsePlans = {AFTER_FIRST_SCREEN}.then(() => dseInflate("
+              "document.getElementById('plans-gz').textContent)).then(JSON.parse);\n"
+              "dsePlans.then(p => { document.querySelector("
               "\".chosen-plan[data-k='0']\").innerHTML = p.plans[0]; });</script>")
     first = figure_html(chosen[0].figure, "timeline")
     return ("<h2>One front design: its plan and its timeline</h2>"
