@@ -292,3 +292,30 @@ def test_grid_designs_counts_canonical_designs(tmp_path: Path) -> None:
                                                                                  strict=True)))))
                 for point in itertools.product(*grid.values())}
         assert grid_designs(space, grid) == len(keys) == by_hand, name
+
+
+def test_equal_one_node_designs_are_one_row_of_a_sweep_and_a_refinement(tmp_path: Path) -> None:
+    """``dse sweep`` and the coarse-to-fine refinement a study starts with score each canonical
+    design once, so their fronts hold each design once (before, the one-node design came six
+    times, in every topology and oversubscription, each a front row of equal objectives)."""
+    import json
+
+    from dse.search.refine import coarse_to_fine
+
+    (tmp_path / "net.toml").write_text(_SPACE, encoding="utf-8")
+    space = load_space(str(tmp_path / "net.toml"))
+    canonical = sorted([(1, "fat_tree", 1.0)] + [
+        (2, t, o) for t in ("rail_optimized", "fat_tree") for o in (2.0, 3.0, 1.0)])
+    result = run_cli("sweep", str(tmp_path / "net.toml"), "-w", "mlperf-dlrm-v1", "--jobs", "1",
+                     "--json", "--quiet")
+    assert result.exit_code == 0, result.output
+    swept = json.loads(result.output)
+    assert swept["designs"] == len(canonical)  # 12 points, 7 designs
+    rows = [(r["nodes"], r["network.topology"], r["network.oversubscription"]) for r in swept["front"]]
+    assert len(rows) == len(set(rows)) and (1, "fat_tree", 1.0) in rows
+    refined = coarse_to_fine(space, load_workload("mlperf-dlrm-v1"), load_objectives("throughput-vs-capex"))
+    scored = [design_key(refined.grid.design(i)) for i in range(len(refined.grid))]
+    assert len(scored) == len(set(scored))
+    assert sorted(tuple(refined.grid.design(i).values()) for i in range(len(refined.grid))) == canonical
+    front = [refined.grid.design(int(i)) for i in refined.front]
+    assert sum(d["nodes"] == 1 for d in front) == 1

@@ -8,11 +8,12 @@ limit can constrain, and designs read ``2 racks (36 trays)``.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 from rich.console import Console
-from study_helpers import complete, storage_for
+from study_helpers import complete, run_cli, storage_for
 
 from dse.cli.tables import distinct_designs, print_designs
 from dse.errors import DseInputError
@@ -25,9 +26,10 @@ from dse.model.workload import load_workload
 from dse.outputs.labels import design_phrase
 from dse.search.encoding import design_system
 from dse.search.objectives import METRICS
+from dse.search.results import load_stored_study, trial_rows
 from dse.search.runner import run_study
 from dse.search.space import load_space
-from dse.search.spec import StudySpec
+from dse.search.spec import StudySpec, load_study_spec
 
 WORKLOAD = "mlperf-dlrm-dcnv2"
 
@@ -53,6 +55,7 @@ switch_tray_w = 400
 switch_tray_usd = 5000
 shared_w = 1000
 shared_usd = 20000
+liquid_kw = 120
 """
 
 
@@ -137,7 +140,9 @@ def test_rack_kw_is_one_rack_at_full_draw_within_the_datasheet() -> None:
     one = evaluate(wl, load_system("gb200-nvl72"))
     two = evaluate(wl, load_system("gb200-nvl72", (("nodes", 36),)))
     full = power(one.system, load_catalog(), 1.0)
-    assert one.rack_kw == pytest.approx((full.power_w - full.parts_w["network"]) / 1e3)
+    # The scale-out network and the coolant distribution units stand outside the rack's feed.
+    outside = full.parts_w["network"] + full.parts_w["cooling"]
+    assert one.rack_kw == pytest.approx((full.power_w - outside) / 1e3)
     assert two.rack_kw == pytest.approx(one.rack_kw)
     assert 120 <= one.rack_kw <= 132  # NVIDIA GB200 NVL72 datasheet: 120-132 kW a rack
     dgx = evaluate(wl, load_system("dgx-h100")).metrics()
@@ -222,3 +227,84 @@ when = { system = ["gb200-nvl72", "gb300-nvl72"] }
     assert design_system(space, {"system": "gb300-nvl72", "racks": 3}).nodes == 54
     assert design_system(space, {"system": "dgx-b200", "nodes": 3}).nodes == 3
     assert design_phrase({"param:system": "gb200-nvl72", "param:racks": 1}) == "gb200-nvl72, 1 rack"
+    # A parameter inactive in a design (a study's rows hold it as NaN) is left out.
+    assert design_phrase({"param:system": "gb300-nvl72", "param:nodes": float("nan"),
+                          "param:racks": 2}) == "gb300-nvl72, 2 racks"
+
+
+# --- coolant distribution units (liquid-cooled racks) ----------------------------------------------
+
+
+@pytest.mark.parametrize("preset", ["gb200-nvl72", "gb300-nvl72"])
+def test_an_nvl72_rack_buys_and_powers_its_share_of_a_cdu(preset: str) -> None:
+    """The NVL72 rack's breakdown shows its coolant distribution unit: 132 kW of the rack's heat
+    over a CDU of the catalog's capacity, its price and its pumps' draw in that share."""
+    cat = load_catalog()
+    system = load_system(preset)
+    share = 132 / cat.cdu.capacity_kw
+    assert cat.cdu.capacity_kw == 600 and share == pytest.approx(0.22)
+    assert capex(system, cat).parts_usd["cooling"] == pytest.approx(share * cat.cdu.usd)
+    assert power(system, cat, 0.61).parts_w["cooling"] == pytest.approx(share * cat.cdu.pump_w)
+    # By hand: 0.22 x 29,300 USD = 6,446 USD; 0.22 x 6,700 W = 1,474 W.
+    assert capex(system, cat).parts_usd["cooling"] == pytest.approx(6446)
+    assert power(system, cat, 0.61).parts_w["cooling"] == pytest.approx(1474)
+    two = load_system(preset, (("racks", 2),))
+    assert capex(two, cat).parts_usd["cooling"] == pytest.approx(2 * 6446)
+    # An air-cooled node and a rack that states no liquid loop buy none.
+    assert "cooling" not in capex(load_system("dgx-b200"), cat).parts_usd
+    assert "cooling" not in power(load_system("dgx-b200"), cat, 0.61).parts_w
+
+
+def test_cost_and_power_grow_with_every_added_part(rack_file: Path) -> None:
+    """Each rack part added to a rack file (switch-tray price and draw, shared parts, the liquid
+    loop's CDU share) raises capex or power by that part alone, once per rack."""
+    cat = load_catalog()
+    steps = [("switch_tray_usd = 5000", "switch_tray_usd = 0"), ("switch_tray_w = 400", "switch_tray_w = 0"),
+             ("shared_w = 1000", "shared_w = 0"), ("shared_usd = 20000", "shared_usd = 0"),
+             ("liquid_kw = 120", "liquid_kw = 0")]
+    text = RACK_FILE
+    for full, none in steps:
+        text = text.replace(full, none)
+    systems = []
+    for full, none in [("", ""), *steps]:
+        text = text.replace(none, full) if full else text
+        rack_file.write_text(text, encoding="utf-8")
+        systems.append(_system(rack_file, 36))
+    usd = [capex(s, cat).capex_usd for s in systems]
+    watts = [power(s, cat, 0.61).power_w for s in systems]
+    psu = 1.0 / cat.chassis.psu_efficiency
+    share = 2 * 120 / cat.cdu.capacity_kw
+    assert [b - a for a, b in itertools.pairwise(usd)] == pytest.approx(
+        [2 * 9 * 5000, 0.0, 0.0, 2 * 20000, share * cat.cdu.usd])
+    assert [b - a for a, b in itertools.pairwise(watts)] == pytest.approx(
+        [0.0, 2 * 9 * 400 * psu, 2 * 1000 * psu, 0.0, share * cat.cdu.pump_w])
+
+
+# --- the shipped space of today's systems, nodes and racks -----------------------------------------
+
+
+def test_the_todays_racks_study_buys_whole_racks_and_its_front_mixes_systems(tmp_path: Path) -> None:
+    """``dse init --from todays-racks`` and 40 trials of it: every NVL72 design is whole racks
+    (and counted as such), every node system's design is nodes, and the front holds designs of
+    more than one system (racks against nodes is the question the space asks)."""
+    made = run_cli("init", str(tmp_path / "racks"), "--from", "todays-racks")
+    assert made.exit_code == 0, made.output
+    study = tmp_path / "racks" / "my-study.toml"
+    ran = run_cli("run", str(study), "--trials", "40", "--quiet", "--no-report")
+    assert ran.exit_code == 0, ran.output
+    stored = load_stored_study(load_study_spec(str(study)))
+    rows = [r for r in trial_rows(stored) if r.get("state", "COMPLETE") == "COMPLETE"]
+    assert len(rows) >= 30
+    nvl = [r for r in rows if str(r["param:system"]).endswith("nvl72")]
+    nodes = [r for r in rows if not str(r["param:system"]).endswith("nvl72")]
+    assert nvl and nodes
+    for r in nvl:
+        assert 1 <= r["param:racks"] <= 4 and r["racks"] == r["param:racks"]
+        assert r["feasible"]  # whole racks: no whole_racks violation
+    assert all(r["racks"] == 0 for r in nodes)
+    front = {r["param:system"] for r in trial_rows(stored, only_front=True)}
+    assert len(front) >= 2, front
+    # The front's table names each design by what it has: racks for an NVL72 (whose node count
+    # is no parameter of its own: it crashed dse pareto as NaN nodes), nodes for the others.
+    pareto = run_cli("pareto", str(study))
+    assert pareto.exit_code == 0, pareto.output

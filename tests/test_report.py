@@ -23,8 +23,9 @@ from dse.search.spec import StudySpec, study_space
 from dse.search.storage import open_storage
 
 
-def make_study(tmp_path: Path, objectives: str, budget: int) -> tuple[optuna.Study, StudySpec]:
-    spec = StudySpec(name=f"report-{objectives}", workload="mlperf-dlrm-v1", space="scale-out",
+def make_study(tmp_path: Path, objectives: str, budget: int,
+               workload: str = "mlperf-dlrm-v1") -> tuple[optuna.Study, StudySpec]:
+    spec = StudySpec(name=f"report-{objectives}", workload=workload, space="scale-out",
                      objectives=objectives, budget=budget, sampler="random", seed=7,
                      storage=str(tmp_path / f"{objectives}.journal"))
     run_study(spec)

@@ -244,6 +244,23 @@ class Chassis:
 
 
 @dataclass(frozen=True, slots=True)
+class Cdu:
+    """A coolant distribution unit: the pumps and heat exchanger between a liquid-cooled rack's
+    loop and the facility's water. A rack that states the heat its loop carries
+    (:attr:`~dse.model.system.RackSpec.liquid_kw`) buys and powers that share of one
+    (:mod:`dse.model.cost`)."""
+
+    capacity_kw: float = field(metadata=POSITIVE)
+    """Heat one unit moves to the facility's water (kW)."""
+    usd: float = field(metadata=PRICE_OR_FREE)
+    """Price of one unit (USD)."""
+    pump_w: float = field(metadata=NON_NEGATIVE)
+    """Draw of its pumps at full flow (W, at the wall)."""
+    source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Facility:
     """Data-centre and finance defaults for TCO."""
 
@@ -275,6 +292,7 @@ class Catalog:
     scaleup_switch: ScaleupSwitch
     chassis: Chassis
     facility: Facility
+    cdu: Cdu
 
     def accelerator_named(self, key: str, source: str = "catalog", field_key: str = "") -> Accelerator:
         """The accelerator ``key``, or an error listing the known keys."""

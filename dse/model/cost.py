@@ -1,7 +1,9 @@
 """Capex, power and total cost of ownership of a system (docs/design.md, section 6).
 
 Capex sums every part's catalog price; power sums every part's draw at its utilisation and divides
-by the power-supply efficiency (wall power); TCO amortises capex and adds energy at a PUE and price.
+by the power-supply efficiency (wall power), and adds the scale-out network and, for liquid-cooled
+racks, their share of a coolant distribution unit's pumps; TCO amortises capex and adds energy at
+a PUE (the facility's own cooling) and price.
 All figures are per cluster. Prices are estimates (see the catalog's ``price_source`` fields).
 """
 
@@ -99,6 +101,7 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
                                   + node.accelerators * cat.chassis.usd_per_accelerator),
     }
     parts.update(_rack_shared(system, system.spec.rack.shared_usd))
+    parts.update(_cooling(system, cat.cdu.usd, cat))
     network = _network_capex(system, cat)
     parts["network"] = network
     return CostBreakdown(parts_usd=parts, capex_usd=sum(parts.values()), network_capex_usd=network)
@@ -118,6 +121,14 @@ def _rack_shared(system: System, per_rack: float) -> dict[str, float]:
     (so their breakdowns keep their parts)."""
     racks = rack_count(system.spec)
     return {"rack": racks * per_rack} if racks else {}
+
+
+def _cooling(system: System, per_cdu: float, cat: Catalog) -> dict[str, float]:
+    """The ``cooling`` part (USD or W) of liquid-cooled racks: each rack's share of a coolant
+    distribution unit, ``racks x liquid_kw / cdu.capacity_kw`` units (a row's CDU serves several
+    racks); none for racks cooled by air or systems bought node by node."""
+    units = rack_count(system.spec) * system.spec.rack.liquid_kw / cat.cdu.capacity_kw
+    return {"cooling": units * per_cdu} if units else {}
 
 
 def _nic_cards(system: System) -> int:
@@ -194,6 +205,9 @@ def power(
     nic_count = n * node.nics
     parts["network"] = nic_count * speed * (ports * sw.w_per_port_per_400g
                                             + ends * sw.optics_w_per_end_per_400g)
+    # The CDU's pumps draw at the wall, past the nodes' power supplies; the facility's own cooling
+    # (chillers, towers) is the PUE's, applied to the energy (economics).
+    parts.update(_cooling(system, cat.cdu.pump_w, cat))
     return PowerBreakdown(parts_w=parts, power_w=sum(parts.values()), accelerator_utilisation=util)
 
 

@@ -314,9 +314,11 @@ def evaluate(
 def rack_kw(system: System, catalog: Catalog) -> float:
     """Wall draw of one rack of a rack-scale system with every accelerator at TDP (kW): what a
     facility's per-rack power feed must carry (GB200 NVL72: 120-132 kW a rack, NVIDIA datasheet).
-    Nodes, rack parts and their PSU losses; the scale-out switches stand outside the racks."""
+    Nodes, rack parts and their PSU losses; the scale-out switches and the coolant distribution
+    units (in the row, on feeds of their own) stand outside the racks."""
     racks = rack_count(system.spec)
     if not racks:
         return 0.0
     full = power(system, catalog, 1.0)
-    return (full.power_w - full.parts_w["network"]) / racks / 1e3
+    outside = full.parts_w["network"] + full.parts_w.get("cooling", 0.0)
+    return (full.power_w - outside) / racks / 1e3

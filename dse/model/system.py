@@ -141,9 +141,12 @@ class RackSpec:
     switch_tray_usd: float = field(default=0.0, metadata=upto(MAX_PRICE_USD))
     """Price of one switch tray beyond what the accelerator's price already covers (USD)."""
     shared_w: float = field(default=0.0, metadata=upto(MAX_RACK_W))
-    """Other rack-level draw (W, DC side): management switches, cooling pumps."""
+    """Other rack-level draw (W, DC side): management switches."""
     shared_usd: float = field(default=0.0, metadata=upto(MAX_PRICE_USD))
-    """Other rack-level parts not in the accelerator's price (USD): rack, bus bar, CDU."""
+    """Other rack-level parts not in the accelerator's price (USD): rack, bus bar."""
+    liquid_kw: float = field(default=0.0, metadata=upto(MAX_RACK_W / 1000.0))
+    """Heat the rack's liquid loop carries at full load (kW): the rack buys and powers that share
+    of a coolant distribution unit (the catalog's ``[cdu]``); 0 for a rack cooled by air."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ in a study) and ``--set`` items add or change entries. They may hold these table
     nvidia = 0.15
     [facility]                    # electricity, PUE, years of amortisation
     usd_per_kwh = 0.2
+    [cdu]                         # the coolant distribution unit liquid-cooled racks share
+    usd = 60000
 
 A part's price range (``price_low_usd`` <= ``price_usd`` <= ``price_high_usd``, or the
 ``[price_range]`` shorthand) replaces the default spread of the draws that move prices: the robust
@@ -47,7 +49,7 @@ from dse.records import apply_override, from_mapping, read_toml
 
 PART_SECTIONS = ("accelerator", "cpu", "nic", "ddr")
 """Tables of parts by key: a user entry changes the named part or adds a new one."""
-FIELD_SECTIONS = ("chassis", "facility")
+FIELD_SECTIONS = ("chassis", "facility", "cdu")
 """Single tables: a user entry changes some of their fields."""
 PRICED = ("accelerator", "cpu", "nic")
 """Sections the ``[price]`` shorthand reaches (their ``price_usd``)."""

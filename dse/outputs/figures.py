@@ -97,20 +97,43 @@ def to_graph_object(fig: Figure) -> go.Figure:
     return go.Figure(fig)
 
 
+PACK_ALPHABET = "".join(c for c in map(chr, range(0x21, 0x7F)) if c not in "\"&'/<>@\\`")
+"""The 85 characters :func:`pack` writes: printable ASCII less those that could end or escape
+the ``<script>`` element carrying them (``<``, ``/``, ``&``, ``>``), quotes, the backslash, the
+backquote and ``@`` (so no address or password piece can turn up in a page by chance)."""
+_FROM_B85 = bytes.maketrans(
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+    PACK_ALPHABET.encode("ascii"))
+"""Python's base-85 alphabet (RFC 1924) to :data:`PACK_ALPHABET`, digit for digit."""
+
 INFLATE_SCRIPT = """<script>
 async function dseInflate(packed) {
-  // Text packed by dse.outputs.figures.gzip_base64, inflated by the browser's own gzip.
-  const body = (await fetch('data:application/octet-stream;base64,' + packed)).body;
-  return new Response(body.pipeThrough(new DecompressionStream('gzip'))).text();
+  // Text packed by dse.outputs.figures.pack: base 85 (5 characters for 4 bytes, a final
+  // group of k bytes in k + 1 characters), then gzip, inflated by the browser's own gzip.
+  const digits = '""" + PACK_ALPHABET + """', value = new Uint8Array(128);
+  for (let i = 0; i < 85; i++) value[digits.charCodeAt(i)] = i;
+  const n = packed.length, rest = n % 5;
+  const bytes = new Uint8Array(Math.floor(n / 5) * 4 + Math.max(rest - 1, 0));
+  const view = new DataView(new ArrayBuffer(4));
+  for (let i = 0, o = 0; i < n; i += 5, o += 4) {
+    let word = 0;
+    for (let j = i; j < i + 5; j++) word = word * 85 + (j < n ? value[packed.charCodeAt(j)] : 84);
+    view.setUint32(0, word);
+    for (let b = 0; b < 4 && o + b < bytes.length; b++) bytes[o + b] = view.getUint8(b);
+  }
+  const body = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Response(body).text();
 }
 </script>"""
-"""Defines ``dseInflate(packed)``: the text :func:`gzip_base64` packed (a promise of it)."""
+"""Defines ``dseInflate(packed)``: the text :func:`pack` packed (a promise of it)."""
 
 PACKED_LOADER = INFLATE_SCRIPT + """<script>
 (async () => {
-  // plotly.js travels gzipped (a third of its size); the browser inflates it, then draws the
-  // figures, whose scripts wait as type 'dse/figure' until Plotly exists.
-  const code = await dseInflate(document.getElementById('plotlyjs-gz').textContent);
+  // plotly.js and the figures' scripts travel packed; the browser inflates them, then draws
+  // the figures in the places their scripts held (type 'dse/figure').
+  const [code, scripts] = await Promise.all([
+    dseInflate(document.getElementById('plotlyjs-gz').textContent),
+    dseInflate(document.getElementById('figures-gz').textContent).then(JSON.parse)]);
   const lib = document.createElement('script');
   lib.textContent = code;
   document.head.appendChild(lib);
@@ -118,39 +141,71 @@ PACKED_LOADER = INFLATE_SCRIPT + """<script>
   // first screen is readable while the figures below (WebGL ones take seconds) are still drawn.
   for (const waiting of document.querySelectorAll("script[type='dse/figure']")) {
     const run = document.createElement('script');
-    run.textContent = waiting.textContent;
+    run.textContent = scripts[Number(waiting.dataset.k)];
     waiting.replaceWith(run);
     await new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)));
+    if (!window.dseFirstDrawn) {
+      // Work that waited for the first screen (the plans' tables) may start.
+      window.dseFirstDrawn = true;
+      document.dispatchEvent(new Event('dse-first-drawn'));
+    }
   }
 })();
 </script>"""
-"""Inflates the packed plotly.js (:func:`packed_plotlyjs`) and runs the figures' scripts; placed
-at the end of the page's body, after every figure."""
+"""Inflates the packed plotly.js (:func:`packed_plotlyjs`) and the figures' scripts
+(:func:`deferred`) and runs those; placed at the end of the page's body, after every figure. Once
+the first figure is drawn it sets ``window.dseFirstDrawn`` and sends ``dse-first-drawn``
+(:data:`AFTER_FIRST_SCREEN`)."""
+
+AFTER_FIRST_SCREEN = """new Promise(start => document.addEventListener('DOMContentLoaded', () => {
+  if (!document.getElementById('figures-gz') || window.dseFirstDrawn) start();
+  else document.addEventListener('dse-first-drawn', start, {once: true});
+}))"""
+"""A promise, for a script in the page's body, resolved once the first figure is drawn
+(:data:`PACKED_LOADER`), or when the page is parsed if no packed figures wait to be drawn (plotly.js
+from the CDN): work that would hold the browser's thread (the 1,000-row plan tables of a large
+workload took a second under load) starts after the first screen."""
 
 
-def gzip_base64(data: str) -> str:
-    """``data`` gzipped and base64-encoded, for a page to carry compressed and inflate with
-    :data:`INFLATE_SCRIPT` (no network; repetitive HTML and script shrink three- to tenfold)."""
+def pack(data: str) -> str:
+    """``data`` gzipped (level 9) and written in base 85 over :data:`PACK_ALPHABET`, for a page
+    to carry compressed and inflate with :data:`INFLATE_SCRIPT` (no network; repetitive HTML and
+    script shrink three- to tenfold, and base 85 costs a quarter more where base 64 costs a third)."""
     import base64
     import gzip
 
-    return base64.b64encode(gzip.compress(data.encode("utf-8"), 6, mtime=0)).decode("ascii")
+    packed = base64.b85encode(gzip.compress(data.encode("utf-8"), 9, mtime=0))
+    return packed.translate(_FROM_B85).decode("ascii")
 
 
 @functools.cache
 def packed_plotlyjs() -> str:
-    """plotly.js (4.8 MB for plotly.js 3/4) packed (:func:`gzip_base64`) as the text of a
-    ``<script id='plotlyjs-gz'>`` that browsers do not run: about 1.9 MB, inflated by
+    """plotly.js (4.8 MB for plotly.js 3/4) packed (:func:`pack`) as the text of a
+    ``<script id='plotlyjs-gz'>`` that browsers do not run: about 1.8 MB, inflated by
     :data:`PACKED_LOADER`."""
     from plotly.offline import get_plotlyjs
 
-    return f"<script id='plotlyjs-gz' type='application/gzip'>{gzip_base64(get_plotlyjs())}</script>"
+    return f"<script id='plotlyjs-gz' type='application/gzip'>{pack(get_plotlyjs())}</script>"
+
+
+FIGURE_SCRIPT = re.compile(r"<script>(\s*window\.PLOTLYENV.*?)</script>", re.S)
+"""A figure's script as Plotly writes it (:func:`figure_html`)."""
 
 
 def deferred(page_body: str) -> str:
-    """``page_body`` with the scripts Plotly writes for its figures (:func:`figure_html`) kept from
-    running until :data:`PACKED_LOADER` has loaded plotly.js."""
-    return re.sub(r"<script>(\s*window\.PLOTLYENV)", r"<script type='dse/figure'>\1", page_body)
+    """``page_body`` with the scripts Plotly writes for its figures (:func:`figure_html`) moved
+    into one packed element at its end (the hover data of every trial, in each pair of
+    objectives: a third of a report's size unpacked), each leaving a ``dse/figure`` placeholder
+    that :data:`PACKED_LOADER` fills once plotly.js is loaded."""
+    scripts: list[str] = []
+
+    def hold(found: re.Match[str]) -> str:
+        scripts.append(found.group(1))
+        return f"<script type='dse/figure' data-k='{len(scripts) - 1}'></script>"
+
+    body = FIGURE_SCRIPT.sub(hold, page_body)
+    return (f"{body}\n<script id='figures-gz' type='application/gzip'>"
+            f"{pack(json.dumps(scripts))}</script>")
 
 
 def titled_page(fig: go.Figure, title: str) -> str:

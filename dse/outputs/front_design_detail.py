@@ -20,8 +20,8 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
 from dse.model.system import GB
-from dse.outputs.figures import INFLATE_SCRIPT, Figure, figure_html, gzip_base64
-from dse.outputs.markup import script_json, text
+from dse.outputs.figures import AFTER_FIRST_SCREEN, INFLATE_SCRIPT, Figure, figure_html, pack
+from dse.outputs.markup import text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
 from dse.search.encoding import design_system, design_workload
@@ -120,10 +120,11 @@ CHOOSE_SCRIPT = INFLATE_SCRIPT + """<script>
 async function chooseDesign(k) {
   const gd = document.getElementById('timeline');
   const plan = document.querySelector(`.chosen-plan[data-k='${k}']`);
-  if (!plan.firstChild) plan.innerHTML = (await dsePlans)[k];
+  const packed = await dsePlans;
+  if (!plan.firstChild) plan.innerHTML = packed.plans[k];
   document.querySelectorAll('.chosen-plan').forEach(
     e => { e.style.display = e.dataset.k === String(k) ? '' : 'none'; });
-  const fig = JSON.parse(document.getElementById('timeline-' + k).textContent);
+  const fig = JSON.parse(packed.timelines[k]);
   fig.layout.template = gd.layout.template;
   Plotly.react(gd, fig.data, fig.layout, {displaylogo: false});
 }
@@ -132,11 +133,11 @@ async function chooseDesign(k) {
 
 def _figure_json(figure: dict[str, Any]) -> str:
     """A timeline for the page's script: without Plotly's template (the drawn figure lends its
-    own), written safe inside the script element (:func:`~dse.outputs.markup.script_json`)."""
+    own), as JSON text (parsed afresh each time it is drawn)."""
     from plotly.utils import PlotlyJSONEncoder
 
     layout = {k: v for k, v in figure["layout"].items() if k != "template"}
-    return script_json({"data": figure["data"], "layout": layout}, cls=PlotlyJSONEncoder)
+    return json.dumps({"data": figure["data"], "layout": layout}, cls=PlotlyJSONEncoder)
 
 
 def chosen_section(chosen: Sequence[Chosen]) -> str:
@@ -148,19 +149,20 @@ def chosen_section(chosen: Sequence[Chosen]) -> str:
                       for k, c in enumerate(chosen))
     hidden = " style='display:none'"
     # The plans (a row per embedding table each: most of a report's size for a workload of
-    # hundreds of tables) travel as one gzipped JSON list, alike designs compressing together;
-    # the first is filled in at load, the others when chosen.
+    # hundreds of tables) and the timelines travel packed as one JSON object, alike designs
+    # compressing together; the first plan is filled in once the first figure is drawn, the
+    # others when chosen.
     plans = "".join(f"<div class='chosen-plan' data-k='{k}'{hidden if k else ''}></div>"
                     for k in range(len(chosen)))
-    packed = gzip_base64(json.dumps([plan_tables(c.plan) for c in chosen]))
+    packed = pack(json.dumps({"plans": [plan_tables(c.plan) for c in chosen],
+                              "timelines": [_figure_json(c.figure) for c in chosen]}))
     plans += (f"<script type='application/gzip' id='plans-gz'>{packed}</script><script>"
-              "const dsePlans = dseInflate(document.getElementById('plans-gz').textContent)"
-              ".then(JSON.parse);\ndsePlans.then(p => { document.querySelector("
-              "\".chosen-plan[data-k='0']\").innerHTML = p[0]; });</script>")
-    figures = "".join(f"<script type='application/json' id='timeline-{k}'>{_figure_json(c.figure)}"
-                      "</script>" for k, c in enumerate(chosen))
+              f"const dsePlans = {AFTER_FIRST_SCREEN}.then(() => dseInflate("
+              "document.getElementById('plans-gz').textContent)).then(JSON.parse);\n"
+              "dsePlans.then(p => { document.querySelector("
+              "\".chosen-plan[data-k='0']\").innerHTML = p.plans[0]; });</script>")
     first = figure_html(chosen[0].figure, "timeline")
     return ("<h2>One front design: its plan and its timeline</h2>"
             f"<p>design (best first by the first objective; at most {MAX_DESIGNS}): "
             f"<select id='design-choice' onchange='chooseDesign(this.value)'>{options}</select></p>"
-            f"{CHOOSE_SCRIPT}{figures}{first}{plans}")
+            f"{CHOOSE_SCRIPT}{first}{plans}")

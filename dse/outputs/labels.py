@@ -133,8 +133,10 @@ def design_phrase(params: Mapping[str, Any], racks: Any = None) -> str:
     """A design in words from its parameters (``param:`` prefixes allowed), in the order given:
     ``16 accelerators, 29.2 GB HBM, 2 NICs, 400 Gb/s``; a count and a kind of accelerator read
     ``8x H100``. ``racks``: the design's ``racks`` metric; a rack-scale design's nodes then read
-    ``2 racks (36 trays)``."""
-    named = {k.removeprefix("param:"): v for k, v in params.items()}
+    ``2 racks (36 trays)``. A parameter without a value (inactive in this design: the node count
+    of a system searched by the rack) says nothing and is left out."""
+    named = {k.removeprefix("param:"): v for k, v in params.items()
+             if v is not None and not (isinstance(v, float) and math.isnan(v))}
     parts = []
     for name, value in named.items():
         if name == "nodes" and racks:

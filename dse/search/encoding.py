@@ -138,26 +138,36 @@ nor its topology enters the step, cost or power (checked for every system preset
 tests/test_dataset_and_questioned_numbers.py)."""
 
 
-def canonical_design(space: SearchSpace, design: Mapping[str, Any]) -> dict[str, Any]:
-    """``design`` with every parameter that changes nothing for it set to one canonical value, so
-    designs the model cannot tell apart are one design (one trial, one row): on one node, the
-    :data:`ONE_NODE_INERT` parameters. The canonical value is the schema's default when the
-    parameter can take it, else its first choice or its low bound (a value the space can
-    enqueue). Values of a design are otherwise kept as drawn."""
+def inert_params(space: SearchSpace, design: Mapping[str, Any]) -> list[str]:
+    """The parameters of ``design`` that change nothing for it (:data:`ONE_NODE_INERT`, when it
+    has one node), in :data:`ONE_NODE_INERT`'s order; none for a design that is not a system at
+    all (scoring reports why)."""
     inert = [k for k in ONE_NODE_INERT if k in design and k in space.parameters]
+    if not inert:
+        return []
     try:
-        nodes = _design_table(space, design).get("nodes", 1) if inert else 0
-    except DseInputError:  # not a system at all: scoring reports why
-        nodes = 0
-    if nodes != 1:
-        return dict(design)
+        nodes = _design_table(space, design).get("nodes", 1)
+    except DseInputError:
+        return []
+    return inert if nodes == 1 else []
+
+
+def canonical_design(space: SearchSpace, design: Mapping[str, Any]) -> dict[str, Any]:
+    """``design`` with every parameter that changes nothing for it (:func:`inert_params`) set to
+    one canonical value (:func:`canonical_value`), so designs the model cannot tell apart are one
+    design (one trial, one row of a study, a sweep or a refinement). Values of a design are
+    otherwise kept as drawn."""
     out = dict(design)
-    for key in inert:
-        out[key] = _canonical_value(space.parameters[key], ONE_NODE_INERT[key])
+    for key in inert_params(space, design):
+        out[key] = canonical_value(space.parameters[key])
     return out
 
 
-def _canonical_value(p: Parameter, default: Any) -> Any:
+def canonical_value(p: Parameter) -> Any:
+    """The value an inert parameter ``p`` takes (:data:`ONE_NODE_INERT`): the schema's default
+    when ``p`` can take it, else its first choice or its low bound (a value the space can
+    enqueue)."""
+    default = ONE_NODE_INERT[p.name]
     if p.contains(default):
         return default
     return p.choices[0] if p.choices else p.low

@@ -44,6 +44,7 @@ from dse.model.evaluate import Memo
 from dse.model.workload import Workload
 from dse.search.attribute_keys import REFERENCE_KEY
 from dse.search.dedup import design_key
+from dse.search.encoding import canonical_design
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import best_row, pareto_mask
 from dse.search.reference import REFERENCE_MAX_DESIGNS
@@ -272,11 +273,13 @@ class _State:
 
     def _complete(self, design: dict[str, Any]) -> list[dict[str, Any]]:
         """``design`` with inactive parameters dropped and newly active ones filled in (every
-        combination of their values, or their middle values beyond :data:`FILL_MAX_DESIGNS`)."""
+        combination of their values, or their middle values beyond :data:`FILL_MAX_DESIGNS`), each
+        made canonical (:func:`~dse.search.encoding.canonical_design`), so that a one-node design
+        moved along oversubscription or topology is the design already scored, not a new row."""
         out = _fill(self.space, design, lambda n: self._options(n, False))
         if len(out) > FILL_MAX_DESIGNS:
             out = _fill(self.space, design, lambda n: self._options(n, True))
-        return out
+        return [canonical_design(self.space, d) for d in out]
 
     def _options(self, name: str, middle: bool) -> tuple[Any, ...]:
         p = self.space.parameters[name]

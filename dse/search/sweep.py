@@ -46,7 +46,14 @@ from dse.model.workload import Workload
 from dse.safe_write import write_file
 from dse.search._optuna import compute_hypervolume
 from dse.search.attribute_keys import REFERENCE_KEY, WARM_START_KEY
-from dse.search.encoding import design_system, design_workload, encode_design
+from dse.search.encoding import (
+    ONE_NODE_INERT,
+    canonical_value,
+    design_system,
+    design_workload,
+    encode_design,
+    inert_params,
+)
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.pareto import best_row, loss_box, non_dominated
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
@@ -148,7 +155,34 @@ def design_grid(space: SearchSpace, order: Sequence[str] | None = None) -> Desig
             block[:, j] = choices[n].index(combo[n]) if n in combo else idx[k]
         blocks.append(block)
     codes = np.concatenate(blocks) if blocks else np.zeros((0, len(names)), dtype=np.int32)
-    return DesignGrid(names, tuple(choices[n] for n in names), codes)
+    return canonical_grid(space, DesignGrid(names, tuple(choices[n] for n in names), codes))
+
+
+def canonical_grid(space: SearchSpace, grid: DesignGrid) -> DesignGrid:
+    """``grid`` with every design made canonical (:func:`~dse.search.encoding.canonical_design`:
+    on one node, oversubscription and topology at one value) and each kept once, where it first
+    occurs, so designs the model cannot tell apart are one row of a sweep and of its front. The
+    node count depends on the other parameters only, so it is asked once per combination of
+    them."""
+    inert = [j for j, n in enumerate(grid.names) if n in ONE_NODE_INERT]
+    if not inert or not len(grid):
+        return grid
+    codes = grid.codes.copy()
+    choices = [list(c) for c in grid.choices]
+    others = [j for j in range(len(grid.names)) if j not in inert]
+    _, first, group = np.unique(codes[:, others], axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(group.reshape(-1), kind="stable")
+    bounds = np.searchsorted(group.reshape(-1)[order], np.arange(len(first) + 1))
+    for g, i in enumerate(first):
+        rows = order[bounds[g]:bounds[g + 1]]
+        for name in inert_params(space, grid.design(int(i))):
+            j = grid.names.index(name)
+            value = canonical_value(space.parameters[name])
+            if value not in choices[j]:
+                choices[j].append(value)
+            codes[rows[codes[rows, j] >= 0], j] = choices[j].index(value)
+    _, kept = np.unique(codes, axis=0, return_index=True)
+    return DesignGrid(grid.names, tuple(tuple(c) for c in choices), codes[np.sort(kept)])
 
 
 def sobol_designs(space: SearchSpace, n: int, seed: int | None = 0) -> DesignGrid:
@@ -185,7 +219,7 @@ def sobol_designs(space: SearchSpace, n: int, seed: int | None = 0) -> DesignGri
             else:
                 codes[i, j] = -1
     _, first = np.unique(codes, axis=0, return_index=True)
-    return DesignGrid(names, tuple(choices), codes[np.sort(first)])
+    return canonical_grid(space, DesignGrid(names, tuple(choices), codes[np.sort(first)]))
 
 
 def _from_unit(p: Parameter, u: float) -> Any:
