@@ -5,7 +5,7 @@ grid, which only exists for spaces of at most
 :data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` coarse designs. The spaces architects write
 are larger (several accelerators, HBM and DDR as floats, fabrics, 1-64 nodes, NICs, network):
 for them the sweep starts instead from the front of a space-filling sample scored for a budget of
-CPU seconds (:data:`PRESCREEN_S` by default; the study file's ``prescreen_s``, ``dse run
+CPU seconds (:data:`~dse.search.seeding.PRESCREEN_S` by default; the study file's ``prescreen_s``, ``dse run
 --prescreen-s``). The sample is drawn in batches of :data:`BATCH_DESIGNS`, each a Latin hypercube
 over every parameter (floats on their linear or log scale, ints and choices by stratum:
 :func:`dse.search.sweep.from_unit`), so that wherever the budget stops it, the designs scored
@@ -34,13 +34,6 @@ from dse.search.objectives import ObjectiveSet
 from dse.search.space import SearchSpace
 from dse.search.sweep import SweepResult, explicit_grid, from_unit, run_sweep, sweep_order
 
-PRESCREEN_S = 30.0
-"""Default CPU seconds of a pre-screen (one core). At about 1.1 ms per design through the memo
-(the ``full`` space on MLPerf DLRM-DCNv2, measured here: 2,000 Sobol designs in 2.2 s of CPU) it
-scores some 25,000 designs; with the refinement (at most :data:`REFINE_SHARE` times as long) a
-study is created in about a minute (the issue's bound: 90 s)."""
-MAX_PRESCREEN_S = 3600.0
-"""The longest pre-screen a study file or ``--prescreen-s`` may ask for (an hour of CPU)."""
 REFINE_SHARE = 1.5
 """The refinement after a pre-screen stops after this many times the pre-screen's CPU seconds
 (or at its design cap, whichever comes first), so creation stays bounded on any space."""
@@ -98,5 +91,4 @@ def prescreen(space: SearchSpace, workload: Workload, objectives: ObjectiveSet, 
     return parts
 
 
-__all__ = ["BATCH_DESIGNS", "MAX_PRESCREEN_S", "METHOD", "PRESCREEN_S", "REFINE_SHARE",
-           "latin_batch", "prescreen"]
+__all__ = ["BATCH_DESIGNS", "METHOD", "REFINE_SHARE", "latin_batch", "prescreen"]

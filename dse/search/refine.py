@@ -55,9 +55,9 @@ from dse.search.dedup import design_key
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import best_row, pareto_mask
 from dse.search.prescreen import METHOD as SCREEN_METHOD
-from dse.search.prescreen import PRESCREEN_S, REFINE_SHARE, prescreen
+from dse.search.prescreen import REFINE_SHARE, prescreen
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
-from dse.search.seeding import WARM_MAX_TRIALS, warm_start_trials
+from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
 from dse.search.space import Parameter, SearchSpace
 from dse.search.sweep import (
     SweepResult,
