@@ -214,7 +214,8 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
                    budget: int, warm: bool, catalog: Catalog | None = None,
                    max_trials: int | None = None,
                    on_progress: Callable[[int, int], None] | None = None,
-                   prescreen_s: float = PRESCREEN_S) -> list[dict[str, Any]]:
+                   prescreen_s: float = PRESCREEN_S,
+                   keep: list[SweepResult] | None = None) -> list[dict[str, Any]]:
     """What a new study gets by default with a budget of at least
     :data:`~dse.search.reference.REFERENCE_MIN_BUDGET`: one :func:`coarse_to_fine` sweep when
     :func:`~dse.search.sweep.sweep_allowed`, else (a space too large for a coarse grid) one
@@ -225,7 +226,8 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
     (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
     :data:`~dse.search.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
     are not trials. A study that already has its reference (another process swept) is left
-    alone. Returns the enqueued designs; ``on_progress``: the sweep's."""
+    alone. Returns the enqueued designs; ``on_progress``: the sweep's; ``keep``: the sweep's
+    result is appended to it (for a benchmark that measures the sweep's front itself)."""
     if REFERENCE_KEY in study.user_attrs:
         return []
     if sweep_allowed(space, budget):
@@ -237,6 +239,8 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
         result = screened.result
     else:
         return []
+    if keep is not None:
+        keep.append(result)
     if not warm:
         record_reference(study, result)
         return []
