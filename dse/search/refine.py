@@ -54,8 +54,8 @@ from dse.search.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
 from dse.search.dedup import design_key
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import best_row, pareto_mask
+from dse.search.prescreen import BATCH_DESIGNS, REFINE_SHARE, prescreen
 from dse.search.prescreen import METHOD as SCREEN_METHOD
-from dse.search.prescreen import REFINE_SHARE, prescreen
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
 from dse.search.space import Parameter, SearchSpace
@@ -184,24 +184,33 @@ def refine(space: SearchSpace, first: SweepResult, workload: Workload, objective
            on_progress: Callable[[int, int], None] | None = None,
            cpu_s: float = math.inf) -> list[SweepResult]:
     """``first`` and the rounds of the module's refinement from its front: at most
-    ``max_designs`` designs more, and no round started after ``cpu_s`` CPU seconds."""
+    ``max_designs`` designs more, and none scored after ``cpu_s`` CPU seconds (a round is scored
+    in slices of :data:`~dse.search.prescreen.BATCH_DESIGNS` and the rest of it dropped then: a
+    round on a front of hundreds of float designs can hold thousands)."""
     cpu0 = time.process_time()
     parts = [first]
     state = _State(space, objectives, first)
     order = sweep_order(space)
     scored = 0
-    while scored < max_designs and time.process_time() - cpu0 < cpu_s:
+
+    def late() -> bool:
+        return time.process_time() - cpu0 >= cpu_s
+
+    while scored < max_designs and not late():
         batch = state.next_round(max_designs - scored)
         if batch is None:
             break
-        if not batch:
-            continue
-        part = run_sweep(space, workload, objectives, jobs=1, grid=explicit_grid(space, batch, order),
-                         calibration=calibration, catalog=catalog, memo=memo)
-        parts.append(part)
-        state.add(part)
-        scored += len(batch)
-        _tell(on_progress, len(first.frame) + scored, len(first.frame) + max_designs)
+        step = len(batch) if math.isinf(cpu_s) else BATCH_DESIGNS
+        for lo in range(0, len(batch), step):
+            if lo and late():
+                break
+            part = run_sweep(space, workload, objectives, jobs=1, calibration=calibration,
+                             grid=explicit_grid(space, batch[lo:lo + step], order),
+                             catalog=catalog, memo=memo)
+            parts.append(part)
+            state.add(part)
+            scored += len(part.frame)
+            _tell(on_progress, len(first.frame) + scored, len(first.frame) + max_designs)
     return parts
 
 
