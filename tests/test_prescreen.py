@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import threading
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ import dse.search.refine as refine_mod
 import dse.search.runner as runner
 from dse.model.workload import load_workload
 from dse.search.attribute_keys import BUDGET_KEY, PRESCREEN_KEY, WORKLOAD_KEY
+from dse.search.dedup import Tiers, design_key, keyed_neighbourhood, neighbourhood
 from dse.search.objectives import load_objectives
 from dse.search.prescreen import BATCH_DESIGNS, METHOD, latin_batch
 from dse.search.reference import study_reference
@@ -146,3 +148,19 @@ def _fields(spec: object) -> dict[str, object]:
     keep = ("name", "workload", "space", "objectives", "sampler", "budget", "seed", "storage",
             "prescreen_s")
     return {k: v for k, v in asdict(spec).items() if k in keep}  # type: ignore[call-overload]
+
+
+def test_a_cached_neighbourhood_is_the_same_designs_in_the_same_order_and_draws() -> None:
+    """The extreme moves' cache of parents' neighbourhoods (issue 29's per-trial cost) changes
+    nothing a study does: same designs, same order, the random generator left in the same state,
+    on a first call (cache filled) and on a second (cache hit)."""
+    space = load_space(FULL)
+    parent = latin_batch(space, 1, np.random.default_rng(5))[0]
+    plain, cached = random.Random(7), random.Random(7)
+    cache: dict[str, Tiers] = {}
+    for _ in range(2):
+        want = neighbourhood(space, parent, plain)
+        got = keyed_neighbourhood(space, parent, cached, cache)
+        assert [c for c, _ in got] == want and [k for _, k in got] == [design_key(c) for c in want]
+        assert plain.getstate() == cached.getstate()
+    assert list(cache) == [design_key(parent)] and len(want) > 20
