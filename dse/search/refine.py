@@ -111,9 +111,7 @@ def coarse_to_fine(
     whole time) and the exact front among them. ``on_progress(done, total)``: designs scored of
     at most ``total`` (the coarse grid and the refinement's limit; equal at the end)."""
     start = time.perf_counter()
-    calib = calibration or load_calibration()
-    cat = catalog or load_catalog()
-    memo = Memo(workload, calib)
+    calib, cat, memo = _scoring(workload, calibration, catalog)
     coarse, grid = coarse_grid(space, coarse_max_designs)
     first = run_sweep(coarse, workload, objectives, jobs=1, grid=grid, calibration=calib,
                       catalog=cat, memo=memo,
@@ -164,9 +162,7 @@ def screen_to_fine(
     designs or :data:`~dse.search.prescreen.REFINE_SHARE` times ``seconds`` of CPU, on one core
     with one memo. ``on_progress(done, total)``: designs scored and the most there may be."""
     start, cpu0 = time.perf_counter(), time.process_time()
-    calib = calibration or load_calibration()
-    cat = catalog or load_catalog()
-    memo = Memo(workload, calib)
+    calib, cat, memo = _scoring(workload, calibration, catalog)
     screened = prescreen(space, workload, objectives, seconds, calib, cat, memo, seed,
                          on_progress=lambda done: _tell(on_progress, done, done + max_designs))
     first = combine_sweeps(space, screened, 0.0, SCREEN_METHOD)
@@ -212,6 +208,14 @@ def refine(space: SearchSpace, first: SweepResult, workload: Workload, objective
             scored += len(part.frame)
             _tell(on_progress, len(first.frame) + scored, len(first.frame) + max_designs)
     return parts
+
+
+def _scoring(workload: Workload, calibration: Calibration | None,
+             catalog: Catalog | None) -> tuple[Calibration, Catalog, Memo]:
+    """The calibration and catalog a sweep scores with (the packaged ones by default) and the one
+    memo its stages share."""
+    calib = calibration or load_calibration()
+    return calib, catalog or load_catalog(), Memo(workload, calib)
 
 
 def _tell(on_progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
