@@ -11,7 +11,9 @@ import math
 import random
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -164,3 +166,23 @@ def test_a_cached_neighbourhood_is_the_same_designs_in_the_same_order_and_draws(
         assert [c for c, _ in got] == want and [k for _, k in got] == [design_key(c) for c in want]
         assert plain.getstate() == cached.getstate()
     assert list(cache) == [design_key(parent)] and len(want) > 20
+
+
+def test_a_round_with_nothing_new_is_skipped_not_scored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round whose parents' candidates were all scored before is empty (the reduced benchmark's
+    zion grid meets one); the refinement goes on to the next round, capped or not."""
+    space = load_space(FULL)
+    wl, objectives = load_workload("mlperf-dlrm-v1"), load_objectives("throughput-vs-capex")
+    first = screen_to_fine(space, wl, objectives, TINY_S, max_designs=0).result
+    rounds: Iterator[list[dict[str, Any]] | None] = iter([])
+    monkeypatch.setattr(refine_mod._State, "next_round", lambda self, room: next(rounds))
+    from dse.calibration.parameters import load_calibration
+    from dse.model.catalog import load_catalog
+    from dse.model.evaluate import Memo
+
+    calib = load_calibration()
+    for cpu_s in (math.inf, 60.0):
+        rounds = iter([[], latin_batch(space, 3, np.random.default_rng(1)), None])
+        parts = refine_mod.refine(space, first, wl, objectives, 100, calib, load_catalog(),
+                                  Memo(wl, calib), cpu_s=cpu_s)
+        assert [len(p.frame) for p in parts[1:]] == [3]

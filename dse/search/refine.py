@@ -196,6 +196,8 @@ def refine(space: SearchSpace, first: SweepResult, workload: Workload, objective
         batch = state.next_round(max_designs - scored)
         if batch is None:
             break
+        if not batch:  # every candidate of this round's parents was scored before
+            continue
         step = len(batch) if math.isinf(cpu_s) else BATCH_DESIGNS
         for lo in range(0, len(batch), step):
             if lo and late():
