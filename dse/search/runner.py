@@ -107,8 +107,10 @@ OPEN_WAIT_S = 15.0
 beyond the creator's pre-screen (:func:`open_wait_s`)."""
 CREATION_WALL_FACTOR = 3.0
 """Wall seconds per CPU second of a creator's pre-screen and refinement that a joining process
-allows for (the creator may share its cores: on this 2-core machine with 7 users a sweep's wall
-time was twice its CPU time), before it takes the creator for dead and creates the study itself."""
+allows for (the creator may share its cores: on this 2-core machine shared by 7 users a
+pre-screen's wall time was twice its CPU time, at a load average of 17 fifteen times), before it
+takes the creator for dead and creates the study itself. A creator on the same host that is alive
+is waited for this long too; one known dead is not waited for."""
 PROGRESS_EVERY_S = 0.5
 """The shortest interval between two progress updates of a worker."""
 PROGRESS_SHARE = 0.02
