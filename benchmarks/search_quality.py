@@ -50,17 +50,18 @@ import optuna
 from optuna.trial import TrialState
 
 from dse.model.workload import load_workload
-from dse.search.attribute_keys import WARM_START_KEY
+from dse.search.attribute_keys import PRESCREEN_KEY, WARM_START_KEY
 from dse.search.objective import DesignObjective
 from dse.search.objectives import ObjectiveSet, load_objectives
+from dse.search.pareto import non_dominated
 from dse.search.reference import REFERENCE_MAX_DESIGNS
 from dse.search.refine import coarse_to_fine, seed_new_study
 from dse.search.runner import enqueue_baselines, run_study
 from dse.search.samplers import make_sampler
-from dse.search.seeding import WARM_MAX_TRIALS, warm_start_trials
+from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
 from dse.search.space import SearchSpace, load_space
 from dse.search.spec import load_study_spec
-from dse.search.sweep import coarse_grid, coarse_space, greedy_front, run_sweep
+from dse.search.sweep import SweepResult, coarse_grid, coarse_space, greedy_front, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 optuna.logging.set_verbosity(optuna.logging.ERROR)  # GPSampler warns on every conditional parameter
@@ -208,8 +209,11 @@ def enqueued(sampler: str, budget: int) -> int:
     return warm_start_trials(budget, WARM_MAX_TRIALS if cap is None else cap)
 
 
-def run_sampler(case: Case, sampler: str, seed: int, budget: int) -> dict[str, Any]:
-    """One in-memory study of ``budget`` trials; the trials in order and their timings."""
+def run_sampler(case: Case, sampler: str, seed: int, budget: int, prescreen_s: float = PRESCREEN_S,
+                keep: list[SweepResult] | None = None) -> dict[str, Any]:
+    """One in-memory study of ``budget`` trials; the trials in order and their timings (a default
+    study's pre-trial sweep appended to ``keep``; ``prescreen_s``: its pre-screen's budget where
+    the space is too large for a coarse grid)."""
     space = case_space(case)
     workload = load_workload(case.workload)
     objectives = load_objectives(case.objectives)
@@ -226,7 +230,7 @@ def run_sampler(case: Case, sampler: str, seed: int, budget: int) -> dict[str, A
     if default:
         # What `dse run` does for a new study (`dse.search.runner._record_new`).
         warm = len(seed_new_study(study, space, workload, objectives, budget, warm=True,
-                                  max_trials=cap))
+                                  max_trials=cap, prescreen_s=prescreen_s, keep=keep))
     warm_s = time.perf_counter() - start
     swept = study.user_attrs.get(WARM_START_KEY, {})
     objective = DesignObjective(workload, space, objectives, budget)
@@ -240,7 +244,8 @@ def run_sampler(case: Case, sampler: str, seed: int, budget: int) -> dict[str, A
     trials = sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)),
                     key=lambda t: t.number)
     return {"trials": trials, "seconds": elapsed, "warm_start_s": warm_s, "warm_trials": warm,
-            "sweep_designs": int(swept.get("designs", 0))}
+            "sweep_designs": int(swept.get("designs", 0)),
+            "prescreen": study.user_attrs.get(PRESCREEN_KEY)}
 
 
 def ratios(case: Case, exact: Exact, sampler: str, seed: int, budgets: Sequence[int]) -> dict[str, Any]:
@@ -355,6 +360,157 @@ def pre_sweep(case: Case, exact: Exact) -> dict[str, Any]:
             "warm_ratio": hypervolume(warm, exact) / exact.hypervolume}
 
 
+LARGE_CASES = {
+    "full-dcnv2": Case("full-dcnv2", "mlperf-dlrm-dcnv2", "full", "throughput-vs-capex"),
+    "production-a-full": Case("production-a-full", "synthetic-production-a", "full",
+                              "throughput-vs-capex"),
+    "full-dcnv2-3d": Case("full-dcnv2-3d", "mlperf-dlrm-dcnv2", "full", "throughput-capex-power"),
+}
+"""Spaces too large to sweep (issue 29): the shipped ``full`` space (6 accelerators, 1-16 of
+them, HBM and DDR per node and fabric bandwidth as log-scale floats, PCIe, 5 fabrics, 1-64 nodes,
+1-16 NICs of 4 speeds, 2 topologies, 4 oversubscriptions: above 10^6 designs on any grid of its
+floats) on MLPerf DLRM-DCNv2 against throughput and capex, and against throughput, capex and
+power; and on the ~1,000-table, 3.2 TB ZionEX Model-A stand-in (``synthetic-production-a``),
+whose tables need host DDR on most designs."""
+LARGE_SAMPLES = {"full-dcnv2": 20_000, "production-a-full": 4_000, "full-dcnv2-3d": 20_000}
+"""Designs of each large case's Sobol reference sweep: what fits this shared 2-core machine
+(about 1.1 ms per design on DLRM-DCNv2, 27 ms on Model-A, whose 1,000 tables make each new
+placement costly)."""
+REFERENCE_DIR = ROOT / "benchmarks" / "reference_fronts"
+"""Where the large cases' Sobol fronts are cached (committed: minutes each to recompute)."""
+
+
+def sobol_front(case: Case, samples: int) -> dict[str, Any]:
+    """The front (losses) of a ``samples``-design Sobol sweep of the case's space (seed 0, one
+    process), cached in :data:`REFERENCE_DIR`."""
+    path = REFERENCE_DIR / f"{case.key}-sobol{samples}.json"
+    if path.exists():
+        cached: dict[str, Any] = json.loads(path.read_text())
+        return cached
+    cpu = time.process_time()
+    result = run_sweep(case_space(case), load_workload(case.workload), load_objectives(case.objectives),
+                       samples=samples, seed=0, jobs=1)
+    out = {"samples": samples, "designs": len(result.frame), "seconds": result.seconds,
+           "cpu_s": time.process_time() - cpu, "front": result.losses().tolist()}
+    REFERENCE_DIR.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out))
+    return out
+
+
+def large_run(case: Case, sampler: str, seed: int, budget: int, prescreen_s: float) -> dict[str, Any]:
+    """One study of ``budget`` trials on a large case: its feasible trials' losses, the front of
+    the default study's pre-trial sweep (pre-screen and refinement; not trials) and its costs."""
+    keep: list[SweepResult] = []
+    cpu = time.process_time()
+    run = run_sampler(case, sampler, seed, budget, prescreen_s, keep)
+    objectives = load_objectives(case.objectives)
+    return {"losses": losses_of(run["trials"][:budget], objectives).tolist(),
+            "sweep_front": keep[0].losses().tolist() if keep else [],
+            "seconds": run["seconds"], "cpu_s": time.process_time() - cpu,
+            "warm_start_s": run["warm_start_s"], "warm_trials": run["warm_trials"],
+            "prescreen": run["prescreen"]}
+
+
+def run_large(cases: Sequence[str], samplers: Sequence[str], budget: int, seeds: dict[str, int],
+              prescreen_s: float, log: bool = True) -> dict[str, Any]:
+    """The large cases: each sampler's runs (``seeds[sampler]`` seeds) and the Sobol reference."""
+    out: dict[str, Any] = {"budget": budget, "prescreen_s": prescreen_s, "cases": {}}
+    for name in cases:
+        case = LARGE_CASES[name]
+        ref = sobol_front(case, LARGE_SAMPLES[name])
+        if log:
+            print(f"{name}: Sobol front of {len(ref['front'])} among {ref['designs']:,} designs "
+                  f"({ref['cpu_s']:.0f} s CPU)", file=sys.stderr)
+        runs: dict[str, list[dict[str, Any]]] = {}
+        for sampler in samplers:
+            for seed in range(seeds.get(sampler, 1)):
+                r = large_run(case, sampler, seed, budget, prescreen_s)
+                runs.setdefault(sampler, []).append(r)
+                if log:
+                    print(f"  {sampler:8s} seed {seed}: {r['cpu_s']:.0f} s CPU, prescreen "
+                          f"{r['prescreen']}", file=sys.stderr)
+        out["cases"][name] = {"workload": case.workload, "space": case.space,
+                              "objectives": case.objectives, "reference": ref, "runs": runs}
+    return score_large(out)
+
+
+def score_large(results: dict[str, Any]) -> dict[str, Any]:
+    """Each large case's known front (the Sobol front, every run's trials and every pre-trial
+    sweep's front together) and each run's hypervolume ratio and fastest design against it."""
+    for entry in results["cases"].values():
+        parts = [np.array(entry["reference"]["front"])]
+        for runs in entry["runs"].values():
+            for r in runs:
+                parts += [np.array(x) for x in (r["losses"], r["sweep_front"]) if len(x)]
+        union = np.vstack(parts)
+        front = union[non_dominated(union)]
+        lo, worst = front.min(axis=0), front.max(axis=0)
+        box = worst + 0.1 * np.maximum(worst - lo, np.abs(worst) * 1e-9 + 1e-12)
+        known = Exact(0, 0.0, front, lo, box, 0.0)
+        known.hypervolume = hypervolume(front, known)
+        fastest = -float(front[:, 0].min())
+        sobol = np.array(entry["reference"]["front"])
+        entry["known_front"] = len(front)
+        entry["fastest_known"] = fastest
+        entry["sobol_ratio"] = hypervolume(sobol, known) / known.hypervolume
+        entry["sobol_fastest"] = -float(sobol[:, 0].min()) / fastest
+        for runs in entry["runs"].values():
+            for r in runs:
+                loss = np.array(r["losses"]).reshape(-1, front.shape[1])
+                both = np.vstack([loss, np.array(r["sweep_front"]).reshape(-1, front.shape[1])])
+                r["ratio"] = hypervolume(loss, known) / known.hypervolume
+                r["ratio_with_sweep"] = hypervolume(both, known) / known.hypervolume
+                r["fastest_share"] = -float(loss[:, 0].min()) / fastest if len(loss) else 0.0
+    return results
+
+
+def large_lines(results: dict[str, Any]) -> list[str]:
+    """docs/benchmarks.md's section on the spaces too large to sweep."""
+    lines = ["## Spaces too large to sweep", "", LARGE_METHOD.format(budget=results["budget"],
+                                                                     prescreen=results["prescreen_s"]), ""]
+    for name, entry in results["cases"].items():
+        ref = entry["reference"]
+        lines += [f"### {name}: `{entry['workload']}` on `{entry['space']}`, {entry['objectives']}", "",
+                  f"Known front: {entry['known_front']} designs; the {ref['designs']:,}-design Sobol "
+                  f"sweep alone ({ref['cpu_s']:.0f} s CPU) holds {entry['sobol_ratio']:.3f} of its "
+                  f"hypervolume and {entry['sobol_fastest']:.1%} of its fastest design "
+                  f"({entry['fastest_known']:,.0f} samples/s). Median over seeds (min-max):", "",
+                  f"| sampler | hypervolume ratio at {results['budget']} trials | with the pre-trial "
+                  "sweep's front | fastest / fastest known | CPU s per run | seeds |",
+                  "|---|---|---|---|---|---|"]
+        for sampler, runs in entry["runs"].items():
+            cells = [_median_range([r[k] for r in runs], pct=k == "fastest_share")
+                     for k in ("ratio", "ratio_with_sweep", "fastest_share")]
+            cpu = statistics.median(r["cpu_s"] for r in runs)
+            lines.append(f"| {LABELS.get(sampler, sampler)} | " + " | ".join(cells)
+                         + f" | {cpu:.0f} | {len(runs)} |")
+        pre = [r["prescreen"] for r in entry["runs"].get("auto", []) if r.get("prescreen")]
+        if pre:
+            lines += ["", "Default study's pre-trial sweep (not trials): pre-screen "
+                      + ", ".join(f"{p['designs']:,} designs in {p['cpu_s']:.0f} s CPU" for p in pre)
+                      + "; refinement " + ", ".join(f"{p['refined']:,} designs in "
+                                                    f"{p['refine_cpu_s']:.0f} s CPU" for p in pre) + "."]
+        lines.append("")
+    return lines
+
+
+def _median_range(values: list[float], pct: bool) -> str:
+    med, lo, hi = statistics.median(values), min(values), max(values)
+    fmt = "{:.1%}" if pct else "{:.3f}"
+    return f"**{fmt.format(med)}** ({fmt.format(lo)}-{fmt.format(hi)})"
+
+
+LARGE_METHOD = """\
+Each case's known front is the non-dominated set of a scrambled Sobol sweep of the space (its size
+is given per case; cached in `benchmarks/reference_fronts/`), of every run's feasible trials and of
+every default study's pre-trial sweep. The hypervolume ratio is a run's first {budget} trials'
+hypervolume over the known front's, in the box between the known front's ideal point and its nadir
+pushed 10% out; *with the pre-trial sweep's front* adds the designs the default study scored before
+its first trial (its pre-screen of {prescreen:g} CPU seconds and the refinement, which are not
+trials but are what the study knows). *Fastest*: the highest throughput among a run's feasible
+trials over the known front's. Every run is one process; CPU seconds include the pre-trial sweep."""
+
+
 def summarise(values: list[float]) -> dict[str, float]:
     q = np.percentile(values, [25, 75]) if len(values) > 1 else [values[0], values[0]]
     return {"median": statistics.median(values), "min": min(values), "max": max(values),
@@ -420,7 +576,7 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Results of several runs (for example gp run apart with fewer seeds) in one."""
     out: dict[str, Any] = {"cases": {}}
     for part in parts:
-        for key in ("long", "sweep_rates"):
+        for key in ("long", "sweep_rates", "large"):
             if key in part:
                 out[key] = part[key]
         for name, entry in part.get("cases", {}).items():
@@ -492,6 +648,8 @@ def markdown(results: dict[str, Any]) -> str:
                                   for b in sorted(cat, key=int) if b in ordinal) + ".", ""]
         else:
             lines += targets(entry)
+    if results.get("large"):
+        lines += large_lines(results["large"])
     long = results.get("long")
     if long:
         lines += [
@@ -708,6 +866,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--long", type=int, default=0, help="also time an N-trial default study")
     parser.add_argument("--rates", action="store_true", help="also measure sweep designs/s")
     parser.add_argument("--front-cache", type=Path, help="keep exact fronts in this directory")
+    parser.add_argument("--large", action="store_true",
+                        help="run the spaces too large to sweep (LARGE_CASES) instead")
+    parser.add_argument("--large-cases", default=",".join(LARGE_CASES))
+    parser.add_argument("--large-samplers", default="auto,tpe,nsga2,random")
+    parser.add_argument("--large-seeds", default="1",
+                        help="seeds per sampler: N, or sampler=N,... (default 1 each)")
+    parser.add_argument("--large-budget", type=int, default=300)
+    parser.add_argument("--prescreen-s", type=float, default=PRESCREEN_S,
+                        help="the default study's pre-screen budget on the large cases")
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     parser.add_argument("--merge", type=Path, nargs="*", help="merge JSON results instead of running")
     parser.add_argument("--markdown", type=Path, help="write the tables (Markdown) here")
@@ -719,6 +886,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         results = run_all(args.all, args.processes, args.jobs, args.long or 5000)
     elif args.merge:
         results = merge([json.loads(p.read_text()) for p in args.merge])
+    elif args.large:
+        samplers = [x for x in args.large_samplers.split(",") if x]
+        results = {"cases": {}, "large": run_large(
+            [c for c in args.large_cases.split(",") if c], samplers, args.large_budget,
+            _seeds(args.large_seeds, samplers), args.prescreen_s)}
     elif args.quick:
         results = run(["ci"], ["auto", "random"], [20, 60], 1, args.jobs, log=False)
     else:
@@ -776,6 +948,14 @@ def run_all(folder: Path, processes: int, jobs: int | None, long: int) -> dict[s
         part("gp", lambda: run(MAIN_CASES, ("gp",), GP_BUDGETS, GP_SEEDS, jobs, processes=processes))
     part("long", lambda: {"long": long_study(long, CASES["zion-2020"])})
     return merge(parts)
+
+
+def _seeds(given: str, samplers: Sequence[str]) -> dict[str, int]:
+    """``--large-seeds``: one count for every sampler, or ``sampler=N`` pairs (others 1)."""
+    if "=" not in given:
+        return dict.fromkeys(samplers, int(given))
+    pairs = dict(p.split("=") for p in given.split(","))
+    return {s: int(pairs.get(s, 1)) for s in samplers}
 
 
 def _plain(value: Any) -> Any:

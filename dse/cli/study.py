@@ -3,6 +3,7 @@ plot (registered on :data:`dse.cli._app.app`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shlex
@@ -26,7 +27,14 @@ from dse.search.journal import JournalScan, repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
-from dse.search.seeding import WARM_BUDGET_SHARE, WARM_MAX_TRIALS, WARM_START_CHOICES, WarmStart
+from dse.search.seeding import (
+    MAX_PRESCREEN_S,
+    PRESCREEN_S,
+    WARM_BUDGET_SHARE,
+    WARM_MAX_TRIALS,
+    WARM_START_CHOICES,
+    WarmStart,
+)
 from dse.search.spec import (
     DEFAULT_STUDY,
     StudySpec,
@@ -181,12 +189,19 @@ def run_cmd(
         f"is seeded with up to {WARM_MAX_TRIALS} designs of that coarse-to-fine front; "
         f"'{WarmStart.NONE}' turns that off.")] = None,
     catalog: CatalogOpt = None,
+    prescreen_s: Annotated[float | None, typer.Option(
+        "--prescreen-s", min=0.0, max=MAX_PRESCREEN_S,
+        help="CPU seconds of the space-filling pre-screen a new study runs before its first trial "
+        "when its space is too large for a coarse grid (not trials; 0: none). Default: the study "
+        f"file's prescreen_s, else {PRESCREEN_S:g}.")] = None,
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
     write its report."""
     from dse.search.runner import open_study, target_of
 
     spec = _spec(study, catalog)
+    if prescreen_s is not None:
+        spec = dataclasses.replace(spec, prescreen_s=prescreen_s)
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
     _warn_catalog(spec)
@@ -316,9 +331,9 @@ def _sweep_progress(quiet: bool) -> Iterator[Callable[[int, int], None]]:
     def show(done: int, total: int) -> None:
         if not task:
             if not quiet:
-                console.print(f"sweeping up to {total:,} designs (coarse grid, then refined along "
-                              "its front) before the first trial: the hypervolume reference",
-                              highlight=False, soft_wrap=False)
+                console.print(f"sweeping up to {total:,} designs (a coarse grid or a pre-screen, "
+                              "then refined along its front) before the first trial: the "
+                              "hypervolume reference", highlight=False, soft_wrap=False)
             task.append(bar.add_task("sweep", total=total, what="designs scored"))
         bar.update(task[0], completed=done, total=total)
 
@@ -598,9 +613,18 @@ def status_cmd(
         f"{_trend(info['hypervolume_gained'], info['hypervolume_window'], info['front_moving'])}); "
         f"calibration {info['calibration_version']}"
     )
+    if info.get("prescreen"):
+        console.print(prescreen_line(info["prescreen"]), highlight=False)
     objectives = [(o["metric"], o["direction"]) for o in info["objectives"]]
     _print_designs(console, info["front"], objectives, columns,
                    "best designs (front, first objective first)")
+
+
+def prescreen_line(pre: dict[str, Any]) -> str:
+    """`dse status`'s line on a study's pre-screen (the ``prescreen`` of its status)."""
+    return (f"pre-screen before the first trial (not trials): {pre['designs']:,} designs in "
+            f"{pre['cpu_s']:.1f} s CPU (budget {pre['budget_s']:g} s), then {pre['refined']:,} "
+            f"refining its front in {pre['refine_cpu_s']:.1f} s CPU")
 
 
 def _against(reference: str) -> str:

@@ -49,6 +49,10 @@ REFERENCE_KEY = "dse:reference"
 it, ``designs`` swept, ``method``; :mod:`dse.search.reference`)."""
 WARM_START_KEY = "dse:warm_start"
 """That a study was seeded from a sweep's front, and with what (:func:`dse.search.sweep.warm_start`)."""
+PRESCREEN_KEY = "dse:prescreen"
+"""That a new study's sweep started from a space-filling pre-screen (its space too large for a
+coarse grid), how many designs it scored and its CPU seconds, and those of the refinement after
+it (:meth:`dse.search.refine.Screened.record`)."""
 
 # --- study system attributes -------------------------------------------------------------------
 
@@ -78,6 +82,7 @@ __all__ = [
     "KEY_PREFIX",
     "MODEL_KEY",
     "OBJECTIVES_KEY",
+    "PRESCREEN_KEY",
     "PROPOSAL_KEY",
     "REFERENCE_KEY",
     "RETRY_KEY",

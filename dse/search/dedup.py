@@ -280,7 +280,41 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
     parameter with at most :data:`LINE_MAX_VALUES` values), shuffled within a tier. Scanned in
     order it is a complete local search: the best design of an objective whose whole
     neighbourhood is evaluated is a local optimum of it."""
-    tiers: dict[int, list[dict[str, Any]]] = {1: [], 2: [], 3: [], 4: []}
+    return [cand for cand, _ in keyed_neighbourhood(space, design, rng)]
+
+
+Tiers = dict[int, list[tuple[dict[str, Any], str]]]
+"""A design's neighbours by tier (1-4), each with its :func:`design_key`, before shuffling."""
+
+
+def keyed_neighbourhood(space: SearchSpace, design: Mapping[str, Any], rng: random.Random,
+                        cache: dict[str, Tiers] | None = None) -> list[tuple[dict[str, Any], str]]:
+    """:func:`neighbourhood` with each design's key, the same designs in the same order for the
+    same ``rng`` state. ``cache`` (design key -> its tiers, kept by the caller) spares building
+    and keying the neighbours of a design met again (an extreme move scans the same parents'
+    neighbourhoods trial after trial once they are used up): only the shuffles draw from
+    ``rng``, and they draw the same with or without it."""
+    own = design_key(design)
+    tiers = cache.get(own) if cache is not None else None
+    if tiers is None:
+        tiers = _tiers(space, design)
+        if cache is not None:
+            cache[own] = tiers
+    out: list[tuple[dict[str, Any], str]] = []
+    seen: set[str] = {own}
+    for t in (1, 2, 3, 4):
+        shuffled = list(tiers[t])
+        rng.shuffle(shuffled)
+        for cand, key in shuffled:
+            if key not in seen:
+                seen.add(key)
+                out.append((dict(cand), key))
+    return out
+
+
+def _tiers(space: SearchSpace, design: Mapping[str, Any]) -> Tiers:
+    """The unshuffled tiers of :func:`neighbourhood`."""
+    tiers: Tiers = {1: [], 2: [], 3: [], 4: []}
     for name in space.parameters:
         if name not in design:
             continue
@@ -312,17 +346,9 @@ def neighbourhood(space: SearchSpace, design: Mapping[str, Any],
         for t, v in moves:
             if v == value:
                 continue
-            tiers[t].append(_settled(space, {**design, name: v}))
-    out: list[dict[str, Any]] = []
-    seen: set[str] = {design_key(design)}
-    for t in (1, 2, 3, 4):
-        rng.shuffle(tiers[t])
-        for cand in tiers[t]:
-            key = design_key(cand)
-            if key not in seen:
-                seen.add(key)
-                out.append(cand)
-    return out
+            cand = _settled(space, {**design, name: v})
+            tiers[t].append((cand, design_key(cand)))
+    return tiers
 
 
 def fresh_neighbour(space: SearchSpace, design: Mapping[str, Any], taken: Set[str],
@@ -353,6 +379,6 @@ def random_design(space: SearchSpace, rng: random.Random) -> dict[str, Any]:
     return canonical_design(space, out)
 
 
-__all__ = ["DUPLICATE_KEY", "DesignIndex", "design_key", "fresh_neighbour", "group_by_design",
-           "neighbour", "neighbourhood", "random_design", "shared_index", "study_index",
-           "trial_design", "trial_numbers"]
+__all__ = ["DUPLICATE_KEY", "DesignIndex", "Tiers", "design_key", "fresh_neighbour",
+           "group_by_design", "keyed_neighbourhood", "neighbour", "neighbourhood", "random_design",
+           "shared_index", "study_index", "trial_design", "trial_numbers"]

@@ -29,10 +29,11 @@ import optuna
 
 from dse.search.dedup import (
     DesignIndex,
+    Tiers,
     design_key,
     fresh_neighbour,
+    keyed_neighbourhood,
     neighbour,
-    neighbourhood,
     shared_index,
 )
 from dse.search.encoding import encode_design
@@ -98,6 +99,8 @@ class Proposer:
         self._value_index: dict[str, list[int]] = {name: [] for name in self._ranked}
         """Per ranked parameter: each row's index of its value (-1: absent)."""
         self._importance_cache: dict[int, tuple[int, dict[str, int]]] = {}
+        self._neighbours: dict[str, Tiers] = {}
+        """Extreme moves' parents' neighbourhoods (:func:`~dse.search.dedup.keyed_neighbourhood`)."""
 
     # --- reading the study -----------------------------------------------------------------
 
@@ -203,11 +206,11 @@ class Proposer:
         turn = (move // objectives) % len(parents)
         rank = self._importance(objective)
         for parent in parents[turn:] + parents[:turn]:
-            cands = neighbourhood(self.space, parent, self.rng)
+            cands = keyed_neighbourhood(self.space, parent, self.rng, self._neighbours)
             # The parameters that move the objective most first (stable: nearest first within).
-            cands.sort(key=lambda c: rank.get(_changed(parent, c), len(rank)))
-            for cand in cands:
-                if design_key(cand) not in taken:
+            cands.sort(key=lambda c: rank.get(_changed(parent, c[0]), len(rank)))
+            for cand, key in cands:
+                if key not in taken:
                     return cand
         best = self._best(objective)
         for _ in range(24):

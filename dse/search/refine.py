@@ -27,6 +27,13 @@ stepped to a value that made the design miss a constraint, with another along it
 new front design.
 
 It is deterministic: no random draw, parents and candidates in a fixed order.
+
+A space too large for a coarse grid (more than
+:data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` designs even at 2 values per parameter, or
+one whose float parameters make a grid meaningless) starts instead from the front of a
+space-filling pre-screen (:mod:`dse.search.prescreen`, a budget of CPU seconds) and is refined
+the same way, for at most :data:`~dse.search.prescreen.REFINE_SHARE` times that budget more
+(:func:`screen_to_fine`).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,13 +50,15 @@ from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo
 from dse.model.workload import Workload
-from dse.search.attribute_keys import REFERENCE_KEY
+from dse.search.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
 from dse.search.dedup import design_key
 from dse.search.encoding import canonical_design
 from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import best_row, pareto_mask
-from dse.search.reference import REFERENCE_MAX_DESIGNS
-from dse.search.seeding import WARM_MAX_TRIALS, warm_start_trials
+from dse.search.prescreen import BATCH_DESIGNS, REFINE_SHARE, prescreen
+from dse.search.prescreen import METHOD as SCREEN_METHOD
+from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
+from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
 from dse.search.space import Parameter, SearchSpace
 from dse.search.sweep import (
     SweepResult,
@@ -101,53 +111,152 @@ def coarse_to_fine(
     one memo. The result holds every design scored (``method`` :data:`METHOD`, ``seconds`` the
     whole time) and the exact front among them. ``on_progress(done, total)``: designs scored of
     at most ``total`` (the coarse grid and the refinement's limit; equal at the end)."""
-    def tell(done: int, total: int) -> None:
-        if on_progress is not None:
-            on_progress(done, total)
-
     start = time.perf_counter()
-    calib = calibration or load_calibration()
-    cat = catalog or load_catalog()
-    memo = Memo(workload, calib)
+    calib, cat, memo = _scoring(workload, calibration, catalog)
     coarse, grid = coarse_grid(space, coarse_max_designs)
-    parts = [run_sweep(coarse, workload, objectives, jobs=1, grid=grid, calibration=calib,
-                       catalog=cat, memo=memo,
-                       on_progress=lambda done, total: tell(done, total + max_designs))]
-    first = len(parts[0].frame)
-    state = _State(space, objectives, parts[0])
+    first = run_sweep(coarse, workload, objectives, jobs=1, grid=grid, calibration=calib,
+                      catalog=cat, memo=memo,
+                      on_progress=lambda done, total: _tell(on_progress, done, total + max_designs))
+    parts = refine(space, first, workload, objectives, max_designs, calib, cat, memo, on_progress)
+    result = combine_sweeps(space, parts, time.perf_counter() - start, METHOD)
+    _tell(on_progress, len(result.frame), len(result.frame))
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """A pre-screened sweep (:func:`screen_to_fine`) and what each stage cost."""
+
+    result: SweepResult
+    """Every design scored (``method`` :data:`dse.search.prescreen.METHOD`) and their front."""
+    screened: int
+    """Designs the pre-screen scored."""
+    screen_cpu_s: float
+    """CPU seconds of the pre-screen (this process)."""
+    refined: int
+    """Designs the refinement scored after it."""
+    refine_cpu_s: float
+    """CPU seconds of the refinement."""
+
+    def record(self, budget_s: float) -> dict[str, Any]:
+        """The study attribute ``dse:prescreen`` (``budget_s``: the pre-screen's budget)."""
+        return {"designs": self.screened, "cpu_s": round(self.screen_cpu_s, 3),
+                "budget_s": budget_s, "refined": self.refined,
+                "refine_cpu_s": round(self.refine_cpu_s, 3), "front": len(self.result.front),
+                "method": "latin hypercube"}
+
+
+def screen_to_fine(
+    space: SearchSpace,
+    workload: Workload,
+    objectives: ObjectiveSet,
+    seconds: float = PRESCREEN_S,
+    max_designs: int = REFINE_MAX_DESIGNS,
+    catalog: Catalog | None = None,
+    calibration: Calibration | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    seed: int = 0,
+) -> Screened:
+    """:func:`coarse_to_fine` for a space too large for a coarse grid: the front of a
+    :func:`~dse.search.prescreen.prescreen` of ``seconds`` CPU seconds refined as the module
+    describes (float parameters along :data:`FLOAT_LEVELS` values), up to ``max_designs`` more
+    designs or :data:`~dse.search.prescreen.REFINE_SHARE` times ``seconds`` of CPU, on one core
+    with one memo. ``on_progress(done, total)``: designs scored and the most there may be."""
+    start, cpu0 = time.perf_counter(), time.process_time()
+    calib, cat, memo = _scoring(workload, calibration, catalog)
+    screened = prescreen(space, workload, objectives, seconds, calib, cat, memo, seed,
+                         on_progress=lambda done: _tell(on_progress, done, done + max_designs))
+    first = combine_sweeps(space, screened, 0.0, SCREEN_METHOD)
+    cpu1 = time.process_time()
+    parts = refine(space, first, workload, objectives, max_designs, calib, cat, memo, on_progress,
+                   cpu_s=REFINE_SHARE * seconds)
+    result = combine_sweeps(space, parts, time.perf_counter() - start, SCREEN_METHOD)
+    _tell(on_progress, len(result.frame), len(result.frame))
+    return Screened(result, len(first.frame), cpu1 - cpu0, len(result.frame) - len(first.frame),
+                    time.process_time() - cpu1)
+
+
+def refine(space: SearchSpace, first: SweepResult, workload: Workload, objectives: ObjectiveSet,
+           max_designs: int, calibration: Calibration, catalog: Catalog, memo: Memo,
+           on_progress: Callable[[int, int], None] | None = None,
+           cpu_s: float = math.inf) -> list[SweepResult]:
+    """``first`` and the rounds of the module's refinement from its front: at most
+    ``max_designs`` designs more, and none scored after ``cpu_s`` CPU seconds (a round is scored
+    in slices of :data:`~dse.search.prescreen.BATCH_DESIGNS` and the rest of it dropped then: a
+    round on a front of hundreds of float designs can hold thousands)."""
+    cpu0 = time.process_time()
+    parts = [first]
+    state = _State(space, objectives, first)
     order = sweep_order(space)
     scored = 0
-    while scored < max_designs:
+
+    def late() -> bool:
+        return time.process_time() - cpu0 >= cpu_s
+
+    while scored < max_designs and not late():
         batch = state.next_round(max_designs - scored)
         if batch is None:
             break
-        if not batch:
+        if not batch:  # every candidate of this round's parents was scored before
             continue
-        part = run_sweep(space, workload, objectives, jobs=1, grid=explicit_grid(space, batch, order),
-                         calibration=calib, catalog=cat, memo=memo)
-        parts.append(part)
-        state.add(part)
-        scored += len(batch)
-        tell(first + scored, first + max_designs)
-    result = combine_sweeps(space, parts, time.perf_counter() - start, METHOD)
-    tell(len(result.frame), len(result.frame))
-    return result
+        step = len(batch) if math.isinf(cpu_s) else BATCH_DESIGNS
+        for lo in range(0, len(batch), step):
+            if lo and late():
+                break
+            part = run_sweep(space, workload, objectives, jobs=1, calibration=calibration,
+                             grid=explicit_grid(space, batch[lo:lo + step], order),
+                             catalog=catalog, memo=memo)
+            parts.append(part)
+            state.add(part)
+            scored += len(part.frame)
+            _tell(on_progress, len(first.frame) + scored, len(first.frame) + max_designs)
+    return parts
+
+
+def _scoring(workload: Workload, calibration: Calibration | None,
+             catalog: Catalog | None) -> tuple[Calibration, Catalog, Memo]:
+    """The calibration and catalog a sweep scores with (the packaged ones by default) and the one
+    memo its stages share."""
+    calib = calibration or load_calibration()
+    return calib, catalog or load_catalog(), Memo(workload, calib)
+
+
+def _tell(on_progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
+    if on_progress is not None:
+        on_progress(done, total)
 
 
 def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
                    budget: int, warm: bool, catalog: Catalog | None = None,
                    max_trials: int | None = None,
-                   on_progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """What a new study gets by default when :func:`~dse.search.sweep.sweep_allowed`: one
-    :func:`coarse_to_fine` sweep, whose front is the study's fixed hypervolume reference
-    (``coarse-to-fine sweep of N designs``) and, when ``warm`` (the default sampler), is enqueued
-    as a warm start (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
+                   on_progress: Callable[[int, int], None] | None = None,
+                   prescreen_s: float = PRESCREEN_S,
+                   keep: list[SweepResult] | None = None) -> list[dict[str, Any]]:
+    """What a new study gets by default with a budget of at least
+    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET`: one :func:`coarse_to_fine` sweep when
+    :func:`~dse.search.sweep.sweep_allowed`, else (a space too large for a coarse grid) one
+    :func:`screen_to_fine` of ``prescreen_s`` CPU seconds (0: none), recorded as
+    ``dse:prescreen`` (designs scored and CPU seconds, :meth:`Screened.record`). Its front is the
+    study's fixed hypervolume reference (``coarse-to-fine sweep of N designs``) and, when
+    ``warm`` (the default sampler), is enqueued as a warm start
+    (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
     :data:`~dse.search.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
-    are not trials. Returns the enqueued designs; ``on_progress``: the sweep's
-    (:func:`coarse_to_fine`)."""
-    if not sweep_allowed(space, budget) or REFERENCE_KEY in study.user_attrs:
+    are not trials. A study that already has its reference (another process swept) is left
+    alone. Returns the enqueued designs; ``on_progress``: the sweep's; ``keep``: the sweep's
+    result is appended to it (for a benchmark that measures the sweep's front itself)."""
+    if REFERENCE_KEY in study.user_attrs:
         return []
-    result = coarse_to_fine(space, workload, objectives, catalog=catalog, on_progress=on_progress)
+    if sweep_allowed(space, budget):
+        result = coarse_to_fine(space, workload, objectives, catalog=catalog, on_progress=on_progress)
+    elif budget >= REFERENCE_MIN_BUDGET and prescreen_s > 0:
+        screened = screen_to_fine(space, workload, objectives, prescreen_s, catalog=catalog,
+                                  on_progress=on_progress)
+        study.set_user_attr(PRESCREEN_KEY, screened.record(prescreen_s))
+        result = screened.result
+    else:
+        return []
+    if keep is not None:
+        keep.append(result)
     if not warm:
         record_reference(study, result)
         return []
@@ -355,4 +464,4 @@ def _near(p: Parameter, value: Any, line: tuple[Any, ...]) -> list[Any]:
 
 
 __all__ = ["FILL_MAX_DESIGNS", "FLOAT_LEVELS", "LINE_MAX_VALUES", "METHOD", "REFINE_MAX_DESIGNS",
-           "coarse_to_fine", "seed_new_study"]
+           "Screened", "coarse_to_fine", "refine", "screen_to_fine", "seed_new_study"]

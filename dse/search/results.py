@@ -22,6 +22,7 @@ from dse.search.attribute_keys import (
     FILES_KEY,
     MODEL_KEY,
     OBJECTIVES_KEY,
+    PRESCREEN_KEY,
     RETRY_KEY,
     VERSION_KEY,
 )
@@ -119,6 +120,7 @@ def status(study: Study) -> dict[str, Any]:
         "hypervolume_gained": conv.gained,
         "hypervolume_window": conv.window,
         "front_moving": conv.moving,
+        "prescreen": attrs.get(PRESCREEN_KEY),
         "hypervolume_own_range": hypervolume(study, feasible),
         "objectives": objectives.get("objectives", []),
         "dse_version": attrs.get(VERSION_KEY),

@@ -62,6 +62,7 @@ from dse.search.fingerprint import model_sources as model_sources
 from dse.search.objective import DesignObjective
 from dse.search.objectives import loss_sign
 from dse.search.pareto import is_feasible, pareto_trials
+from dse.search.prescreen import REFINE_SHARE
 from dse.search.recovery import (
     BASELINE_KEY,
     WorkerLock,
@@ -70,7 +71,7 @@ from dse.search.recovery import (
     recover_stale_trials,
     taken_by_another,
 )
-from dse.search.reference import convergence
+from dse.search.reference import REFERENCE_MIN_BUDGET, convergence
 from dse.search.refine import seed_new_study
 from dse.search.samplers import make_sampler, worker_seed
 from dse.search.seeding import WarmStart, warm_start_trials
@@ -102,7 +103,14 @@ waits for the last trials of the study), so a trial a dead worker left is retrie
 before they stop."""
 WAIT_POLL_S = 0.2
 OPEN_WAIT_S = 15.0
-"""How long a process that finds a study being created by another waits for it to be ready."""
+"""How long a process that finds a study being created by another waits for it to be ready,
+beyond the creator's pre-screen (:func:`open_wait_s`)."""
+CREATION_WALL_FACTOR = 3.0
+"""Wall seconds per CPU second of a creator's pre-screen and refinement that a joining process
+allows for (the creator may share its cores: on this 2-core machine shared by 7 users a
+pre-screen's wall time was twice its CPU time, at a load average of 17 fifteen times), before it
+takes the creator for dead and creates the study itself. A creator on the same host that is alive
+is waited for this long too; one known dead is not waited for."""
 PROGRESS_EVERY_S = 0.5
 """The shortest interval between two progress updates of a worker."""
 PROGRESS_SHARE = 0.02
@@ -185,7 +193,7 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     except KeyError:
         raise DseInputError(spec.name, "", f"no such study in {where or 'the storage'}; create "
                             f"it first with dse run {spec.name} --storage URL --trials 0") from None
-    attrs = _wait_until_recorded(study, lock)
+    attrs = _wait_until_recorded(study, lock, open_wait_s(spec))
     done = len(study.get_trials(deepcopy=False))
     if done and spec.seed is not None:
         # A resumed sampler seeded as at the start would replay its first draws (designs the
@@ -283,7 +291,7 @@ def _record_new(study: optuna.Study, spec: StudySpec, warm_start: WarmStart = Wa
         seed_new_study(study, study_space(spec), study_workload(spec), study_objectives(spec),
                        spec.budget, warm=asked or default, catalog=study_catalog(spec).catalog,
                        max_trials=warm_start_trials(spec.budget) if asked else None,
-                       on_progress=on_sweep)
+                       on_progress=on_sweep, prescreen_s=spec.prescreen_s)
     study.set_user_attr(BUDGET_KEY, spec.budget)
 
 
@@ -311,11 +319,23 @@ def _creator_gone(study: optuna.Study, lock: WorkerLock) -> bool:
     return False
 
 
-def _wait_until_recorded(study: optuna.Study, lock: WorkerLock) -> dict[str, Any]:
+def open_wait_s(spec: StudySpec) -> float:
+    """How long a process joining the new study of ``spec`` waits for its creator:
+    :data:`OPEN_WAIT_S`, and for a study that may be pre-screened (a budget of at least
+    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET`, not a grid) its pre-screen and the
+    refinement after it (:data:`~dse.search.prescreen.REFINE_SHARE` times as long) at
+    :data:`CREATION_WALL_FACTOR` wall seconds per CPU second; so ``dse worker`` started beside
+    ``dse run`` shares the pre-screen instead of repeating it."""
+    if spec.budget < REFERENCE_MIN_BUDGET or spec.sampler == "grid":
+        return OPEN_WAIT_S
+    return OPEN_WAIT_S + CREATION_WALL_FACTOR * (1.0 + REFINE_SHARE) * spec.prescreen_s
+
+
+def _wait_until_recorded(study: optuna.Study, lock: WorkerLock, wait_s: float) -> dict[str, Any]:
     """The study's user attributes once its creator has recorded it (``dse:budget`` set), at once
-    when the creator is known dead (:func:`_creator_gone`), or as they are after
-    :data:`OPEN_WAIT_S` seconds (announced on the log: a creator on another host may be alive)."""
-    deadline = time.monotonic() + OPEN_WAIT_S
+    when the creator is known dead (:func:`_creator_gone`), or as they are after ``wait_s``
+    seconds (announced on the log: a creator on another host may be alive)."""
+    deadline = time.monotonic() + wait_s
     announced = False
     while True:
         attrs: dict[str, Any] = study.user_attrs
@@ -324,7 +344,7 @@ def _wait_until_recorded(study: optuna.Study, lock: WorkerLock) -> dict[str, Any
         if not announced:
             log.warning("dse: study %s is being created by another process; waiting up to %g s "
                         "for it (then this process completes the creation)",
-                        study.study_name, OPEN_WAIT_S)
+                        study.study_name, wait_s)
             announced = True
         time.sleep(0.1)
 
@@ -333,7 +353,8 @@ def _spec_dict(spec: StudySpec) -> dict[str, Any]:
     return {"name": spec.name, "workload": spec.workload, "space": spec.space,
             "objectives": spec.objectives, "sampler": spec.sampler, "budget": spec.budget,
             "seed": spec.seed, "workload_overrides": spec.workload_overrides,
-            "table_scale": spec.table_scale, **({"catalog": spec.catalog} if spec.catalog else {})}
+            "table_scale": spec.table_scale, "prescreen_s": spec.prescreen_s,
+            **({"catalog": spec.catalog} if spec.catalog else {})}
 
 
 def enqueue_baselines(study: optuna.Study, space: SearchSpace,

@@ -40,6 +40,16 @@ WARM_BUDGET_SHARE = "a fifth"
 """:data:`WARM_BUDGET_DIVISOR` in words, for help and docstrings."""
 
 
+PRESCREEN_S = 30.0
+"""Default CPU seconds (one core) of the pre-screen of a space too large for a coarse grid
+(:mod:`dse.search.prescreen`). At about 1.1 ms per design through the memo (the ``full`` space on
+MLPerf DLRM-DCNv2, measured here: 2,000 Sobol designs in 2.2 s of CPU) it scores some 25,000
+designs; with the refinement after it (at most :data:`dse.search.prescreen.REFINE_SHARE` times as
+long, or its design cap) a study is created in about a minute of CPU (the issue's bound: 90 s)."""
+MAX_PRESCREEN_S = 3600.0
+"""The longest pre-screen a study file or ``--prescreen-s`` may ask for (an hour of CPU)."""
+
+
 def warm_start_trials(budget: int, cap: int | None = None) -> int:
     """Designs a warm start of a study of ``budget`` trials may enqueue: a fifth of the budget (at
     least one), and at most ``cap`` when given."""
@@ -47,5 +57,5 @@ def warm_start_trials(budget: int, cap: int | None = None) -> int:
     return share if cap is None else min(cap, share)
 
 
-__all__ = ["WARM_BUDGET_DIVISOR", "WARM_BUDGET_SHARE", "WARM_MAX_TRIALS", "WARM_START_CHOICES",
-           "WarmStart", "warm_start_trials"]
+__all__ = ["MAX_PRESCREEN_S", "PRESCREEN_S", "WARM_BUDGET_DIVISOR", "WARM_BUDGET_SHARE",
+           "WARM_MAX_TRIALS", "WARM_START_CHOICES", "WarmStart", "warm_start_trials"]

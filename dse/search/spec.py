@@ -39,6 +39,7 @@ from dse.search.attribute_keys import CONTENTS_KEY
 from dse.search.encoding import grid_of
 from dse.search.objectives import ObjectiveSet, load_objectives, needs_dataset
 from dse.search.samplers import SAMPLERS
+from dse.search.seeding import MAX_PRESCREEN_S, PRESCREEN_S
 from dse.search.space import SearchSpace, load_space, max_accelerators, with_recorded_systems
 
 STUDIES_DIR = Path(STUDY.folder)
@@ -76,6 +77,10 @@ class StudySpec:
     catalog: str = ""
     """A user catalog file (:mod:`dse.model.user_catalog`) on top of the packaged catalog; empty =
     the packaged catalog. A relative path is looked for beside the study file."""
+    prescreen_s: float = field(default=PRESCREEN_S, metadata=upto(MAX_PRESCREEN_S))
+    """CPU seconds (one core) of the space-filling pre-screen a new study runs before its first
+    trial when its space is too large for a coarse grid (:mod:`dse.search.prescreen`); 0: none.
+    Not trials: the budget is unchanged."""
     file: str = ""
     """The study file this was loaded from: set by :func:`load_study_spec`, never read from the
     file; empty for a spec built in code (its results then go under ``./studies``)."""

@@ -203,7 +203,7 @@ def sobol_designs(space: SearchSpace, n: int, seed: int | None = 0) -> DesignGri
         u = sampler.random(n)
     values: list[list[Any]] = []
     for j, name in enumerate(names):
-        values.append([_from_unit(space.parameters[name], float(x)) for x in u[:, j]])
+        values.append([from_unit(space.parameters[name], float(x)) for x in u[:, j]])
     choices: list[tuple[Any, ...]] = []
     codes = np.full((n, len(names)), -1, dtype=np.int32)
     for j in range(len(names)):
@@ -222,7 +222,9 @@ def sobol_designs(space: SearchSpace, n: int, seed: int | None = 0) -> DesignGri
     return canonical_grid(space, DesignGrid(names, tuple(choices), codes[np.sort(first)]))
 
 
-def _from_unit(p: Parameter, u: float) -> Any:
+def from_unit(p: Parameter, u: float) -> Any:
+    """The value of ``p`` at ``u`` in [0, 1): a choice by index, an int on its grid (or its log
+    scale), a float on its linear or log scale (as a Sobol or Latin hypercube draw maps)."""
     if p.type in ("categorical", "ordinal"):
         return p.choices[min(int(u * len(p.choices)), len(p.choices) - 1)]
     assert p.low is not None and p.high is not None
@@ -747,6 +749,7 @@ __all__ = [
     "combine_sweeps",
     "design_grid",
     "explicit_grid",
+    "from_unit",
     "greedy_front",
     "objective_losses",
     "record_reference",
