@@ -609,17 +609,24 @@ COARSE_MAX_LEVELS = 6
 """The most values per parameter a coarse grid keeps (fewer when the grid would be too large)."""
 
 
-def coarse_grid(space: SearchSpace,
-                max_designs: int = REFERENCE_MAX_DESIGNS) -> tuple[SearchSpace, DesignGrid]:
-    """The finest :func:`coarse_space` (:data:`COARSE_MAX_LEVELS` levels down to 2) whose grid
-    has at most ``max_designs`` designs."""
+SWEEP_MIN_LEVELS = 3
+"""The fewest levels a parameter keeps in the default sweep's coarse grid. A grid of two levels
+(each parameter's ends) samples nothing between them: a space that fits only at two levels gets
+the pre-screen instead (:mod:`dse.search.prescreen`). Since equal one-node designs are counted
+once, the ``full`` space fits at two levels (17,280 designs) but not at three (739,206)."""
+
+
+def coarse_grid(space: SearchSpace, max_designs: int = REFERENCE_MAX_DESIGNS,
+                min_levels: int = 2) -> tuple[SearchSpace, DesignGrid]:
+    """The finest :func:`coarse_space` (:data:`COARSE_MAX_LEVELS` levels down to ``min_levels``)
+    whose grid has at most ``max_designs`` designs; the ``min_levels`` grid when none has."""
     levels = COARSE_MAX_LEVELS
     while True:
         coarse = coarse_space(space, levels)
         # The size ignoring conditions bounds the grid from above: skip building hopeless ones.
-        if levels <= 2 or coarse.size() <= 8 * max_designs:
+        if levels <= min_levels or coarse.size() <= 8 * max_designs:
             grid = design_grid(coarse)
-            if len(grid) <= max_designs or levels <= 2:
+            if len(grid) <= max_designs or levels <= min_levels:
                 return coarse, grid
         levels -= 1
 
@@ -730,11 +737,12 @@ def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None)
 def sweep_allowed(space: SearchSpace, budget: int) -> bool:
     """The rule for the default coarse sweep of a new study: a budget of at least
     :data:`~dse.search.reference.REFERENCE_MIN_BUDGET` trials and a coarse grid of at most
-    :data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` designs."""
+    :data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` designs at :data:`SWEEP_MIN_LEVELS`
+    levels or more."""
     if budget < REFERENCE_MIN_BUDGET:
         return False
     try:
-        _, grid = coarse_grid(space, REFERENCE_MAX_DESIGNS)
+        _, grid = coarse_grid(space, REFERENCE_MAX_DESIGNS, SWEEP_MIN_LEVELS)
     except DseInputError:
         return False
     return 0 < len(grid) <= REFERENCE_MAX_DESIGNS
