@@ -49,6 +49,7 @@ from dse.calibration.measurements import (
     REFERENCE_FAMILY,
     Measurement,
     PowerMeasurement,
+    fitted,
     measurement_design,
 )
 from dse.calibration.parameters import Calibration
@@ -214,9 +215,7 @@ def predict(p: Prepared, calib: Calibration) -> float:
 
 def predict_full(m: Measurement, calib: Calibration) -> float:
     """Predicted samples/s with the full model (placement redone with ``calib``)."""
-    wl, sysm = measurement_design(m)
-    ev = evaluate(wl, sysm, calib)
-    return ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0)
+    return _predict_point(m, calib)[0]
 
 
 # --- parameter vector <-> calibration ----------------------------------------------------------
@@ -577,7 +576,7 @@ def forward_validate(measurements: Sequence[Measurement], cut: str = FORWARD_CUT
                      loss: str = FIT_LOSS) -> Forward:
     """Fit from the priors (with ``loss``) on the measurements published up to ``cut`` and predict
     the rest."""
-    before, after = split_by_date(measurements, cut)
+    before, after = split_by_date(fitted(measurements), cut)
     if not before or not after:
         raise DseInputError("forward validation", "cut",
                             f"{cut!r} leaves {len(before)} points to fit and {len(after)} to predict")
@@ -605,6 +604,9 @@ class Validation:
     how much it pulls on the fit; below 1 only under Huber's loss."""
     power: PowerFit | None = None
     """The wall-power parameter against its measurement (:func:`power_fit`)."""
+    excluded: tuple[PointReport, ...] = ()
+    """The points the state-change rule keeps out of the fit and out of every statistic above,
+    each with its error against the calibration (no leave-one-out: the fit never saw them)."""
 
     @property
     def downweighted(self) -> list[tuple[PointReport, float]]:
@@ -632,6 +634,12 @@ class Validation:
             "downweighted": [{"id": p.measurement.id, "weight": w} for p, w in self.downweighted],
             "forward": None if self.forward is None else self.forward.to_dict(),
             "power": None if self.power is None else self.power.to_dict(),
+            "excluded": [
+                {"id": p.measurement.id, "measured": p.measurement.samples_per_s,
+                 "predicted": p.predicted, "abs_pct_error": p.abs_pct_error,
+                 "bottleneck": p.bottleneck, "state_check": p.measurement.state_check,
+                 "state_evidence": p.measurement.state_evidence}
+                for p in self.excluded],
             "points": [
                 {
                     "id": p.measurement.id,
@@ -667,14 +675,17 @@ def validate(
     ``leave_one_out``, also refit without each
     point (starting from ``calib``) and predict it; with ``forward_cut``, also fit on the points
     published up to that month and predict the later ones (:func:`forward_validate`). Every refit
-    minimises ``loss`` (default: the one ``calib`` was fitted with, :func:`loss_of`)."""
+    minimises ``loss`` (default: the one ``calib`` was fitted with, :func:`loss_of`). Points the
+    state-change rule excludes (:attr:`Measurement.excluded`) are predicted and listed apart
+    (:attr:`Validation.excluded`), outside every statistic and refit."""
     loss = check_loss(loss or loss_of(calib))
+    out_of_fit = [m for m in measurements if m.excluded]
+    measurements = fitted(measurements)
     preds, bottlenecks = [], []
     for m in measurements:
-        wl, sysm = measurement_design(m)
-        ev = evaluate(wl, sysm, calib)
-        preds.append(ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0))
-        bottlenecks.append(ev.bottleneck)
+        p, bn = _predict_point(m, calib)
+        preds.append(p)
+        bottlenecks.append(bn)
     loo: list[float | None] = [None] * len(measurements)
     if leave_one_out:
         for i, m in enumerate(measurements):
@@ -703,4 +714,14 @@ def validate(
         weights=tuple(float(w) for w in loss_weights(
             np.log(preds) - np.log([m.samples_per_s for m in measurements]), loss)),
         power=power_fit(calib),
+        excluded=tuple(PointReport(m, p, abs_pct_error(p, m.samples_per_s), None, None, bn)
+                       for m in out_of_fit for p, bn in [_predict_point(m, calib)]),
     )
+
+
+def _predict_point(m: Measurement, calib: Calibration) -> tuple[float, str]:
+    """Predicted samples/s of ``m`` with the full model and its software factor, and the stage
+    that bounds its step."""
+    wl, sysm = measurement_design(m)
+    ev = evaluate(wl, sysm, calib)
+    return ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0), ev.bottleneck

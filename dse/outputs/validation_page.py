@@ -21,6 +21,7 @@ from dse.calibration.fit import (
     Validation,
     at_bound,
 )
+from dse.calibration.state_change import MIN_CHANGED_STEPS, RATE_CHANGE
 from dse.outputs.markup import plot_text
 
 TARGETS = {
@@ -78,7 +79,31 @@ def summary_lines(v: Validation) -> list[str]:
             f"{f.max_abs_pct_error:.1f}%, Spearman {f.spearman:.3f} (target >= "
             f"{t['forward_spearman']}: {_met(f.spearman >= t['forward_spearman'])})")
     lines.append(f"worst point {v.worst.measurement.id}: {v.worst.abs_pct_error:.1f}%")
+    lines += [f"excluded (machine changed state during the run): {p.measurement.id}, |error| "
+              f"{p.abs_pct_error:.1f}% (measured {p.measurement.samples_per_s / 1e6:.2f} M, "
+              f"predicted {p.predicted / 1e6:.2f} M samples/s)" for p in v.excluded]
     return lines
+
+
+def exclusion_lines(v: Validation) -> list[str]:
+    """The state-change rule in words, and every point it excludes with its evidence and error."""
+    rule = (f"A run trips when its logged per-window step rate differs from the run's own median "
+            f"window rate by a factor of more than {1 + RATE_CHANGE:g} (either way) over "
+            f"consecutive windows covering at least {MIN_CHANGED_STEPS:,} training steps; a "
+            "measurement is excluded from the fit, and from every statistic above, when at least "
+            "one of its runs trips. The rule reads the per-window times HugeCTR prints "
+            "(`Iter: N Time(K iters)`), the same way for every log "
+            "(`benchmarks/state_change_scan.py`; the constants and why: "
+            "`dse/calibration/state_change.py`). Each row's verdict and evidence are the "
+            "`state_check` and `state_evidence` columns of the measurement files: `steady` (every "
+            "run logged, none trips), `changed` (excluded), `unlogged` (no per-step times: "
+            "fitted, unchecked).")
+    rows = [f"| {p.measurement.id} | {p.measurement.samples_per_s / 1e6:.2f} | "
+            f"{p.predicted / 1e6:.2f} | {p.abs_pct_error:.1f}% | {p.measurement.state_evidence} |"
+            for p in v.excluded]
+    table = ["| id | measured (M samples/s) | predicted | abs error | evidence |",
+             "|---|---|---|---|---|", *rows]
+    return [rule, "", *(table if rows else ["No point is excluded."])]
 
 
 def bound_lines(v: Validation) -> list[str]:
@@ -350,6 +375,7 @@ def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
     ]
     for key in ("family", "accelerator", "workload"):
         out.extend(f"| {key} | {k} | {e:.1f}% |" for k, e in by_group(v, key).items())
+    out += ["", "## Excluded: the machine changed state during the run", "", *exclusion_lines(v)]
     if v.forward is not None:
         f = v.forward
         out += ["", "## Forward validation", "",
