@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from dse.calibration.measurements import (
+    MEASUREMENT_CLASSES,
     POWER_MEASUREMENTS,
     REFERENCE_FAMILY,
     Measurement,
@@ -71,8 +72,8 @@ FIT_PARAMETERS: tuple[str, ...] = (
     "kernel_overhead_s",
     "key_peer_latency_s",
 )
-"""Scalar parameters the measurements constrain. ``host_efficiency`` (no measurement places tables
-in host memory), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
+"""Scalar parameters the measurements constrain. ``host_efficiency`` (no fitted measurement places
+tables in host memory; :data:`PRIOR_REASONS`), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
 overhead with these data) and ``step_overhead_s`` (a measured host synchronisation) keep their
 priors. ``accelerator_training_utilisation`` does not move throughput; it is fitted to wall power
 (:func:`power_fit`) and carried through this fit unchanged."""
@@ -120,9 +121,12 @@ AT_BOUND_REASONS: dict[str, str] = {
 parameter at a bound with its reason, and a parameter at a bound without one fails the tests."""
 PRIOR_REASONS: dict[str, str] = {
     "host_efficiency": (
-        "Not fitted: no measurement places tables in host memory (every measured system holds its "
-        "tables in HBM), so the data cannot constrain it; it keeps its prior, half of stream "
-        "bandwidth for random 64 B gathers, and matters only for designs that spill tables to DDR."),
+        "Not fitted: every fitted measurement holds its tables in HBM (class hbm_resident), so "
+        "the data cannot constrain it; it keeps its prior, half of stream bandwidth for random "
+        "64 B gathers, and matters only for designs that spill tables to DDR. The host-memory "
+        "points collected for issue 27 (docs/host_memory_data.md) do not constrain it either: 4 "
+        "usable points from 2 sources, the one the model places as measured predicts the same "
+        "for every value from 0.1 to 1, and the cache points hang on unpublished hit rates."),
     "collective_latency_s": (
         "Not fitted: the fixed cost of one collective is not separable from the per-kernel overhead "
         "with these data (both add a constant per step); it keeps the nccl-tests small-message "
@@ -614,6 +618,25 @@ class Validation:
         pairs = [(p, w) for p, w in zip(self.points, self.weights, strict=True) if w < 1.0]
         return sorted(pairs, key=lambda pw: pw[1])
 
+    def classes(self) -> dict[str, dict[str, Any]]:
+        """Each measurement class's points and errors (:data:`MEASUREMENT_CLASSES` order): the
+        in-sample median and largest |error| at this calibration, and the median of the points'
+        leave-one-out errors (each from the refit on every other fitted point, of every class;
+        ``None`` without leave-one-out)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in MEASUREMENT_CLASSES:
+            pts = [p for p in self.points if p.measurement.measurement_class == name]
+            if not pts:
+                continue
+            errors = [p.abs_pct_error for p in pts]
+            loo = [p.loo_abs_pct_error for p in pts if p.loo_abs_pct_error is not None]
+            out[name] = {"points": len(pts), "median_abs_pct_error": float(np.median(errors)),
+                         "max_abs_pct_error": max(errors),
+                         "loo_median_abs_pct_error": float(np.median(loo)) if loo else None,
+                         "excluded": sum(p.measurement.measurement_class == name
+                                         for p in self.excluded)}
+        return out
+
     @property
     def worst(self) -> PointReport:
         """The point with the largest error."""
@@ -634,6 +657,7 @@ class Validation:
             "downweighted": [{"id": p.measurement.id, "weight": w} for p, w in self.downweighted],
             "forward": None if self.forward is None else self.forward.to_dict(),
             "power": None if self.power is None else self.power.to_dict(),
+            "classes": self.classes(),
             "excluded": [
                 {"id": p.measurement.id, "measured": p.measurement.samples_per_s,
                  "predicted": p.predicted, "abs_pct_error": p.abs_pct_error,
@@ -657,6 +681,7 @@ class Validation:
                     "loo_abs_pct_error": p.loo_abs_pct_error,
                     "bottleneck": p.bottleneck,
                     "fit_weight": w,
+                    "measurement_class": p.measurement.measurement_class,
                 }
                 for p, w in zip(self.points, self.weights or [1.0] * len(self.points), strict=True)
             ],
