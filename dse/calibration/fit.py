@@ -73,10 +73,10 @@ FIT_PARAMETERS: tuple[str, ...] = (
     "key_peer_latency_s",
 )
 """Scalar parameters the measurements constrain. ``host_efficiency`` (no fitted measurement places
-tables in host memory; :data:`PRIOR_REASONS`), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
-overhead with these data) and ``step_overhead_s`` (a measured host synchronisation) keep their
-priors. ``accelerator_training_utilisation`` does not move throughput; it is fitted to wall power
-(:func:`power_fit`) and carried through this fit unchanged."""
+tables in host memory; :data:`PRIOR_REASONS`), ``collective_latency_s`` and ``peer_latency_s``
+(not separable from the per-kernel overhead with these data) and ``step_overhead_s`` (a measured
+host synchronisation) keep their priors. ``accelerator_training_utilisation`` does not move
+throughput; it is fitted to wall power (:func:`power_fit`) and carried through this fit unchanged."""
 EFFICIENCIES = frozenset(p for p in FIT_PARAMETERS if p.endswith("efficiency") or "_efficiency_" in p)
 OVERHEAD_FLOORS_S: dict[str, float] = {
     "kernel_overhead_s": 0.5e-6,
