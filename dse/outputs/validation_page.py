@@ -297,13 +297,14 @@ What calibration 2026.12-4 changes (issue 27, item 1: runs whose machine changed
   to 0.68, the per-peer key-exchange cost 3.26 to 3.42 us; software factors: HugeCTR 2023.04 0.933
   to 0.873, 2023.09 0.947 to 0.944, TF2 0.862 to 0.933, PyTorch 0.852 to 0.840, HugeCTR 2020 and
   2021 0.766 and 0.715 to 0.760 and 0.708. The median error falls from 10.2% (58 points) to 6.0%
-  (57), leave-one-out from 11.6% to @@LOO@@, Spearman rises from 0.985 to 0.994, the forward median
-  moves from 12.8% to @@FWD@@; the 8- and 16-node DCNv2 points are within 9.9% (were 15.0%); the
-  8-GPU H100 v3.1 boxes from 13% under to 4% under. The calibration version changes with the
-  values (2026.12-3 to 2026.12-4): a study scored under 2026.12-3 and resumed under 2026.12-4 records
-  the change with the trial it starts from (`dse:changes`), and until it is resumed (or rerun)
-  `dse pareto --robust` refuses it, since its scores and the new ensemble belong to different
-  calibrations.
+  (57), leave-one-out from 11.6% to 7.6% (mean 16.8% to 10.8%), Spearman rises from 0.985 to 0.994,
+  the forward median moves from 12.8% to 12.1% (max 306% to 45.5%; the fit through 2022 is the same,
+  the point left the predicted set; issue 27's forward target of 12% is missed by 0.1 point); the 8-
+  and 16-node DCNv2 points are within 9.9% (were 15.0%); the 8-GPU H100 v3.1 boxes from 13% under to
+  4% under. The calibration version changes with the values (2026.12-3 to 2026.12-4): a study scored
+  under 2026.12-3 and resumed under 2026.12-4 records the change with the trial it starts from
+  (`dse:changes`), and until it is resumed (or rerun) `dse pareto --robust` refuses it, since its
+  scores and the new ensemble belong to different calibrations.
 
 Where it still misses (reported, not tuned away):
 
