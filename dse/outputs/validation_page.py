@@ -471,7 +471,15 @@ def render_html(v: Validation) -> str:
             text=[_hover(p) for p in pts],
             hovertemplate="%{text}<br>measured %{x:.3s}<br>predicted %{y:.3s}<extra></extra>",
         ), row=1, col=1)
-    values = [p.measurement.samples_per_s for p in v.points] + [p.predicted for p in v.points]
+    if v.excluded:  # shown, apart: the fit never saw them
+        fig.add_trace(go.Scatter(
+            x=[p.measurement.samples_per_s for p in v.excluded], y=[p.predicted for p in v.excluded],
+            mode="markers", marker={"symbol": "x", "color": "black"},
+            name="excluded (machine changed state)", text=[_hover(p) for p in v.excluded],
+            hovertemplate="%{text}<br>measured %{x:.3s}<br>predicted %{y:.3s}<extra></extra>",
+        ), row=1, col=1)
+    shown = (*v.points, *v.excluded)
+    values = [p.measurement.samples_per_s for p in shown] + [p.predicted for p in shown]
     lo, hi = min(values) * 0.8, max(values) * 1.25
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="identity",
                              line={"dash": "dash", "color": "gray"}), row=1, col=1)
