@@ -45,10 +45,12 @@ from typing import Any
 import numpy as np
 
 from dse.calibration.measurements import (
+    MEASUREMENT_CLASSES,
     POWER_MEASUREMENTS,
     REFERENCE_FAMILY,
     Measurement,
     PowerMeasurement,
+    fitted,
     measurement_design,
 )
 from dse.calibration.parameters import Calibration
@@ -70,11 +72,11 @@ FIT_PARAMETERS: tuple[str, ...] = (
     "kernel_overhead_s",
     "key_peer_latency_s",
 )
-"""Scalar parameters the measurements constrain. ``host_efficiency`` (no measurement places tables
-in host memory), ``collective_latency_s`` and ``peer_latency_s`` (not separable from the per-kernel
-overhead with these data) and ``step_overhead_s`` (a measured host synchronisation) keep their
-priors. ``accelerator_training_utilisation`` does not move throughput; it is fitted to wall power
-(:func:`power_fit`) and carried through this fit unchanged."""
+"""Scalar parameters the measurements constrain. ``host_efficiency`` (no fitted measurement places
+tables in host memory; :data:`PRIOR_REASONS`), ``collective_latency_s`` and ``peer_latency_s``
+(not separable from the per-kernel overhead with these data) and ``step_overhead_s`` (a measured
+host synchronisation) keep their priors. ``accelerator_training_utilisation`` does not move
+throughput; it is fitted to wall power (:func:`power_fit`) and carried through this fit unchanged."""
 EFFICIENCIES = frozenset(p for p in FIT_PARAMETERS if p.endswith("efficiency") or "_efficiency_" in p)
 OVERHEAD_FLOORS_S: dict[str, float] = {
     "kernel_overhead_s": 0.5e-6,
@@ -108,20 +110,23 @@ AT_BOUND_REASONS: dict[str, str] = {
         "At line rate: with the 2023 16-node DCNv2 runs' cost counted (the flat key exchange of "
         "HugeCTR 23.04/23.08), the points left to move it are the one-hot HugeCTR 2022 runs "
         "(MLPerf v2.0 on 8 and 14 DGX A100 nodes, v2.1 on 4 DGX H100 nodes), which the model "
-        "under-predicts by 11-16% even at line rate: it charges "
+        "under-predicts by 9-15% even at line rate (calibration 2026.12-4): it charges "
         "them more inter-node time than the machines spent, through an effect it does not "
         "identify (their hybrid embedding's hot rows, the overlap of their all-to-all), not a "
         "network faster than its line rate. The fit is nearly flat in it (sum of squared log "
-        "errors 2.141 at 1, 2.175 at 0.8), so a design bound by the network is predicted at "
-        "line rate, optimistic by what NCCL loses to it."),
+        "errors over the 57 fitted points 0.649 at 1, 0.687 at 0.8), so a design bound by the "
+        "network is predicted at line rate, optimistic by what NCCL loses to it."),
 }
 """Why a fitted parameter may end at a bound of its range; ``docs/validation.md`` lists every
 parameter at a bound with its reason, and a parameter at a bound without one fails the tests."""
 PRIOR_REASONS: dict[str, str] = {
     "host_efficiency": (
-        "Not fitted: no measurement places tables in host memory (every measured system holds its "
-        "tables in HBM), so the data cannot constrain it; it keeps its prior, half of stream "
-        "bandwidth for random 64 B gathers, and matters only for designs that spill tables to DDR."),
+        "Not fitted: every fitted measurement holds its tables in HBM (class hbm_resident), so "
+        "the data cannot constrain it; it keeps its prior, half of stream bandwidth for random "
+        "64 B gathers, and matters only for designs that spill tables to DDR. The host-memory "
+        "points collected for issue 27 (docs/host_memory_data.md) do not constrain it either: 4 "
+        "usable points from 2 sources, the one the model places as measured predicts the same "
+        "for every value from 0.1 to 1, and the cache points hang on unpublished hit rates."),
     "collective_latency_s": (
         "Not fitted: the fixed cost of one collective is not separable from the per-kernel overhead "
         "with these data (both add a constant per step); it keeps the nccl-tests small-message "
@@ -214,9 +219,7 @@ def predict(p: Prepared, calib: Calibration) -> float:
 
 def predict_full(m: Measurement, calib: Calibration) -> float:
     """Predicted samples/s with the full model (placement redone with ``calib``)."""
-    wl, sysm = measurement_design(m)
-    ev = evaluate(wl, sysm, calib)
-    return ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0)
+    return _predict_point(m, calib)[0]
 
 
 # --- parameter vector <-> calibration ----------------------------------------------------------
@@ -577,7 +580,7 @@ def forward_validate(measurements: Sequence[Measurement], cut: str = FORWARD_CUT
                      loss: str = FIT_LOSS) -> Forward:
     """Fit from the priors (with ``loss``) on the measurements published up to ``cut`` and predict
     the rest."""
-    before, after = split_by_date(measurements, cut)
+    before, after = split_by_date(fitted(measurements), cut)
     if not before or not after:
         raise DseInputError("forward validation", "cut",
                             f"{cut!r} leaves {len(before)} points to fit and {len(after)} to predict")
@@ -605,12 +608,34 @@ class Validation:
     how much it pulls on the fit; below 1 only under Huber's loss."""
     power: PowerFit | None = None
     """The wall-power parameter against its measurement (:func:`power_fit`)."""
+    excluded: tuple[PointReport, ...] = ()
+    """The points the state-change rule keeps out of the fit and out of every statistic above,
+    each with its error against the calibration (no leave-one-out: the fit never saw them)."""
 
     @property
     def downweighted(self) -> list[tuple[PointReport, float]]:
         """The points with weight below 1, lowest first."""
         pairs = [(p, w) for p, w in zip(self.points, self.weights, strict=True) if w < 1.0]
         return sorted(pairs, key=lambda pw: pw[1])
+
+    def classes(self) -> dict[str, dict[str, Any]]:
+        """Each measurement class's points and errors (:data:`MEASUREMENT_CLASSES` order): the
+        in-sample median and largest |error| at this calibration, and the median of the points'
+        leave-one-out errors (each from the refit on every other fitted point, of every class;
+        ``None`` without leave-one-out)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in MEASUREMENT_CLASSES:
+            pts = [p for p in self.points if p.measurement.measurement_class == name]
+            if not pts:
+                continue
+            errors = [p.abs_pct_error for p in pts]
+            loo = [p.loo_abs_pct_error for p in pts if p.loo_abs_pct_error is not None]
+            out[name] = {"points": len(pts), "median_abs_pct_error": float(np.median(errors)),
+                         "max_abs_pct_error": max(errors),
+                         "loo_median_abs_pct_error": float(np.median(loo)) if loo else None,
+                         "excluded": sum(p.measurement.measurement_class == name
+                                         for p in self.excluded)}
+        return out
 
     @property
     def worst(self) -> PointReport:
@@ -632,6 +657,13 @@ class Validation:
             "downweighted": [{"id": p.measurement.id, "weight": w} for p, w in self.downweighted],
             "forward": None if self.forward is None else self.forward.to_dict(),
             "power": None if self.power is None else self.power.to_dict(),
+            "classes": self.classes(),
+            "excluded": [
+                {"id": p.measurement.id, "measured": p.measurement.samples_per_s,
+                 "predicted": p.predicted, "abs_pct_error": p.abs_pct_error,
+                 "bottleneck": p.bottleneck, "state_check": p.measurement.state_check,
+                 "state_evidence": p.measurement.state_evidence}
+                for p in self.excluded],
             "points": [
                 {
                     "id": p.measurement.id,
@@ -649,6 +681,7 @@ class Validation:
                     "loo_abs_pct_error": p.loo_abs_pct_error,
                     "bottleneck": p.bottleneck,
                     "fit_weight": w,
+                    "measurement_class": p.measurement.measurement_class,
                 }
                 for p, w in zip(self.points, self.weights or [1.0] * len(self.points), strict=True)
             ],
@@ -667,14 +700,17 @@ def validate(
     ``leave_one_out``, also refit without each
     point (starting from ``calib``) and predict it; with ``forward_cut``, also fit on the points
     published up to that month and predict the later ones (:func:`forward_validate`). Every refit
-    minimises ``loss`` (default: the one ``calib`` was fitted with, :func:`loss_of`)."""
+    minimises ``loss`` (default: the one ``calib`` was fitted with, :func:`loss_of`). Points the
+    state-change rule excludes (:attr:`Measurement.excluded`) are predicted and listed apart
+    (:attr:`Validation.excluded`), outside every statistic and refit."""
     loss = check_loss(loss or loss_of(calib))
+    out_of_fit = [m for m in measurements if m.excluded]
+    measurements = fitted(measurements)
     preds, bottlenecks = [], []
     for m in measurements:
-        wl, sysm = measurement_design(m)
-        ev = evaluate(wl, sysm, calib)
-        preds.append(ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0))
-        bottlenecks.append(ev.bottleneck)
+        p, bn = _predict_point(m, calib)
+        preds.append(p)
+        bottlenecks.append(bn)
     loo: list[float | None] = [None] * len(measurements)
     if leave_one_out:
         for i, m in enumerate(measurements):
@@ -703,4 +739,14 @@ def validate(
         weights=tuple(float(w) for w in loss_weights(
             np.log(preds) - np.log([m.samples_per_s for m in measurements]), loss)),
         power=power_fit(calib),
+        excluded=tuple(PointReport(m, p, abs_pct_error(p, m.samples_per_s), None, None, bn)
+                       for m in out_of_fit for p, bn in [_predict_point(m, calib)]),
     )
+
+
+def _predict_point(m: Measurement, calib: Calibration) -> tuple[float, str]:
+    """Predicted samples/s of ``m`` with the full model and its software factor, and the stage
+    that bounds its step."""
+    wl, sysm = measurement_design(m)
+    ev = evaluate(wl, sysm, calib)
+    return ev.throughput_samples_per_s * calib.software_factor.get(m.family, 1.0), ev.bottleneck

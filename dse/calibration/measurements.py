@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
 
+from dse.calibration.state_change import STATE_CHECKS
 from dse.errors import DseInputError
 from dse.model.catalog import Precision, Topology, load_catalog
 from dse.model.limits import MAX_DATA_FILE_BYTES
@@ -51,6 +53,22 @@ DCNV2_COLUMNS = (
 """Columns of ``mlperf_dcnv2_2023.csv``: the common ones plus the submission's own description
 (free text as the submitter wrote it; ``software`` is the family label, ``submitted_software``
 the submitter's words)."""
+MEASUREMENT_CLASSES = ("hbm_resident", "host_memory", "cpu_only")
+"""Where a measured system kept its embedding tables and who computed: ``hbm_resident`` (every
+table in accelerator HBM: all the packaged MLPerf and DeepLearningExamples points),
+``host_memory`` (all or part of the tables in host DDR: pooled by the CPU, read over PCIe, or
+cached in HBM), ``cpu_only`` (no accelerator). ``dse validate`` reports each class's errors apart;
+a new class is one more name here."""
+STATE_COLUMNS = ("state_check", "state_evidence")
+"""Columns that may follow either column set: the state-change exclusion rule's verdict
+(``steady``, ``changed`` or ``unlogged``; :data:`dse.calibration.state_change.STATE_CHECKS`) and
+its evidence (the changed stretch's steps and rates against the run's median, or the longest
+stretch found). A ``changed`` point stays in the data with its published figure and is excluded
+from the fit (:attr:`Measurement.excluded`); a file without them is read as ``unlogged``."""
+OPTIONAL_TAILS: tuple[tuple[str, ...], ...] = (
+    (), STATE_COLUMNS, ("measurement_class",), ("measurement_class", *STATE_COLUMNS))
+"""What may follow either column set, in this order: the measurement's class
+(:data:`MEASUREMENT_CLASSES`) and the state-change rule's columns (:data:`STATE_COLUMNS`)."""
 DATA_FILES = ("dlrm_measurements.csv", "mlperf_dcnv2_2023.csv")
 """The packaged measurement files, loaded in this order."""
 METRICS = ("epoch_average", "synthetic_1000_steps", "net_of_eval")
@@ -184,6 +202,19 @@ class Measurement:
     """Official figure with in-run evaluations included (MLPerf DCNv2 rows only)."""
     steady_samples_per_s: float | None = None
     """Median steady training-step rate from the logs, where they print it."""
+    measurement_class: str = "hbm_resident"
+    """Where the tables lived and who computed (:data:`MEASUREMENT_CLASSES`; optional column
+    ``measurement_class``, default ``hbm_resident``)."""
+    state_check: str = "unlogged"
+    """The state-change rule's verdict on the point's logs (:data:`STATE_COLUMNS`)."""
+    state_evidence: str = ""
+    """The rule's evidence: step range and rates of the changed stretch, or the longest found."""
+
+    @property
+    def excluded(self) -> bool:
+        """Whether the state-change rule excludes the point from the fit (its logs show the
+        machine changing state during the timed run; :mod:`dse.calibration.state_change`)."""
+        return self.state_check == "changed"
 
     @property
     def family(self) -> str:
@@ -228,6 +259,8 @@ def _row(raw: dict[str, str], path: str, line: int) -> Measurement:
     software = raw["software"].strip()
     if software_family(software) is None:
         raise DseInputError(where, "software", f"unknown software family in {software!r}")
+    if raw.get("state_check", "").strip() == "changed" and not raw.get("state_evidence", "").strip():
+        raise DseInputError(where, "state_evidence", "a changed point must carry the rule's evidence")
     if not raw["id"].strip() or not raw["source"].strip():
         raise DseInputError(where, "id" if not raw["id"].strip() else "source", "must not be empty")
     return Measurement(
@@ -247,6 +280,10 @@ def _row(raw: dict[str, str], path: str, line: int) -> Measurement:
         results=raw["results"].strip(),
         gross_samples_per_s=optional("gross_samples_per_s"),
         steady_samples_per_s=optional("steady_samples_per_s"),
+        measurement_class=(choice("measurement_class", MEASUREMENT_CLASSES)
+                           if "measurement_class" in raw else "hbm_resident"),
+        state_check=choice("state_check", STATE_CHECKS) if "state_check" in raw else "unlogged",
+        state_evidence=raw.get("state_evidence", "").strip(),
     )
 
 
@@ -255,6 +292,12 @@ def _is_month(text: str) -> bool:
     year, _, month = text.partition("-")
     return (len(year) == 4 and year.isdigit() and len(month) == 2 and month.isdigit()
             and 1 <= int(month) <= 12)
+
+
+def fitted(measurements: Sequence[Measurement]) -> list[Measurement]:
+    """The measurements a fit uses: all but those the state-change rule excludes
+    (:attr:`Measurement.excluded`)."""
+    return [m for m in measurements if not m.excluded]
 
 
 def load_measurements(path: Path | None = None) -> tuple[Measurement, ...]:
@@ -277,8 +320,10 @@ def _load(path: Path, name: str) -> tuple[Measurement, ...]:
     text = read_text(path, MAX_DATA_FILE_BYTES, name)
     reader = csv.DictReader(text.splitlines())
     header = tuple(reader.fieldnames or ())
-    if header not in (COLUMNS, DCNV2_COLUMNS):
-        expected = DCNV2_COLUMNS if "submitted_software" in header else COLUMNS
+    base = DCNV2_COLUMNS if "submitted_software" in header else COLUMNS
+    tail = header[len(base):]
+    if header[:len(base)] != base or tail not in OPTIONAL_TAILS:
+        expected = base + next((t for t in OPTIONAL_TAILS if set(t) == set(tail)), STATE_COLUMNS)
         missing = [c for c in expected if c not in header]
         extra = [c for c in header if c not in expected]
         raise DseInputError(name, "header", f"expected columns {', '.join(expected)}; "

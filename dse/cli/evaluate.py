@@ -591,11 +591,12 @@ def calibrate_cmd(
         power_record,
         validate,
     )
-    from dse.calibration.measurements import load_measurements
+    from dse.calibration.measurements import fitted, load_measurements
     from dse.calibration.parameters import Calibration, write_calibration
 
     try:
-        measurements = load_measurements(data)
+        everything = load_measurements(data)
+        measurements = fitted(everything)
         loss = check_loss(loss or FIT_LOSS)
     except DseInputError as exc:
         fail(str(exc))
@@ -631,6 +632,10 @@ def calibrate_cmd(
         f"{check.median_abs_pct_error:.1f}%, mean {check.mean_abs_pct_error:.1f}%, Spearman "
         f"{check.spearman:.3f}; loss {loss}; written to {out}"
     )
+    for m in everything:
+        if m.excluded:
+            console.print(f"excluded from the fit (machine changed state during the run): {m.id}: "
+                          f"{m.state_evidence}")
     for p, w in check.downweighted:
         console.print(f"weight {w:.2f}: {p.measurement.id} (|error| {p.abs_pct_error:.0f}%)")
     if ensemble:

@@ -21,14 +21,18 @@ from dse.calibration.fit import (
     Validation,
     at_bound,
 )
+from dse.calibration.state_change import MIN_CHANGED_STEPS, RATE_CHANGE
 from dse.outputs.markup import plot_text
 
 TARGETS = {
     "median_abs_pct_error": 8.0, "loo_median_abs_pct_error": 10.0, "spearman": 0.97,
     "dcnv2_max_abs_pct_error": 20.0, "dcnv2_multinode_max_abs_pct_error": 15.0,
-    "forward_median_abs_pct_error": 15.0, "forward_spearman": 0.9,
+    "forward_median_abs_pct_error": 12.0, "forward_spearman": 0.9,
 }
-"""Accuracy targets (issue 13, "Fidelity on today's workload at scale")."""
+"""Accuracy targets (issue 13, "Fidelity on today's workload at scale"; the forward median
+tightened from 15% to 12% by issue 27)."""
+HOST_TARGETS = {"max_abs_pct_error": 25.0, "loo_median_abs_pct_error": 15.0}
+"""Targets of the host-memory class (issue 27)."""
 DCNV2 = "mlperf-dlrm-dcnv2"
 
 
@@ -78,7 +82,52 @@ def summary_lines(v: Validation) -> list[str]:
             f"{f.max_abs_pct_error:.1f}%, Spearman {f.spearman:.3f} (target >= "
             f"{t['forward_spearman']}: {_met(f.spearman >= t['forward_spearman'])})")
     lines.append(f"worst point {v.worst.measurement.id}: {v.worst.abs_pct_error:.1f}%")
+    lines += class_lines(v)
+    lines += [f"excluded (machine changed state during the run): {p.measurement.id}, |error| "
+              f"{p.abs_pct_error:.1f}% (measured {p.measurement.samples_per_s / 1e6:.2f} M, "
+              f"predicted {p.predicted / 1e6:.2f} M samples/s)" for p in v.excluded]
     return lines
+
+
+def class_lines(v: Validation) -> list[str]:
+    """Each measurement class's in-sample and leave-one-out errors, apart; the host-memory class
+    with its targets (issue 27: every point within 25%, leave-one-out median <= 15%)."""
+    out = []
+    for name, c in v.classes().items():
+        line = (f"class {name}: {c['points']} points, median |error| "
+                f"{c['median_abs_pct_error']:.1f}%, max {c['max_abs_pct_error']:.1f}%, "
+                f"leave-one-out median {_fmt(c['loo_median_abs_pct_error'])}")
+        if name == "host_memory":
+            loo = c["loo_median_abs_pct_error"]
+            line += (f" (targets: every point within {HOST_TARGETS['max_abs_pct_error']:.0f}%: "
+                     f"{_met(c['max_abs_pct_error'] <= HOST_TARGETS['max_abs_pct_error'])}; "
+                     f"leave-one-out median <= {HOST_TARGETS['loo_median_abs_pct_error']:.0f}%: "
+                     f"{_met(None if loo is None else loo <= HOST_TARGETS['loo_median_abs_pct_error'])})")
+        out.append(line)
+    if "host_memory" not in v.classes():
+        out.append("class host_memory: no point fitted (docs/host_memory_data.md says why)")
+    return out
+
+
+def exclusion_lines(v: Validation) -> list[str]:
+    """The state-change rule in words, and every point it excludes with its evidence and error."""
+    rule = (f"A run trips when its logged per-window step rate differs from the run's own median "
+            f"window rate by a factor of more than {1 + RATE_CHANGE:g} (either way) over "
+            f"consecutive windows covering at least {MIN_CHANGED_STEPS:,} training steps; a "
+            "measurement is excluded from the fit, and from every statistic above, when at least "
+            "one of its runs trips. The rule reads the per-window times HugeCTR prints "
+            "(`Iter: N Time(K iters)`), the same way for every log "
+            "(`benchmarks/state_change_scan.py`; the constants and why: "
+            "`dse/calibration/state_change.py`). Each row's verdict and evidence are the "
+            "`state_check` and `state_evidence` columns of the measurement files: `steady` (every "
+            "run logged, none trips), `changed` (excluded), `unlogged` (no per-step times: "
+            "fitted, unchecked).")
+    rows = [f"| {p.measurement.id} | {p.measurement.samples_per_s / 1e6:.2f} | "
+            f"{p.predicted / 1e6:.2f} | {p.abs_pct_error:.1f}% | {p.measurement.state_evidence} |"
+            for p in v.excluded]
+    table = ["| id | measured (M samples/s) | predicted | abs error | evidence |",
+             "|---|---|---|---|---|", *rows]
+    return [rule, "", *(table if rows else ["No point is excluded."])]
 
 
 def bound_lines(v: Validation) -> list[str]:
@@ -225,46 +274,64 @@ What calibration 2026.12-3 adds (issue 13, the fixed costs of the 2023 multi-nod
   to 0.66. The adoption rule was fixed before the measurement: adopted only if the all-58,
   leave-one-out and forward medians are each no worse than 2026.12-2's; they are not worse.
 
+What calibration 2026.12-4 changes (issue 27, item 1: runs whose machine changed state):
+
+- **An exclusion rule, applied to every log the same way.** A run trips when its logged per-window
+  step rate differs from its own median window rate by a factor of more than 1.5, either way, over
+  consecutive windows covering at least 5,000 training steps; a measurement is excluded from the
+  fit when any of its runs trips (`dse/calibration/state_change.py` states why these constants;
+  the section "Excluded" above lists every excluded point with its evidence and error).
+  `benchmarks/state_change_scan.py` applied it to every MLPerf Training DLRM submission of v0.7-v3.1
+  whose logs print HugeCTR's per-window times: of the 38 MLPerf points in the data, 19 are `steady`
+  (longest changed stretch 4,000 steps, the v0.7 DGX A100 warm-up; all others 1,000 steps or less,
+  single evaluation windows), 18 print no per-step times (`unlogged`: NVIDIA's own and some
+  partners' logs; the 20 DeepLearningExamples points are published tables, `unlogged` too) and
+  one trips: the Quanta D54U-3U (v3.1, 4x H100 PCIe), whose run 0 trained at
+  2.03x its median rate for steps 101-12,600 and then at the median (1.19 M samples/s, the
+  published figure) to its end, runs 1-9 at that rate throughout
+  (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`). Among the submissions not in the data,
+  one more trips (MLPerf v1.0 Supermicro AS-4124GO-NART_pytorch, run 1: steps 3,001-12,000 at 0.59x
+  its median rate). The point stays in the data with its published figure and evidence
+  (`state_check = changed`), outside every statistic above.
+- **What moved.** With that point out, the shared HBM efficiency it held down rises from 0.66 to
+  0.85, TF32 and half-precision efficiencies fall from 0.62 and 0.49 to 0.52 and 0.42, fabric 0.67
+  to 0.68, the per-peer key-exchange cost 3.26 to 3.42 us; software factors: HugeCTR 2023.04 0.933
+  to 0.873, 2023.09 0.947 to 0.944, TF2 0.862 to 0.933, PyTorch 0.852 to 0.840, HugeCTR 2020 and
+  2021 0.766 and 0.715 to 0.760 and 0.708. The median error falls from 10.2% (58 points) to 6.0%
+  (57), leave-one-out from 11.6% to 7.6% (mean 16.8% to 10.8%), Spearman rises from 0.985 to 0.994,
+  the forward median moves from 12.8% to 12.1% (max 306% to 45.5%; the fit through 2022 is the same,
+  the point left the predicted set; issue 27's forward target of 12% is missed by 0.1 point); the 8-
+  and 16-node DCNv2 points are within 9.9% (were 15.0%); the 8-GPU H100 v3.1 boxes from 13% under to
+  4% under. The calibration version changes with the values (2026.12-3 to 2026.12-4): a study scored
+  under 2026.12-3 and resumed under 2026.12-4 records the change with the trial it starts from
+  (`dse:changes`), and until it is resumed (or rerun) `dse pareto --robust` refuses it, since its
+  scores and the new ensemble belong to different calibrations.
+
 Where it still misses (reported, not tuned away):
 
-- **v3.0 on 16 DGX H100 nodes is still over-predicted by 15.0%.** MLPerf v3.0 scaled from 45.3 M to
-  46.0 M samples/s going from 8 to 16 nodes (+1.6%; 2.96 and 2.93 ms a step between evaluations),
-  v3.1 on the same machines from 54.3 M to 70.6 M (+30%; 2.48 and 1.91 ms); with one throughput
-  factor per software release and the same key exchange in both, no model can match both. What
-  was checked (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`): the two rounds' 8- and
-  16-node configurations differ only in v3.1's data-parallel threshold for small tables, which the
-  model represents; batch, optimizer, `hier_auto` sharding, hierarchical embedding all-to-all,
-  SHARP allreduce, overlap flags and data reader are the same; NVIDIA's own planner, rerun on the
-  published arguments, expects both rounds to shed a third of a step from 8 to 16 nodes. The
-  model puts v3.0 at +6.8% on 8 nodes and v3.1 at +2.2% on 8 and -11.3% on 16.
-- **The 8-GPU H100 v3.1 boxes are 13% under** (seven submissions, 15.1-15.2 M samples/s measured,
-  13.2 M predicted, bound by the embedding gathers): the shared HBM efficiency (0.66) is held down
-  by the next point.
-- **4x H100 PCIe (Quanta D54U-3U, v3.1) is over-predicted 3.2x.** Its logs show the machine
-  changed state during the measurement: run 0 trained at 2.28 s per 100 steps (2.42 M samples/s)
-  until step 12,600, then at 4.64 s (1.19 M samples/s) to its end, and runs 1-9 ran at 4.6 s from
-  their first step, evaluations slowing with them (18 s to 29 s), with the same container,
-  configuration and data (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`). The published
-  1.19 M samples/s is the slow state's, whose cause (GPU clocks, a PCIe link, ...) is not
-  published; the log puts the GPUs on NUMA nodes 2, 2, 4 and 6 (two a socket). The model (3.79 M)
-  is +57% against the fast state. The point stays in the fit and in every statistic at its
-  published value, as the data's README asks (net of evaluation is the figure to fit). As the
-  fit's largest residual it pulls the shared HBM efficiency down: refitting with the fast state's
-  rate instead (measured on this model, not adopted) moves `memory_efficiency` from 0.66 to 0.80,
-  the median error of all 58 points from 10.2% to 7.7% and the leave-one-out median from 11.6% to
-  8.8% (both targets met), the 8- and 16-node points to within 11.8%, the 8-GPU H100 v3.1 boxes
-  from -13% to -8%, and leaves this point at +69% and the 4x H100 SXM Supermicro (v3.1) at +25%.
-  Which rate the point should carry is a choice of data, recorded here and not made silently; this
-  one point is what keeps the median, leave-one-out and 16-node targets from being met.
-- **8x A40 (IEI NF5468M6, v3.0) is +19%, 8x A30 (+27%) and the DGX H100 v2.1 preview (+18%)** are
+- **v3.0 on 16 DGX H100 nodes is over-predicted by 9.9% and v3.1 on 16 under by 7.6%.** MLPerf v3.0
+  scaled from 45.3 M to 46.0 M samples/s going from 8 to 16 nodes (+1.6%; 2.96 and 2.93 ms a step
+  between evaluations), v3.1 on the same machines from 54.3 M to 70.6 M (+30%; 2.48 and 1.91 ms);
+  with one throughput factor per software release and the same key exchange in both, no model can
+  match both. What was checked (`docs/sources.md#what-the-mlperf-v30v31-dcnv2-runs-did`): the two
+  rounds' 8- and 16-node configurations differ only in v3.1's data-parallel threshold for small
+  tables, which the model represents; batch, optimizer, `hier_auto` sharding, hierarchical
+  embedding all-to-all, SHARP allreduce, overlap flags and data reader are the same; NVIDIA's own
+  planner, rerun on the published arguments, expects both rounds to shed a third of a step from 8
+  to 16 nodes. The model puts v3.0 at +6.4% on 8 nodes and v3.1 at +9.6% on 8.
+- **4x H100 SXM on one board (Supermicro SYS-421GU-TNXR, v3.1) is +30%**, the largest error in the
+  fit, while the same board's v3.0 submission (SYS-421GU-TNX) is +3.6% and Dell's XE9640 4x H100
+  (v3.1) is within 10%.
+- **8x A40 (IEI NF5468M6, v3.0) is +14%, 8x A30 (+28%) and the DGX H100 v2.1 preview (+25%)** are
   over-predicted; the PCIe boxes' switch wiring is not published (`pcie_switch_share` is an
   assumption; the NF5468M6 description names no GPU interconnect), and the preview ran pre-release
   software.
-- **MLPerf v2.0 on 8 and 14 DGX A100 nodes (-16%, -11%) and v2.1 on 4 DGX H100 nodes (-11%)** are
+- **MLPerf v2.0 on 8 and 14 DGX A100 nodes (-15%, -10%) and v2.1 on 4 DGX H100 nodes (-9%)** are
   under-predicted even with the network at line rate; they share their software factor with the
   single-node v2.0/v2.1 runs.
 
-Robust loss (measured, not adopted):
+Robust loss (measured on calibration 2026.12-3, with the 4x H100 PCIe point still fitted; not
+remeasured since the exclusion rule took out the residual it was built against):
 
 - **Huber's M-estimator against least squares.** Least squares lets the 4x H100 PCIe point, the
   fit's largest residual, move the shared HBM efficiency by 0.1, so a robust loss was built and
@@ -419,6 +486,7 @@ def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
     ]
     for key in ("family", "accelerator", "workload"):
         out.extend(f"| {key} | {k} | {e:.1f}% |" for k, e in by_group(v, key).items())
+    out += ["", "## Excluded: the machine changed state during the run", "", *exclusion_lines(v)]
     if v.forward is not None:
         f = v.forward
         out += ["", "## Forward validation", "",
@@ -473,7 +541,15 @@ def render_html(v: Validation) -> str:
             text=[_hover(p) for p in pts],
             hovertemplate="%{text}<br>measured %{x:.3s}<br>predicted %{y:.3s}<extra></extra>",
         ), row=1, col=1)
-    values = [p.measurement.samples_per_s for p in v.points] + [p.predicted for p in v.points]
+    if v.excluded:  # shown, apart: the fit never saw them
+        fig.add_trace(go.Scatter(
+            x=[p.measurement.samples_per_s for p in v.excluded], y=[p.predicted for p in v.excluded],
+            mode="markers", marker={"symbol": "x", "color": "black"},
+            name="excluded (machine changed state)", text=[_hover(p) for p in v.excluded],
+            hovertemplate="%{text}<br>measured %{x:.3s}<br>predicted %{y:.3s}<extra></extra>",
+        ), row=1, col=1)
+    shown = (*v.points, *v.excluded)
+    values = [p.measurement.samples_per_s for p in shown] + [p.predicted for p in shown]
     lo, hi = min(values) * 0.8, max(values) * 1.25
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="identity",
                              line={"dash": "dash", "color": "gray"}), row=1, col=1)
