@@ -1,10 +1,10 @@
 """Studies shared by many worker processes, on a real PostgreSQL server, the journal file and
 Optuna's gRPC proxy (``dse storage-proxy``) in front of PostgreSQL.
 
-Four ``dse worker`` processes on one 200-trial study end with exactly 200 completed trials, no
+Four ``dse worker`` processes on one 48-trial study end with exactly 48 completed trials, no
 duplicate trial numbers and nothing on their stderr; with one of them SIGKILLed half-way through
 a trial, that trial is failed and retried once by the others (Optuna's heartbeat on PostgreSQL,
-dse's recovery on the journal and through the proxy) and the total still reaches 200. A worker
+dse's recovery on the journal and through the proxy) and the total still reaches 48. A worker
 pointed at a storage that is down (refused, or silent) fails with one line within 30 s.
 
 PostgreSQL: ``DSE_TEST_POSTGRES_URL`` (``.ci/run`` starts a server and sets it), else a throwaway
@@ -38,7 +38,12 @@ from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
 from dse.search.spec import load_study_spec
 from dse.search.storage import is_loopback, normalize_url, open_storage, redact
 
-BUDGET = 200
+BUDGET = 48
+"""Below ``dse.search.reference.REFERENCE_MIN_BUDGET`` (50): creating the study sweeps no
+hypervolume reference (seconds of CPU each, not what these tests are about)."""
+JOBS_BUDGET = 200
+"""``dse run --jobs 2``: enough trials that the second process, spawned while the first works,
+still finds some (with 40 the first finished them all before the second had imported dse)."""
 WORKERS = 4
 ENV = {**os.environ, "COLUMNS": "250"}
 
@@ -236,7 +241,7 @@ def test_four_workers_share_one_budget(tmp_path: Path, kind: str,
     assert {t.system_attrs[WORKER_KEY] for t in trials if t.state == TrialState.COMPLETE} == {
         w.name for w in workers}
     status = dse("status", str(path), "--storage", url, "--json")
-    assert status.returncode == 0 and '"complete": 200' in status.stdout, status.stderr
+    assert status.returncode == 0 and f'"complete": {BUDGET}' in status.stdout, status.stderr
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -268,7 +273,7 @@ def test_jobs_on_the_journal_survive_a_killed_job(tmp_path: Path) -> None:
     leaves its trial to the other, and the run still ends at the budget."""
     journal = tmp_path / "jobs.journal"
     path = write_study(tmp_path / "jobs.toml", name="jobs", **CHEAP, sampler="random",
-                       budget=BUDGET, seed=7, storage=str(journal))
+                       budget=JOBS_BUDGET, seed=7, storage=str(journal))
     parent = subprocess.Popen([sys.executable, "-m", "dse", "run", str(path), "--jobs", "2",
                                "--quiet", "--no-report"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
@@ -284,15 +289,15 @@ def test_jobs_on_the_journal_survive_a_killed_job(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "no job process"
             child = next(iter(_job_children(parent.pid)), None)
             time.sleep(0.05)
-        killed = kill_mid_trial(child, study, BUDGET // 2)
+        killed = kill_mid_trial(child, study, JOBS_BUDGET // 2)
         out, err = parent.communicate(timeout=180)
     finally:
         if parent.poll() is None:
             parent.kill()
     assert parent.returncode == 0, err
-    assert "200 of 200 trials complete" in out
+    assert f"{JOBS_BUDGET} of {JOBS_BUDGET} trials complete" in out
     assert err.strip().startswith("dse: note: 1 worker process(es) were killed"), err
-    assert_retried_once(assert_exact(load(path, str(journal))), killed)
+    assert_retried_once(assert_exact(load(path, str(journal)), JOBS_BUDGET), killed)
 
 
 def _job_children(pid: int) -> list[int]:
@@ -324,15 +329,14 @@ def test_processes_creating_one_study_at_once_record_it_once(
 
 
 def test_run_with_jobs_on_postgres(tmp_path: Path, postgres_url: str) -> None:
-    # Enough trials that the second process, spawned while the first works, still finds some
-    # (with 40 the first finished them all before the second had imported dse).
-    path = make_study(tmp_path, "jobs", budget=200)
+    path = make_study(tmp_path, "jobs", budget=JOBS_BUDGET)
     result = dse("run", str(path), "--storage", postgres_url, "--jobs", "2", "--quiet",
                  "--no-report")
     assert result.returncode == 0, result.stderr
-    assert "200 of 200 trials complete" in result.stdout and "***" in result.stdout
+    assert f"{JOBS_BUDGET} of {JOBS_BUDGET} trials complete" in result.stdout
+    assert "***" in result.stdout
     assert postgres_url.split("@")[0].split(":")[-1] not in result.stdout + result.stderr
-    trials = assert_exact(load(path, postgres_url), 200)
+    trials = assert_exact(load(path, postgres_url), JOBS_BUDGET)
     assert len({t.system_attrs[WORKER_KEY] for t in trials if t.state == TrialState.COMPLETE}) == 2
 
 
@@ -340,7 +344,7 @@ def test_worker_trials_cap_and_sigterm(tmp_path: Path) -> None:
     """``--trials N`` caps one worker's own completions; SIGTERM stops a worker after its running
     trial (exit 143, nothing left RUNNING, one line on stderr)."""
     url = str(tmp_path / "cap.journal")
-    path = make_study(tmp_path, "cap", budget=100_000)
+    path = make_study(tmp_path, "cap")
     capped = start_workers(tmp_path, path, url, n=0) or [
         Worker(tmp_path, 0, "worker", str(path), "--storage", url, "--trials", "7")]
     code, out, err = capped[0].wait()
@@ -348,10 +352,18 @@ def test_worker_trials_cap_and_sigterm(tmp_path: Path) -> None:
     worker = Worker(tmp_path, 1, "worker", str(path), "--storage", url)
     study = load(path, url)
     deadline = time.monotonic() + 60
-    while sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False)) < 40:
+    while sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False)) < 20:
         assert time.monotonic() < deadline and worker.proc.poll() is None
         time.sleep(0.05)
-    worker.proc.send_signal(signal.SIGTERM)
+    # Stopped meanwhile, so the signal comes while it still has trials to run, whatever the load
+    # (a stopped process gets the signal when it is continued).
+    os.kill(worker.proc.pid, signal.SIGSTOP)
+    try:
+        done = sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False))
+        assert done < BUDGET and worker.proc.poll() is None, done
+        worker.proc.send_signal(signal.SIGTERM)
+    finally:
+        os.kill(worker.proc.pid, signal.SIGCONT)
     code, out, err = worker.wait(timeout=30)
     assert code == 128 + signal.SIGTERM, err
     assert err.strip() == "dse: worker stopped by SIGTERM after its running trial", err

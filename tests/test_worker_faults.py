@@ -37,15 +37,20 @@ from test_distributed import Worker, require
 from test_postgres_faults import server, states
 
 from dse.search import _optuna
+from dse.search import storage as storage_module
 from dse.search.recovery import RETRY_KEY, WORKER_KEY, recover, retry
 from dse.search.spec import load_study_spec
 from dse.search.storage import open_storage
 
 __all__ = ["server"]  # the module's own PostgreSQL server (a fixture), shared by its tests
 
-BUDGET = 100
-"""Enough trials that the workers are still busy when the fault comes, whatever the load."""
+BUDGET = 20
+"""Trials left to do when the fault comes, whatever the load: the workers are stopped (SIGSTOP)
+from the moment the test sees 3 trials complete until the fault has come (:func:`paused`)."""
 ENV = {**os.environ, "COLUMNS": "250"}
+GRACE_S = 3
+"""The heartbeat's grace period of this process's storage (dse's is 10 s): longer than a heartbeat
+interval (2 s), so a worker's trial is taken for abandoned only once it stopped beating."""
 OWN_LINES = ("dse: lost the storage ", "dse: reconnected to ")
 """What a worker that reconnected says (one line each)."""
 
@@ -118,6 +123,21 @@ def wait_complete(url: str, name: str, complete: int, workers: list[Worker]) -> 
         time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def paused(workers: list[Worker]) -> Iterator[None]:
+    """The workers SIGSTOPped meanwhile (and SIGCONTed after, whatever happens): the fault then
+    comes while they still have trials to run, however the load delays this process (they
+    finished a 100-trial study before a fault under load), and each meets it on waking."""
+    for w in workers:
+        os.kill(w.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for w in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(w.proc.pid, signal.SIGCONT)
+
+
 def assert_exact(url: str, name: str) -> None:
     counts = states(url, name)
     assert counts.get("COMPLETE") == BUDGET, counts
@@ -154,7 +174,8 @@ def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tup
         target = proxies[0].url
     workers = [Worker(tmp_path, i, "worker", str(path), "--storage", target) for i in range(2)]
     wait_complete(url, path.stem, 3, workers)
-    postgres_server.stop(folder, mode="fast")  # the server ends every session and its port closes
+    with paused(workers):
+        postgres_server.stop(folder, mode="fast")  # it ends every session and its port closes
     time.sleep(2)
     postgres_server.restart(folder)
     assert_reconnected(workers, url)
@@ -172,7 +193,8 @@ def test_a_server_that_stays_down_ends_the_worker_after_the_window(
     short = f"{url}?dse_reconnect=4"
     worker = Worker(tmp_path, 0, "worker", str(path), "--storage", short)
     wait_complete(url, path.stem, 3, [worker])
-    postgres_server.stop(folder, mode="immediate")
+    with paused([worker]):
+        postgres_server.stop(folder, mode="immediate")
     stopped = time.monotonic()
     try:
         code, out, err = worker.wait(timeout=60)
@@ -201,7 +223,9 @@ def test_workers_reconnect_across_a_proxy_restart(tmp_path: Path, server: tuple[
     workers = [Worker(tmp_path, i, "worker", str(path), "--storage", proxies[0].url)
                for i in range(2)]
     wait_complete(url, path.stem, 3, workers)
-    proxies[0].stop()
+    with paused(workers):
+        proxies[0].proc.send_signal(signal.SIGTERM)
+    proxies[0].proc.communicate(timeout=30)  # the workers meet its shutdown awake
     time.sleep(1)
     proxies.append(Proxy(url, port))  # the same port, at once free again
     assert_reconnected(workers, url)
@@ -223,7 +247,8 @@ def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
     grpc_url = f"{proxy.url}?dse_answer_timeout=3"
     workers = [Worker(tmp_path, i, "worker", str(path), "--storage", grpc_url) for i in range(2)]
     wait_complete(url, path.stem, 3, workers)
-    os.kill(proxy.proc.pid, signal.SIGSTOP)
+    with paused(workers):
+        os.kill(proxy.proc.pid, signal.SIGSTOP)
     stopped = time.monotonic()
     try:
         for w in workers:
@@ -286,10 +311,13 @@ def fail_as_abandoned(study: optuna.Study) -> Callable[[FrozenTrial], None]:
 
 @pytest.mark.parametrize("kind", ["postgres", "grpc"])
 def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
-        tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy], kind: str) -> None:
+        tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy], kind: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """On PostgreSQL the worker is stopped past the heartbeat's grace period and Optuna's
     heartbeat logic of another process fails its trial; behind the proxy (where that takes 300 s)
-    another process fails it directly, as dse's recovery does."""
+    another process fails it directly, as dse's recovery does. The grace period is the failing
+    process's own (its storage's): 3 s in this one instead of 10, so the test waits less."""
+    monkeypatch.setattr(storage_module, "GRACE_S", GRACE_S)
     _, url = server
     path = make_study(tmp_path)
     study = created(path, url)
@@ -303,7 +331,7 @@ def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
         trial = stop_holding_a_trial(worker.proc.pid, study)
         try:
             if kind == "postgres":
-                time.sleep(11.5)  # the grace period (10 s) and a heartbeat interval's slack
+                time.sleep(GRACE_S + 1.5)  # the grace period and a heartbeat interval's slack
                 assert trial.number in [t.number for t in study.get_trials(
                     deepcopy=False, states=(TrialState.RUNNING,))]
                 recover(study)  # Optuna's fail_stale_trials and its retry callback
