@@ -70,6 +70,12 @@ def coverage_line(cov: Coverage) -> str:
             f"median width {cov.median_width_pct:.0f}% of the prediction")
 
 
+def _span(first: float, last: float) -> str:
+    """``first`` to ``last`` as percentages, one figure when they print alike."""
+    a, b = _pct(first), _pct(last)
+    return a if a == b else f"{a} to {b}"
+
+
 def _pct(x: float) -> str:
     return f"{x - 1:+.0%}"
 
@@ -93,7 +99,7 @@ def interval_lines(ens: CalibrationEnsemble, cov: Coverage, shown: Sequence[Exam
     inside = [e for e in shown if not e.interval.outside]
     lows = [e.interval.relative[0] for e in inside] or [1.0]
     highs = [e.interval.relative[1] for e in inside] or [1.0]
-    span = f"{_pct(max(lows))} to {_pct(min(lows))} below, {_pct(min(highs))} to {_pct(max(highs))} above"
+    span = f"{_span(max(lows), min(lows))} below, {_span(min(highs), max(highs))} above"
     rows = [f"| {e.label} | {e.bottleneck} | {e.interval.throughput_samples_per_s / 1e6:.1f} | "
             f"{_pct(e.interval.relative[0])} to {_pct(e.interval.relative[1])} | "
             f"{_pct(e.interval.spread_low / e.interval.throughput_samples_per_s)} to "
