@@ -284,9 +284,14 @@ def test_jobs_on_the_journal_survive_a_killed_job(tmp_path: Path) -> None:
             assert time.monotonic() < deadline and parent.poll() is None
             time.sleep(0.05)
         study = load(path, str(journal))
+        # Pick a job once trials run: before that, a child may be one of the creation sweep's
+        # short-lived processes (CI once picked one that had exited by the half-way point).
+        while not any(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False)):
+            assert time.monotonic() < deadline + 60 and parent.poll() is None, "no trial completed"
+            time.sleep(0.05)
         child = None
         while child is None:
-            assert time.monotonic() < deadline, "no job process"
+            assert time.monotonic() < deadline + 60, "no job process"
             child = next(iter(_job_children(parent.pid)), None)
             time.sleep(0.05)
         killed = kill_mid_trial(child, study, JOBS_BUDGET // 2)
