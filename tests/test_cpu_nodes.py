@@ -195,7 +195,8 @@ def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
     packaged = (Path(__file__).parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
     assert section in packaged
     result = runner.invoke(app, ["validate", "--no-loo"], env=env)
-    assert f"CPU-only class (8 points): cpu_dense_efficiency {CALIB.cpu_dense_efficiency:.3f}" in result.stdout
+    heading = f"CPU-only class (8 points): cpu_dense_efficiency {CALIB.cpu_dense_efficiency:.3f}"
+    assert heading in result.stdout
 
 
 def test_ensemble_stays_valid_when_the_cpu_efficiency_moves() -> None:
