@@ -77,12 +77,15 @@ def finished_journal_study(folder: Path, budget: int) -> Path:
 
 def random_dcnv2_study(folder: Path, name: str, budget: int, seed: int) -> tuple[optuna.Study, StudySpec]:
     """A finished study of ``budget`` random designs of MLPerf DCNv2 on the full space against
-    throughput, capex and power, stored in ``folder/NAME.journal``, with its spec."""
+    throughput, capex and power, stored in ``folder/NAME.journal``, with its spec. No pre-screen
+    (``prescreen_s`` 0): the full space is too large for a coarse grid, so creating the study
+    would otherwise spend the default pre-screen's CPU seconds on designs these tests never read
+    (tests/test_prescreen.py tests the pre-screen)."""
     from dse.search.runner import run_study
 
     spec = StudySpec(name=name, workload="mlperf-dlrm-dcnv2", space="full",
                      objectives="throughput-capex-power", budget=budget, sampler="random", seed=seed,
-                     storage=str(folder / f"{name}.journal"))
+                     storage=str(folder / f"{name}.journal"), prescreen_s=0.0)
     run_study(spec)
     return load(spec), spec
 

@@ -183,7 +183,7 @@ def test_the_robust_front_moves_with_the_drawn_prices(tmp_path: Path) -> None:
     path = _user(tmp_path, f"[price_range]\nmi300x = [{price}, {5 * price}]\n")
     spec = StudySpec(name="ranged", workload="mlperf-dlrm-dcnv2", space="full",
                      objectives="throughput-vs-capex", budget=60, sampler="random", seed=5,
-                     storage=str(tmp_path / "ranged.journal"), catalog=str(path))
+                     storage=str(tmp_path / "ranged.journal"), catalog=str(path), prescreen_s=0.0)
     run_study(spec)
     calib = load_calibration()
     ens = CalibrationEnsemble(calib.version, fingerprint(calib), 0, (), (calib,) * 8, ((),) * 8, (), ())
