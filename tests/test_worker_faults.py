@@ -346,7 +346,8 @@ def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
     trials = study.get_trials(deepcopy=False)
     assert trials[trial.number].state == TrialState.FAIL
     retries = [t for t in trials if t.user_attrs.get(RETRY_KEY) == trial.number]
-    assert [t.state for t in retries] == [TrialState.COMPLETE]
+    assert [t.state for t in retries] == [TrialState.COMPLETE], [
+        (t.number, t.state, t.user_attrs, t.system_attrs) for t in trials[trial.number:]]
 
 
 # --- the proxy's port and exposure -----------------------------------------------------------------
