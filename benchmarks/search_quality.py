@@ -576,15 +576,25 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Results of several runs (for example gp run apart with fewer seeds) in one."""
     out: dict[str, Any] = {"cases": {}}
     for part in parts:
-        for key in ("long", "sweep_rates", "large"):
+        for key in ("long", "sweep_rates"):
             if key in part:
                 out[key] = part[key]
+        if "large" in part:
+            # Large cases run in separate processes (one per case) come together, each case's
+            # runs per sampler appended, and are scored again on the union of every part's runs.
+            large = out.setdefault("large", {**part["large"], "cases": {}})
+            for name, entry in part["large"]["cases"].items():
+                got = large["cases"].setdefault(name, {**entry, "runs": {}})
+                for sampler, runs in entry["runs"].items():
+                    got["runs"].setdefault(sampler, []).extend(runs)
         for name, entry in part.get("cases", {}).items():
             got = out["cases"].setdefault(name, {})
             for k, v in entry.items():
                 if k != "samplers":
                     got.setdefault(k, v)
             got.setdefault("samplers", {}).update(entry["samplers"])
+    if "large" in out:
+        score_large(out["large"])
     return out
 
 
