@@ -38,6 +38,7 @@ from test_postgres_faults import server, states
 
 from dse.search import _optuna
 from dse.search import storage as storage_module
+from dse.search.dedup import DUPLICATE_KEY
 from dse.search.recovery import RETRY_KEY, WORKER_KEY, recover, retry
 from dse.search.spec import load_study_spec
 from dse.search.storage import open_storage
@@ -346,7 +347,12 @@ def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
     trials = study.get_trials(deepcopy=False)
     assert trials[trial.number].state == TrialState.FAIL
     retries = [t for t in trials if t.user_attrs.get(RETRY_KEY) == trial.number]
-    assert [t.state for t in retries] == [TrialState.COMPLETE], [
+    # The retry redoes the failed trial's design. That trial may have been caught in the moment
+    # after its design was found to repeat a completed one (it was being pruned as a repeat): its
+    # retry is then pruned as the same repeat, which the study's exact budget above allows for.
+    assert len(retries) == 1, retries
+    assert retries[0].state == TrialState.COMPLETE or (
+        retries[0].state == TrialState.PRUNED and DUPLICATE_KEY in retries[0].user_attrs), [
         (t.number, t.state, t.user_attrs, t.system_attrs) for t in trials[trial.number:]]
 
 
