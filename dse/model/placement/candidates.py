@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from dse.model.estimators import Traffic, zipf_hit_rate
 from dse.model.placement.budgets import Budgets
@@ -119,6 +123,97 @@ def hot_rows_batch(budgets: Budgets, system: System) -> float:
     return budgets.global_batch / domains
 
 
+class TableArrays(NamedTuple):
+    """Every table's figures as arrays (float64: exact, as rows stay below 2**53), to find with a few
+    elementwise comparisons the tables the per-design rules touch: few are (of production-a's
+    thousand tables, a few dozen are replicated or get hot rows), and the others stay one whole
+    candidate each, the same for every design with as many devices (:func:`_plain_candidates`)."""
+
+    rows: npt.NDArray[np.float64]
+    half_rows: npt.NDArray[np.float64]
+    """rows / 2, a limit of :func:`_hot_rows`."""
+    row_bytes: npt.NDArray[np.float64]
+    footprint: npt.NDArray[np.float64]
+    first_miss: npt.NDArray[np.float64]
+    """1 - h^pooling for the first candidate of :func:`_hot_rows` (h: the hit rate of its 1,024
+    rows, as it computes them; 1.0 where half the rows are fewer, as it never tries them then)."""
+
+
+def table_arrays(wl: Workload) -> TableArrays:
+    """:class:`TableArrays` of ``wl``, computed once per workload (see :func:`derived`)."""
+    tables = derived(wl, "placement.tables", table_figures)
+    rows = np.array([t.rows for t in tables], dtype=np.float64)
+    first_miss = [1.0 - zipf_hit_rate(HOT_ROWS_MIN, t.rows, wl.access_zipf) ** t.pooling
+                  if t.rows / 2 >= HOT_ROWS_MIN else 1.0 for t in tables]
+    return TableArrays(rows, rows / 2, np.array([t.row_bytes for t in tables], dtype=np.float64),
+                       np.array([t.footprint for t in tables], dtype=np.float64),
+                       np.array(first_miss, dtype=np.float64))
+
+
+class PlainFigures(NamedTuple):
+    """Per workload: what each table's plain whole candidate (:func:`_plain_candidates`) holds
+    whatever the design, in table order (the all-to-all bytes alone depend on the device count)."""
+
+    lookups: list[float]
+    mem: list[float]
+    traffic: list[Traffic]
+    dims: npt.NDArray[np.float64]
+    """Each table's dim (exact in float64)."""
+
+
+def plain_figures(wl: Workload) -> PlainFigures:
+    """:class:`PlainFigures` of ``wl``, from :meth:`ShardCosts.piece` (computed once per workload, see
+    :func:`derived`; its HBM bytes and traffic do not depend on the device count or batch given)."""
+    costs = ShardCosts(wl, 1, 1.0)
+    batch = float(wl.global_batch)
+    lookups, mem, traffic = [], [], []
+    tables = derived(wl, "placement.tables", table_figures)
+    for rows, dim, pooling, _, _ in tables:
+        lk = batch * pooling
+        m, _, t = costs.piece(lk, dim, batch, batch, rows)
+        lookups.append(lk)
+        mem.append(m)
+        traffic.append(t)
+    return PlainFigures(lookups, mem, traffic, np.array([t.dim for t in tables], dtype=np.float64))
+
+
+def _plain_candidates(wl: Workload, g: int, b: float) -> tuple[Candidate, ...]:
+    """Each table as one whole table-wise candidate, neither replicated nor with hot rows, on ``g``
+    devices of local batch ``b``: what :func:`enumerate_candidates` makes of most tables, with the
+    figures of :meth:`ShardCosts.piece` (its traffic too, from the same count of distinct rows: the
+    partitioner would otherwise compute it again for each). The candidates are shared by the
+    designs on ``g`` devices: no pass changes a whole table's (see :class:`Candidate`)."""
+    fig = derived(wl, "placement.plain_figures", plain_figures)
+    batch = float(wl.global_batch)
+    # ShardCosts.piece's all-to-all bytes, elementwise: the same float operations in the same order.
+    comm = (ShardCosts(wl, g, b).comm_per_elem * fig.dims * batch / batch).tolist()
+    tables = derived(wl, "placement.tables", table_figures)
+    return tuple([Candidate(ti, "table_wise", t.rows, t.dim, lk, batch, t.footprint, mem, c, True, traffic)
+                  for ti, (t, lk, mem, c, traffic)
+                  in enumerate(zip(tables, fig.lookups, fig.mem, comm, fig.traffic, strict=True))])
+
+
+def _plain_cache(wl: Workload) -> Callable[[int, float], tuple[Candidate, ...]]:
+    """:func:`_plain_candidates` of ``wl``, cached by device count (a search revisits a few)."""
+    return functools.lru_cache(maxsize=16)(functools.partial(_plain_candidates, wl))
+
+
+def _touched_tables(arrays: TableArrays, replicate: bool, b: float, rep_limit: float, hybrid: bool,
+                    hot_batch: float, hot_limit: float) -> list[int]:
+    """The tables, in order, that :func:`enumerate_candidates` may replicate or give hot rows: the
+    others are plain whole tables. A table gets hot rows only if :func:`_hot_rows` takes its first
+    candidate, 1,024 rows: they are within every limit and cost less than none (the same
+    comparisons and float operations, elementwise, so the same answer for every table)."""
+    touched = np.zeros(len(arrays.rows), dtype=np.bool_)
+    if replicate:
+        touched |= (arrays.rows <= b) & (arrays.footprint <= rep_limit)
+    if hybrid and hot_batch >= HOT_ROWS_MIN:
+        # (~(cost >= b) rather than cost < b: _hot_rows stops on cost >= b, so a nan goes on.)
+        touched |= ((arrays.half_rows >= HOT_ROWS_MIN) & (hot_limit / arrays.row_bytes >= HOT_ROWS_MIN)
+                    & ~(hot_batch * arrays.first_miss + HOT_ROWS_MIN >= hot_batch))
+    return [int(i) for i in np.flatnonzero(touched)]
+
+
 def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
                          costs: ShardCosts) -> Candidates:
     """Each table's option: replicate it, replicate its hot rows and keep the rest whole, or keep
@@ -137,26 +232,34 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     zipf = workload.access_zipf
     traffic = costs.traffic
     tables = derived(workload, "placement.tables", table_figures)
+    plain = derived(workload, "placement.plain", _plain_cache)(costs.g, costs.b)
+    touched = _touched_tables(derived(workload, "placement.table_arrays", table_arrays), replicate, b,
+                              rep_limit, hybrid, hot_batch, hot_limit)
+    if not touched:
+        return Candidates((), plain, tables)
     whole: list[Candidate] = []
     replicas: list[Shard] = []
-    for ti, (rows, dim, pooling, row_bytes, fp) in enumerate(tables):
+    done = 0  # the tables before it are in ``whole`` or ``replicas``
+    for ti in touched:
+        whole += plain[done:ti]
+        done = ti + 1
+        rows, dim, pooling, row_bytes, fp = tables[ti]
         if replicate and rows <= b and fp <= rep_limit:
             lk = b * pooling
             replicas.append(new_shard((ti, "replicated", rows, dim, lk, b, fp, -1, "hbm",
                                        traffic(lk, dim, b, float(rows)), 1.0, True)))
             continue
-        lk = batch * pooling
-        out_rows = batch
-        if hybrid:
-            h_rows, hit = _hot_rows(rows, pooling, zipf, hot_batch, hot_limit / row_bytes)  # see hot_rows
-            if h_rows:
-                hot_lk = b * pooling * hit
-                replicas.append(new_shard((ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
-                                           "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
-                lk *= 1.0 - hit
-                out_rows *= 1.0 - hit ** pooling
-        # Its traffic too, from the same count of distinct rows: most tables stay whole, and the
-        # partitioner would otherwise compute it again for each (a thousand for production-a).
+        # (see hot_rows)
+        h_rows, hit = _hot_rows(rows, pooling, zipf, hot_batch, hot_limit / row_bytes) if hybrid else (0, 0.0)
+        if not h_rows:
+            whole.append(plain[ti])
+            continue
+        hot_lk = b * pooling * hit
+        replicas.append(new_shard((ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
+                                   "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
+        lk = batch * pooling * (1.0 - hit)
+        out_rows = batch * (1.0 - hit ** pooling)
         mem, comm, t = costs.piece(lk, dim, out_rows, batch, rows)
         whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm, True, t))
+    whole += plain[done:]
     return Candidates(tuple(replicas), tuple(whole), tables)
