@@ -165,12 +165,19 @@ def balanced_runs(runs: Slice, state: DeviceState, out: list[int]) -> None:
     heap = _least_keys(_device_keys(left, idle, started_idle, state, norm), need[j:] if j else need, free,
                        norm)
     replace = heapq.heapreplace
-    for r in order[at:] if heap else ():
+    tail = order[at:]
+    # The smallest piece from each run on: a device with less room takes none of them, so the
+    # search past full devices may drop it from the heap for good (see _place_past_full).
+    floors = list(itertools.accumulate([runs[r][2] for r in reversed(tail)], min))
+    floors.reverse()
+    for r, floor in zip(tail, floors, strict=True) if heap else ():
         m, c, size, k, first = runs[r]
         for i in range(first + j, first + k):
             d = heap[0][1]
-            if size > free[d]:  # rare: the least-loaded device is full
-                _place_past_full(heap, i, (size, m, c), norm, state, out)
+            if size > free[d]:  # the least-loaded device is full
+                _place_past_full(heap, i, (size, m, c, floor), norm, state, out)
+                if not heap:
+                    return  # every device is too full for every piece left
                 continue
             out[i] = d
             free[d] -= size
@@ -251,18 +258,22 @@ def _load_keys(load_mem: list[float], load_comm: list[float], inv_m: float, inv_
     return keys
 
 
-def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, float, float], norm: Norm,
-                     state: DeviceState, out: list[int]) -> None:
+def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, float, float, float],
+                     norm: Norm, state: DeviceState, out: list[int]) -> None:
     """For :func:`balanced_runs`, when its least-loaded device has no room for item ``i`` (its
-    size, HBM bytes and all-to-all bytes): the least-loaded device with room takes it (``out[i]``,
-    the device's loads and room updated), the devices passed over stay in ``heap`` with their
-    keys."""
-    size, mem, comm = item
+    size, HBM bytes, all-to-all bytes, and the smallest size of it and the items after it): the
+    least-loaded device with room takes it (``out[i]``, the device's loads and room updated). The
+    devices passed over stay in ``heap`` with their keys, but for those with room for no item
+    left: none would take one, so they leave it, and later items no longer pass them over (a
+    device's pair is unique, so the others come off the heap in the same order)."""
+    size, mem, comm, floor = item
     free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
     inv_m, inv_c = norm
     skipped: list[tuple[float, int]] = []
     while heap and size > free[heap[0][1]]:
-        skipped.append(heapq.heappop(heap))
+        entry = heapq.heappop(heap)
+        if not free[entry[1]] < floor:
+            skipped.append(entry)
     if heap:
         d = out[i] = heap[0][1]
         free[d] -= size
