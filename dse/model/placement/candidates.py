@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -23,6 +23,10 @@ from dse.model.workload import EmbeddingTable, Workload, derived
 HOT_ROWS_MIN = 1024
 """Smallest hot-row set considered; candidates grow by 4x [A: HugeCTR sizes its frequent set in
 thousands of rows]."""
+
+FEW_TABLES = 64
+"""Below this many tables, :func:`enumerate_candidates` looks at each rather than testing arrays
+(numpy's call overhead outweighs a Python loop over a few dozen; either way gives the same)."""
 
 
 @dataclass(slots=True)
@@ -157,8 +161,6 @@ class PlainFigures(NamedTuple):
     lookups: list[float]
     mem: list[float]
     traffic: list[Traffic]
-    dims: npt.NDArray[np.float64]
-    """Each table's dim (exact in float64)."""
 
 
 def plain_figures(wl: Workload) -> PlainFigures:
@@ -174,7 +176,7 @@ def plain_figures(wl: Workload) -> PlainFigures:
         lookups.append(lk)
         mem.append(m)
         traffic.append(t)
-    return PlainFigures(lookups, mem, traffic, np.array([t.dim for t in tables], dtype=np.float64))
+    return PlainFigures(lookups, mem, traffic)
 
 
 def _plain_candidates(wl: Workload, g: int, b: float) -> tuple[Candidate, ...]:
@@ -185,12 +187,13 @@ def _plain_candidates(wl: Workload, g: int, b: float) -> tuple[Candidate, ...]:
     designs on ``g`` devices: no pass changes a whole table's (see :class:`Candidate`)."""
     fig = derived(wl, "placement.plain_figures", plain_figures)
     batch = float(wl.global_batch)
-    # ShardCosts.piece's all-to-all bytes, elementwise: the same float operations in the same order.
-    comm = (ShardCosts(wl, g, b).comm_per_elem * fig.dims * batch / batch).tolist()
+    per_elem = ShardCosts(wl, g, b).comm_per_elem
     tables = derived(wl, "placement.tables", table_figures)
-    return tuple([Candidate(ti, "table_wise", t.rows, t.dim, lk, batch, t.footprint, mem, c, True, traffic)
-                  for ti, (t, lk, mem, c, traffic)
-                  in enumerate(zip(tables, fig.lookups, fig.mem, comm, fig.traffic, strict=True))])
+    # The all-to-all bytes as ShardCosts.piece computes them (the same operations, in order).
+    return tuple([Candidate(ti, "table_wise", t.rows, t.dim, lk, batch, t.footprint, mem,
+                            per_elem * t.dim * batch / batch, True, traffic)
+                  for ti, (t, lk, mem, traffic)
+                  in enumerate(zip(tables, fig.lookups, fig.mem, fig.traffic, strict=True))])
 
 
 def _plain_cache(wl: Workload) -> Callable[[int, float], tuple[Candidate, ...]]:
@@ -233,8 +236,11 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     traffic = costs.traffic
     tables = derived(workload, "placement.tables", table_figures)
     plain = derived(workload, "placement.plain", _plain_cache)(costs.g, costs.b)
-    touched = _touched_tables(derived(workload, "placement.table_arrays", table_arrays), replicate, b,
-                              rep_limit, hybrid, hot_batch, hot_limit)
+    # Any table may go through the loop below (an untouched one comes out plain): for a few dozen
+    # tables, looping over all costs less than the array test.
+    touched: Sequence[int] = range(len(tables)) if len(tables) < FEW_TABLES else _touched_tables(
+        derived(workload, "placement.table_arrays", table_arrays), replicate, b, rep_limit, hybrid,
+        hot_batch, hot_limit)
     if not touched:
         return Candidates((), plain, tables)
     whole: list[Candidate] = []
