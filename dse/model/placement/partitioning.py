@@ -165,19 +165,22 @@ def balanced_runs(runs: Slice, state: DeviceState, out: list[int]) -> None:
     heap = _least_keys(_device_keys(left, idle, started_idle, state, norm), need[j:] if j else need, free,
                        norm)
     replace = heapq.heapreplace
-    tail = order[at:]
-    # The smallest piece from each run on: a device with less room takes none of them, so the
-    # search past full devices may drop it from the heap for good (see _place_past_full).
-    floors = list(itertools.accumulate([runs[r][2] for r in reversed(tail)], min))
-    floors.reverse()
-    for r, floor in zip(tail, floors, strict=True) if heap else ():
+    # Devices passed over as full leave the heap for ``parked``, (-room, device, key), a heap too:
+    # the largest room first. Their room and loads stay as they are while they are out, so for each
+    # run it suffices to bring back those with room for its pieces, and a piece picks the device it
+    # would pick with them all in the heap (a device's pair is unique: the others come off in the
+    # same order), without passing over the full ones again.
+    parked: list[tuple[float, int, float]] = []
+    for r in order[at:] if heap else ():
         m, c, size, k, first = runs[r]
-        for i in range(first + j, first + k):
+        if parked and not size > -parked[0][0]:
+            _unpark(heap, parked, size)
+        for i in range(first + j, first + k) if heap else ():
             d = heap[0][1]
             if size > free[d]:  # the least-loaded device is full
-                _place_past_full(heap, i, (size, m, c, floor), norm, state, out)
+                _place_past_full(heap, i, (size, m, c), norm, state, out, parked)
                 if not heap:
-                    return  # every device is too full for every piece left
+                    break  # no device has room for this run's pieces
                 continue
             out[i] = d
             free[d] -= size
@@ -258,22 +261,19 @@ def _load_keys(load_mem: list[float], load_comm: list[float], inv_m: float, inv_
     return keys
 
 
-def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, float, float, float],
-                     norm: Norm, state: DeviceState, out: list[int]) -> None:
+def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, float, float], norm: Norm,
+                     state: DeviceState, out: list[int], parked: list[tuple[float, int, float]]) -> None:
     """For :func:`balanced_runs`, when its least-loaded device has no room for item ``i`` (its
-    size, HBM bytes, all-to-all bytes, and the smallest size of it and the items after it): the
-    least-loaded device with room takes it (``out[i]``, the device's loads and room updated). The
-    devices passed over stay in ``heap`` with their keys, but for those with room for no item
-    left: none would take one, so they leave it, and later items no longer pass them over (a
-    device's pair is unique, so the others come off the heap in the same order)."""
-    size, mem, comm, floor = item
+    size, HBM bytes and all-to-all bytes): the least-loaded device with room takes it (``out[i]``,
+    the device's loads and room updated); the devices passed over go to ``parked`` with their room
+    and keys (see there)."""
+    size, mem, comm = item
     free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
     inv_m, inv_c = norm
-    skipped: list[tuple[float, int]] = []
+    pop, push = heapq.heappop, heapq.heappush
     while heap and size > free[heap[0][1]]:
-        entry = heapq.heappop(heap)
-        if not free[entry[1]] < floor:
-            skipped.append(entry)
+        key, d = pop(heap)
+        push(parked, (-free[d], d, key))
     if heap:
         d = out[i] = heap[0][1]
         free[d] -= size
@@ -282,8 +282,15 @@ def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, f
         lm *= inv_m
         lc *= inv_c
         heapq.heapreplace(heap, (lm if lm > lc else lc, d))
-    for entry in skipped:
-        heapq.heappush(heap, entry)
+
+
+def _unpark(heap: list[tuple[float, int]], parked: list[tuple[float, int, float]], size: float) -> None:
+    """For :func:`balanced_runs`: the ``parked`` devices with room for a piece of ``size`` bytes
+    back in the heap, largest room first (those left have less room than the last one out)."""
+    pop, push = heapq.heappop, heapq.heappush
+    while parked and not size > -parked[0][0]:
+        _, d, key = pop(parked)
+        push(heap, (key, d))
 
 
 def _least_keys(keys: list[float], need: list[float], free: list[float],
