@@ -159,11 +159,15 @@ def balanced_runs(runs: Slice, state: DeviceState, out: list[int]) -> None:
     # are distinct (one per device), so the device each pop yields does not depend on the heap's
     # internal order, and replacing the top in place picks the same devices as a pop followed by a
     # push, with one sift instead of two.
-    need: list[float] = []  # the sizes of the items left, in order
-    for r in order[at:]:
-        need += [runs[r][2]] * runs[r][3]
-    heap = _least_keys(_device_keys(left, idle, started_idle, state, norm), need[j:] if j else need, free,
-                       norm)
+    # The sizes of the items left, in order, when they may be fewer than the devices (each run left
+    # has one at least, the first one past its j placed): otherwise _least_keys takes every device.
+    need: list[float] | None = None
+    if len(order) - at < n:
+        need = []
+        for r in order[at:]:
+            need += [runs[r][2]] * runs[r][3]
+        need = need[j:] if j else need
+    heap = _least_keys(_device_keys(left, idle, started_idle, state, norm), need, free, norm)
     replace = heapq.heapreplace
     # Devices passed over as full leave the heap for ``parked``, (-room, device, key), a heap too:
     # the largest room first. Their room and loads stay as they are while they are out, so for each
@@ -293,10 +297,10 @@ def _unpark(heap: list[tuple[float, int]], parked: list[tuple[float, int, float]
         push(heap, (key, d))
 
 
-def _least_keys(keys: list[float], need: list[float], free: list[float],
+def _least_keys(keys: list[float], need: list[float] | None, free: list[float],
                 norm: Norm) -> list[tuple[float, int]]:
-    """For :func:`balanced_assign`: the heap of (key, device) its last items (``need``: their sizes)
-    are placed from, given every device's key.
+    """For :func:`balanced_assign`: the heap of (key, device) its last items (``need``: their sizes;
+    None: at least as many as the devices) are placed from, given every device's key.
 
     Usually only the m smallest pairs, for m items, sorted (a sorted list is a heap): the j-th
     placement leaves at most j - 1 of them replaced, so an untouched one among them is below every
@@ -304,11 +308,11 @@ def _least_keys(keys: list[float], need: list[float], free: list[float],
     device full. That holds when each of those devices has room for all m items (twice over, for
     the rounding of the running differences). The keys must be ordered (no nan): the normalisers
     positive and finite, so every load is finite. Otherwise the heap of every device."""
-    m = len(need)
     inv_m, inv_c = norm
-    if m < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf and min(need) >= 0.0:
+    if need is not None and len(need) < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf \
+            and min(need) >= 0.0:
         # A stable sort by key: ties in device order, as the pairs compare.
-        low = sorted(range(len(keys)), key=keys.__getitem__)[:m]
+        low = sorted(range(len(keys)), key=keys.__getitem__)[:len(need)]
         if min(map(free.__getitem__, low)) >= 2.0 * sum(need):
             return [(keys[d], d) for d in low]
     heap = list(zip(keys, range(len(keys)), strict=True))
