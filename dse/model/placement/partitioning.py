@@ -403,19 +403,21 @@ def assign_hbm(
     """
     groups: dict[int, Slice] = {}
     per_domain: list[int] = []  # of each group's first run
-    rest: Slice = []  # the other runs, for balanced_runs
-    start = 0
-    for c, count in runs:
-        if c.sharding == "row_wise" and c.partial:
-            group = groups.get(c.table)
-            if group is None:
-                group = groups[c.table] = []
-                per_domain.append(c.per_domain)
-            group.append((c.mem, c.comm, c.footprint, count, start))
-        else:
-            rest.append((c.mem, c.comm, c.footprint, count, start))
-        start += count
-    devices = [-1] * start
+    # Each run's first flat index, then the end of the last (zip stops at the runs' end); the runs
+    # not in a group (most) listed in one comprehension, for balanced_runs.
+    starts = list(itertools.accumulate([count for _, count in runs], initial=0))
+    rest: Slice = [(c.mem, c.comm, c.footprint, count, start)
+                   for (c, count), start in zip(runs, starts, strict=False)
+                   if not (c.sharding == "row_wise" and c.partial)]
+    if len(rest) < len(runs):
+        for (c, count), start in zip(runs, starts, strict=False):
+            if c.sharding == "row_wise" and c.partial:
+                group = groups.get(c.table)
+                if group is None:
+                    group = groups[c.table] = []
+                    per_domain.append(c.per_domain)
+                group.append((c.mem, c.comm, c.footprint, count, start))
+    devices = [-1] * starts[-1]
     if groups:
         rest += _place_groups(_domain_slices(groups.values(), per_domain), state, domain, devices)
     balanced_runs(rest, state, devices)  # (no one reads the room after it)
