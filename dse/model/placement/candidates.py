@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -154,13 +154,18 @@ def table_arrays(wl: Workload) -> TableArrays:
                        np.array(first_miss, dtype=np.float64))
 
 
-class PlainFigures(NamedTuple):
+@dataclass(frozen=True, eq=False)
+class PlainFigures:
     """Per workload: what each table's plain whole candidate (:func:`_plain_candidates`) holds
-    whatever the design, in table order (the all-to-all bytes alone depend on the device count)."""
+    whatever the design, in table order (the all-to-all bytes alone depend on the device count).
+    Compared and hashed by identity (``eq=False``), as a cache key: one a workload, never changed."""
 
-    lookups: list[float]
-    mem: list[float]
-    traffic: list[Traffic]
+    tables: tuple[TableFigures, ...]
+    batch: float
+    """The global batch, every plain candidate's output rows."""
+    lookups: tuple[float, ...]
+    mem: tuple[float, ...]
+    traffic: tuple[Traffic, ...]
 
 
 def plain_figures(wl: Workload) -> PlainFigures:
@@ -168,37 +173,27 @@ def plain_figures(wl: Workload) -> PlainFigures:
     :func:`derived`; its HBM bytes and traffic do not depend on the device count or batch given)."""
     costs = ShardCosts(wl, 1, 1.0)
     batch = float(wl.global_batch)
-    lookups, mem, traffic = [], [], []
     tables = derived(wl, "placement.tables", table_figures)
-    for rows, dim, pooling, _, _ in tables:
-        lk = batch * pooling
-        m, _, t = costs.piece(lk, dim, batch, batch, rows)
-        lookups.append(lk)
-        mem.append(m)
-        traffic.append(t)
-    return PlainFigures(lookups, mem, traffic)
+    pieces = [costs.piece(batch * pooling, dim, batch, batch, rows) for rows, dim, pooling, _, _ in tables]
+    return PlainFigures(tables, batch, tuple([batch * t.pooling for t in tables]),
+                        tuple([m for m, _, _ in pieces]), tuple([t for _, _, t in pieces]))
 
 
-def _plain_candidates(wl: Workload, g: int, b: float) -> tuple[Candidate, ...]:
-    """Each table as one whole table-wise candidate, neither replicated nor with hot rows, on ``g``
-    devices of local batch ``b``: what :func:`enumerate_candidates` makes of most tables, with the
-    figures of :meth:`ShardCosts.piece` (its traffic too, from the same count of distinct rows: the
-    partitioner would otherwise compute it again for each). The candidates are shared by the
-    designs on ``g`` devices: no pass changes a whole table's (see :class:`Candidate`)."""
-    fig = derived(wl, "placement.plain_figures", plain_figures)
-    batch = float(wl.global_batch)
-    per_elem = ShardCosts(wl, g, b).comm_per_elem
-    tables = derived(wl, "placement.tables", table_figures)
+@functools.lru_cache(maxsize=16)
+def _plain_candidates(fig: PlainFigures, per_elem: float) -> tuple[Candidate, ...]:
+    """Each table as one whole table-wise candidate, neither replicated nor with hot rows, with
+    ``per_elem`` all-to-all bytes per element (:attr:`ShardCosts.comm_per_elem`, which the device
+    count sets): what :func:`enumerate_candidates` makes of most tables, with the figures of
+    :meth:`ShardCosts.piece` (its traffic too, from the same count of distinct rows: the partitioner
+    would otherwise compute it again for each). Cached, for a search revisits device counts: the
+    candidates are shared by the designs with the same count, as no pass changes a whole table's
+    (see :class:`Candidate`)."""
+    batch = fig.batch
     # The all-to-all bytes as ShardCosts.piece computes them (the same operations, in order).
     return tuple([Candidate(ti, "table_wise", t.rows, t.dim, lk, batch, t.footprint, mem,
                             per_elem * t.dim * batch / batch, True, traffic)
                   for ti, (t, lk, mem, traffic)
-                  in enumerate(zip(tables, fig.lookups, fig.mem, fig.traffic, strict=True))])
-
-
-def _plain_cache(wl: Workload) -> Callable[[int, float], tuple[Candidate, ...]]:
-    """:func:`_plain_candidates` of ``wl``, cached by device count (a search revisits a few)."""
-    return functools.lru_cache(maxsize=16)(functools.partial(_plain_candidates, wl))
+                  in enumerate(zip(fig.tables, fig.lookups, fig.mem, fig.traffic, strict=True))])
 
 
 def _touched_tables(arrays: TableArrays, replicate: bool, b: float, rep_limit: float, hybrid: bool,
@@ -235,7 +230,8 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     zipf = workload.access_zipf
     traffic = costs.traffic
     tables = derived(workload, "placement.tables", table_figures)
-    plain = derived(workload, "placement.plain", _plain_cache)(costs.g, costs.b)
+    plain = _plain_candidates(derived(workload, "placement.plain_figures", plain_figures),
+                              costs.comm_per_elem)
     # Any table may go through the loop below (an untouched one comes out plain): for a few dozen
     # tables, looping over all costs less than the array test.
     touched: Sequence[int] = range(len(tables)) if len(tables) < FEW_TABLES else _touched_tables(
