@@ -32,8 +32,11 @@ FEW_TABLES = 64
 @dataclass(slots=True)
 class Candidate:
     """A whole table or one piece of a split, before placement. Never changed once built, so the
-    equal pieces of a split are one object (see :func:`~dse.model.placement.sharding.split`); not
-    frozen, as a frozen dataclass sets each field through ``object.__setattr__`` (one per piece)."""
+    equal pieces of a split are one object (see :func:`~dse.model.placement.sharding.split`), and a
+    plain whole table's is shared by the designs on as many devices (:func:`_plain_candidates`;
+    only the pieces of a split are adjusted, as :func:`~dse.model.placement.sharding.shard_tables`
+    builds them); not frozen, as a frozen dataclass sets each field through ``object.__setattr__``
+    (one per piece)."""
 
     table: int
     sharding: Sharding
