@@ -47,6 +47,11 @@ class Traffic(NamedTuple):
     ddr_bwd: float = 0.0
 
 
+_new_traffic = functools.partial(tuple.__new__, Traffic)
+"""A Traffic from the tuple of all its fields, in order: skips the named tuple's ``__new__``, a
+Python function (placement builds one per host-resident piece)."""
+
+
 def unique_rows(lookups: float, rows: float) -> float:
     """Expected distinct rows among ``lookups`` looked up in a shard of ``rows`` rows (``rows`` 0:
     unknown, every lookup counted): rows x (1 - exp(-lookups / rows)), the count for uniform access,
@@ -94,12 +99,9 @@ def host_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: fl
     updates each distinct row (:func:`unique_rows` of ``rows``) and its state in place."""
     row = granular(row_bytes, HOST_LINE_BYTES)
     state = granular(state_bytes, HOST_LINE_BYTES)
-    return Traffic(
-        ddr_fwd=lookups * (row + INDEX_BYTES),
-        ddr_bwd=unique_rows(lookups, rows) * 2.0 * (row + state),
-        pcie_fwd=out_bytes,
-        pcie_bwd=out_bytes,
-    )
+    # (hbm_fwd, hbm_bwd, pcie_fwd, pcie_bwd, ddr_fwd, ddr_bwd): see _new_traffic.
+    return _new_traffic((0.0, 0.0, out_bytes, out_bytes, lookups * (row + INDEX_BYTES),
+                         unique_rows(lookups, rows) * 2.0 * (row + state)))
 
 
 def cached_traffic(
@@ -113,22 +115,18 @@ def cached_traffic(
     hits = lookups * hit_rate
     row = granular(row_bytes, HBM_SECTOR_BYTES)
     state = granular(state_bytes, HBM_SECTOR_BYTES)
-    hit = Traffic(hbm_fwd=hits * (row + INDEX_BYTES) + out_bytes,
-                  hbm_bwd=out_bytes + hits * dedup * 2.0 * (row + state) + hits * INDEX_BYTES)
+    hit_fwd = hits * (row + INDEX_BYTES) + out_bytes  # the hits' HBM traffic
+    hit_bwd = out_bytes + hits * dedup * 2.0 * (row + state) + hits * INDEX_BYTES
     miss = lookups * (1.0 - hit_rate)
     update_miss = miss * dedup
     p_row = granular(row_bytes, PCIE_READ_BYTES)
     p_state = granular(state_bytes, PCIE_READ_BYTES)
     d_row = granular(row_bytes, HOST_LINE_BYTES)
     d_state = granular(state_bytes, HOST_LINE_BYTES)
-    return Traffic(
-        hbm_fwd=hit.hbm_fwd + miss * INDEX_BYTES,
-        hbm_bwd=hit.hbm_bwd,
-        pcie_fwd=miss * p_row,
-        pcie_bwd=update_miss * 2.0 * (p_row + p_state),
-        ddr_fwd=miss * d_row,
-        ddr_bwd=update_miss * 2.0 * (d_row + d_state),
-    )
+    # (hbm_fwd, hbm_bwd, pcie_fwd, pcie_bwd, ddr_fwd, ddr_bwd): see _new_traffic.
+    return _new_traffic((hit_fwd + miss * INDEX_BYTES, hit_bwd, miss * p_row,
+                         update_miss * 2.0 * (p_row + p_state), miss * d_row,
+                         update_miss * 2.0 * (d_row + d_state)))
 
 
 @functools.lru_cache(maxsize=1 << 16)

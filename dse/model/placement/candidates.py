@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from dse.model.estimators import Traffic, zipf_hit_rate
 from dse.model.placement.budgets import Budgets
@@ -20,12 +24,19 @@ HOT_ROWS_MIN = 1024
 """Smallest hot-row set considered; candidates grow by 4x [A: HugeCTR sizes its frequent set in
 thousands of rows]."""
 
+FEW_TABLES = 64
+"""Below this many tables, :func:`enumerate_candidates` looks at each rather than testing arrays
+(numpy's call overhead outweighs a Python loop over a few dozen; either way gives the same)."""
+
 
 @dataclass(slots=True)
 class Candidate:
     """A whole table or one piece of a split, before placement. Never changed once built, so the
-    equal pieces of a split are one object (see :func:`~dse.model.placement.sharding.split`); not
-    frozen, as a frozen dataclass sets each field through ``object.__setattr__`` (one per piece)."""
+    equal pieces of a split are one object (see :func:`~dse.model.placement.sharding.split`), and a
+    plain whole table's is shared by the designs on as many devices (:func:`_plain_candidates`;
+    only the pieces of a split are adjusted, as :func:`~dse.model.placement.sharding.shard_tables`
+    builds them); not frozen, as a frozen dataclass sets each field through ``object.__setattr__``
+    (one per piece)."""
 
     table: int
     sharding: Sharding
@@ -119,6 +130,91 @@ def hot_rows_batch(budgets: Budgets, system: System) -> float:
     return budgets.global_batch / domains
 
 
+class TableArrays(NamedTuple):
+    """Every table's figures as arrays (float64: exact, as rows stay below 2**53), to find with a few
+    elementwise comparisons the tables the per-design rules touch: few are (of production-a's
+    thousand tables, a few dozen are replicated or get hot rows), and the others stay one whole
+    candidate each, the same for every design with as many devices (:func:`_plain_candidates`)."""
+
+    rows: npt.NDArray[np.float64]
+    half_rows: npt.NDArray[np.float64]
+    """rows / 2, a limit of :func:`_hot_rows`."""
+    row_bytes: npt.NDArray[np.float64]
+    footprint: npt.NDArray[np.float64]
+    first_miss: npt.NDArray[np.float64]
+    """1 - h^pooling for the first candidate of :func:`_hot_rows` (h: the hit rate of its 1,024
+    rows, as it computes them; 1.0 where half the rows are fewer, as it never tries them then)."""
+
+
+def table_arrays(wl: Workload) -> TableArrays:
+    """:class:`TableArrays` of ``wl``, computed once per workload (see :func:`derived`)."""
+    tables = derived(wl, "placement.tables", table_figures)
+    rows = np.array([t.rows for t in tables], dtype=np.float64)
+    first_miss = [1.0 - zipf_hit_rate(HOT_ROWS_MIN, t.rows, wl.access_zipf) ** t.pooling
+                  if t.rows / 2 >= HOT_ROWS_MIN else 1.0 for t in tables]
+    return TableArrays(rows, rows / 2, np.array([t.row_bytes for t in tables], dtype=np.float64),
+                       np.array([t.footprint for t in tables], dtype=np.float64),
+                       np.array(first_miss, dtype=np.float64))
+
+
+@dataclass(frozen=True, eq=False)
+class PlainFigures:
+    """Per workload: what each table's plain whole candidate (:func:`_plain_candidates`) holds
+    whatever the design, in table order (the all-to-all bytes alone depend on the device count).
+    Compared and hashed by identity (``eq=False``), as a cache key: one a workload, never changed."""
+
+    tables: tuple[TableFigures, ...]
+    batch: float
+    """The global batch, every plain candidate's output rows."""
+    lookups: tuple[float, ...]
+    mem: tuple[float, ...]
+    traffic: tuple[Traffic, ...]
+
+
+def plain_figures(wl: Workload) -> PlainFigures:
+    """:class:`PlainFigures` of ``wl``, from :meth:`ShardCosts.piece` (computed once per workload, see
+    :func:`derived`; its HBM bytes and traffic do not depend on the device count or batch given)."""
+    costs = ShardCosts(wl, 1, 1.0)
+    batch = float(wl.global_batch)
+    tables = derived(wl, "placement.tables", table_figures)
+    pieces = [costs.piece(batch * pooling, dim, batch, batch, rows) for rows, dim, pooling, _, _ in tables]
+    return PlainFigures(tables, batch, tuple([batch * t.pooling for t in tables]),
+                        tuple([m for m, _, _ in pieces]), tuple([t for _, _, t in pieces]))
+
+
+@functools.lru_cache(maxsize=16)
+def _plain_candidates(fig: PlainFigures, per_elem: float) -> tuple[Candidate, ...]:
+    """Each table as one whole table-wise candidate, neither replicated nor with hot rows, with
+    ``per_elem`` all-to-all bytes per element (:attr:`ShardCosts.comm_per_elem`, which the device
+    count sets): what :func:`enumerate_candidates` makes of most tables, with the figures of
+    :meth:`ShardCosts.piece` (its traffic too, from the same count of distinct rows: the partitioner
+    would otherwise compute it again for each). Cached, for a search revisits device counts: the
+    candidates are shared by the designs with the same count, as no pass changes a whole table's
+    (see :class:`Candidate`)."""
+    batch = fig.batch
+    # The all-to-all bytes as ShardCosts.piece computes them (the same operations, in order).
+    return tuple([Candidate(ti, "table_wise", t.rows, t.dim, lk, batch, t.footprint, mem,
+                            per_elem * t.dim * batch / batch, True, traffic)
+                  for ti, (t, lk, mem, traffic)
+                  in enumerate(zip(fig.tables, fig.lookups, fig.mem, fig.traffic, strict=True))])
+
+
+def _touched_tables(arrays: TableArrays, replicate: bool, b: float, rep_limit: float, hybrid: bool,
+                    hot_batch: float, hot_limit: float) -> list[int]:
+    """The tables, in order, that :func:`enumerate_candidates` may replicate or give hot rows: the
+    others are plain whole tables. A table gets hot rows only if :func:`_hot_rows` takes its first
+    candidate, 1,024 rows: they are within every limit and cost less than none (the same
+    comparisons and float operations, elementwise, so the same answer for every table)."""
+    touched = np.zeros(len(arrays.rows), dtype=np.bool_)
+    if replicate:
+        touched |= (arrays.rows <= b) & (arrays.footprint <= rep_limit)
+    if hybrid and hot_batch >= HOT_ROWS_MIN:
+        # (~(cost >= b) rather than cost < b: _hot_rows stops on cost >= b, so a nan goes on.)
+        touched |= ((arrays.half_rows >= HOT_ROWS_MIN) & (hot_limit / arrays.row_bytes >= HOT_ROWS_MIN)
+                    & ~(hot_batch * arrays.first_miss + HOT_ROWS_MIN >= hot_batch))
+    return [int(i) for i in np.flatnonzero(touched)]
+
+
 def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
                          costs: ShardCosts) -> Candidates:
     """Each table's option: replicate it, replicate its hot rows and keep the rest whole, or keep
@@ -137,26 +233,38 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     zipf = workload.access_zipf
     traffic = costs.traffic
     tables = derived(workload, "placement.tables", table_figures)
+    plain = _plain_candidates(derived(workload, "placement.plain_figures", plain_figures),
+                              costs.comm_per_elem)
+    # Any table may go through the loop below (an untouched one comes out plain): for a few dozen
+    # tables, looping over all costs less than the array test.
+    touched: Sequence[int] = range(len(tables)) if len(tables) < FEW_TABLES else _touched_tables(
+        derived(workload, "placement.table_arrays", table_arrays), replicate, b, rep_limit, hybrid,
+        hot_batch, hot_limit)
+    if not touched:
+        return Candidates((), plain, tables)
     whole: list[Candidate] = []
     replicas: list[Shard] = []
-    for ti, (rows, dim, pooling, row_bytes, fp) in enumerate(tables):
+    done = 0  # the tables before it are in ``whole`` or ``replicas``
+    for ti in touched:
+        whole += plain[done:ti]
+        done = ti + 1
+        rows, dim, pooling, row_bytes, fp = tables[ti]
         if replicate and rows <= b and fp <= rep_limit:
             lk = b * pooling
             replicas.append(new_shard((ti, "replicated", rows, dim, lk, b, fp, -1, "hbm",
                                        traffic(lk, dim, b, float(rows)), 1.0, True)))
             continue
-        lk = batch * pooling
-        out_rows = batch
-        if hybrid:
-            h_rows, hit = _hot_rows(rows, pooling, zipf, hot_batch, hot_limit / row_bytes)  # see hot_rows
-            if h_rows:
-                hot_lk = b * pooling * hit
-                replicas.append(new_shard((ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
-                                           "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
-                lk *= 1.0 - hit
-                out_rows *= 1.0 - hit ** pooling
-        # Its traffic too, from the same count of distinct rows: most tables stay whole, and the
-        # partitioner would otherwise compute it again for each (a thousand for production-a).
+        # (see hot_rows)
+        h_rows, hit = _hot_rows(rows, pooling, zipf, hot_batch, hot_limit / row_bytes) if hybrid else (0, 0.0)
+        if not h_rows:
+            whole.append(plain[ti])
+            continue
+        hot_lk = b * pooling * hit
+        replicas.append(new_shard((ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
+                                   "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
+        lk = batch * pooling * (1.0 - hit)
+        out_rows = batch * (1.0 - hit ** pooling)
         mem, comm, t = costs.piece(lk, dim, out_rows, batch, rows)
         whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm, True, t))
+    whole += plain[done:]
     return Candidates(tuple(replicas), tuple(whole), tables)

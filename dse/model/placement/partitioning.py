@@ -159,18 +159,32 @@ def balanced_runs(runs: Slice, state: DeviceState, out: list[int]) -> None:
     # are distinct (one per device), so the device each pop yields does not depend on the heap's
     # internal order, and replacing the top in place picks the same devices as a pop followed by a
     # push, with one sift instead of two.
-    need: list[float] = []  # the sizes of the items left, in order
-    for r in order[at:]:
-        need += [runs[r][2]] * runs[r][3]
-    heap = _least_keys(_device_keys(left, idle, started_idle, state, norm), need[j:] if j else need, free,
-                       norm)
+    # The sizes of the items left, in order, when they may be fewer than the devices (each run left
+    # has one at least, the first one past its j placed): otherwise _least_keys takes every device.
+    need: list[float] | None = None
+    if len(order) - at < n:
+        need = []
+        for r in order[at:]:
+            need += [runs[r][2]] * runs[r][3]
+        need = need[j:] if j else need
+    heap = _least_keys(_device_keys(left, idle, started_idle, state, norm), need, free, norm)
     replace = heapq.heapreplace
+    # Devices passed over as full leave the heap for ``parked``, (-room, device, key), a heap too:
+    # the largest room first. Their room and loads stay as they are while they are out, so for each
+    # run it suffices to bring back those with room for its pieces, and a piece picks the device it
+    # would pick with them all in the heap (a device's pair is unique: the others come off in the
+    # same order), without passing over the full ones again.
+    parked: list[tuple[float, int, float]] = []
     for r in order[at:] if heap else ():
         m, c, size, k, first = runs[r]
-        for i in range(first + j, first + k):
+        if parked and not size > -parked[0][0]:
+            _unpark(heap, parked, size)
+        for i in range(first + j, first + k) if heap else ():
             d = heap[0][1]
-            if size > free[d]:  # rare: the least-loaded device is full
-                _place_past_full(heap, i, (size, m, c), norm, state, out)
+            if size > free[d]:  # the least-loaded device is full
+                _place_past_full(heap, i, (size, m, c), norm, state, out, parked)
+                if not heap:
+                    break  # no device has room for this run's pieces
                 continue
             out[i] = d
             free[d] -= size
@@ -252,17 +266,18 @@ def _load_keys(load_mem: list[float], load_comm: list[float], inv_m: float, inv_
 
 
 def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, float, float], norm: Norm,
-                     state: DeviceState, out: list[int]) -> None:
+                     state: DeviceState, out: list[int], parked: list[tuple[float, int, float]]) -> None:
     """For :func:`balanced_runs`, when its least-loaded device has no room for item ``i`` (its
     size, HBM bytes and all-to-all bytes): the least-loaded device with room takes it (``out[i]``,
-    the device's loads and room updated), the devices passed over stay in ``heap`` with their
-    keys."""
+    the device's loads and room updated); the devices passed over go to ``parked`` with their room
+    and keys (see there)."""
     size, mem, comm = item
     free, load_mem, load_comm = state.free, state.load_mem, state.load_comm
     inv_m, inv_c = norm
-    skipped: list[tuple[float, int]] = []
+    pop, push = heapq.heappop, heapq.heappush
     while heap and size > free[heap[0][1]]:
-        skipped.append(heapq.heappop(heap))
+        key, d = pop(heap)
+        push(parked, (-free[d], d, key))
     if heap:
         d = out[i] = heap[0][1]
         free[d] -= size
@@ -271,14 +286,21 @@ def _place_past_full(heap: list[tuple[float, int]], i: int, item: tuple[float, f
         lm *= inv_m
         lc *= inv_c
         heapq.heapreplace(heap, (lm if lm > lc else lc, d))
-    for entry in skipped:
-        heapq.heappush(heap, entry)
 
 
-def _least_keys(keys: list[float], need: list[float], free: list[float],
+def _unpark(heap: list[tuple[float, int]], parked: list[tuple[float, int, float]], size: float) -> None:
+    """For :func:`balanced_runs`: the ``parked`` devices with room for a piece of ``size`` bytes
+    back in the heap, largest room first (those left have less room than the last one out)."""
+    pop, push = heapq.heappop, heapq.heappush
+    while parked and not size > -parked[0][0]:
+        _, d, key = pop(parked)
+        push(heap, (key, d))
+
+
+def _least_keys(keys: list[float], need: list[float] | None, free: list[float],
                 norm: Norm) -> list[tuple[float, int]]:
-    """For :func:`balanced_assign`: the heap of (key, device) its last items (``need``: their sizes)
-    are placed from, given every device's key.
+    """For :func:`balanced_assign`: the heap of (key, device) its last items (``need``: their sizes;
+    None: at least as many as the devices) are placed from, given every device's key.
 
     Usually only the m smallest pairs, for m items, sorted (a sorted list is a heap): the j-th
     placement leaves at most j - 1 of them replaced, so an untouched one among them is below every
@@ -286,11 +308,11 @@ def _least_keys(keys: list[float], need: list[float], free: list[float],
     device full. That holds when each of those devices has room for all m items (twice over, for
     the rounding of the running differences). The keys must be ordered (no nan): the normalisers
     positive and finite, so every load is finite. Otherwise the heap of every device."""
-    m = len(need)
     inv_m, inv_c = norm
-    if m < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf and min(need) >= 0.0:
+    if need is not None and len(need) < len(keys) and 0.0 < inv_m < math.inf and 0.0 < inv_c < math.inf \
+            and min(need) >= 0.0:
         # A stable sort by key: ties in device order, as the pairs compare.
-        low = sorted(range(len(keys)), key=keys.__getitem__)[:m]
+        low = sorted(range(len(keys)), key=keys.__getitem__)[:len(need)]
         if min(map(free.__getitem__, low)) >= 2.0 * sum(need):
             return [(keys[d], d) for d in low]
     heap = list(zip(keys, range(len(keys)), strict=True))
@@ -381,19 +403,21 @@ def assign_hbm(
     """
     groups: dict[int, Slice] = {}
     per_domain: list[int] = []  # of each group's first run
-    rest: Slice = []  # the other runs, for balanced_runs
-    start = 0
-    for c, count in runs:
-        if c.sharding == "row_wise" and c.partial:
-            group = groups.get(c.table)
-            if group is None:
-                group = groups[c.table] = []
-                per_domain.append(c.per_domain)
-            group.append((c.mem, c.comm, c.footprint, count, start))
-        else:
-            rest.append((c.mem, c.comm, c.footprint, count, start))
-        start += count
-    devices = [-1] * start
+    # Each run's first flat index, then the end of the last (zip stops at the runs' end); the runs
+    # not in a group (most) listed in one comprehension, for balanced_runs.
+    starts = list(itertools.accumulate([count for _, count in runs], initial=0))
+    rest: Slice = [(c.mem, c.comm, c.footprint, count, start)
+                   for (c, count), start in zip(runs, starts, strict=False)
+                   if not (c.sharding == "row_wise" and c.partial)]
+    if len(rest) < len(runs):
+        for (c, count), start in zip(runs, starts, strict=False):
+            if c.sharding == "row_wise" and c.partial:
+                group = groups.get(c.table)
+                if group is None:
+                    group = groups[c.table] = []
+                    per_domain.append(c.per_domain)
+                group.append((c.mem, c.comm, c.footprint, count, start))
+    devices = [-1] * starts[-1]
     if groups:
         rest += _place_groups(_domain_slices(groups.values(), per_domain), state, domain, devices)
     balanced_runs(rest, state, devices)  # (no one reads the room after it)

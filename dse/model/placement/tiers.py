@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dse.model.estimators import Traffic, cached_traffic, zipf_hit_rate
 from dse.model.placement.candidates import Candidate
-from dse.model.placement.plan import Shard
+from dse.model.placement.plan import Shard, new_shard
 from dse.model.system import GB
 from dse.model.workload import Workload
 
@@ -58,20 +58,21 @@ def host_shards(
         spare = max(hbm_cap - hbm_used[dev], 0.0)
         cache = caches[dev] = spare if hbm_cache_gb is None else min(spare, hbm_cache_gb * GB)
         total = sum(c.footprint for c, _ in group)
+        # (Each Shard from the tuple of its fields, in order: see new_shard.)
         for c, host in group:
             if cache > 0:
-                rb = wl.row_bytes(c.dim)
-                rows_cached = cache * (c.footprint / total) / wl.row_state_bytes(c.dim)
+                rb, state = _row_bytes(wl, c.dim)
+                rows_cached = cache * (c.footprint / total) / state
                 hit = zipf_hit_rate(rows_cached, c.rows, wl.access_zipf)
-                traffic = cached_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb,
-                                         c.out_rows * c.dim * s_c, hit, c.rows)
-                out.append(Shard(table=c.table, sharding=c.sharding, rows=c.rows, dim=c.dim,
-                                 lookups=c.lookups, out_rows=c.out_rows, footprint_bytes=c.footprint,
-                                 device=dev, tier="cache", traffic=traffic, hit_rate=hit,
-                                 partial_sums=c.partial))
+                traffic = cached_traffic(c.lookups, rb, state - rb, c.out_rows * c.dim * s_c, hit, c.rows)
+                out.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
+                                      dev, "cache", traffic, hit, c.partial)))
             else:
-                out.append(Shard(table=c.table, sharding=c.sharding, rows=c.rows, dim=c.dim,
-                                 lookups=c.lookups, out_rows=c.out_rows, footprint_bytes=c.footprint,
-                                 device=dev, tier="host", traffic=host, hit_rate=0.0,
-                                 partial_sums=c.partial))
+                out.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
+                                      dev, "host", host, 0.0, c.partial)))
     return out, caches
+
+
+def _row_bytes(wl: Workload, dim: int) -> tuple[int, int]:
+    """(row bytes, row bytes with optimizer state) of ``dim`` in ``wl``."""
+    return wl.row_bytes(dim), wl.row_state_bytes(dim)
