@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from dse.model.estimators import Traffic, zipf_hit_rate
 from dse.model.placement.budgets import Budgets
-from dse.model.placement.costs import ShardCosts
+from dse.model.placement.costs import ShardCosts, alltoall_bytes
 from dse.model.placement.plan import Shard, Sharding, new_shard
 from dse.model.system import System
 from dse.model.workload import EmbeddingTable, Workload, derived
@@ -192,9 +192,8 @@ def _plain_candidates(fig: PlainFigures, per_elem: float) -> tuple[Candidate, ..
     candidates are shared by the designs with the same count, as no pass changes a whole table's
     (see :class:`Candidate`)."""
     batch = fig.batch
-    # The all-to-all bytes as ShardCosts.piece computes them (the same operations, in order).
     return tuple([Candidate(ti, "table_wise", t.rows, t.dim, lk, batch, t.footprint, mem,
-                            per_elem * t.dim * batch / batch, True, traffic)
+                            alltoall_bytes(per_elem, t.dim, batch, batch), True, traffic)
                   for ti, (t, lk, mem, traffic)
                   in enumerate(zip(fig.tables, fig.lookups, fig.mem, fig.traffic, strict=True))])
 

@@ -9,6 +9,13 @@ from dse.model.widths import COMM_BYTES, INDEX_BYTES
 from dse.model.workload import Workload, derived
 
 
+def alltoall_bytes(per_elem: float, dim: int, out_rows: float, batch: float) -> float:
+    """All-to-all bytes per step of a shard whose pooled output is ``out_rows`` of the ``batch``
+    rows, ``dim`` wide, at ``per_elem`` bytes per element of a full batch
+    (:attr:`ShardCosts.comm_per_elem`): the one place this balancing load is computed."""
+    return per_elem * dim * out_rows / batch
+
+
 def _row_cost_caches(
     wl: Workload,
 ) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[float, float, float]]]:
@@ -66,7 +73,7 @@ class ShardCosts:
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         mem = (lookups * (per_lookup + INDEX_BYTES) + unique_rows(lookups, table_rows) * per_update
                + 2.0 * out_rows * per_out)
-        return mem, self.comm_per_elem * dim * out_rows / batch
+        return mem, alltoall_bytes(self.comm_per_elem, dim, out_rows, batch)
 
     def piece(self, lookups: float, dim: int, out_rows: float, batch: float,
               table_rows: float) -> tuple[float, float, Traffic]:
@@ -77,4 +84,4 @@ class ShardCosts:
         mem = lookups * (per_lookup + INDEX_BYTES) + touched * per_update + 2.0 * out
         traffic = new_traffic((lookups * per_lookup + out,
                                out + touched * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
-        return mem, self.comm_per_elem * dim * out_rows / batch, traffic
+        return mem, alltoall_bytes(self.comm_per_elem, dim, out_rows, batch), traffic
