@@ -47,9 +47,9 @@ class Traffic(NamedTuple):
     ddr_bwd: float = 0.0
 
 
-_new_traffic = functools.partial(tuple.__new__, Traffic)
+new_traffic = functools.partial(tuple.__new__, Traffic)
 """A Traffic from the tuple of all its fields, in order: skips the named tuple's ``__new__``, a
-Python function (placement builds one per host-resident piece)."""
+Python function that costs as much again (placement builds one per piece)."""
 
 
 def unique_rows(lookups: float, rows: float) -> float:
@@ -99,8 +99,8 @@ def host_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: fl
     updates each distinct row (:func:`unique_rows` of ``rows``) and its state in place."""
     row = granular(row_bytes, HOST_LINE_BYTES)
     state = granular(state_bytes, HOST_LINE_BYTES)
-    # (hbm_fwd, hbm_bwd, pcie_fwd, pcie_bwd, ddr_fwd, ddr_bwd): see _new_traffic.
-    return _new_traffic((0.0, 0.0, out_bytes, out_bytes, lookups * (row + INDEX_BYTES),
+    # (hbm_fwd, hbm_bwd, pcie_fwd, pcie_bwd, ddr_fwd, ddr_bwd): see new_traffic.
+    return new_traffic((0.0, 0.0, out_bytes, out_bytes, lookups * (row + INDEX_BYTES),
                          unique_rows(lookups, rows) * 2.0 * (row + state)))
 
 
@@ -123,8 +123,8 @@ def cached_traffic(
     p_state = granular(state_bytes, PCIE_READ_BYTES)
     d_row = granular(row_bytes, HOST_LINE_BYTES)
     d_state = granular(state_bytes, HOST_LINE_BYTES)
-    # (hbm_fwd, hbm_bwd, pcie_fwd, pcie_bwd, ddr_fwd, ddr_bwd): see _new_traffic.
-    return _new_traffic((hit_fwd + miss * INDEX_BYTES, hit_bwd, miss * p_row,
+    # (hbm_fwd, hbm_bwd, pcie_fwd, pcie_bwd, ddr_fwd, ddr_bwd): see new_traffic.
+    return new_traffic((hit_fwd + miss * INDEX_BYTES, hit_bwd, miss * p_row,
                          update_miss * 2.0 * (p_row + p_state), miss * d_row,
                          update_miss * 2.0 * (d_row + d_state)))
 

@@ -3,8 +3,7 @@ step) and HBM traffic, from the per-lookup coefficients of :mod:`dse.model.estim
 
 from __future__ import annotations
 
-from dse.model.estimators import Traffic, hbm_traffic, unique_rows
-from dse.model.placement.plan import new_traffic
+from dse.model.estimators import Traffic, hbm_traffic, new_traffic, unique_rows
 from dse.model.widths import COMM_BYTES, INDEX_BYTES
 from dse.model.workload import Workload, derived
 

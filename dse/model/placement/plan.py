@@ -58,8 +58,6 @@ equal pieces on several devices share (:func:`shards_grouped`, :func:`expand_gro
 new_shard = functools.partial(tuple.__new__, Shard)
 """A Shard from the tuple of all its fields: skips the named tuple's ``__new__``, a Python function
 that costs as much again (a plan builds one Shard per piece)."""
-new_traffic = functools.partial(tuple.__new__, Traffic)
-"""A Traffic from the tuple of all its fields (as :data:`new_shard`)."""
 
 
 class ShardGroup(NamedTuple):
