@@ -162,6 +162,32 @@ def assert_reconnected(workers: list[Worker], url: str) -> None:
 # --- a server restarted, or gone for good ----------------------------------------------------------
 
 
+def test_a_summary_read_after_a_restart_reconnects(tmp_path: Path, server: tuple[Path, str],
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A worker that finished its trials and was paused before its summary read, while the server
+    restarted, reads the summary on a new connection (one line each way), not one line of error."""
+    from dse.search.runner import read_after_run
+    from dse.search.storage import StorageUnreachable
+
+    _, url = server
+    path = make_study(tmp_path)
+    study = created(path, url)
+    spec = load_study_spec(str(path))
+    calls: list[optuna.Study] = []
+
+    def summary(done: optuna.Study) -> int:
+        calls.append(done)
+        if len(calls) == 1:  # the connection the restart ended
+            raise StorageUnreachable("--storage", url, "PostgreSQL closed the connection")
+        return len(done.get_trials(deepcopy=False))
+
+    assert read_after_run(study, spec, url, "w", summary) == len(study.get_trials(deepcopy=False))
+    assert len(calls) == 2 and calls[1] is not study  # the second read on the study opened again
+    said = [r.getMessage() for r in caplog.records if r.name == "dse"]
+    assert any(m.startswith("dse: lost the storage") for m in said), said
+    assert any(m.startswith("dse: reconnected to") for m in said), said
+
+
 @pytest.mark.parametrize("kind", ["postgres", "grpc"])
 def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tuple[Path, str],
                                                      proxies: list[Proxy], kind: str) -> None:

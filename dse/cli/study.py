@@ -453,7 +453,7 @@ def worker_cmd(
     from optuna.trial import TrialState
 
     from dse.search.parallel import stop_gracefully
-    from dse.search.runner import STOP, run_study
+    from dse.search.runner import STOP, read_after_run, run_study
 
     spec = _spec(study, catalog)
     url = storage if storage is not None else spec.storage
@@ -463,9 +463,13 @@ def worker_cmd(
         with _storage_errors(shown), _quiet_interrupted_trials():
             me = f"{socket.gethostname()}:{os.getpid()}"
             result = run_study(spec, url, max_trials=trials, create=False, worker=me)
-            mine = sum(1 for t in result.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                       if t.system_attrs.get(WORKER_KEY) == me)
-            info = status(result)
+
+            def summary(done: optuna.Study) -> tuple[int, dict[str, Any]]:
+                mine = sum(1 for t in done.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                           if t.system_attrs.get(WORKER_KEY) == me)
+                return mine, status(done)
+
+            mine, info = read_after_run(result, spec, url, me, summary)
     except DseInputError as exc:
         fail(str(exc))
         return

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import optuna
 from optuna.exceptions import DuplicatedStudyError
@@ -96,6 +96,8 @@ from dse.search.storage import (
     storage_file,
     storage_lost,
 )
+
+T = TypeVar("T")
 
 RECOVER_EVERY_S = 2.0
 """How often a worker looks for dead workers' trials while it works (and every second while it
@@ -453,6 +455,20 @@ def run_study(
             return study
         except Exception as exc:
             study = _reconnect(exc, spec, storage_url, where, worker)
+
+
+def read_after_run(study: optuna.Study, spec: StudySpec, storage_url: str | None, worker: str,
+                   read: Callable[[optuna.Study], T]) -> T:
+    """``read(study)`` after :func:`run_study` returned ``study``, reconnecting once as
+    :func:`_reconnect` does when the storage was lost meanwhile: a server restarted while this
+    worker was paused between its last trial and this read ends the connection that read would
+    use (seen once: a worker's summary failed after the study it had finished came back)."""
+    try:
+        return read(study)
+    except Exception as exc:
+        url = spec.storage if storage_url is None else storage_url
+        where = redact(url) if url else "the default journal"
+        return read(_reconnect(exc, spec, storage_url, where, worker))
 
 
 @dataclass
