@@ -344,8 +344,10 @@ def _sweep_progress(quiet: bool) -> Iterator[Callable[[int, int], None]]:
 def _after_run(done: tuple[optuna.Study, WorkerExits], spec: StudySpec, url: str, shown: str,
                until: int, report: bool) -> None:
     """The closing line of ``dse run``, its helpers' failures, and the report."""
+    from dse.search.runner import read_after_run
+
     result, exits = done
-    summary = status(result)
+    summary = read_after_run(result, spec, url, "", status)
     trend = _trend(summary["hypervolume_gained"], summary["hypervolume_window"], summary["front_moving"])
     typer.echo(f"{spec.name}: {summary['complete']} of {spec.budget} trials complete, "
                f"{summary['feasible']} feasible, front of {summary['front_size']}, hypervolume "
