@@ -434,8 +434,7 @@ def run_study(
     restarted); one that is down at the start fails at once.
     """
     storage = open_storage(storage_url, spec)
-    url = spec.storage if storage_url is None else storage_url
-    where = redact(url) if url else "the default journal"
+    where = _where(spec, storage_url)
     try:
         study = open_study(spec, storage, force, create=create, where=where,
                            worker=worker, storage_path=storage_file(storage_url, spec))
@@ -466,9 +465,13 @@ def read_after_run(study: optuna.Study, spec: StudySpec, storage_url: str | None
     try:
         return read(study)
     except Exception as exc:
-        url = spec.storage if storage_url is None else storage_url
-        where = redact(url) if url else "the default journal"
-        return read(_reconnect(exc, spec, storage_url, where, worker))
+        return read(_reconnect(exc, spec, storage_url, _where(spec, storage_url), worker))
+
+
+def _where(spec: StudySpec, storage_url: str | None) -> str:
+    """The study's storage as the log and errors name it (a URL without its password)."""
+    url = spec.storage if storage_url is None else storage_url
+    return redact(url) if url else "the default journal"
 
 
 @dataclass
