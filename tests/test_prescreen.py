@@ -186,3 +186,44 @@ def test_a_round_with_nothing_new_is_skipped_not_scored(monkeypatch: pytest.Monk
         parts = refine_mod.refine(space, first, wl, objectives, 100, calib, load_catalog(),
                                   Memo(wl, calib), cpu_s=cpu_s)
         assert [len(p.frame) for p in parts[1:]] == [3]
+
+
+def test_a_refinement_expands_its_best_parents_first_and_climbs_from_a_new_best(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refinement takes two parents a round, best-first: the first of the extremes (the
+    fastest design, then the cheapest, ...) and the first other design of the front, both
+    recomputed after every round. So the round after one that found a faster design climbs from
+    it, and a CPU budget that stops the refinement on a space whose rounds would hold thousands
+    of designs (Model-A on ``full``) has climbed instead of spreading one round thinly over the
+    whole front."""
+    space = load_space(FULL)
+    wl, objectives = load_workload("mlperf-dlrm-v1"), load_objectives("throughput-vs-capex")
+    first = screen_to_fine(space, wl, objectives, TINY_S, max_designs=0).result
+    expanded: list[dict[str, Any]] = []
+    lines = refine_mod._State._lines
+
+    def recorded(self: Any, parent: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        expanded.append(dict(parent))
+        return lines(self, parent)
+
+    monkeypatch.setattr(refine_mod._State, "_lines", recorded)
+    from dse.calibration.parameters import load_calibration
+    from dse.model.catalog import load_catalog
+    from dse.model.evaluate import Memo
+
+    calib = load_calibration()
+    parts = refine_mod.refine(space, first, wl, objectives, 3_000, calib, load_catalog(),
+                              Memo(wl, calib))
+    by_speed = [first.front_designs()[int(i)] for i in np.lexsort(first.losses().T[::-1])]
+    assert [design_key(d) for d in expanded[:2]] == [design_key(d) for d in by_speed[:2]]
+    # A round is those two parents' line searches only (the full space: about 130 designs each).
+    assert 100 < len(parts[1].frame) < 600
+    after_one = refine_mod.combine_sweeps(space, parts[:2], 0.0, METHOD)
+    assert after_one.losses()[:, 0].min() < first.losses()[:, 0].min()  # round 1 found a faster one
+    assert design_key(expanded[2]) == design_key(_fastest(after_one))  # and round 2 climbs from it
+    assert len(expanded) > 10
+
+
+def _fastest(result: Any) -> dict[str, Any]:
+    """The fastest design of a sweep's front (the cheapest of equally fast ones)."""
+    return result.front_designs()[int(np.lexsort(result.losses().T[::-1])[0])]

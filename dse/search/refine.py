@@ -272,6 +272,8 @@ class _State:
         self.space = space
         self.objectives = objectives
         self.designs: list[dict[str, Any]] = []
+        self.keys: list[str] = []
+        """Each row's :func:`~dse.search.dedup.design_key`."""
         self.losses = np.zeros((0, len(objectives.objectives)))
         self.eligible = np.zeros(0, dtype=bool)
         self.seen: set[str] = set()
@@ -281,53 +283,75 @@ class _State:
         self.paired: set[str] = set()
         self.values = {name: _line_values(p) for name, p in space.parameters.items()}
         self.categorical = [p for p in space.parameters.values() if p.type == "categorical"]
+        self.choice = {p.name: np.zeros(0, dtype=np.int64) for p in self.categorical}
+        """Each categorical parameter's choice (its index, -1 where inactive) by row."""
         self.add(first)
 
     def add(self, part: SweepResult) -> None:
         """Take in the designs of a scored batch."""
         designs = [part.grid.design(i) for i in range(len(part.grid))]
-        for d in designs:
-            self.row[design_key(d)] = len(self.row)
+        keys = [design_key(d) for d in designs]
+        for key in keys:
+            self.row[key] = len(self.row)
+        self.keys += keys
         self.designs += designs
-        self.seen.update(design_key(d) for d in designs)
+        for p in self.categorical:
+            codes = [p.choices.index(d[p.name]) if p.name in d else -1 for d in designs]
+            self.choice[p.name] = np.concatenate([self.choice[p.name], np.array(codes, dtype=np.int64)])
+        self.seen.update(keys)
         self.losses = np.vstack([self.losses, objective_losses(part.frame, self.objectives)])
         self.eligible = np.concatenate([self.eligible, part.frame["eligible"].to_numpy(dtype=bool)])
 
     def parents(self, done: set[str] | None = None) -> list[dict[str, Any]]:
-        """Designs to expand, not in ``done`` (default: those line-searched before): each
-        objective's best, the front (by the first objective), each objective's best with each
-        categorical choice."""
-        done = self.expanded if done is None else done
+        """Designs to expand, not in ``done`` (default: those line-searched before): the
+        extremes of :meth:`groups` then the front."""
+        extremes, front = self.groups(self.expanded if done is None else done)
+        keys = {design_key(d) for d in extremes}
+        return extremes + [d for d in front if design_key(d) not in keys]
+
+    def groups(self, done: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The parents not in ``done``, in two groups: the extremes (each objective's best, then
+        its best with each choice of each categorical parameter) and the front (by the first
+        objective)."""
         rows = np.flatnonzero(self.eligible)
         if not len(rows):
-            return []
+            return [], []
         loss = self.losses[rows]
-        picks: list[int] = []
         k = loss.shape[1]
-        for j in range(k):
-            picks.append(int(rows[best_row(loss, j)]))
-        front = rows[pareto_mask(loss)]
-        picks += [int(i) for i in front[np.lexsort(self.losses[front].T[::-1])]]
+        picks = [int(rows[best_row(loss, j)]) for j in range(k)]
         for p in self.categorical:
-            for choice in p.choices:
-                mine = [r for r, i in enumerate(rows) if self.designs[i].get(p.name) == choice]
-                if mine:
-                    sub = loss[mine]
-                    picks += [int(rows[mine[best_row(sub, j)]]) for j in range(k)]
+            codes = self.choice[p.name][rows]
+            for c in range(len(p.choices)):
+                mine = np.flatnonzero(codes == c)
+                if len(mine):
+                    picks += [int(rows[mine[best_row(loss[mine], j)]]) for j in range(k)]
+        front = rows[pareto_mask(loss)]
+        ordered = [int(i) for i in front[np.lexsort(self.losses[front].T[::-1])]]
+        return self._unexpanded(picks, done), self._unexpanded(ordered, done)
+
+    def _unexpanded(self, rows: list[int], done: set[str]) -> list[dict[str, Any]]:
+        """The designs of ``rows`` not in ``done``, each once, in order."""
         out: dict[str, dict[str, Any]] = {}
-        for i in picks:
-            key = design_key(self.designs[i])
+        for i in rows:
+            key = self.keys[i]
             if key not in done and key not in out:
                 out[key] = self.designs[i]
         return list(out.values())
 
     def next_round(self, room: int) -> list[dict[str, Any]] | None:
-        """The unseen designs one parameter away from this round's parents (at most ``room``);
-        when every parent has been line-searched, those of :meth:`_repairs`; ``None`` when no
-        parent is left to expand either way."""
-        parents = self.parents()
-        moves, done = self._lines, self.expanded
-        if not parents:
+        """The unseen designs one parameter away from two parents (at most ``room``), taken
+        best-first: the first of the extremes and the first other design of the front, both
+        groups recomputed from every design scored so far, so a budget that stops the refinement
+        has spent it where the front moved (a new fastest design is the next extreme expanded: a
+        hill climb) rather than on one round spread thinly over a front of hundreds of designs.
+        When every parent has been line-searched, those of :meth:`_repairs` from every parent at
+        once; ``None`` when no parent is left to expand either way."""
+        extremes, front = self.groups(self.expanded)
+        if extremes or front:
+            parents, moves, done = extremes[:1], self._lines, self.expanded
+            taken = {design_key(d) for d in parents}
+            parents += [d for d in front if design_key(d) not in taken][:1]
+        else:
             parents, moves, done = self.parents(self.paired), self._repairs, self.paired
             if not parents:
                 return None
