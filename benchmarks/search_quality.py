@@ -753,10 +753,11 @@ in-memory study per seed exactly as `dse run` does (the same objective function,
 `trial.set_constraint`, the space's baseline presets enqueued first). *default (auto)* is what `dse
 run` does for a new study: before its first trial, a coarse-to-fine sweep (`dse.search.refine`, one
 core): the exact front of a coarse grid of the space (at most 20,000 designs, 3 to 6 values per
-parameter), then rounds that sweep every design one parameter away from each front design and from
-each objective's best design with each categorical choice (line searches over each parameter's
-whole grid, at most 20,000 designs more) until the front stops changing. That front fixes the
-study's hypervolume reference and at most 20 of its designs (a fifth of the budget at most: each
+parameter), then rounds that each sweep every design one parameter away from two parents taken
+best-first, the next of each objective's best designs (also with each categorical choice) and the
+next of the front, both recomputed after every round (line searches over each parameter's whole
+grid, at most 20,000 designs more), until every such design has been expanded. That front fixes the
+study's hypervolume reference and at most 40 of its designs (a fifth of the budget at most: each
 objective's best, then by hypervolume contribution) are enqueued; then the auto sampler runs with
 its own proposals (`dse.search.proposals`: a stratified start, then from 40 completed trials
 neighbours of the front, each objective's extreme searched for directly, and the least-tried

@@ -127,7 +127,7 @@ def test_the_checks_see_the_literals_in_their_homes() -> None:
 
 def test_the_warm_start_share_is_a_fifth_of_the_budget_and_at_least_one_design() -> None:
     assert [seeding.warm_start_trials(b) for b in (0, 4, 5, 9, 10, 100, 1000)] == [1, 1, 1, 1, 2, 20, 200]
-    assert seeding.warm_start_trials(1000, cap=seeding.WARM_MAX_TRIALS) == 20
+    assert seeding.warm_start_trials(1000, cap=seeding.WARM_MAX_TRIALS) == 40
     assert seeding.warm_start_trials(50, cap=seeding.WARM_MAX_TRIALS) == 10
 
 

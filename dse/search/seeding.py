@@ -26,12 +26,14 @@ class WarmStart(StrEnum):
 WARM_START_CHOICES = (WarmStart.SWEEP, WarmStart.NONE)
 """The values ``--warm-start`` accepts (:attr:`WarmStart.AUTO` is what giving none means)."""
 
-WARM_MAX_TRIALS = 20
-"""Designs of the sweep's front a default warm start enqueues (and at most a fifth of the budget).
-Measured with the coarse-to-fine sweep (docs/benchmarks.md, 5 seeds): 40 instead of 20 changes
-nothing at 100 trials (a fifth of the budget is 20) and at 200 trials raises production-12t from
-0.997 to 1.000 and issue-mixed from 0.998 to 1.000 of the exact front; 20 already meets every
-target and leaves the sampler more of a small budget."""
+WARM_MAX_TRIALS = 40
+"""Designs of the sweep's front a default warm start enqueues (and at most a fifth of the budget,
+so a study of 100 trials gets 20 and one of 200 or more gets 40). Measured with the best-first
+coarse-to-fine sweep on the four benchmark spaces (docs/benchmarks.md, 5 seeds, against the exact
+front): 40 instead of 20 changes nothing at 50 and 100 trials (a fifth of the budget binds) and
+at 200 trials raises production-12t from 0.999 to 1.000 and issue-mixed from 0.998 to 1.000
+(zion-2020 and todays-nodes-3d: 1.000 either way). At 300 trials on the spaces too large to sweep
+(5 seeds) see docs/benchmarks.md."""
 
 WARM_BUDGET_DIVISOR = 5
 """A warm start enqueues at most ``budget // WARM_BUDGET_DIVISOR`` designs (and at least one),
