@@ -70,7 +70,8 @@ COLORS = {"auto": "#1f77b4", "auto-0.1": "#d62728", "auto+warm": "#d62728", "tpe
           "nsga2": "#2ca02c", "random": "#7f7f7f", "gp": "#ff7f0e"}
 LABELS = {"auto": "default (auto)", "auto-0.1": "previous default (TPE then NSGA-II)",
           "auto+warm": "default + warm start", "tpe": "tpe", "nsga2": "nsga2", "random": "random",
-          "gp": "gp", "auto-w40": "default, warm start of 40"}
+          "gp": "gp", "auto-w40": "default, warm start of 40",
+          "auto-w20": "default, warm start of 20 (before)"}
 
 
 @dataclass(frozen=True)
