@@ -313,13 +313,12 @@ class _State:
         """Designs to expand, not in ``done`` (default: those line-searched before): the
         extremes of :meth:`groups` then the front."""
         extremes, front = self.groups(self.expanded if done is None else done)
-        keys = {design_key(d) for d in extremes}
-        return extremes + [d for d in front if design_key(d) not in keys]
+        return [self.designs[i] for i in dict.fromkeys(extremes + front)]
 
-    def groups(self, done: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The parents not in ``done``, in two groups: the extremes (each objective's best, then
-        its best with each choice of each categorical parameter) and the front (by the first
-        objective)."""
+    def groups(self, done: set[str]) -> tuple[list[int], list[int]]:
+        """The rows of the parents not in ``done``, in two groups: the extremes (each
+        objective's best, then its best with each choice of each categorical parameter) and the
+        front (by the first objective)."""
         rows = np.flatnonzero(self.eligible)
         if not len(rows):
             return [], []
@@ -336,14 +335,10 @@ class _State:
         ordered = [int(i) for i in front[np.lexsort(self.losses[front].T[::-1])]]
         return self._unexpanded(picks, done), self._unexpanded(ordered, done)
 
-    def _unexpanded(self, rows: list[int], done: set[str]) -> list[dict[str, Any]]:
-        """The designs of ``rows`` not in ``done``, each once, in order."""
-        out: dict[str, dict[str, Any]] = {}
-        for i in rows:
-            key = self.keys[i]
-            if key not in done and key not in out:
-                out[key] = self.designs[i]
-        return list(out.values())
+    def _unexpanded(self, rows: list[int], done: set[str]) -> list[int]:
+        """``rows`` whose designs are not in ``done``, each once, in order (a row's design is
+        scored once, so its key is its own)."""
+        return [i for i in dict.fromkeys(rows) if self.keys[i] not in done]
 
     def next_round(self, room: int) -> list[dict[str, Any]] | None:
         """The unseen designs one parameter away from two parents (at most ``room``), taken
@@ -355,9 +350,8 @@ class _State:
         once; ``None`` when no parent is left to expand either way."""
         extremes, front = self.groups(self.expanded)
         if extremes or front:
-            parents, moves, done = extremes[:1], self._lines, self.expanded
-            taken = {design_key(d) for d in parents}
-            parents += [d for d in front if design_key(d) not in taken][:1]
+            rows = extremes[:1] + [i for i in front if i not in extremes[:1]][:1]
+            parents, moves, done = [self.designs[i] for i in rows], self._lines, self.expanded
         else:
             parents, moves, done = self.parents(self.paired), self._repairs, self.paired
             if not parents:
