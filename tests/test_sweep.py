@@ -320,3 +320,21 @@ def test_run_warm_start_sweep_seeds_any_sampler_from_the_refined_front(tmp_path:
     assert ref is not None and ref.method == "coarse-to-fine sweep" and ref.designs == info["designs"]
     again = subprocess.run(cmd, capture_output=True, text=True)
     assert again.returncode == 0 and "enqueued" not in again.stderr
+
+
+def test_a_sweep_from_a_process_with_threads_spawns_its_workers() -> None:
+    """A forked worker can inherit a lock another thread holds and wait on it forever (a CI run
+    under pytest-xdist hung so): a sweep forks its workers only from a one-thread process."""
+    import threading
+
+    from dse.search.sweep import _start_method
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert _start_method() == "spawn"
+    finally:
+        stop.set()
+        other.join()
+    assert _start_method() == ("spawn" if threading.active_count() > 1 else "fork")

@@ -25,6 +25,7 @@ import dataclasses
 import math
 import multiprocessing
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -441,8 +442,7 @@ def run_sweep(
                 if on_progress is not None:
                     on_progress(done, total)
         else:
-            mp = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                             else "spawn")
+            mp = multiprocessing.get_context(_start_method())
             with mp.Pool(jobs, initializer=_init_worker, initargs=(ctx,)) as pool:
                 for chunk in pool.imap(_evaluate_chunk, bounds, chunksize=1):
                     chunks.append(chunk)
@@ -454,6 +454,16 @@ def run_sweep(
     frame = _frame(grid, chunks)
     on = _mark_front(frame, objectives)
     return SweepResult(space, workload, objectives, grid, frame, on, time.perf_counter() - start, jobs)
+
+
+def _start_method() -> str:
+    """How a sweep starts its worker processes: ``fork`` (cheap: the context is inherited) only
+    from a process with one thread. A process forked while another thread holds a lock (a test
+    runner's I/O thread, a notebook's) inherits the lock held and can wait on it forever, and so
+    does the pool that joins it (seen once in CI under pytest-xdist: the reduced benchmark's sweep
+    hung); such a process, or a platform without fork, spawns its workers instead."""
+    single = threading.active_count() == 1
+    return "fork" if single and "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 def _mark_front(frame: pd.DataFrame, objectives: ObjectiveSet) -> np.ndarray:
