@@ -61,7 +61,7 @@ from dse.search.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
 from dse.search.dedup import design_key
 from dse.search.encoding import canonical_design
 from dse.search.objectives import ObjectiveSet
-from dse.search.pareto import best_row, pareto_mask
+from dse.search.pareto import best_row, non_dominated
 from dse.search.prescreen import BATCH_DESIGNS, REFINE_SHARE, prescreen
 from dse.search.prescreen import METHOD as SCREEN_METHOD
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
@@ -331,8 +331,7 @@ class _State:
                 mine = np.flatnonzero(codes == c)
                 if len(mine):
                     picks += [int(rows[mine[best_row(loss[mine], j)]]) for j in range(k)]
-        front = rows[pareto_mask(loss)]
-        ordered = [int(i) for i in front[np.lexsort(self.losses[front].T[::-1])]]
+        ordered = [int(rows[i]) for i in non_dominated(loss)]
         return self._unexpanded(picks, done), self._unexpanded(ordered, done)
 
     def _unexpanded(self, rows: list[int], done: set[str]) -> list[int]:
