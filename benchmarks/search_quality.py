@@ -231,7 +231,7 @@ def run_sampler(case: Case, sampler: str, seed: int, budget: int, prescreen_s: f
     if default:
         # What `dse run` does for a new study (`dse.search.runner._record_new`).
         warm = len(seed_new_study(study, space, workload, objectives, budget, warm=True,
-                                  max_trials=cap, prescreen_s=prescreen_s, keep=keep))
+                                  max_trials=cap, prescreen_s=prescreen_s, keep=keep, seed=seed))
     warm_s = time.perf_counter() - start
     swept = study.user_attrs.get(WARM_START_KEY, {})
     objective = DesignObjective(workload, space, objectives, budget)

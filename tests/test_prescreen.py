@@ -103,6 +103,28 @@ def test_a_new_study_on_a_too_large_space_records_its_pre_screen(tmp_path: Path)
             f"{pre['cpu_s']:.1f} s CPU (budget {TINY_S:g} s)") in shown.output
 
 
+def test_the_pre_screen_draws_with_the_study_seed(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Studies that differ only in their seed start from different samples (the seed is recorded
+    with the pre-screen); a study without a seed draws with 0, so its creation is repeatable."""
+    drawn: dict[int, list[str]] = {}
+    real = refine_mod.prescreen
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        parts = real(*args, **kwargs)
+        drawn[args[7]] = [design_key(parts[0].grid.design(i)) for i in range(20)]
+        return parts
+
+    monkeypatch.setattr(refine_mod, "prescreen", recorded)
+    for name, seed in (("a", 7), ("b", 8), ("c", None)):
+        spec = make_spec(tmp_path, name=name, space=FULL, sampler="auto", budget=50,
+                         prescreen_s=TINY_S, seed=seed)
+        study = open_study(spec, open_storage(None, spec))
+        assert study.user_attrs[PRESCREEN_KEY]["seed"] == (0 if seed is None else seed)
+    assert sorted(drawn) == [0, 7, 8]
+    assert drawn[7] != drawn[8] and drawn[7] != drawn[0]
+
+
 def test_no_pre_screen_below_the_reference_budget_or_at_zero_seconds(tmp_path: Path) -> None:
     small = make_spec(tmp_path, name="small", space=FULL, sampler="auto", budget=20)
     off = make_spec(tmp_path, name="off", space=FULL, sampler="auto", budget=50, prescreen_s=0.0)

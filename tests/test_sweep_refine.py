@@ -190,3 +190,50 @@ def test_repair_moves_pair_a_step_that_misses_a_constraint_with_a_line_along_ano
     fits = run_sweep(space, wl, objectives, jobs=1, grid=explicit_grid(space, repairs, order))
     fit_ddr = fits.frame.loc[fits.frame["eligible"], "node.ddr_gb"]
     assert len(fit_ddr) and fit_ddr.min() > parent["node.ddr_gb"]
+
+
+FABRIC = {"name": "fabric", "base_system": "dgx-h100",
+          "fixed": {"node.accelerator": "b200-sxm-180gb", "nodes": 1},
+          "parameters": {
+              "node.accelerators": {"type": "ordinal", "choices": [8, 16]},
+              "node.scaleup": {"type": "categorical",
+                               "choices": ["hybrid_cube_mesh", "fully_connected"]},
+              "node.scaleup_gb_s": {"type": "float", "low": 50.0, "high": 1800.0, "log": True,
+                                    "when": {"node.scaleup": ["hybrid_cube_mesh",
+                                                              "fully_connected"]}}}}
+"""B200 (18 NVLink 5 links of 50 GB/s, the catalog): a hybrid cube mesh of 8 carries 900 GB/s per
+accelerator, a full mesh of 8 only 7 x 2 x 50 = 700 (each peer gets 2 links), a full mesh of 16
+15 x 50 = 750; a hybrid cube mesh of 16 cannot be built."""
+
+
+def test_a_fabric_move_carries_its_bandwidth_along_its_line() -> None:
+    """The full-dcnv2-3d case's two families (docs/benchmarks.md): from 8 B200 on a hybrid cube
+    mesh at 879 GB/s, neither one-parameter step reaches 16 on a full mesh (a mesh of 8 at 879
+    breaks the bandwidth rule, a hybrid cube mesh of 16 the arrangement rule). A move of the
+    fabric also moves the bandwidth conditioned on it along its line, which reaches feasible
+    full meshes of 8, and from the fastest of those 16 accelerators is one step."""
+    from dse.search.refine import _line_values, _State
+
+    space = space_from_mapping(json.loads(json.dumps(FABRIC)), "test space")
+    wl, objectives = load_workload("mlperf-dlrm-dcnv2"), load_objectives("throughput-vs-capex")
+    order = list(space.parameters)
+    parent = {"node.accelerators": 8, "node.scaleup": "hybrid_cube_mesh", "node.scaleup_gb_s": 879.0}
+    first = run_sweep(space, wl, objectives, jobs=1, grid=explicit_grid(space, [parent], order))
+    assert first.frame["eligible"].all()
+    moves = list(_State(space, objectives, first)._lines(parent))
+    band = _line_values(space.parameters["node.scaleup_gb_s"])
+    full_mesh = {design_key({**parent, "node.scaleup": "fully_connected", "node.scaleup_gb_s": w})
+                 for w in (879.0, *band)}
+    assert full_mesh <= set(map(design_key, moves))
+    scored = run_sweep(space, wl, objectives, jobs=1, grid=explicit_grid(space, moves, order))
+    frame = scored.frame
+    mesh8 = frame[(frame["node.scaleup"] == "fully_connected") & (frame["node.accelerators"] == 8)]
+    ok = mesh8[mesh8["eligible"]]
+    assert not mesh8.loc[mesh8["node.scaleup_gb_s"] == 879.0, "eligible"].any()  # the plain move
+    assert len(ok) and ok["node.scaleup_gb_s"].max() <= 700.0 < mesh8["node.scaleup_gb_s"].max()
+    assert not frame.loc[frame["node.accelerators"] == 16, "eligible"].any()  # hybrid mesh of 16
+    fastest = ok.loc[ok["node.scaleup_gb_s"].idxmax()]
+    step = {**parent, "node.scaleup": "fully_connected", "node.accelerators": 16,
+            "node.scaleup_gb_s": float(fastest["node.scaleup_gb_s"])}
+    sixteen = run_sweep(space, wl, objectives, jobs=1, grid=explicit_grid(space, [step], order))
+    assert sixteen.frame["eligible"].all()

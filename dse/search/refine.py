@@ -89,6 +89,13 @@ refined designs in 3.7 s, production-12t 6,912 + 4,995 in 6.1 s, issue-mixed 6,9
 2.4 s, todays-nodes-3d 720 + 1,238 in 0.5 s, each finding the whole exact front. On the study
 files' spaces: zionex-scale-out's 3,177 in 7.3 s (the 12T model on up to 128 accelerators: a new
 placement costs tens of ms). The cap bounds spaces with many more parameters."""
+PRESCREEN_REFINE_MAX_DESIGNS = 10 * REFINE_MAX_DESIGNS
+"""Designs the refinement after a pre-screen scores at most: a bound on memory only, as its CPU
+budget (:data:`~dse.search.prescreen.REFINE_SHARE` times the pre-screen's) is what stops it on
+the large benchmark cases. Capped at :data:`REFINE_MAX_DESIGNS`, full-dcnv2's refinement stopped
+after 20,000 designs and 10-13 of its 45 CPU seconds, and two of five pre-screens never reached
+the 16-accelerator full meshes on its front (sweep front 0.982 of the known front's hypervolume);
+run to its budget (about 55,000 designs) they reach 0.999 (docs/benchmarks.md)."""
 LINE_MAX_VALUES = 32
 """A parameter with more values than this is line-searched over this many (spread on its scale,
 log for a log-scale int) plus the four nearest either side of the parent's value."""
@@ -144,13 +151,15 @@ class Screened:
     """Designs the refinement scored after it."""
     refine_cpu_s: float
     """CPU seconds of the refinement."""
+    seed: int = 0
+    """The pre-screen's random seed."""
 
     def record(self, budget_s: float) -> dict[str, Any]:
         """The study attribute ``dse:prescreen`` (``budget_s``: the pre-screen's budget)."""
         return {"designs": self.screened, "cpu_s": round(self.screen_cpu_s, 3),
                 "budget_s": budget_s, "refined": self.refined,
                 "refine_cpu_s": round(self.refine_cpu_s, 3), "front": len(self.result.front),
-                "method": "latin hypercube"}
+                "method": "latin hypercube", "seed": self.seed}
 
 
 def screen_to_fine(
@@ -158,7 +167,7 @@ def screen_to_fine(
     workload: Workload,
     objectives: ObjectiveSet,
     seconds: float = PRESCREEN_S,
-    max_designs: int = REFINE_MAX_DESIGNS,
+    max_designs: int = PRESCREEN_REFINE_MAX_DESIGNS,
     catalog: Catalog | None = None,
     calibration: Calibration | None = None,
     on_progress: Callable[[int, int], None] | None = None,
@@ -180,7 +189,7 @@ def screen_to_fine(
     result = combine_sweeps(space, parts, time.perf_counter() - start, SCREEN_METHOD)
     _tell(on_progress, len(result.frame), len(result.frame))
     return Screened(result, len(first.frame), cpu1 - cpu0, len(result.frame) - len(first.frame),
-                    time.process_time() - cpu1)
+                    time.process_time() - cpu1, seed)
 
 
 def refine(space: SearchSpace, first: SweepResult, workload: Workload, objectives: ObjectiveSet,
@@ -238,7 +247,8 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
                    max_trials: int | None = None,
                    on_progress: Callable[[int, int], None] | None = None,
                    prescreen_s: float = PRESCREEN_S,
-                   keep: list[SweepResult] | None = None) -> list[dict[str, Any]]:
+                   keep: list[SweepResult] | None = None,
+                   seed: int = 0) -> list[dict[str, Any]]:
     """What a new study gets by default with a budget of at least
     :data:`~dse.search.reference.REFERENCE_MIN_BUDGET`: one :func:`coarse_to_fine` sweep when
     :func:`~dse.search.sweep.sweep_allowed`, else (a space too large for a coarse grid) one
@@ -250,14 +260,16 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
     :data:`~dse.search.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
     are not trials. A study that already has its reference (another process swept) is left
     alone. Returns the enqueued designs; ``on_progress``: the sweep's; ``keep``: the sweep's
-    result is appended to it (for a benchmark that measures the sweep's front itself)."""
+    result is appended to it (for a benchmark that measures the sweep's front itself);
+    ``seed``: the pre-screen's (the study's seed, so that studies differing only in their seed
+    start from different samples)."""
     if REFERENCE_KEY in study.user_attrs:
         return []
     if sweep_allowed(space, budget):
         result = coarse_to_fine(space, workload, objectives, catalog=catalog, on_progress=on_progress)
     elif budget >= REFERENCE_MIN_BUDGET and prescreen_s > 0:
         screened = screen_to_fine(space, workload, objectives, prescreen_s, catalog=catalog,
-                                  on_progress=on_progress)
+                                  on_progress=on_progress, seed=seed)
         study.set_user_attr(PRESCREEN_KEY, screened.record(prescreen_s))
         result = screened.result
     else:
@@ -379,6 +391,25 @@ class _State:
                 if v == value:
                     continue
                 yield from self._complete({**parent, name: v})
+                if p.type == "categorical":
+                    yield from self._with_children(parent, name, v)
+
+    def _with_children(self, parent: Mapping[str, Any], name: str,
+                       value: Any) -> Iterator[dict[str, Any]]:
+        """``parent`` with categorical ``name`` moved to ``value`` and each parameter conditioned
+        on it (``when``) along its line. A choice changes what its children mean: the fabric
+        bandwidth of a hybrid cube mesh of 8 B200 (879 GB/s) breaks the bandwidth rule on a full
+        mesh of 8 (700 GB/s), so the move that keeps the child's value is infeasible and the
+        feasible designs of the new choice were two moves away. On full-dcnv2 this move took the
+        pre-screens that stayed on 8-accelerator hybrid cube meshes to the 16-accelerator full
+        meshes the others found (docs/benchmarks.md)."""
+        moved = {**parent, name: value}
+        for child, q in self.space.parameters.items():
+            if name not in q.when or not self.space.active(child, moved):
+                continue
+            for w in self.values[child]:
+                if w != moved.get(child):
+                    yield from self._complete({**moved, child: w})
 
     def _repairs(self, parent: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         """Designs two parameters away from ``parent``: one moved a step to a value that made the
@@ -487,5 +518,6 @@ def _near(p: Parameter, value: Any, line: tuple[Any, ...]) -> list[Any]:
     return list(dict.fromkeys([*near, *line]))
 
 
-__all__ = ["FILL_MAX_DESIGNS", "FLOAT_LEVELS", "LINE_MAX_VALUES", "METHOD", "REFINE_MAX_DESIGNS",
+__all__ = ["FILL_MAX_DESIGNS", "FLOAT_LEVELS", "LINE_MAX_VALUES", "METHOD",
+           "PRESCREEN_REFINE_MAX_DESIGNS", "REFINE_MAX_DESIGNS",
            "Screened", "coarse_to_fine", "refine", "screen_to_fine", "seed_new_study"]

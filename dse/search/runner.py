@@ -293,7 +293,8 @@ def _record_new(study: optuna.Study, spec: StudySpec, warm_start: WarmStart = Wa
         seed_new_study(study, study_space(spec), study_workload(spec), study_objectives(spec),
                        spec.budget, warm=asked or default, catalog=study_catalog(spec).catalog,
                        max_trials=warm_start_trials(spec.budget) if asked else None,
-                       on_progress=on_sweep, prescreen_s=spec.prescreen_s)
+                       on_progress=on_sweep, prescreen_s=spec.prescreen_s,
+                       seed=0 if spec.seed is None else spec.seed)
     study.set_user_attr(BUDGET_KEY, spec.budget)
 
 
