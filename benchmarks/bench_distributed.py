@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import postgres_server  # noqa: E402
 
-from dse.search.runner import _optimize, open_study  # noqa: E402
+from dse.search.runner import _optimize, _Quota, open_study  # noqa: E402
 from dse.search.spec import StudySpec, load_study_spec  # noqa: E402
 from dse.search.storage import open_storage  # noqa: E402
 
@@ -165,7 +165,7 @@ def per_trial(kind: str, urls: dict[str, str], folder: Path, trials: int,
     def timed(storage: optuna.storages.BaseStorage, spec: StudySpec) -> float:
         study = open_study(spec, storage)
         start = time.perf_counter()
-        _optimize(study, spec, trials, None)
+        _optimize(study, spec, trials, None, _Quota(None))
         return (time.perf_counter() - start) / trials
 
     on_storage = timed(open_storage(url, spec), spec)

@@ -125,7 +125,7 @@ def main() -> None:
             print(f"{name:12s} wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  "
                   f"peak {r['peak_gb']:5.2f} GB  exit {r['exit']}  "
                   f"{'within' if within else 'OVER'} {TARGET_S:.0f} s / {TARGET_GB:.0f} GB"
-                  + (f"\n{'':12s} {r['error'][:150]}" if r["error"] else ""), flush=True)
+                  + (f"\n{'':12s} {str(r['error'])[:150]}" if r["error"] else ""), flush=True)
 
 
 if __name__ == "__main__":

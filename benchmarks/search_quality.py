@@ -71,7 +71,9 @@ COLORS = {"auto": "#1f77b4", "auto-0.1": "#d62728", "auto+warm": "#d62728", "tpe
 LABELS = {"auto": "default (auto)", "auto-0.1": "previous default (TPE then NSGA-II)",
           "auto+warm": "default + warm start", "tpe": "tpe", "nsga2": "nsga2", "random": "random",
           "gp": "gp", "auto-w40": "default, warm start of 40",
-          "auto-w20": "default, warm start of 20 (before)"}
+          "auto-w20": "default, warm start of 20 (before)",
+          "default, before the fabric move (refinement capped at 20,000 designs, pre-screen seed 0)":
+              "default, before the fabric move"}
 
 
 @dataclass(frozen=True)

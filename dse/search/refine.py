@@ -15,10 +15,12 @@ front designs, so :func:`coarse_to_fine` expands parents drawn from two groups:
 
 and sweeps every design one parameter away from a parent (a line search along each parameter
 over its whole grid, or over :data:`LINE_MAX_VALUES` values spread over a longer one, its nearest
-values included; a float parameter over :data:`FLOAT_LEVELS` values). A
-parameter that becomes active (a fabric's bandwidth when a fabric is chosen) takes each of its
-values. Each round expands two parents, best-first: the first not yet expanded of the extremes
-and the first other of the front, both groups recomputed from every design scored so far, so the
+values included; a float parameter over :data:`FLOAT_LEVELS` values). A move of a categorical
+parameter also moves the parameters conditioned on it (``when``) along their lines, whether they
+become active (a fabric's bandwidth when a fabric is chosen) or stay so (the bandwidth of a
+hybrid cube mesh is rarely one a full mesh can carry): :meth:`_State._with_children`. Each
+round expands two parents, best-first: the first not yet expanded of the extremes and the first
+other of the front, both groups recomputed from every design scored so far, so the
 round after one that found a faster (or cheaper) design climbs on from it. A CPU budget that
 stops the refinement (:func:`screen_to_fine`) has then spent it where the front moved: on the
 Model-A stand-in, whose line searches cost a new placement of 1,000 tables each, one round over a
@@ -40,7 +42,8 @@ A space too large for a coarse grid (more than
 one whose float parameters make a grid meaningless) starts instead from the front of a
 space-filling pre-screen (:mod:`dse.search.prescreen`, a budget of CPU seconds) and is refined
 the same way, for at most :data:`~dse.search.prescreen.REFINE_SHARE` times that budget more
-(:func:`screen_to_fine`).
+(:func:`screen_to_fine`; its design cap, :data:`PRESCREEN_REFINE_MAX_DESIGNS`, only bounds
+memory).
 """
 
 from __future__ import annotations
