@@ -17,6 +17,7 @@ grpcio, except under CI (``CI=true``), where they fail.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -117,11 +118,28 @@ def created(path: Path, url: str) -> optuna.Study:
 
 
 def wait_complete(url: str, name: str, complete: int, workers: list[Worker]) -> None:
+    """Until ``complete`` trials are complete and every worker has taken a trial. A fault that
+    comes while a worker still opens its storage is the start-up failure (a server down at the
+    start fails at once), not the mid-run loss these tests are about: under CI load one worker
+    had not taken a trial when the other had completed three."""
     deadline = time.monotonic() + 120
-    while states(url, name).get("COMPLETE", 0) < complete:
+    while (states(url, name).get("COMPLETE", 0) < complete
+           or len(workers_with_trials(url, name)) < len(workers)):
         assert time.monotonic() < deadline, "the study did not start"
         assert all(w.proc.poll() is None for w in workers), [w.wait(1) for w in workers]
         time.sleep(0.1)
+
+
+def workers_with_trials(url: str, name: str) -> set[str]:
+    """The workers (``dse:worker``) that have taken a trial of study ``name``, read with SQL."""
+    import psycopg
+
+    with psycopg.connect(url, connect_timeout=10) as conn:
+        rows = conn.execute(
+            "SELECT a.value_json FROM trial_system_attributes a JOIN trials t "
+            "ON t.trial_id = a.trial_id JOIN studies s ON s.study_id = t.study_id "
+            "WHERE s.study_name = %s AND a.key = %s", (name, WORKER_KEY)).fetchall()
+    return {str(json.loads(value)) for (value,) in rows}
 
 
 @contextlib.contextmanager

@@ -96,7 +96,7 @@ PRESCREEN_REFINE_MAX_DESIGNS = 10 * REFINE_MAX_DESIGNS
 """Designs the refinement after a pre-screen scores at most: a bound on memory only, as its CPU
 budget (:data:`~dse.search.prescreen.REFINE_SHARE` times the pre-screen's) is what stops it on
 the large benchmark cases. Capped at :data:`REFINE_MAX_DESIGNS`, full-dcnv2's refinement stopped
-after 20,000 designs and 10-13 of its 45 CPU seconds, and two of five pre-screens never reached
+at it after 10-20 of its 45 CPU seconds, and two of five pre-screens never reached
 the 16-accelerator full meshes on its front (sweep front 0.982 of the known front's hypervolume);
 run to its budget (about 55,000 designs) they reach 0.999 (docs/benchmarks.md)."""
 LINE_MAX_VALUES = 32
