@@ -78,6 +78,20 @@ def test_a_pre_screen_stops_at_its_cpu_budget_and_is_then_refined() -> None:
     assert len(got.result.front) > 0
 
 
+def test_the_progress_of_a_pre_screened_sweep_ends_where_its_budgets_stop_it() -> None:
+    """The bar's total is what the CPU budgets are projected to allow at the rate so far, not
+    the memory cap (200,000 designs); it ends exactly at the designs scored."""
+    calls: list[tuple[int, int]] = []
+    got = screen_to_fine(load_space(FULL), load_workload("mlperf-dlrm-v1"),
+                         load_objectives("throughput-vs-capex"), TINY_S,
+                         on_progress=lambda done, total: calls.append((done, total)))
+    final = len(got.result.frame)
+    assert calls[-1] == (final, final)
+    assert all(done <= total for done, total in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    assert max(total for _, total in calls) < 5 * final < refine_mod.PRESCREEN_REFINE_MAX_DESIGNS
+
+
 def test_a_new_study_on_a_too_large_space_records_its_pre_screen(tmp_path: Path) -> None:
     spec = make_spec(tmp_path, space=FULL, sampler="auto", budget=50, prescreen_s=TINY_S)
     study = open_study(spec, open_storage(None, spec))

@@ -331,9 +331,9 @@ def _sweep_progress(quiet: bool) -> Iterator[Callable[[int, int], None]]:
     def show(done: int, total: int) -> None:
         if not task:
             if not quiet:
-                console.print(f"sweeping up to {total:,} designs (a coarse grid or a pre-screen, "
-                              "then refined along its front) before the first trial: the "
-                              "hypervolume reference", highlight=False, soft_wrap=False)
+                console.print("sweeping before the first trial (a coarse grid or a CPU-timed "
+                              "pre-screen, then refined along its front): the hypervolume "
+                              "reference", highlight=False, soft_wrap=False)
             task.append(bar.add_task("sweep", total=total, what="designs scored"))
         bar.update(task[0], completed=done, total=total)
 

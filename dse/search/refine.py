@@ -180,11 +180,18 @@ def screen_to_fine(
     :func:`~dse.search.prescreen.prescreen` of ``seconds`` CPU seconds refined as the module
     describes (float parameters along :data:`FLOAT_LEVELS` values), up to ``max_designs`` more
     designs or :data:`~dse.search.prescreen.REFINE_SHARE` times ``seconds`` of CPU, on one core
-    with one memo. ``on_progress(done, total)``: designs scored and the most there may be."""
+    with one memo. ``on_progress(done, total)``: designs scored and the number the budgets are
+    projected to allow at the rate so far (:func:`_projected`; exact at the end)."""
     start, cpu0 = time.perf_counter(), time.process_time()
     calib, cat, memo = _scoring(workload, calibration, catalog)
+
+    def screening(done: int) -> None:
+        rate = done / max(time.process_time() - cpu0, 1e-9)
+        _tell(on_progress, done, max(done, round(rate * seconds))
+              + _projected(0, rate, REFINE_SHARE * seconds, max_designs))
+
     screened = prescreen(space, workload, objectives, seconds, calib, cat, memo, seed,
-                         on_progress=lambda done: _tell(on_progress, done, done + max_designs))
+                         on_progress=screening)
     first = combine_sweeps(space, screened, 0.0, SCREEN_METHOD)
     cpu1 = time.process_time()
     parts = refine(space, first, workload, objectives, max_designs, calib, cat, memo, on_progress,
@@ -228,8 +235,19 @@ def refine(space: SearchSpace, first: SweepResult, workload: Workload, objective
             parts.append(part)
             state.add(part)
             scored += len(part.frame)
-            _tell(on_progress, len(first.frame) + scored, len(first.frame) + max_designs)
+            rate = scored / max(time.process_time() - cpu0, 1e-9)
+            _tell(on_progress, len(first.frame) + scored,
+                  len(first.frame) + _projected(scored, rate, cpu_s, max_designs))
     return parts
+
+
+def _projected(scored: int, rate: float, cpu_s: float, max_designs: int) -> int:
+    """Designs a refinement of ``cpu_s`` CPU seconds and at most ``max_designs`` designs is
+    expected to score, ``scored`` of them done, at ``rate`` designs per CPU second: what a
+    progress bar can end at (a CPU budget is not a design count)."""
+    if math.isinf(cpu_s):
+        return max_designs
+    return max(scored, min(max_designs, round(rate * cpu_s)))
 
 
 def _scoring(workload: Workload, calibration: Calibration | None,
