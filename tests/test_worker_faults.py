@@ -217,6 +217,48 @@ def test_a_summary_read_after_a_restart_reconnects(tmp_path: Path, server: tuple
     assert any(m.startswith("dse: reconnected to") for m in said), said
 
 
+def test_a_worker_whose_first_connection_meets_a_restart_waits_for_it(
+        tmp_path: Path, server: tuple[Path, str], caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker started while its server restarts (it answered, then ended the connection:
+    ``ServerRestarting``) joins the study once the server is back, as a running worker would;
+    one refused at the start, and a ``dse run`` that may create the study, fail at once."""
+    from dse.search import runner
+    from dse.search.storage import ServerRestarting, StorageUnreachable
+
+    _, url = server
+    path = make_study(tmp_path)
+    created(path, url)
+    spec = load_study_spec(str(path))
+    real = runner.open_storage
+    first: list[BaseException] = []
+
+    def restarting(storage_url: str | None, spec_: object) -> object:
+        if first:
+            raise first.pop()
+        return real(storage_url, spec_)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "open_storage", restarting)
+    closed = "PostgreSQL closed the connection (the database system is shutting down)"
+    for error, create in ((StorageUnreachable("--storage", url, "PostgreSQL refused the "
+                                              "connection (is the server running?)"), False),
+                          (ServerRestarting("--storage", url, closed), True)):
+        first.append(error)
+        with pytest.raises(type(error)):
+            runner.run_study(spec, url, create=create, worker="w")
+    first.append(ServerRestarting("--storage", url, closed))
+    study = runner.run_study(spec, url, create=False, worker="w")
+    assert not first and completed_of(study) == BUDGET
+    said = [r.getMessage() for r in caplog.records if r.name == "dse"]
+    assert any(m.startswith("dse: lost the storage") for m in said), said
+    assert any(m.startswith("dse: reconnected to") for m in said), said
+    assert_exact(url, path.stem)
+
+
+def completed_of(study: optuna.Study) -> int:
+    return sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False))
+
+
 @pytest.mark.parametrize("kind", ["postgres", "grpc"])
 def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tuple[Path, str],
                                                      proxies: list[Proxy], kind: str) -> None:

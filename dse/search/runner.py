@@ -88,6 +88,7 @@ from dse.search.storage import (
     RECONNECT_FIRST_S,
     RECONNECT_MAX_WAIT_S,
     ReconnectGaveUp,
+    ServerRestarting,
     open_storage,
     reconnect_window,
     redact,
@@ -432,15 +433,23 @@ def run_study(
     elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`). A database
     server or storage proxy that goes away mid-run (a restart) is reached again
     (:func:`_reconnect`), also while the study is being opened (the server answered, then
-    restarted); one that is down at the start fails at once.
+    restarted) and, for a worker joining (``create=False``), when its first connection meets a
+    restart under way (:class:`~dse.search.storage.ServerRestarting`); one that is down at the
+    start (refused) fails at once.
     """
-    storage = open_storage(storage_url, spec)
     where = _where(spec, storage_url)
     try:
-        study = open_study(spec, storage, force, create=create, where=where,
-                           worker=worker, storage_path=storage_file(storage_url, spec))
-    except Exception as exc:  # the server answered open_storage, so this is a restart
+        storage = open_storage(storage_url, spec)
+    except ServerRestarting as exc:  # it answered, then hung up: a restart under way
+        if create:
+            raise  # `dse run` may create the study; the reconnection only joins one
         study = _reconnect(exc, spec, storage_url, where, worker)
+    else:
+        try:
+            study = open_study(spec, storage, force, create=create, where=where,
+                               worker=worker, storage_path=storage_file(storage_url, spec))
+        except Exception as exc:  # the server answered open_storage, so this is a restart
+            study = _reconnect(exc, spec, storage_url, where, worker)
     quota = _Quota(max_trials)
     budget: int | None = None
     while True:

@@ -409,7 +409,8 @@ def rdb_storage(url: str,
     except Exception as exc:  # SQLAlchemy, the driver and Optuna raise several types
         said = database_failure(exc)
         if said is not None:
-            error = StorageUnreachable if said.startswith(("refused", "closed")) else DseInputError
+            error = (ServerRestarting if said.startswith("closed") else StorageUnreachable
+                     if said.startswith("refused") else DseInputError)
             raise error("--storage", shown, f"PostgreSQL {said}") from None
         raise DseInputError("--storage", shown,
                             f"cannot open the database: {_first_line(exc)}") from None
@@ -695,6 +696,13 @@ def _proxy_failure(exc: Any, where: str) -> str:
 class StorageUnreachable(DseInputError):
     """The server of a storage refused or closed the connection as it was opened (down, or
     restarting): a worker that had been working on it tries again (:func:`storage_lost`)."""
+
+
+class ServerRestarting(StorageUnreachable):
+    """The server answered as the connection was opened, then ended it (it is shutting down or
+    still starting: a restart or a fail-over under way). A worker starting then waits for it
+    like a worker that was running (:func:`dse.search.runner.run_study`); one refused at the
+    start fails at once (the server is down, or the URL is wrong)."""
 
 
 class ReconnectGaveUp(Exception):
