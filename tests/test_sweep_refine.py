@@ -237,3 +237,23 @@ def test_a_fabric_move_carries_its_bandwidth_along_its_line() -> None:
             "node.scaleup_gb_s": float(fastest["node.scaleup_gb_s"])}
     sixteen = run_sweep(space, wl, objectives, jobs=1, grid=explicit_grid(space, [step], order))
     assert sixteen.frame["eligible"].all()
+
+
+def test_a_fabric_chosen_takes_its_bandwidth_along_the_whole_line() -> None:
+    """A float that becomes active with a choice (a fabric's bandwidth, from no fabric) is moved
+    along its whole line, not only filled with its middle value."""
+    from dse.search.refine import FLOAT_LEVELS, _line_values, _State
+
+    spec = json.loads(json.dumps(FABRIC))
+    spec["parameters"]["node.scaleup"]["choices"] = ["none", "fully_connected"]
+    spec["parameters"]["node.scaleup_gb_s"]["when"] = {"node.scaleup": ["fully_connected"]}
+    space = space_from_mapping(spec, "test space")
+    wl, objectives = load_workload("mlperf-dlrm-dcnv2"), load_objectives("throughput-vs-capex")
+    parent = {"node.accelerators": 8, "node.scaleup": "none"}
+    first = run_sweep(space, wl, objectives, jobs=1,
+                      grid=explicit_grid(space, [parent], list(space.parameters)))
+    moves = list(_State(space, objectives, first)._lines(parent))
+    band = _line_values(space.parameters["node.scaleup_gb_s"])
+    meshes = {m["node.scaleup_gb_s"] for m in moves if m["node.scaleup"] == "fully_connected"
+              and m["node.accelerators"] == 8}
+    assert len(band) == FLOAT_LEVELS and set(band) <= meshes
