@@ -14,6 +14,8 @@ PostgreSQL tests skip, except under CI (``CI=true``), where they fail.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -24,7 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import optuna
@@ -138,10 +140,38 @@ class Worker:
 
 
 def start_workers(tmp_path: Path, path: Path, url: str, n: int = WORKERS) -> list[Worker]:
+    create_study(path, url)
+    return spawn_workers(tmp_path, path, url, n)
+
+
+def create_study(path: Path, url: str) -> None:
     created = dse("run", str(path), "--storage", url, "--trials", "0")
     assert created.returncode == 0, created.stderr
     assert "ready" in created.stdout and "2 queued" in created.stdout, created.stdout
+
+
+def spawn_workers(tmp_path: Path, path: Path, url: str, n: int = WORKERS) -> list[Worker]:
     return [Worker(tmp_path, i, "worker", str(path), "--storage", url) for i in range(n)]
+
+
+@contextlib.contextmanager
+def held_journal(journal: Path) -> Iterator[Callable[[], int]]:
+    """The journal's write lock (``FILE.write.lock``, an ``flock``: dse.search.storage.FlockLock)
+    held meanwhile; yields how many processes wait for it (``/proc/locks``)."""
+    lock = Path(f"{journal}.write.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    inode = os.fstat(fd).st_ino
+
+    def waiting() -> int:
+        return sum(1 for line in Path("/proc/locks").read_text().splitlines()
+                   if "->" in line.split() and any(f.endswith(f":{inode}") for f in line.split()))
+
+    try:
+        yield waiting
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def load(path: Path, url: str) -> optuna.Study:
@@ -233,7 +263,20 @@ def test_four_workers_share_one_budget(tmp_path: Path, kind: str,
                                        request: pytest.FixtureRequest) -> None:
     url = storage_of(kind, tmp_path, request)
     path = make_study(tmp_path, kind)
-    workers = start_workers(tmp_path, path, url)
+    if kind == "journal":
+        # Every worker waits at the journal's write lock before the first trial is claimed: a
+        # worker that finished importing dse seconds before the others (CI load) once ran all 48
+        # cheap trials alone. The database kinds' trials cost more and have not raced so.
+        create_study(path, url)
+        with held_journal(Path(url)) as waiting:
+            workers = spawn_workers(tmp_path, path, url)
+            deadline = time.monotonic() + 120
+            while waiting() < len(workers):
+                assert time.monotonic() < deadline, f"{waiting()} workers at the lock"
+                assert all(w.proc.poll() is None for w in workers), [w.wait(1) for w in workers]
+                time.sleep(0.1)
+    else:
+        workers = start_workers(tmp_path, path, url)
     done = [assert_clean(*w.wait()) for w in workers]
     assert sum(done) == BUDGET and all(n > 0 for n in done), done
     trials = assert_exact(load(path, url))
