@@ -338,3 +338,23 @@ def test_a_sweep_from_a_process_with_threads_spawns_its_workers() -> None:
         stop.set()
         other.join()
     assert _start_method() == ("spawn" if threading.active_count() > 1 else "fork")
+
+
+def test_a_sweep_worker_takes_the_default_signal_handling() -> None:
+    """A forked pool worker inherits its parent's Python handlers; ``dse run``'s SIGTERM handler
+    (stop after the trial) would make it ignore the pool's SIGTERM and the join hang. The
+    initializer restores the default SIGTERM and leaves Ctrl-C to the parent."""
+    import signal
+
+    from dse.search import sweep
+
+    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), sweep._CTX)
+    try:
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        sweep._init_worker(before[2])  # type: ignore[arg-type]
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
+        sweep._CTX = before[2]

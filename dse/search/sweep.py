@@ -25,6 +25,7 @@ import dataclasses
 import math
 import multiprocessing
 import os
+import signal
 import threading
 import time
 import warnings
@@ -449,6 +450,8 @@ def run_sweep(
                     done += len(chunk["feasible"])
                     if on_progress is not None:
                         on_progress(done, total)
+                pool.close()  # the workers end on the queue's sentinels, not on SIGTERM
+                pool.join()
     finally:
         _CTX = previous
     frame = _frame(grid, chunks)
@@ -537,8 +540,15 @@ def combine_sweeps(space: SearchSpace, parts: Sequence[SweepResult], seconds: fl
 
 
 def _init_worker(ctx: _Context) -> None:
+    """A pool worker's start: the sweep's context, and the default signal handling. A forked
+    worker inherits its parent's Python handlers: ``dse run``'s (stop after the running trial,
+    :func:`dse.search.parallel.stop_gracefully`) would make it ignore the pool's SIGTERM, and the
+    pool's join wait for it forever (a CI run hung so, a pool worker waiting on its task queue).
+    Ctrl-C is the parent's to handle: it ends the pool."""
     global _CTX
     _CTX = ctx
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _frame(grid: DesignGrid, chunks: list[dict[str, np.ndarray]]) -> pd.DataFrame:
