@@ -407,11 +407,20 @@ def large_run(case: Case, sampler: str, seed: int, budget: int, prescreen_s: flo
     cpu = time.process_time()
     run = run_sampler(case, sampler, seed, budget, prescreen_s, keep)
     objectives = load_objectives(case.objectives)
-    return {"losses": losses_of(run["trials"][:budget], objectives).tolist(),
-            "sweep_front": keep[0].losses().tolist() if keep else [],
+    return {"losses": front_rows(losses_of(run["trials"][:budget], objectives)),
+            "sweep_front": front_rows(keep[0].losses()) if keep else [],
             "seconds": run["seconds"], "cpu_s": time.process_time() - cpu,
             "warm_start_s": run["warm_start_s"], "warm_trials": run["warm_trials"],
             "prescreen": run["prescreen"]}
+
+
+def front_rows(losses: np.ndarray) -> list[list[float]]:
+    """The distinct non-dominated rows of ``losses``: all that a run's hypervolume and fastest
+    design depend on, so the kept runs (large-results.json) stay small."""
+    if not len(losses):
+        return []
+    front = np.unique(losses[non_dominated(losses)], axis=0)
+    return [[float(x) for x in row] for row in front]
 
 
 def run_large(cases: Sequence[str], samplers: Sequence[str], budget: int, seeds: dict[str, int],
@@ -446,7 +455,7 @@ def score_large(results: dict[str, Any]) -> dict[str, Any]:
             for r in runs:
                 parts += [np.array(x) for x in (r["losses"], r["sweep_front"]) if len(x)]
         union = np.vstack(parts)
-        front = union[non_dominated(union)]
+        front = np.unique(union[non_dominated(union)], axis=0)  # distinct points
         lo, worst = front.min(axis=0), front.max(axis=0)
         box = worst + 0.1 * np.maximum(worst - lo, np.abs(worst) * 1e-9 + 1e-12)
         known = Exact(0, 0.0, front, lo, box, 0.0)
