@@ -435,10 +435,12 @@ def test_larger_tables_do_not_train_faster(system: str) -> None:
     # still whole, 4x larger tables were split finer and trained up to 1.9x faster on 8 H100 nodes.
     # What remains is heuristic granularity (a table of 4x the rows is no longer replicated, is cut
     # into more pieces): at most 3% of the step before issue 13; with the hot table spread over the
-    # nodes the step is shorter and the same granularity a larger share of it: at most 6% (5.4% on
+    # nodes the step is shorter and the same granularity a larger share of it: at most 7% (6.4% on
     # 2 MI300X nodes, where the 100-hot table's ten row pieces take ten of the 16 devices and the
     # two-resource LPT puts a column piece of the 12-hot table beside one of them; the 4x model's
-    # pieces pack better. Every other case is within 4%).
+    # pieces pack better. It was 5.4% under calibration 2026.12-4: the placement reads no
+    # calibration and is the same, but the fitted HBM efficiency fell from 0.85 to 0.64, so the
+    # embedding work it balances is a larger share of the step. Every other case is within 5%).
     from dse.model.workload import scale_tables
 
     wl = load_workload("mlperf-dlrm-dcnv2")
@@ -446,7 +448,7 @@ def test_larger_tables_do_not_train_faster(system: str) -> None:
         sysm = load_system(system, (("nodes", nodes),))
         published = evaluate(wl, sysm).throughput_samples_per_s
         grown = evaluate(scale_tables(wl, 4.0), sysm).throughput_samples_per_s
-        assert grown <= 1.06 * published, (nodes, published, grown)
+        assert grown <= 1.07 * published, (nodes, published, grown)
 
 
 @pytest.mark.parametrize("overrides", [

@@ -456,14 +456,13 @@ def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsembl
     """The interval of a design predicted at ``point`` samples/s whose members deviate from it by
     ``spread`` (log ratios, one per member): :func:`prediction_interval` once the members are timed.
     ``outside`` (why the design lies outside the measured regime, :meth:`CalibrationEnsemble.outside`)
-    swaps the leave-one-out residuals for the leave-one-class-out ones: the error of a fit on a
-    class it never saw, the design's own case."""
+    widens the interval to take in the one the leave-one-class-out residuals give as well: the
+    error of a fit on a class it never saw, the design's own case (:func:`widened_bounds`)."""
     spread = spread[np.isfinite(spread)]
     if not (0 < point < math.inf) or spread.size == 0:
         return None
     widened = ens.outside_residuals() if outside else np.zeros(0)
-    residuals = widened if widened.size else np.asarray(ens.loo_log_residuals)
-    lo, hi = _quantiles(spread, residuals, level)
+    lo, hi = widened_bounds(spread, np.asarray(ens.loo_log_residuals), widened, level)
     slo, shi = _quantiles(spread, np.zeros(0), level)
     # The point estimate is always inside: a skewed residual set cannot push the band off it.
     return PredictionInterval(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
@@ -471,17 +470,33 @@ def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsembl
                               len(ens.members), outside)
 
 
+def widened_bounds(spread: np.ndarray, loo: np.ndarray, widened: np.ndarray,
+                   level: float = LEVEL) -> tuple[float, float]:
+    """Log bounds of an interval from the members' ``spread`` and the leave-one-out residuals
+    ``loo``; with leave-one-class-out residuals (``widened``, not empty for a design outside the
+    measured regime) each bound is the further of the two: outside the regime an interval is
+    never narrower than inside it, on either side."""
+    lo, hi = _quantiles(spread, loo, level)
+    if widened.size:
+        wlo, whi = _quantiles(spread, widened, level)
+        lo, hi = min(lo, wlo), max(hi, whi)
+    return lo, hi
+
+
 def class_coverage_of(holdout: ClassHoldout, ens: CalibrationEnsemble,
                       spreads: dict[str, np.ndarray], level: float = LEVEL) -> ClassCoverage:
     """Coverage of one left-out class: each of its points, predicted by the refit that saw none
     of the class, gets the interval a design outside the regime gets (``spreads[id]``, the
     bootstrap members' log deviations there, plus every leave-one-class-out residual of points
-    outside the class: never the class's own), and is covered when its residual lies inside."""
+    outside the class and the leave-one-out residuals of the points outside it: never the class's
+    own), and is covered when its residual lies inside."""
     own = frozenset(holdout.measurement_ids)
     pool = ens.outside_residuals(excluding=own)
+    loo = np.array([r for i, r in zip(ens.measurement_ids, ens.loo_log_residuals, strict=True)
+                    if i not in own])
     covered, widths = 0, []
     for mid, r in zip(holdout.measurement_ids, holdout.log_residuals, strict=True):
-        lo, hi = _quantiles(spreads.get(mid, np.zeros(1)), pool, level)
+        lo, hi = widened_bounds(spreads.get(mid, np.zeros(1)), loo, pool, level)
         covered += lo <= r <= hi
         widths.append((math.exp(hi) - math.exp(lo)) * 100)
     return ClassCoverage(holdout.axis, holdout.value, int(covered), len(widths),

@@ -106,16 +106,6 @@ AT_BOUND_REASONS: dict[str, str] = {
         "At its measured floor (a CUDA-graph-launched kernel, 0.5 us): the measured systems launch "
         "their steps as CUDA graphs (HugeCTR and DeepLearningExamples PyTorch use them), and the "
         "data do not ask for more."),
-    "network_efficiency": (
-        "At line rate: with the 2023 16-node DCNv2 runs' cost counted (the flat key exchange of "
-        "HugeCTR 23.04/23.08), the points left to move it are the one-hot HugeCTR 2022 runs "
-        "(MLPerf v2.0 on 8 and 14 DGX A100 nodes, v2.1 on 4 DGX H100 nodes), which the model "
-        "under-predicts by 9-15% even at line rate (calibration 2026.12-4): it charges "
-        "them more inter-node time than the machines spent, through an effect it does not "
-        "identify (their hybrid embedding's hot rows, the overlap of their all-to-all), not a "
-        "network faster than its line rate. The fit is nearly flat in it (sum of squared log "
-        "errors over the 57 fitted points 0.649 at 1, 0.687 at 0.8), so a design bound by the "
-        "network is predicted at line rate, optimistic by what NCCL loses to it."),
 }
 """Why a fitted parameter may end at a bound of its range; ``docs/validation.md`` lists every
 parameter at a bound with its reason, and a parameter at a bound without one fails the tests."""

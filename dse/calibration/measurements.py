@@ -93,9 +93,10 @@ _WHOLE_TABLES = (
     ("software.replicate_small_tables", False),
     ("software.split_tables_to_balance", False),
 )
+_NO_WGRAD_STREAM = (("software.overlap_weight_gradients", False),)
 SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
-    "hugectr-2020": _WHOLE_TABLES,
-    "hugectr-2021": (),
+    "hugectr-2020": (*_WHOLE_TABLES, *_NO_WGRAD_STREAM),
+    "hugectr-2021": _NO_WGRAD_STREAM,
     "hugectr-2022": (),
     "hugectr-2023.04": (("software.hot_embedding_replication", False),
                         ("software.replicate_small_tables", False),
@@ -104,8 +105,8 @@ SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
     "hugectr-2023.09": (("software.hot_embedding_replication", False),
                         ("software.overlap_weight_gradients", True),
                         ("software.flat_key_exchange", True)),
-    "pytorch-2021": (*_WHOLE_TABLES, ("software.bottom_mlp_on_one_device", True)),
-    "tensorflow-2023": _WHOLE_TABLES,
+    "pytorch-2021": (*_WHOLE_TABLES, *_NO_WGRAD_STREAM, ("software.bottom_mlp_on_one_device", True)),
+    "tensorflow-2023": (*_WHOLE_TABLES, *_NO_WGRAD_STREAM),
 }
 """How each family lays out the model (``[software]`` overrides of the system; the defaults are
 the reference family's). ``hugectr-2020`` (MLPerf v0.7): one-hot localized-slot embedding, every
@@ -114,6 +115,12 @@ PyTorch DLRM README, "Embedding table placement and load balancing": the bottom 
 no tables, whole tables (at most ceil(tables / (GPUs - 1)) per GPU) on the others.
 ``tensorflow-2023``: DeepLearningExamples TensorFlow2 DLRM_and_DCNv2 README (Merlin Distributed
 Embeddings): data-parallel MLPs, "each smaller table is placed entirely on a single device".
+No weight-gradient side stream (``software.overlap_weight_gradients`` off) for ``hugectr-2020``
+and ``hugectr-2021``: the option (``async_mlp_wgrad``) first appears in HugeCTR v3.3, after the
+v0.7 (HugeCTR 2.2) and v1.0 (3.1, ``enable_overlap`` only) submissions; nor for the two
+DeepLearningExamples families, whose backward is their framework's autograd on one stream. The
+reference family has it (``async_mlp_wgrad = True`` in the v2.0/v2.1 NVIDIA configurations; the
+:class:`dse.model.system.SoftwareSpec` default).
 ``hugectr-2023.04`` and ``hugectr-2023.09`` (MLPerf Training v3.0/v3.1 DCNv2): the reference builds
 an embedding collection whose tables are sharded model- or data-parallel as a whole, with no
 frequent-row hybrid (that was the one-hot DLRM's hybrid embedding), and computes weight gradients

@@ -114,7 +114,7 @@ class StageCosts(NamedTuple):
     allreduce: float
     """The dense-gradient allreduce, before any overlap ..."""
     allreduce_exposed: float
-    """... and what of it the backward phase's compute does not hide."""
+    """... and what of it the backward phase does not hide."""
     overhead: float
     """Kernel launches and the fixed per-step cost."""
     input: float

@@ -164,12 +164,16 @@ class SoftwareSpec:
     """Split a table column-wise when its load exceeds a device's fair share (TorchRec, HugeCTR).
     Off: whole tables, split only when one does not fit a device (NVIDIA DeepLearningExamples: "each
     smaller table is placed entirely on a single device")."""
-    overlap_weight_gradients: bool = False
+    overlap_weight_gradients: bool = True
     """Compute the top part's weight gradients on a side stream while the all-to-all and the
-    embedding update of the backward run (HugeCTR's DCNv2 reference: ``DenseLayerComputeConfig(
-    async_wgrad=True)``, MLPerf Training v3.0/v3.1 NVIDIA dlrm_dcnv2 train.py). Off: the top
-    part's whole backward precedes the all-to-all, as in the reference software the model is
-    calibrated to (MLPerf v2.0/v2.1 HugeCTR)."""
+    embedding update of the backward run. The reference software does (MLPerf Training v2.0/v2.1
+    HugeCTR: ``async_mlp_wgrad = True`` in NVIDIA's DLRM configurations, e.g.
+    mlcommons/training_results_v2.1 ``NVIDIA/benchmarks/dlrm/implementations/hugectr-22.04/dgx_a100.py``,
+    which puts each fused layer's weight GEMM on HugeCTR's ``comp_overlap_stream``), as does the
+    DCNv2 reference (``DenseLayerComputeConfig(async_wgrad=True)``, MLPerf v3.0/v3.1 dlrm_dcnv2
+    train.py). Off: the top part's whole backward precedes the all-to-all (HugeCTR before v3.3,
+    DeepLearningExamples' framework autograd). A node without accelerators has no side stream
+    whatever this says: the same cores would run the weight GEMM and the embedding update."""
     flat_key_exchange: bool = False
     """Exchange every model-parallel key with its owner before the lookup by a flat all-to-all over
     all G devices, two rounds a step (a count per peer, then the keys), as HugeCTR 23.04/23.08's

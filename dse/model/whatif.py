@@ -24,9 +24,10 @@ def bottom_mlp_leads(ev: Evaluation) -> bool:
 
 def step_from_stages(stages: StageCosts, lead: bool) -> float:
     """The step time from raw stage durations, by the overlaps of
-    :func:`dse.model.timing.step_time`: the allreduce hides behind the backward phase's compute,
-    the input pipeline behind the whole step."""
-    t = stages._replace(allreduce_exposed=exposed_allreduce(stages.allreduce, stages, stages))
+    :func:`dse.model.timing.step_time`: the allreduce hides in the backward phase beside the
+    all-to-all's links, the input pipeline behind the whole step."""
+    alltoall = max(stages.a2a_fabric, stages.a2a_network)
+    t = stages._replace(allreduce_exposed=exposed_allreduce(stages.allreduce, stages, stages, alltoall, lead))
     compute, _, _ = critical(step_tree(t, lead))
     return t.input if t.input - compute > 0 else compute
 

@@ -184,18 +184,23 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         + ".",
         "",
         "**The rule.** Such a design's interval is built as any other's (the bootstrap spread at the "
-        "design convolved with a residual distribution) but with the leave-one-class-out "
-        "residuals in place of the leave-one-out ones: every class of an axis with at least two "
-        "measured classes is left out of the fit whole (refitted from the calibration, unseen "
-        "software at the reference family's speed), and its points' log errors under that fit "
+        "design convolved with a residual distribution) once with the leave-one-out residuals and "
+        "once with the leave-one-class-out ones, and each bound is the further of the two, so an "
+        "interval outside the regime is never narrower than inside it on either side (calibration "
+        "2026.12-5 made that a rule: with the class-out residuals alone, the lower bound of a "
+        "design outside came out 1 point narrower than inside). The class-out residuals: every "
+        "class of an axis with at least two measured classes is left out of the fit whole "
+        "(refitted from the calibration, unseen software at the reference family's speed), and "
+        "its points' log errors under that fit "
         f"are pooled over all classes and both axes ({pooled.size // 2} residuals), each taken "
         "with both signs. They are the errors the model makes on a class it never saw, which "
         "is the design's case; a left-out class errs mostly one way (Hopper under, Volta "
         "over), and which way a class never measured will err is not known from the classes "
-        "that happened to be measured. (Both were measured: with the signs as they fell the "
+        "that happened to be measured. (Both were measured, on calibration 2026.12-3's 58 points, "
+        "with the rule of class-out residuals alone: with the signs as they fell the "
         "pooled rule covers 43 of 58 points when their architecture is left out and 44 of 49 "
         "when their software family is, 1 of the 10 classes inside 70%-90%; with both signs "
-        "the figures below, 3 of 10.) The "
+        "3 of 10; the figures below are this ensemble's, with the rule as stated.) The "
         "reference software family is not left out: it defines the speed every design is "
         "scored at, and without it the other families' factors and the efficiencies trade "
         "freely. `dse evaluate` (text, and `outside_measured_regime` in `--json`) and the report's "
@@ -203,8 +208,9 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         "computed only with the interval, never in a search's evaluations.",
         "",
         "**Judged by leave-one-class-out.** Each class left out is predicted by the fit without "
-        "it, with the widened interval built from the other classes' pooled residuals (never "
-        "its own points'), and the bootstrap members' spread at each point (members that saw "
+        "it, with the widened interval built from the other classes' pooled residuals and the "
+        "leave-one-out residuals of the points outside the class (never its own points'), and "
+        "the bootstrap members' spread at each point (members that saw "
         "the class: the spread is the smaller part of every interval). Coverage of the 80% "
         "intervals:",
         "",
@@ -215,7 +221,7 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         *per_axis,
         f"- {', '.join(single) or 'no axis'}: one measured class only, so no class can be left "
         "out and the widening there cannot be judged by these data; a design outside on such "
-        "an axis gets the pooled residuals of the others, the best evidence the data hold on an "
+        "an axis gets the pooled residuals of the others as well, the best evidence the data hold on an "
         "unseen class, and no claim of coverage",
         "- per class, 70%-90% cannot hold for every class under any one rule: a class whose "
         "points share one bias (Hopper, HugeCTR 2023.04: residuals within a few percent of "
