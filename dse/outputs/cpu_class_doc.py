@@ -15,9 +15,9 @@ MISS_REASONS: dict[str, str] = {
         "these eight-socket nodes (their network is not published), so the assumption decides "
         "them"),
     "mlperf-v2.1-intel-": (
-        "Sapphire Rapids with AMX: its bf16 peak is 16x its AVX-512 fp32 peak (1,024 against 64 "
-        "FLOP a cycle and core) and one efficiency cannot be both the share the Cooper Lake "
-        "AVX-512 runs reach and the far lower one these runs reach; the rest of their step "
+        "Sapphire Rapids with AMX: its bf16 peak is 8x Cooper Lake's AVX512_BF16 peak a cycle and "
+        "core (1,024 against 128 FLOP) and one efficiency cannot be both the share the Cooper "
+        "Lake runs reach and the far lower one these runs reach; the rest of their step "
         "(DDR-bound element-wise work, the framework) is what the model under-counts"),
     "mlperf-v3.1-intel-": "as v2.1 (Sapphire Rapids with AMX), with DCNv2's multi-hot lookups in DDR",
 }

@@ -24,6 +24,8 @@ from dse.outputs.cases.framework import (
 )
 
 TODAY_SYSTEMS = ("dgx-h100", "hgx-h200", "dgx-b200", "mi300x-x8", "gaudi2-x8")
+LARGE_NODES = 8
+"""Node count beyond which the claim on large clusters looks at the throughput-capex front."""
 PROJECTIONS = {"capex": ("throughput_samples_per_s", "capex_usd"),
                "power": ("throughput_samples_per_s", "power_w")}
 DISTINCT = ["throughput_samples_per_s", "capex_usd", "power_w"]
@@ -64,7 +66,7 @@ class TodayFindings:
     front_max_nodes: int
     """Most nodes of a design on the study's own front."""
     large_front_systems: list[str]
-    """Vendor nodes on the throughput-capex front with more than six nodes."""
+    """Vendor nodes on the throughput-capex front with more than :data:`LARGE_NODES` nodes."""
     front_bottlenecks: str
     per_system: pd.DataFrame
     """Per vendor node: the best throughput, samples/s per $1k and per W, HBM and price."""
@@ -97,7 +99,7 @@ def analyse_today(data: CaseData) -> TodayFindings:
         front_systems={k: _front_systems(v) for k, v in fronts.items()},
         front_max_nodes=int(front3["nodes"].max()) if len(front3) else 0,
         large_front_systems=sorted({str(x) for x in
-                                    fronts["capex"][fronts["capex"]["nodes"] > 6]["param:system"]}),
+                                    fronts["capex"][fronts["capex"]["nodes"] > LARGE_NODES]["param:system"]}),
         front_bottlenecks=bottlenecks(front3) if len(front3) else "",
         per_system=per,
         best_per_kusd=str(per.loc[per["samples_per_s_per_kusd"].idxmax(), "system"]),
@@ -181,7 +183,9 @@ TODAY: CaseStudy[TodayFindings] = CaseStudy(
               lambda f: f.best_per_w == "dgx-b200" and f.best_throughput == "dgx-b200"),
         Claim("The cheapest design on the front is one Gaudi2 node.",
               lambda f: f.cheapest_front == "gaudi2-x8"),
-        Claim("Beyond six nodes, only B200 clusters are on the throughput-capex front.",
+        Claim("Beyond eight nodes, only B200 clusters are on the throughput-capex front. (Changed "
+              "with calibration 2026.12-5: it was six; MI300X clusters of seven and eight nodes "
+              "joined the front.)",
               lambda f: f.large_front_systems == ["dgx-b200"]),
         Claim("On one node, the scale-out network does not change throughput.",
               lambda f: f.one_node_network_free),

@@ -381,7 +381,7 @@ ZION: CaseStudy[ZionFindings] = CaseStudy(
         Claim("With the tables in host DDR the fabric matters less than with them in HBM: at "
               "Zion's own link bandwidth the four fabrics' throughputs spread less. (Changed with "
               "calibration 2026.12-2: they were within 5% of each other with the tables in DDR; "
-              "the cheaper DDR updates leave about 6%, against 8% in HBM, 7% with 2026.12-3.)",
+              "the analysis above gives this calibration's spreads.)",
               lambda f: f.fabric_spread["host DDR"] < f.fabric_spread["HBM"]),
         Claim("One Zion trains the model faster than a cluster of the dual-socket CPU servers it "
               "replaced that costs as much, and faster than any cluster of up to 256 of them.",
