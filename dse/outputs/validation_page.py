@@ -329,10 +329,15 @@ What calibration 2026.12-5 changes (issue 27, item 5: the single-node H100 under
   their all-to-all. 80% intervals cover 48 of 57 left-out points (was 46), and 83% of the points
   whose software family is left out (was 65%; the 70-90% target is now met on that axis, by the
   widened rule of "Outside the measured regime"). Designs: DGX H100 13.1 to 12.9 M samples/s,
-  HGX H200 15.3 to 15.8 M, DGX A100 6.2 to 6.6 M, DGX B200 28.9 to 29.0 M. The CPU-only class
-  moves through the shared network and fabric efficiencies (its v1.0 eight-socket points are
-  bound by an assumed NIC): `cpu_dense_efficiency` 0.325 to 0.349, median 19.8% to 27.0% in
-  sample, 22.4% to 31.0% left out.
+  HGX H200 15.3 to 15.8 M, DGX A100 6.2 to 6.6 M, DGX B200 28.9 to 29.0 M.
+- **The CPU peaks, corrected.** The catalog counted an AVX FMA as one FLOP: two AVX-512 FMA units
+  give 64 fp32 FLOP a cycle and core (16 lanes, a multiply and an add each), not 32, and AVX2's
+  two 256-bit units 32, not 16; AMX's 1,024 bf16 FLOP were counted right. The Xeon 8480+, 8380H,
+  8376H, 8168 and E5-2698 v4 peaks doubled, `cpu_dense_efficiency` went from 0.325 (of the halved
+  peaks) to 0.171, and the Sapphire Rapids (AMX) points from +106% and +177% to +54% and +116%.
+  The v1.0 eight-socket points, bound by an assumed NIC, move with the shared network and fabric
+  efficiencies (-40% and -29% to -49% and -40%). The class's median: 19.8% to 27.4% in sample,
+  22.4% to 29.2% left out.
 
 Where it still misses (reported, not tuned away):
 
