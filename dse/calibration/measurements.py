@@ -77,16 +77,20 @@ SOFTWARE_FAMILIES: tuple[tuple[str, str], ...] = (
     ("HugeCTR 2023-09", "hugectr-2023.09"),
     ("HugeCTR 2020", "hugectr-2020"),
     ("HugeCTR 2021", "hugectr-2021"),
+    ("HugeCTR 2022 preview", "hugectr-2022.11"),
     ("HugeCTR 2022", "hugectr-2022"),
     ("PyTorch", "pytorch-2021"),
     ("TF2", "tensorflow-2023"),
 )
 """Software generations by prefix of the ``software`` column (first match wins). The calibration
-carries one throughput factor per generation; ``hugectr-2022`` (MLPerf Training v2.0/v2.1) is the
-reference at 1.0, the software the model assumes for every design. The MLPerf Training v3.0
-(NGC 23.04 containers) and v3.1 (23.09) DCNv2 submissions all run NVIDIA's HugeCTR reference
-implementation, whatever other containers the submitter lists; one family per round keeps the two
-software versions apart."""
+carries one throughput factor per generation; ``hugectr-2022`` (MLPerf Training v2.0, the NGC
+22.04 HugeCTR container) is the reference at 1.0, the software the model assumes for every
+design. One family per MLPerf round keeps each round's software release apart: v2.1's DGX H100
+runs (``hugectr-2022.11``) used a pre-release build (``hugectr-preview``, status preview,
+mlcommons/training_results_v2.1 ``NVIDIA/benchmarks/dlrm/implementations/hugectr-preview``), not
+v2.0's release; the MLPerf Training v3.0 (NGC 23.04 containers) and v3.1 (23.09) DCNv2
+submissions all run NVIDIA's HugeCTR reference implementation, whatever other containers the
+submitter lists."""
 REFERENCE_FAMILY = "hugectr-2022"
 _WHOLE_TABLES = (
     ("software.hot_embedding_replication", False),
@@ -98,6 +102,7 @@ SOFTWARE_CAPABILITIES: dict[str, tuple[tuple[str, Any], ...]] = {
     "hugectr-2020": (*_WHOLE_TABLES, *_NO_WGRAD_STREAM),
     "hugectr-2021": _NO_WGRAD_STREAM,
     "hugectr-2022": (),
+    "hugectr-2022.11": (),
     "hugectr-2023.04": (("software.hot_embedding_replication", False),
                         ("software.replicate_small_tables", False),
                         ("software.overlap_weight_gradients", True),

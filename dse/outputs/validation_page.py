@@ -309,39 +309,44 @@ What calibration 2026.12-4 changes (issue 27, item 1: runs whose machine changed
 
 What calibration 2026.12-5 changes (issue 27, item 5: the single-node H100 under-rating):
 
-- **Two overlaps of the reference software, granted.** The MLPerf v2.0/v2.1 HugeCTR runs the model
-  is calibrated to computed the top MLP's weight gradients on a side stream beside the backward
+- **Two overlaps of the reference software, granted.** The MLPerf v2.0 HugeCTR runs the model is
+  calibrated to computed the top MLP's weight gradients on a side stream beside the backward
   all-to-all (`async_mlp_wgrad = True`) and ran the allreduce beside the all-to-all
   (`overlap_ar_a2a = True`); the model charged the first on the critical path and hid the
   allreduce only behind the compute after the all-to-all. `software.overlap_weight_gradients` now
   defaults to true (false only for the families whose software had no side stream), and the
   allreduce runs beside the whole backward phase, which also makes the step monotone in every
-  stage again (the section "The single-node H100/H200 under-rating" below has the evidence, the
-  measured alternatives and why the forward median's rise does not block it).
-- **What moved.** HBM efficiency 0.85 to 0.64, fabric 0.68 to 0.48, network 1 (its bound) to 0.81,
-  TF32 0.525 to 0.531, half precision 0.416 to 0.418, per-peer key exchange 3.42 to 3.82 us;
-  software factors: HugeCTR 2023.04 0.873 to 1.057, 2023.09 0.944 to 1.142, TF2 0.933 to 0.981,
-  PyTorch 0.840 to 0.946, HugeCTR 2020 and 2021 0.760 and 0.708 to 0.897 and 0.742. Median 6.0%
-  to 5.0%, leave-one-out 7.6% to 6.4% (mean 10.8% to 9.9%), Spearman 0.994 to 0.997; forward
-  median 12.1% to 13.3% (mean 15.2% to 12.6%, max 45.5% to 25.4%). The one-hot HugeCTR 2022 runs on
-  4-14 nodes, which held the network efficiency at its bound while they were 9-15% under even at
-  line rate, are now within 7.2% at 0.81 of it: the allreduce they were charged for ran beside
-  their all-to-all. 80% intervals cover 48 of 57 left-out points (was 46), and 83% of the points
-  whose software family is left out (was 65%; the 70-90% target is now met on that axis, by the
-  widened rule of "Outside the measured regime"). Designs: DGX H100 13.1 to 12.9 M samples/s,
-  HGX H200 15.3 to 15.8 M, DGX A100 6.2 to 6.6 M, DGX B200 28.9 to 29.0 M.
+  stage again.
+- **One software family per MLPerf round, for 2022 too.** The two MLPerf v2.1 DGX H100 points ran
+  a pre-release HugeCTR build (`hugectr-preview`, status preview), not v2.0's 22.04 release, yet
+  shared its family and so its factor of 1 with the reference; they are now their own family,
+  `hugectr-2022.11` (factor 0.920), as each 2023 round already was. One more free parameter (15).
+- **What moved.** HBM efficiency 0.85 to 0.70, fabric 0.68 to 0.49, network 1 (its bound) to
+  0.84, TF32 0.525 to 0.515, half precision 0.416 to 0.407, per-peer key exchange 3.42 to 3.68 us;
+  software factors: HugeCTR 2023.04 0.873 to 1.019, 2023.09 0.944 to 1.096, TF2 0.933 to 0.986,
+  PyTorch 0.840 to 0.931, HugeCTR 2020 and 2021 0.760 and 0.708 to 0.883 and 0.732. Median 6.0%
+  to 4.8%, leave-one-out 7.6% to 6.1% (mean 10.8% to 10.0%), Spearman 0.994 to 0.996; forward
+  median 12.1% to 10.3% (mean 15.2% to 9.4%, max 45.5% to 25.2%; issue 27's forward target of 12%
+  is met). The one-hot HugeCTR 2022 runs on 8 and 14 nodes, which held the network efficiency at
+  its bound while they were 9-15% under even at line rate, are within 6% at 0.84 of it: the
+  allreduce they were charged for ran beside their all-to-all. 80% intervals cover 47 of 57
+  left-out points (was 46), 84% of the points whose software family is left out (was 65%; the
+  70-90% target is now met on that axis, with the widened rule of "Outside the measured
+  regime") and 77% when their architecture is (was 84%). Designs (DLRM-DCNv2, one node): DGX
+  H100 13.1 to 13.5 M samples/s, HGX H200 15.3 to 16.4 M, DGX A100 6.2 to 6.8 M, DGX B200 28.9 to
+  30.3 M.
 - **The CPU peaks, corrected.** The catalog counted an AVX FMA as one FLOP: two AVX-512 FMA units
   give 64 fp32 FLOP a cycle and core (16 lanes, a multiply and an add each), not 32, and AVX2's
   two 256-bit units 32, not 16; AMX's 1,024 bf16 FLOP were counted right. The Xeon 8480+, 8380H,
   8376H, 8168 and E5-2698 v4 peaks doubled, `cpu_dense_efficiency` went from 0.325 (of the halved
-  peaks) to 0.171, and the Sapphire Rapids (AMX) points from +106% and +177% to +54% and +116%.
+  peaks) to 0.171, and the Sapphire Rapids (AMX) points from +106% and +177% to +54% and +117%.
   The v1.0 eight-socket points, bound by an assumed NIC, move with the shared network and fabric
-  efficiencies (-40% and -29% to -49% and -40%). The class's median: 19.8% to 27.4% in sample,
-  22.4% to 29.2% left out.
+  efficiencies (-40% and -29% to -49% and -40%). The class's median: 19.8% to 27.2% in sample,
+  22.4% to 28.9% left out.
 
 Where it still misses (reported, not tuned away):
 
-- **v3.0 on 16 DGX H100 nodes is over-predicted by 9.4% and v3.1 on 16 under by 7.2%.** MLPerf v3.0
+- **v3.0 on 16 DGX H100 nodes is over-predicted by 9.3% and v3.1 on 16 under by 7.0%.** MLPerf v3.0
   scaled from 45.3 M to 46.0 M samples/s going from 8 to 16 nodes (+1.6%; 2.96 and 2.93 ms a step
   between evaluations), v3.1 on the same machines from 54.3 M to 70.6 M (+30%; 2.48 and 1.91 ms);
   with one throughput factor per software release and the same key exchange in both, no model can
@@ -350,17 +355,17 @@ Where it still misses (reported, not tuned away):
   tables, which the model represents; batch, optimizer, `hier_auto` sharding, hierarchical
   embedding all-to-all, SHARP allreduce, overlap flags and data reader are the same; NVIDIA's own
   planner, rerun on the published arguments, expects both rounds to shed a third of a step from 8
-  to 16 nodes. The model puts v3.0 at +1.0% on 8 nodes and v3.1 at +5.5% on 8.
-- **4x H100 SXM on one board (Supermicro SYS-421GU-TNXR, v3.1) is +30%**, the largest error in the
-  fit, while the same board's v3.0 submission (SYS-421GU-TNX) is +3.9% and Dell's XE9640 4x H100
-  (v3.1) is within 1%.
-- **8x A40 (IEI NF5468M6, v3.0) is +12%, 8x A30 (+24%) and the DGX H100 v2.1 preview (+20%)** are
-  over-predicted; the PCIe boxes' switch wiring is not published (`pcie_switch_share` is an
-  assumption; the NF5468M6 description names no GPU interconnect), and the preview ran pre-release
-  software.
-- **MLPerf v2.0 on 8 and 14 DGX A100 nodes (-7%, -3%) and v2.1 on 4 DGX H100 nodes (-7%)** are
-  under-predicted (they were 9-15% under at line rate before the allreduce ran beside the
-  all-to-all, 2026.12-5); they share their software factor with the single-node v2.0/v2.1 runs.
+  to 16 nodes. The model puts v3.0 at +0.1% on 8 nodes and v3.1 at +4.4% on 8.
+- **4x H100 SXM on one board (Supermicro SYS-421GU-TNXR, v3.1) is +31%**, the largest error in the
+  fit, while the same board's v3.0 submission (SYS-421GU-TNX) is +4.8% and Dell's XE9640 4x H100
+  (v3.1) is within 2%.
+- **8x A40 (IEI NF5468M6, v3.0) is +11% and 8x A30 +26%**: the PCIe boxes' switch wiring is not
+  published (`pcie_switch_share` is an assumption; the NF5468M6 description names no GPU
+  interconnect).
+- **The v2.1 DGX H100 preview: one node +15%, four nodes -13%**, with their own family's factor
+  (0.920): one factor cannot serve both, as the preview scaled from one node to four better than
+  the model has it. MLPerf v2.0 on 8 and 14 DGX A100 nodes is -6% and -1% (9-15% under at line
+  rate before the allreduce ran beside the all-to-all, 2026.12-5).
 
 Robust loss (measured on calibration 2026.12-3, with the 4x H100 PCIe point still fitted; not
 remeasured since the exclusion rule took out the residual it was built against):
@@ -404,20 +409,23 @@ Targets not met are listed as such in the summary above; no efficiency was set b
 
 UNDER_RATING = """\
 **Status under calibration 2026.12-5.** Every single-node H100 SXM DCNv2 point but one is
-predicted within 5% with its software family's factor (the seven 8-GPU v3.1 boxes 3.4-4.2% under,
-v3.0's DGX H100 4.9% under, the 4-GPU Dell boxes within 4%); the exception is the v3.1 Supermicro
-4x H100 SXM board (+30%), whose own v3.0 submission is +3.9%, and the 8x H100 PCIe box is +8.7%.
-A *design* is scored at the reference software's speed (MLPerf v2.0/v2.1 HugeCTR), and there
-`-s dgx-h100` gives 12.9 M samples/s against 14.50 M (v3.0) and 15.24 M (v3.1) measured: the
-fit puts HugeCTR 23.04 and 23.09 at 1.06 and 1.14 times the reference software's speed, which a
-design does not get (12.3 M under 2026.12-3, 13.1 M under 2026.12-4). Which share of that gap
-is software and which is hardware the measurements cannot tell: every DCNv2 point ran 2023
-software, so the split between the shared efficiencies and the 2023 factors is set by the
-one-hot points (below).
+predicted within 5% with its software family's factor (the seven 8-GPU v3.1 boxes 3.0-3.9% under,
+v3.0's DGX H100 4.4% under, the 4-GPU Dell boxes within 4%); the exception is the v3.1 Supermicro
+4x H100 SXM board (+31%), whose own v3.0 submission is +4.8%, and the 8x H100 PCIe box is +8.0%.
+A *design* is scored at the reference software's speed (MLPerf v2.0 HugeCTR), and there
+`-s dgx-h100` gives 13.5 M samples/s against 14.50 M (v3.0, -7%) and 15.24 M (v3.1, -12%)
+measured (12.3 M under 2026.12-3, 13.1 M under 2026.12-4); `-s hgx-h200` 16.4 M. The rest is the
+2023 software's speed: the fit puts HugeCTR 23.04 and 23.09 at 1.02 and 1.10 times the reference,
+which a design does not get. Which share of that gap is software and which is hardware the
+measurements cannot tell for certain: every DCNv2 point ran 2023 software, so the split between
+the shared efficiencies and the 2023 factors is set by the one-hot points. The forward test is the
+check: fitted through 2022 only, the model predicts the later points at the reference software's
+speed with a median error of 10.3%, and 3.3% once each later family's fitted factor is applied.
 
 The issue (27, item 5): single-node H100/H200-class systems on DLRM-DCNv2 came out 13-25% under
 what they measure (calibration 2026.12-3). Reproduced on the published v3.0/v3.1 points only,
-never on later rounds. Three causes, each with its evidence; no new factor was added for any.
+never on later rounds. Four causes, each with its evidence; no factor was added for any of them
+but the preview family's, which applies a rule the 2023 rounds already followed.
 
 - **The Quanta point held the shared HBM efficiency down** (removed by item 1's rule in 2026.12-4).
   The 4x H100 PCIe Quanta D54U-3U (+218%, its logs show the machine slowing in mid-run) was the
@@ -450,42 +458,36 @@ never on later rounds. Three causes, each with its evidence; no new factor was a
   max(all-to-all and update, dense backward, allreduce), and no stage made faster lengthens the
   step. Measured and not taken: the allreduce after the all-to-all on the links they share (the
   phase lasts max(phase, all-to-all + allreduce)), monotone too, but the configuration overlaps
-  them and it fits worse on every figure (median 5.9%, leave-one-out 7.3%, forward 13.3%).
+  them and it fits worse on every figure.
+- **The v2.1 preview's pre-release software, counted as the reference** (its own family in
+  2026.12-5). The two v2.1 DGX H100 points ran `hugectr-preview`, status preview, and shared the
+  reference family (v2.0's 22.04 release) and so a factor of exactly 1; the one-node point sat
+  15-29% over its measurement in every fit, and in the fit through 2022 it is the only
+  single-node H100, so it set what every later H100 was predicted at (fitted through 2022 without
+  it, with the side stream granted, the HBM efficiency went to its bound of 1). One family per MLPerf round, as the 2023 rounds
+  already had, gives it its own factor (0.920).
 
-Measured combinations (`dse calibrate`, fitted from the priors; design = `dse evaluate` on the
+Measured in this order (`dse calibrate`, fitted from the priors; design = `dse evaluate` on the
 preset, in M samples/s; forward: fit through 2022, predict the 28 later points):
 
 | | median | leave-one-out | forward median / mean / max | DGX H100 design | HGX H200 design |
 |---|---|---|---|---|---|
 | 2026.12-3 (58 points) | 10.2% | 11.6% | 12.8% / - / 306% | 12.28 | 14.80 |
-| side stream, Quanta fitted (58; measured, not adopted) | 9.9% | 10.9% | 12.9% / - / - | 11.07 | 14.36 |
+| side stream, Quanta fitted (58; not adopted) | 9.9% | 10.9% | 12.9% / - / - | 11.07 | 14.36 |
 | 2026.12-4: Quanta excluded (57) | 6.0% | 7.6% | 12.1% / 15.2% / 45.5% | 13.11 | 15.29 |
-| side stream, old allreduce rule (57; not monotone) | 5.6% | 6.6% | 12.5% / 12.2% / 28.8% | 13.88 | 16.86 |
-| side stream, allreduce after the all-to-all (57) | 5.9% | 7.3% | 13.3% / 13.6% / 27.8% | - | - |
-| 2026.12-5: side stream, allreduce beside all (57) | 5.0% | 6.4% | 13.3% / 12.6% / 25.4% | 12.86 | 15.78 |
+| + side stream, old allreduce rule (not monotone) | 5.6% | 6.6% | 12.5% / 12.2% / 28.8% | 13.88 | 16.86 |
+| + side stream, allreduce after the all-to-all | 5.9% | 7.3% | 13.3% / 13.6% / 27.8% | - | - |
+| + side stream, allreduce beside the phase | 5.0% | 6.4% | 13.3% / 12.6% / 25.4% | 12.86 | 15.78 |
+| 2026.12-5: the last + the preview family | 4.8% | 6.1% | 10.3% / 9.4% / 25.2% | 13.46 | 16.37 |
 
-**Why it is adopted though the forward median rose.** Every calibration since 2026.12-3 adopted a
-change only if the all-point, leave-one-out and forward medians were each no worse; this one is
-better on two (6.0% to 5.0%, 7.6% to 6.4%) and 1.2 points worse on the third (12.1% to 13.3%). It
-is adopted all the same, and the rule is amended here for changes of its kind, because the rule
-exists to stop a fitting choice (a loss, a free factor) from trading out-of-sample accuracy for
-in-sample accuracy, and these changes are not choices: they make the model do what the fitted
-runs' own configurations say they did, and the old allreduce rule broke a property every design
-relies on. The forward figures other than the median move the right way: mean 15.2% to 12.6%,
-root mean square of the log errors 0.172 to 0.148, max 45.5% to 25.4%, points within 20% from 20
-to 27 of 28; a paired bootstrap of the 28 points (10,000 resamples) puts the median's change
-between -5.7 and +7.8 points at 90%, so its rise is inside its noise. The forward errors also
-change sign: 2026.12-4 over-predicted 24 of the 28 later points, 2026.12-5 under-predicts 23,
-and later software running faster than the reference is the sign to expect; net of each later
-family's fitted factor, the forward median is 5.7% (6.3% under 2026.12-4). The amended rule: a
-change backed by what the measured software did is adopted when the in-sample and leave-one-out
-medians are no worse and the forward errors' mean and root mean square log error are no worse; a
-fitting choice still needs all three medians no worse.
-
-The fit through 2022 is weakly identified in what an H100 costs: it holds one single-node H100,
-the v2.1 DGX H100 preview (+20% over its measurement in the full fit), and fitted without that
-one point its HBM efficiency goes to its bound of 1 (measured on the side-stream model with the
-old allreduce rule)."""
+**Adopted by the rule every calibration since 2026.12-3 has used**: all-point, leave-one-out and
+forward medians each no worse than the calibration before (6.0% to 4.8%, 7.6% to 6.1%, 12.1% to
+10.3%). Of its parts, the overlaps alone raised the forward median (to 13.3%) while lowering its
+mean (to 12.6%) and max (to 25.4%); the preview family was measured only on top of them. A paired
+bootstrap of the 28 later points (10,000 resamples) puts the median's change from 2026.12-4
+between -9.6 and +2.1 points at 90%: the forward figure improved, but by less than its noise. The
+forward errors also change sign: 2026.12-4 over-predicted 24 of the 28 later points, 2026.12-5
+under-predicts 20, and later software running faster than the reference is the sign to expect."""
 
 
 def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
