@@ -464,8 +464,8 @@ but the preview family's, which applies a rule the 2023 rounds already followed.
   reference family (v2.0's 22.04 release) and so a factor of exactly 1; the one-node point sat
   15-29% over its measurement in every fit, and in the fit through 2022 it is the only
   single-node H100, so it set what every later H100 was predicted at (fitted through 2022 without
-  it, with the side stream granted, the HBM efficiency went to its bound of 1). One family per MLPerf round, as the 2023 rounds
-  already had, gives it its own factor (0.920).
+  it, with the side stream granted, the HBM efficiency went to its bound of 1). One family per
+  MLPerf round, as the 2023 rounds already had, gives it its own factor (0.920).
 
 Measured in this order (`dse calibrate`, fitted from the priors; design = `dse evaluate` on the
 preset, in M samples/s; forward: fit through 2022, predict the 28 later points):
