@@ -167,7 +167,9 @@ FIT_LOSS = "squares"
 be the default only if it predicted no worse out of sample in both tests; it does not: on
 calibration 2026.12-3's model it cuts the leave-one-out median |error| from 11.6% to 8.4% (and the
 in-sample median from 10.2% to 5.8%), but the forward median (fit through 2022, predict the 2023
-DCNv2 points) rises from 12.8% to 14.3% (``docs/validation.md``, "Robust loss").
+DCNv2 points) rises from 12.8% to 14.3% (``docs/validation.md``, "Robust loss"); on 2026.12-5's
+model it is still worse out of sample (leave-one-out 6.4% against 6.1%, forward 10.5% against
+10.3%).
 ``dse calibrate --loss huber`` fits with it."""
 HUBER_K = 1.345
 """Huber's threshold in units of the residuals' scale: 95% asymptotic efficiency relative to

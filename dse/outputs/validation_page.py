@@ -367,8 +367,10 @@ Where it still misses (reported, not tuned away):
   the model has it. MLPerf v2.0 on 8 and 14 DGX A100 nodes is -6% and -1% (9-15% under at line
   rate before the allreduce ran beside the all-to-all, 2026.12-5).
 
-Robust loss (measured on calibration 2026.12-3, with the 4x H100 PCIe point still fitted; not
-remeasured since the exclusion rule took out the residual it was built against):
+Robust loss (measured on calibration 2026.12-3, with the 4x H100 PCIe point still fitted, and
+remeasured on 2026.12-5's model: `dse calibrate --loss huber` gives a median of 4.7%, leave-one-out
+6.4% and forward 10.5% against least squares' 4.8%, 6.1% and 10.3%, so by the same rule least
+squares stays the loss):
 
 - **Huber's M-estimator against least squares.** Least squares lets the 4x H100 PCIe point, the
   fit's largest residual, move the shared HBM efficiency by 0.1, so a robust loss was built and
