@@ -124,7 +124,7 @@ No weight-gradient side stream (``software.overlap_weight_gradients`` off) for `
 and ``hugectr-2021``: the option (``async_mlp_wgrad``) first appears in HugeCTR v3.3, after the
 v0.7 (HugeCTR 2.2) and v1.0 (3.1, ``enable_overlap`` only) submissions; nor for the two
 DeepLearningExamples families, whose backward is their framework's autograd on one stream. The
-reference family has it (``async_mlp_wgrad = True`` in the v2.0/v2.1 NVIDIA configurations; the
+reference family has it (``async_mlp_wgrad = True`` in the v2.0 and v2.1 NVIDIA configurations; the
 :class:`dse.model.system.SoftwareSpec` default).
 ``hugectr-2023.04`` and ``hugectr-2023.09`` (MLPerf Training v3.0/v3.1 DCNv2): the reference builds
 an embedding collection whose tables are sharded model- or data-parallel as a whole, with no

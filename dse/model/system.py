@@ -166,10 +166,11 @@ class SoftwareSpec:
     smaller table is placed entirely on a single device")."""
     overlap_weight_gradients: bool = True
     """Compute the top part's weight gradients on a side stream while the all-to-all and the
-    embedding update of the backward run. The reference software does (MLPerf Training v2.0/v2.1
-    HugeCTR: ``async_mlp_wgrad = True`` in NVIDIA's DLRM configurations, e.g.
-    mlcommons/training_results_v2.1 ``NVIDIA/benchmarks/dlrm/implementations/hugectr-22.04/dgx_a100.py``,
-    which puts each fused layer's weight GEMM on HugeCTR's ``comp_overlap_stream``), as does the
+    embedding update of the backward run. The reference software does (MLPerf Training v2.0
+    HugeCTR: ``async_mlp_wgrad = True`` in NVIDIA's DLRM configuration,
+    mlcommons/training_results_v2.0 ``NVIDIA/benchmarks/dlrm/implementations/hugectr/dgx_a100.py``,
+    and v2.1's ``hugectr-preview/dgx_h100.py``; HugeCTR then puts each fused layer's weight GEMM
+    on its ``comp_overlap_stream``), as does the
     DCNv2 reference (``DenseLayerComputeConfig(async_wgrad=True)``, MLPerf v3.0/v3.1 dlrm_dcnv2
     train.py). Off: the top part's whole backward precedes the all-to-all (HugeCTR before v3.3,
     DeepLearningExamples' framework autograd). A node without accelerators has no side stream
