@@ -435,11 +435,11 @@ def test_larger_tables_do_not_train_faster(system: str) -> None:
     # still whole, 4x larger tables were split finer and trained up to 1.9x faster on 8 H100 nodes.
     # What remains is heuristic granularity (a table of 4x the rows is no longer replicated, is cut
     # into more pieces): at most 3% of the step before issue 13; with the hot table spread over the
-    # nodes the step is shorter and the same granularity a larger share of it: at most 7% (6.4% on
+    # nodes the step is shorter and the same granularity a larger share of it: at most 7% (6.2% on
     # 2 MI300X nodes, where the 100-hot table's ten row pieces take ten of the 16 devices and the
     # two-resource LPT puts a column piece of the 12-hot table beside one of them; the 4x model's
     # pieces pack better. It was 5.4% under calibration 2026.12-4: the placement reads no
-    # calibration and is the same, but the fitted HBM efficiency fell from 0.85 to 0.64, so the
+    # calibration and is the same, but the fitted HBM efficiency fell from 0.85 to 0.70, so the
     # embedding work it balances is a larger share of the step. Every other case is within 5%).
     from dse.model.workload import scale_tables
 

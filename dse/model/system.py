@@ -174,7 +174,8 @@ class SoftwareSpec:
     DCNv2 reference (``DenseLayerComputeConfig(async_wgrad=True)``, MLPerf v3.0/v3.1 dlrm_dcnv2
     train.py). Off: the top part's whole backward precedes the all-to-all (HugeCTR before v3.3,
     DeepLearningExamples' framework autograd). A node without accelerators has no side stream
-    whatever this says: the same cores would run the weight GEMM and the embedding update."""
+    whatever this says: the CPU class's measured software (Intel's DLRM on PyTorch) runs its
+    backward in framework autograd."""
     flat_key_exchange: bool = False
     """Exchange every model-parallel key with its owner before the lookup by a flat all-to-all over
     all G devices, two rounds a step (a count per peer, then the keys), as HugeCTR 23.04/23.08's

@@ -752,7 +752,7 @@ def _step_dense(wl: Workload, system: System, calib: Calibration, devices: int, 
     """The dense stage times one step of ``devices`` runs: :func:`dense_times` at the local batch
     (the whole batch on the lead device), without the weight-gradient side stream where the
     software has none, there is no all-to-all for it to hide behind, or the node has no
-    accelerator (its cores would run the weight GEMM and the embedding update alike)."""
+    accelerator (the CPU class's measured software runs its backward in framework autograd)."""
     b = wl.global_batch / devices
     dense = dense_times(wl, system, calib, b, wl.global_batch if lead else b)
     if not (devices > 1 and system.spec.software.overlap_weight_gradients and not system.cpu_only):

@@ -339,9 +339,9 @@ What calibration 2026.12-5 changes (issue 27, item 5: the single-node H100 under
   give 64 fp32 FLOP a cycle and core (16 lanes, a multiply and an add each), not 32, and AVX2's
   two 256-bit units 32, not 16; AMX's 1,024 bf16 FLOP were counted right. The Xeon 8480+, 8380H,
   8376H, 8168 and E5-2698 v4 peaks doubled, `cpu_dense_efficiency` went from 0.325 (of the halved
-  peaks) to 0.171, and the Sapphire Rapids (AMX) points from +106% and +177% to +54% and +117%.
+  peaks) to 0.171, and the Sapphire Rapids (AMX) points from +102% and +177% to +54% and +117%.
   The v1.0 eight-socket points, bound by an assumed NIC, move with the shared network and fabric
-  efficiencies (-40% and -29% to -49% and -40%). The class's median: 19.8% to 27.2% in sample,
+  efficiencies (-40% and -29% to -48% and -40%). The class's median: 19.8% to 27.2% in sample,
   22.4% to 28.9% left out.
 
 Where it still misses (reported, not tuned away):
@@ -448,7 +448,8 @@ but the preview family's, which applies a rule the 2023 rounds already followed.
   software had none (`hugectr-2020`, `hugectr-2021`, and the two DeepLearningExamples families,
   whose backward is framework autograd on one stream;
   `dse.calibration.measurements.SOFTWARE_CAPABILITIES`). A node without accelerators never
-  overlaps it: its cores would run the weight GEMM and the embedding update.
+  overlaps it: the CPU class's measured software (Intel's DLRM on PyTorch) runs its backward in
+  framework autograd, as DeepLearningExamples does.
 - **The allreduce beside the all-to-all, not granted** (granted in 2026.12-5). The same v2.0
   configuration sets `overlap_ar_a2a = True`: the allreduce runs beside the backward all-to-all,
   not only beside the compute after it, as the model had it (it hid the allreduce behind the
