@@ -114,9 +114,11 @@ PRIOR_REASONS: dict[str, str] = {
         "Not fitted: every fitted measurement holds its tables in HBM (class hbm_resident), so "
         "the data cannot constrain it; it keeps its prior, half of stream bandwidth for random "
         "64 B gathers, and matters only for designs that spill tables to DDR. The host-memory "
-        "points collected for issue 27 (docs/host_memory_data.md) do not constrain it either: 4 "
-        "usable points from 2 sources, the one the model places as measured predicts the same "
-        "for every value from 0.1 to 1, and the cache points hang on unpublished hit rates."),
+        "points collected for issue 27 (docs/host_memory_data.md) do not constrain it either: 8 "
+        "usable rows from 3 sources (two of one project), none CPU-pooled; the one the model "
+        "places as measured predicts the same for every value from 0.1 to 1, the cache points "
+        "hang on unpublished hit rates, and the TorchRec 2026 rows run a benchmark model with no "
+        "preset here (their UVM difference alone asks for about 0.7 on 2 KB rows)."),
     "collective_latency_s": (
         "Not fitted: the fixed cost of one collective is not separable from the per-kernel overhead "
         "with these data (both add a constant per step); it keeps the nccl-tests small-message "
