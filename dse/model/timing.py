@@ -649,16 +649,8 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
                       Leaf(Stage.host_pcie, t.host_fwd, "embedding forward (host)")))
     a2a_fwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all forward (fabric)"),
                    Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all forward (network)")))
-    a2a_bwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all backward (fabric)"),
-                   Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all backward (network)")))
-    bwd_update = Par((Leaf(Stage.embedding_memory, t.emb_bwd, "embedding backward+update (HBM)"),
-                      Leaf(Stage.host_pcie, t.host_bwd, "embedding backward+update (host)")))
     bottom_fwd = Leaf(Stage.dense_compute, t.bottom_fwd, "bottom MLP forward")
-    bottom_bwd: Node = Leaf(Stage.dense_compute, t.bottom_bwd, "bottom MLP backward")
     wgrad = t.top_wgrad or 0.0
-    if wgrad > 0.0:
-        side = Leaf(Stage.dense_compute, wgrad, "top MLP weight gradients (side stream)")
-        bottom_bwd = Seq((side, bottom_bwd))
     middle: Node = Leaf(Stage.dense_compute, t.top_fwd + t.top_bwd - wgrad, "interaction + top MLP fwd/bwd")
     keys = t.keys_fabric + t.keys_network
     if keys > 0.0:
@@ -675,11 +667,10 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
         middle = Par((middle, Leaf(stage, keys, "key all-to-all, next step (prefetch stream)")))
     if lead:
         forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
-        backward: Node = Seq((a2a_bwd, Par((bwd_update, bottom_bwd))))
     else:
         forward = Par((Seq((fwd_lookup, a2a_fwd)), bottom_fwd))
-        backward = Par((Seq((a2a_bwd, bwd_update)), bottom_bwd))
-    backward = Par((backward, Leaf(Stage.allreduce_exposed, t.allreduce, "dense-gradient allreduce")))
+    backward = Par((backward_phase(t, lead),
+                    Leaf(Stage.allreduce_exposed, t.allreduce, "dense-gradient allreduce")))
     return Seq((
         forward,
         middle,
@@ -687,6 +678,25 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
         Leaf(Stage.dense_compute, t.optimizer, "dense optimizer"),
         Leaf(Stage.overhead, t.overhead, "kernel launches + per-step overhead"),
     ))
+
+
+def backward_phase(t: StageCosts, lead: bool = False) -> Node:
+    """The backward phase of :func:`step_tree` without the allreduce beside it: the backward
+    all-to-all, then the embedding update, beside the dense backward (the top part's weight
+    gradients on their side stream, then the bottom MLP's); with ``lead`` the bottom MLP's
+    backward follows the all-to-all instead."""
+    a2a_bwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all backward (fabric)"),
+                   Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all backward (network)")))
+    bwd_update = Par((Leaf(Stage.embedding_memory, t.emb_bwd, "embedding backward+update (HBM)"),
+                      Leaf(Stage.host_pcie, t.host_bwd, "embedding backward+update (host)")))
+    bottom_bwd: Node = Leaf(Stage.dense_compute, t.bottom_bwd, "bottom MLP backward")
+    wgrad = t.top_wgrad or 0.0
+    if wgrad > 0.0:
+        side = Leaf(Stage.dense_compute, wgrad, "top MLP weight gradients (side stream)")
+        bottom_bwd = Seq((side, bottom_bwd))
+    if lead:
+        return Seq((a2a_bwd, Par((bwd_update, bottom_bwd))))
+    return Par((Seq((a2a_bwd, bwd_update)), bottom_bwd))
 
 
 @dataclass(frozen=True, slots=True)
@@ -761,15 +771,10 @@ def _step_dense(wl: Workload, system: System, calib: Calibration, devices: int, 
     return dense
 
 
-def exposed_allreduce(allreduce: float, dense: DenseTimes | StageCosts,
-                      embedding: EmbeddingTimes | StageCosts, alltoall: float, lead: bool) -> float:
-    """Seconds of the allreduce beyond the backward phase it runs beside (:func:`step_tree`):
-    ``stages_s["allreduce_exposed"]``. ``alltoall``: the backward all-to-all's seconds; ``lead``:
-    the bottom MLP's backward follows the all-to-all instead of running beside it."""
-    update = max(embedding.emb_bwd, embedding.host_bwd)
-    dense_path = (dense.top_wgrad or 0.0) + dense.bottom_bwd
-    phase = alltoall + max(update, dense_path) if lead else max(alltoall + update, dense_path)
-    return max(0.0, allreduce - phase)
+def exposed_allreduce(t: StageCosts, lead: bool) -> float:
+    """Seconds of the allreduce beyond the backward phase it runs beside (:func:`backward_phase`):
+    ``stages_s["allreduce_exposed"]``; ``t.allreduce_exposed`` is not read."""
+    return max(0.0, t.allreduce - _longest(backward_phase(t, lead))[0])
 
 
 def step_time(wl: Workload, system: System, plan: Plan, calib: Calibration,
@@ -782,12 +787,12 @@ def step_time(wl: Workload, system: System, plan: Plan, calib: Calibration,
     dense = ld.dense
     allreduce = allreduce_seconds(ld.allreduce_bytes, ld.buckets, ld.devices, system, calib)
     kernels = ld.kernels
-    alltoall = alltoall_seconds(ld.send_same, ld.send_cross, ld.devices, system, calib)
     t = StageCosts.of(
-        dense, embedding, alltoall, key_exchange_seconds(ld.devices, system, calib), allreduce,
-        exposed_allreduce(allreduce, dense, embedding, max(alltoall), ld.lead),
+        dense, embedding, alltoall_seconds(ld.send_same, ld.send_cross, ld.devices, system, calib),
+        key_exchange_seconds(ld.devices, system, calib), allreduce, 0.0,
         overhead=kernels * calib.kernel_overhead_s + calib.step_overhead_s,
         input_s=input_seconds(ld.input_bytes, system, calib))
+    t = t._replace(allreduce_exposed=exposed_allreduce(t, ld.lead))
     tree = step_tree(t, ld.lead)
     compute, attribution, path = critical(tree)
     step = compute

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dse.model.evaluate import Evaluation
 from dse.model.stages import STAGES, StageCosts
-from dse.model.timing import critical, exposed_allreduce, step_tree
+from dse.model.timing import critical, step_tree
 
 
 def bottom_mlp_leads(ev: Evaluation) -> bool:
@@ -24,12 +24,10 @@ def bottom_mlp_leads(ev: Evaluation) -> bool:
 
 def step_from_stages(stages: StageCosts, lead: bool) -> float:
     """The step time from raw stage durations, by the overlaps of
-    :func:`dse.model.timing.step_time`: the allreduce hides in the backward phase beside the
-    all-to-all's links, the input pipeline behind the whole step."""
-    alltoall = max(stages.a2a_fabric, stages.a2a_network)
-    t = stages._replace(allreduce_exposed=exposed_allreduce(stages.allreduce, stages, stages, alltoall, lead))
-    compute, _, _ = critical(step_tree(t, lead))
-    return t.input if t.input - compute > 0 else compute
+    :func:`dse.model.timing.step_time`: the allreduce beside the backward phase, the input
+    pipeline behind the whole step."""
+    compute, _, _ = critical(step_tree(stages, lead))
+    return stages.input if stages.input - compute > 0 else compute
 
 
 def what_if(ev: Evaluation, factor: float = 2.0) -> dict[str, float]:

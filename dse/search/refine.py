@@ -186,7 +186,7 @@ def screen_to_fine(
     calib, cat, memo = _scoring(workload, calibration, catalog)
 
     def screening(done: int) -> None:
-        rate = done / max(time.process_time() - cpu0, 1e-9)
+        rate = _rate(done, cpu0)
         _tell(on_progress, done, max(done, round(rate * seconds))
               + _projected(0, rate, REFINE_SHARE * seconds, max_designs))
 
@@ -235,10 +235,14 @@ def refine(space: SearchSpace, first: SweepResult, workload: Workload, objective
             parts.append(part)
             state.add(part)
             scored += len(part.frame)
-            rate = scored / max(time.process_time() - cpu0, 1e-9)
             _tell(on_progress, len(first.frame) + scored,
-                  len(first.frame) + _projected(scored, rate, cpu_s, max_designs))
+                  len(first.frame) + _projected(scored, _rate(scored, cpu0), cpu_s, max_designs))
     return parts
+
+
+def _rate(done: int, cpu0: float) -> float:
+    """Designs per CPU second: ``done`` of them since the process time was ``cpu0``."""
+    return done / max(time.process_time() - cpu0, 1e-9)
 
 
 def _projected(scored: int, rate: float, cpu_s: float, max_designs: int) -> int:
