@@ -21,7 +21,7 @@ from dse.model.evaluate import evaluate
 from dse.model.plausible import system_warnings
 from dse.model.stages import STAGES
 from dse.model.system import load_system
-from dse.model.workload import load_workload
+from dse.model.workload import Workload, load_workload
 
 PRESET = "dual-socket-cpu"
 CALIB = load_calibration()
@@ -135,28 +135,57 @@ def report() -> CpuReport:
 
 def test_cpu_fit_matches_the_packaged_calibration(report: CpuReport) -> None:
     assert report.efficiency == pytest.approx(CALIB.cpu_dense_efficiency, rel=1e-3)
-    assert 0.05 < report.efficiency < 0.95  # not at a bound
+    assert report.matrix_efficiency == pytest.approx(CALIB.cpu_matrix_efficiency, rel=1e-3)
+    for eff in (report.efficiency, report.matrix_efficiency):
+        assert 0.01 < eff < 0.95  # not at a bound
+    # Each parameter is fitted on its own points: Cooper Lake on its vector units, Sapphire
+    # Rapids' bf16 on AMX.
+    units = dict(zip(report.ids, report.timed_by, strict=True))
+    assert {i for i, t in units.items() if t == "cpu_matrix_efficiency"} == {
+        "mlperf-v2.1-intel-1n2s-spr", "mlperf-v3.1-intel-4n2s-8480p-dcnv2"}
 
 
 def test_cooper_lake_avx512_points_within_target(report: CpuReport) -> None:
-    """The MLPerf v0.7 Cooper Lake points (AVX-512 bf16, 1-4 nodes) are within the target in
-    sample and left out of the fit."""
+    """The MLPerf v0.7 and v1.0 Cooper Lake points (AVX512_BF16, 1-8 nodes) are within the target
+    in sample and left out of the fit."""
     ins = CpuReport.errors(report.in_sample, report.measured)
     loo = CpuReport.errors(report.left_out, report.measured)
     for i, e_in, e_out in zip(report.ids, ins, loo, strict=True):
-        if i.startswith("mlperf-v0.7"):
+        if i.startswith(("mlperf-v0.7", "mlperf-v1.0")):
             assert abs(e_in) <= TARGET_ABS_PCT and abs(e_out) <= TARGET_ABS_PCT, (i, e_in, e_out)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Issue 27's target (every CPU point within 25%) is not met: one cpu_dense_efficiency cannot "
-    "serve AVX-512 (Cooper Lake, ~0.17 of peak) and AMX (Sapphire Rapids, the model predicts "
-    "1.5-2.2x too fast at the same share of an 8x higher peak a core), and the v1.0 8-socket "
-    "runs' NICs are not published (one 100 GbE assumed, the model predicts them 40-49% slow); "
-    "docs/validation.md"))
-def test_every_cpu_point_within_target(report: CpuReport) -> None:
+def test_every_cpu_point_within_target_in_sample(report: CpuReport) -> None:
+    """Issue 27's target for the class, in sample. Left out, the two AMX points are predicted from
+    each other alone and miss it; docs/validation.md says so and why (MISS_REASONS)."""
     ins = CpuReport.errors(report.in_sample, report.measured)
     assert max(map(abs, ins)) <= TARGET_ABS_PCT
+
+
+def test_fit_moves_each_efficiency_on_its_own_points() -> None:
+    """A point on the vector units does not move ``cpu_matrix_efficiency``, and the reverse: the
+    fit without the AMX points keeps the matrix prior and the same vector efficiency."""
+    from dse.calibration.cpu import fit_cpu
+
+    ms = load_cpu_measurements()
+    vector = [m for m in ms if m.cpu != "xeon-8480p"]
+    start = dataclasses.replace(CALIB, cpu_matrix_efficiency=0.5, cpu_dense_efficiency=0.5)
+    fitted = fit_cpu(vector, start)
+    assert fitted.cpu_matrix_efficiency == 0.5
+    assert fitted.cpu_dense_efficiency == pytest.approx(CALIB.cpu_dense_efficiency, rel=1e-3)
+
+
+def test_compute_cores_scale_the_peak_and_are_checked() -> None:
+    """``node.cpu_compute_cores``: fewer cores for the math never speed a step, 20 of 28 cores give
+    20/28 of the peak, and more cores than the CPU has is a one-line error naming the field."""
+    wl = load_workload("mlperf-dlrm-v1")
+    base = (("node.cpu", "xeon-8376h"), ("node.cpu_sockets", 8), ("node.ddr_gb", 1536))
+    full = load_system(PRESET, base)
+    some = load_system(PRESET, (*base, ("node.cpu_compute_cores", 20)))
+    assert some.peak_flops["bf16"] == pytest.approx(full.peak_flops["bf16"] * 20 / 28, rel=1e-12)
+    assert evaluate(wl, some, CALIB).step_time_s > evaluate(wl, full, CALIB).step_time_s
+    with pytest.raises(DseInputError, match=r"node.cpu_compute_cores.*29 exceeds the 28 cores"):
+        load_system(PRESET, (*base, ("node.cpu_compute_cores", 29)))
 
 
 def test_memo_tells_socket_counts_apart() -> None:
@@ -189,14 +218,16 @@ def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
     cpu = json.loads(result.stdout)["cpu_class"]
     assert len(cpu["points"]) == 8 and cpu["target_abs_pct"] == TARGET_ABS_PCT
     assert cpu["cpu_dense_efficiency"] == pytest.approx(CALIB.cpu_dense_efficiency, rel=1e-3)
+    assert cpu["cpu_matrix_efficiency"] == pytest.approx(CALIB.cpu_matrix_efficiency, rel=1e-3)
     text = doc.read_text(encoding="utf-8")
     section = text[text.index("## CPU-only class"):text.index("## Analysis")]
-    assert all(p["id"] in section for p in cpu["points"]) and "**not met**" in section
+    assert all(p["id"] in section for p in cpu["points"]) and "met in sample, **not met** left out" in section
     # The packaged page carries the section as the generator writes it.
     packaged = (Path(__file__).parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
     assert section in packaged
     result = runner.invoke(app, ["validate", "--no-loo"], env=env)
-    heading = f"CPU-only class (8 points): cpu_dense_efficiency {CALIB.cpu_dense_efficiency:.3f}"
+    heading = (f"CPU-only class (8 points): cpu_dense_efficiency {CALIB.cpu_dense_efficiency:.3g}, "
+               f"cpu_matrix_efficiency {CALIB.cpu_matrix_efficiency:.3g}")
     assert heading in result.stdout
 
 
@@ -206,10 +237,28 @@ def test_ensemble_stays_valid_when_the_cpu_efficiency_moves() -> None:
     not that of a stale efficiency)."""
     from dse.calibration.ensemble import fingerprint, load_ensemble
 
-    moved = dataclasses.replace(CALIB, cpu_dense_efficiency=0.2)
+    moved = dataclasses.replace(CALIB, cpu_dense_efficiency=0.2, cpu_matrix_efficiency=0.1)
     assert fingerprint(moved) == fingerprint(CALIB)
     for calib in (CALIB, moved):
         ens = load_ensemble(calibration=calib)
-        assert {m.cpu_dense_efficiency for m in (*ens.bootstrap, *ens.leave_one_out)} == {
-            calib.cpu_dense_efficiency}
+        members = (*ens.bootstrap, *ens.leave_one_out)
+        assert {m.cpu_dense_efficiency for m in members} == {calib.cpu_dense_efficiency}
+        assert {m.cpu_matrix_efficiency for m in members} == {calib.cpu_matrix_efficiency}
     assert fingerprint(dataclasses.replace(CALIB, host_efficiency=0.4)) != fingerprint(CALIB)
+
+
+def test_amx_precisions_are_timed_at_the_matrix_efficiency() -> None:
+    """On Sapphire Rapids, bf16 runs on AMX (``matrix_precisions``) and fp32 on AVX-512: each
+    precision's dense time answers to its own efficiency and not to the other."""
+    system = load_system(PRESET, (("node.cpu", "xeon-8480p"), ("node.ddr_gb", 1024)))
+    for precision, own, other in (("bf16", "cpu_matrix_efficiency", "cpu_dense_efficiency"),
+                                  ("fp32", "cpu_dense_efficiency", "cpu_matrix_efficiency")):
+        wl = dataclasses.replace(load_workload("mlperf-dlrm-v1"), precision=precision)
+
+        def top_fwd(name: str, factor: float, wl: Workload = wl) -> float:
+            calib = dataclasses.replace(CALIB, **{name: getattr(CALIB, name) * factor})
+            return evaluate(wl, system, calib).timing.stages.top_fwd
+
+        base = top_fwd(own, 1.0)
+        assert top_fwd(other, 0.5) == base
+        assert top_fwd(own, 0.5) > base

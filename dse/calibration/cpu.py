@@ -1,5 +1,6 @@
 """The CPU-only measurement class: published DLRM training throughputs of nodes without accelerators,
-and the one calibration parameter they constrain, ``cpu_dense_efficiency``.
+and the two calibration parameters they constrain, ``cpu_dense_efficiency`` (vector units) and
+``cpu_matrix_efficiency`` (AMX).
 
 ``dse/data/cpu_measurements.csv`` holds Intel's MLPerf Training DLRM submissions on Xeon CPUs up
 to v3.1 (v0.7 Cooper Lake, 1-4 nodes; v1.0 Cooper Lake 8376H, 4 and 8 nodes; v2.1 Sapphire Rapids,
@@ -9,8 +10,9 @@ time between them, as ``mlperf_dcnv2_2023.csv``'s ``net_of_eval``), with its ``s
 and the parts the submission does not state in ``assumed``. The v1.0 repository's four ``8380H``
 systems are the v0.7 logs relabelled (same file names and seeds) and are not separate points.
 
-The class is fitted on its own (:func:`fit_cpu`): its points move only ``cpu_dense_efficiency``
-(DDR is read at the host path's ``host_efficiency``, fitted or not elsewhere), and the accelerator
+The class is fitted on its own (:func:`fit_cpu`): each point moves only the efficiency of the
+unit its dense math runs on (DDR is read at the host path's ``host_efficiency``, fitted or not
+elsewhere), and the accelerator
 fit never sees them, as the wall-power fit of ``accelerator_training_utilisation`` stays apart.
 """
 
@@ -37,19 +39,30 @@ from dse.reading import read_text
 CPU_DATA_FILE = "cpu_measurements.csv"
 CPU_COLUMNS = (
     "id", "source", "published", "workload", "precision", "global_batch", "cpu", "cpu_sockets",
-    "ddr_gb", "nodes", "nics", "nic_gbit_s", "samples_per_s", "metric", "software", "results",
-    "assumed",
+    "compute_cores", "ddr_gb", "nodes", "nics", "nic_gbit_s", "samples_per_s", "metric", "software",
+    "results", "assumed",
 )
 """Columns of ``cpu_measurements.csv``."""
 CPU_SOFTWARE: dict[str, dict[str, bool]] = {
-    "intel-dlrm-2020": {"hot_embedding_replication": False, "replicate_small_tables": False,
-                        "split_tables_to_balance": False},
+    "intel-dlrm-2020": {"hot_embedding_replication": False},
     "torchrec-cpu-2023": {"hot_embedding_replication": False},
 }
-"""How each software lays out the tables (``[software]`` of the system). ``intel-dlrm-2020``:
-Intel's ``dlrm_s_pytorch.py`` (MLPerf v0.7-v2.1, ``pytorch-cpu``) places each table whole on one
-rank and the MLPs data-parallel ("hybrid parallel"); ``torchrec-cpu-2023``: Intel's TorchRec port
-(v3.1 ``dlrm_v2/torchrec_cpu``) shards with TorchRec's planner, no frequent-row replication."""
+"""How each software lays out the tables (``[software]`` of the system); the rest is the
+model's default. ``intel-dlrm-2020``: Intel's ``dlrm_s_pytorch.py`` (MLPerf v0.7-v2.1,
+``pytorch-cpu``) keeps the tables of fewer than 2,048 rows data-parallel, a copy on every rank
+(``sparse_dense_boundary = 2048``, "dense embs", in the v0.7 patch
+``torch_patches/models/0001-enable-dlrm-distributed-training-for-cpu.patch`` of
+intel/intel-extension-for-pytorch, commit 70f0f1f), shares the other 16 Criteo tables out whole
+while the ranks are no more than the tables, and from v1.0 splits each column-wise into
+ranks / 16 pieces when they are more (``new_m = m // (my_size // len(ln_emb_sparse))``,
+``torch_patches/models/dlrm_mlperf_v1.0_training.diff``, commit 5845989); the MLPs run
+data-parallel. The model's defaults come close: it replicates the tables with no more rows than
+a rank's batch (the same ten tables at 16 and 64 ranks; two more, of 7,120 and 7,420 rows, at 4
+and 32) and splits a table when it does not fit, so it keeps the v1.0 tables whole and counts
+each node's all-to-all as eight whole tables where Intel's pieces send four (32 ranks) or two
+(64 ranks) tables' worth: conservative there. No frequent-row replication in either.
+``torchrec-cpu-2023``: Intel's TorchRec port (v3.1 ``dlrm_v2/torchrec_cpu``) shards with
+TorchRec's planner, no frequent-row replication."""
 TARGET_ABS_PCT = 25.0
 """Issue 27's target for the class: every point within 25%."""
 
@@ -66,6 +79,9 @@ class CpuMeasurement:
     global_batch: int
     cpu: str
     cpu_sockets: int
+    compute_cores: int
+    """Cores of each socket that ran the model (``OMP_NUM_THREADS`` of the run script); the rest
+    ran the communication library's workers."""
     ddr_gb: float
     nodes: int
     nics: int
@@ -77,7 +93,7 @@ class CpuMeasurement:
     assumed: str
 
 
-_INTS = ("global_batch", "cpu_sockets", "nodes", "nics")
+_INTS = ("global_batch", "cpu_sockets", "compute_cores", "nodes", "nics")
 _FLOATS = ("ddr_gb", "nic_gbit_s", "samples_per_s")
 
 
@@ -116,13 +132,14 @@ def _read(path: Path, source: str) -> tuple[CpuMeasurement, ...]:
 
 def cpu_design(m: CpuMeasurement) -> tuple[Workload, System]:
     """The workload and system the model scores for ``m``: the workload preset at the measured
-    precision and batch; ``m.nodes`` nodes of ``m.cpu_sockets`` CPUs, no accelerators, the NICs
-    on the CPUs."""
+    precision and batch; ``m.nodes`` nodes of ``m.cpu_sockets`` CPUs computing on
+    ``m.compute_cores`` cores each, no accelerators, the NICs on the CPUs."""
     wl = dataclasses.replace(load_workload(m.workload), precision=m.precision, global_batch=m.global_batch)
     source = f"dse/data/{CPU_DATA_FILE}: {m.id}"
     spec = system_spec_from_mapping({
         "name": m.id, "nodes": m.nodes, "software": CPU_SOFTWARE[m.software],
-        "node": {"accelerators": 0, "cpu": m.cpu, "cpu_sockets": m.cpu_sockets, "ddr_gb": m.ddr_gb,
+        "node": {"accelerators": 0, "cpu": m.cpu, "cpu_sockets": m.cpu_sockets,
+                 "cpu_compute_cores": m.compute_cores, "ddr_gb": m.ddr_gb,
                  "nics": m.nics, "nic_gbit_s": m.nic_gbit_s, "nic_attach": "cpu", "frontend_nics": 0},
     }, source)
     return wl, resolve_system(spec, source=source)
@@ -135,20 +152,44 @@ def predict_cpu(designs: Sequence[tuple[Workload, System]], calib: Calibration) 
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 EFFICIENCY_RANGE = (1e-3, 1.0)
-"""Where the fit searches ``cpu_dense_efficiency`` (the open range of an efficiency)."""
+"""Where the fit searches each efficiency (the open range of an efficiency)."""
 TOLERANCE = 1e-5
 """The fit stops when its bracket of log efficiency is this narrow."""
+CPU_PARAMETERS = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
+"""The calibration parameters the class constrains, each on its own points (:func:`timed_by`)."""
+
+
+def timed_by(design: tuple[Workload, System]) -> str:
+    """The parameter that times ``design``'s dense math: ``cpu_matrix_efficiency`` when its
+    precision runs on the CPU's matrix engine (``Cpu.matrix_precisions``: AMX bf16 on Sapphire
+    Rapids), ``cpu_dense_efficiency`` on the vector units."""
+    wl, system = design
+    math_at = system.precision_fallback[wl.precision]
+    return "cpu_matrix_efficiency" if math_at in system.cpu.matrix_precisions else "cpu_dense_efficiency"
 
 
 def fit_cpu(measurements: Sequence[CpuMeasurement], start: Calibration) -> Calibration:
-    """``start`` with ``cpu_dense_efficiency`` fitted to ``measurements``: least squares of the log
-    residuals, one parameter, by golden-section search over its log (the placements do not depend
-    on it, so no re-planning is needed)."""
+    """``start`` with :data:`CPU_PARAMETERS` fitted to ``measurements``: each parameter on the
+    points it times (:func:`timed_by`; a point moves only its own), least squares of the log
+    residuals by golden-section search over its log (the placements do not depend on them, so no
+    re-planning is needed). A parameter without points keeps ``start``'s value."""
     designs = [cpu_design(m) for m in measurements]
-    measured = [math.log(m.samples_per_s) for m in measurements]
+    calib = start
+    for name in CPU_PARAMETERS:
+        mine = [i for i, d in enumerate(designs) if timed_by(d) == name]
+        if mine:
+            value = _fit_one(name, [designs[i] for i in mine],
+                             [math.log(measurements[i].samples_per_s) for i in mine], calib)
+            calib = calib.with_values(**{name: value})
+    return calib
+
+
+def _fit_one(name: str, designs: Sequence[tuple[Workload, System]], measured: Sequence[float],
+             start: Calibration) -> float:
+    """The value of ``name`` that minimises the squared log residuals of ``designs``."""
 
     def loss(log_eff: float) -> float:
-        calib = dataclasses.replace(start, cpu_dense_efficiency=math.exp(log_eff))
+        calib = start.with_values(**{name: math.exp(log_eff)})
         return sum((math.log(p) - y) ** 2 for p, y in zip(predict_cpu(designs, calib), measured, strict=True))
 
     lo, hi = (math.log(v) for v in EFFICIENCY_RANGE)
@@ -163,7 +204,7 @@ def fit_cpu(measurements: Sequence[CpuMeasurement], start: Calibration) -> Calib
             lo, a, fa = a, b, fb
             b = lo + GOLDEN * (hi - lo)
             fb = loss(b)
-    return dataclasses.replace(start, cpu_dense_efficiency=math.exp((lo + hi) / 2.0))
+    return math.exp((lo + hi) / 2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +217,10 @@ class CpuReport:
     left_out: tuple[float, ...]
     efficiency: float
     """The fitted ``cpu_dense_efficiency`` on all points."""
+    matrix_efficiency: float
+    """The fitted ``cpu_matrix_efficiency`` on all points."""
+    timed_by: tuple[str, ...]
+    """The parameter that times each point's dense math (:func:`timed_by`)."""
 
     @staticmethod
     def errors(predicted: Sequence[float], measured: Sequence[float]) -> list[float]:
@@ -186,8 +231,11 @@ class CpuReport:
         """JSON-ready: the fitted efficiency and each point's errors."""
         ins, loo = self.errors(self.in_sample, self.measured), self.errors(self.left_out, self.measured)
         return {"cpu_dense_efficiency": self.efficiency,
-                "points": [{"id": i, "measured": m, "in_sample_pct": a, "leave_one_out_pct": b}
-                           for i, m, a, b in zip(self.ids, self.measured, ins, loo, strict=True)],
+                "cpu_matrix_efficiency": self.matrix_efficiency,
+                "points": [{"id": i, "measured": m, "in_sample_pct": a, "leave_one_out_pct": b,
+                            "timed_by": t}
+                           for i, m, a, b, t in zip(self.ids, self.measured, ins, loo, self.timed_by,
+                                                    strict=True)],
                 "max_abs_pct_in_sample": max(map(abs, ins)),
                 "max_abs_pct_leave_one_out": max(map(abs, loo))}
 
@@ -203,4 +251,6 @@ def validate_cpu(measurements: Sequence[CpuMeasurement], start: Calibration) -> 
     return CpuReport(ids=tuple(m.id for m in measurements),
                      measured=tuple(m.samples_per_s for m in measurements),
                      in_sample=tuple(predict_cpu(designs, calib)), left_out=tuple(left_out),
-                     efficiency=calib.cpu_dense_efficiency)
+                     efficiency=calib.cpu_dense_efficiency,
+                     matrix_efficiency=calib.cpu_matrix_efficiency,
+                     timed_by=tuple(timed_by(d) for d in designs))

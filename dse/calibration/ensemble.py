@@ -94,7 +94,7 @@ THROUGHPUT_EXPONENT: dict[str, int] = {
 (:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,
 power and the memory figures are the same under every member."""
 _NOT_PARAMETERS = ("version", "software_factor", "fit")
-FITTED_APART = ("cpu_dense_efficiency",)
+FITTED_APART = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
 """Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`) that the ensemble's
 refits never move: outside the fingerprint, and every member takes the calibration's value, so
 refitting them (or adding one) keeps the ensemble of the accelerator fit valid."""

@@ -82,10 +82,20 @@ class Calibration:
     (the throughput fit does not move it) and records its error in ``[fit]``. Power is a property
     of the parts, not of the step breakdown, so adding a part never lowers it."""
     cpu_dense_efficiency: float = field(default=0.50, metadata=EFF)
-    """Share of a CPU socket's vector/matrix peak (``Cpu.peak_tflops``) that DLRM's MLPs reach on a
-    node without accelerators. Prior: oneDNN bf16/fp32 GEMMs reach about half of AVX-512 peak on
-    DLRM-sized layers [A]. Fitted, not in the accelerator fit but to the CPU-only measurements
-    alone (:mod:`dse.calibration.cpu`), and carried through that fit unchanged."""
+    """Share of a CPU socket's vector peak (``Cpu.peak_tflops``: AVX-512 or AVX2 FMAs, AVX512_BF16
+    dot products) that DLRM's MLPs reach on a node without accelerators. Prior: oneDNN bf16/fp32
+    GEMMs reach about half of AVX-512 peak on DLRM-sized layers [A]. Fitted, not in the
+    accelerator fit but to the CPU-only measurements alone (:mod:`dse.calibration.cpu`), and
+    carried through that fit unchanged."""
+    cpu_matrix_efficiency: float = field(default=0.50, metadata=EFF)
+    """Share of a CPU socket's matrix-engine peak (AMX tiles: the precisions a catalog CPU lists
+    in ``matrix_precisions``) that DLRM's MLPs reach on a node without accelerators; apart from
+    ``cpu_dense_efficiency`` for the reason an accelerator's tensor cores and SIMT units have
+    efficiencies of their own: the tile unit multiplies 8x faster a cycle than AVX-512's bf16
+    dot products while the loads, format conversions and element-wise work around it run on the
+    same cores at vector speed. Prior: the vector units' prior [A]. Fitted with
+    ``cpu_dense_efficiency`` to the CPU-only measurements alone (:mod:`dse.calibration.cpu`), on
+    the points whose dense math runs on a matrix engine."""
     software_factor: dict[str, float] = field(default_factory=dict)
     """Throughput factor per software generation (measurement source label -> factor), fitted;
     used only when a measurement names its software. Designs are scored with factor 1."""

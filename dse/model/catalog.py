@@ -151,6 +151,11 @@ class Cpu:
     (``node.accelerators = 0``); absent = the socket cannot train at that precision."""
     peak_source: str = ""
     """Where each of ``peak_tflops``'s figures comes from."""
+    matrix_precisions: tuple[Precision, ...] = ()
+    """Precisions whose ``peak_tflops`` figure is a matrix engine's (AMX tile units) rather than
+    the vector units' (AVX-512 FMAs): the model times them at the calibration's
+    ``cpu_matrix_efficiency`` instead of ``cpu_dense_efficiency``, as it times an accelerator's
+    tensor cores and SIMT units at efficiencies of their own."""
 
 
 @dataclass(frozen=True, slots=True)

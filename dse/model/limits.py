@@ -28,6 +28,8 @@ MAX_NICS_PER_NODE = 1_024
 """NICs of either kind per node: at most one or two per accelerator in every shipping design."""
 MAX_CPU_SOCKETS = 32
 """CPU sockets per node: the largest shared-memory x86 server (HPE Superdome Flex) has 32."""
+MAX_CPU_CORES = 1_024
+"""Cores of one CPU socket: 192 on AMD EPYC 9965 and 288 on Intel Xeon 6900E; ample headroom."""
 MAX_DDR_CHANNELS_PER_SOCKET = 64
 """DDR channels per socket: 12 on AMD EPYC 9004 and Intel Xeon 6; 64 leaves ample headroom."""
 MAX_MEMORY_GB = 1e6

@@ -23,6 +23,7 @@ from dse.model.limits import (
     MAX_ACCELERATORS_PER_NODE,
     MAX_ACCELERATORS_TOTAL,
     MAX_BANDWIDTH_GB_S,
+    MAX_CPU_CORES,
     MAX_CPU_SOCKETS,
     MAX_DDR_CHANNELS_PER_SOCKET,
     MAX_LINK_GBIT_S,
@@ -100,6 +101,12 @@ class NodeSpec:
     ISCA 2022: ZionEX reader tier); docs/design.md, section 5."""
     ddr_channels_per_socket: int | None = field(default=None,
                                                  metadata=upto(MAX_DDR_CHANNELS_PER_SOCKET, 1))
+    cpu_compute_cores: int | None = field(default=None, metadata=upto(MAX_CPU_CORES, 1))
+    """Cores of each socket that run the training math on a node without accelerators; the others
+    run the communication library's workers (Intel's MLPerf DLRM runs pin oneCCL's
+    ``CCL_WORKER_COUNT`` workers to physical cores and give the model ``OMP_NUM_THREADS`` of
+    them: 20 or 24 of 28 on Cooper Lake, 52 of 56 on Sapphire Rapids). ``None``: every core of the
+    catalog's CPU. Only nodes with ``accelerators = 0`` read it."""
     hbm_cache_gb: float | None = field(default=None, metadata=upto(MAX_MEMORY_GB))
     """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
     placement leaves free."""
@@ -323,10 +330,12 @@ def _peak_flops(acc: Accelerator) -> tuple[dict[str, float], dict[str, str]]:
     return peaks, used
 
 
-def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float) -> Accelerator:
+def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float,
+               compute_cores: int | None = None) -> Accelerator:
     """The training device of a node without accelerators: its ``sockets`` CPUs as one device.
 
-    Its peaks are the sockets' summed (the catalog's per-socket ``peak_tflops``), its memory the
+    Its peaks are the sockets' summed (the catalog's per-socket ``peak_tflops``, for
+    ``compute_cores`` of each socket's cores when given: the rest run no math), its memory the
     node's DDR (capacity and bandwidth), so the placement puts every table in DDR and the step
     reads them at DDR speed; it has no scale-up links (one device a node: every all-to-all and
     allreduce crosses the NICs) and no price or power of its own (the CPUs, DDR and NICs are
@@ -334,11 +343,14 @@ def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float) -> Accele
     (Intel's MLPerf CPU DLRM runs one rank a socket; their exchanges inside a node cross UPI,
     which this device does not time: the calibration's ``cpu_dense_efficiency`` absorbs it)."""
     peak = cpu.peak_tflops
+    cores = cpu.cores if compute_cores is None else compute_cores
+    scale = sockets * cores / cpu.cores
+    # The socket and core counts in the name: designs that share a name share their step loads (a
+    # sweep's memo, dse.model.timing.loads_key), and the peak grows with both.
+    name = f"CPU device ({sockets} x {cpu.name}" + (")" if cores == cpu.cores else f", {cores} cores each)")
     return Accelerator(
-        # The socket count in the name: designs that share a name share their step loads (a
-        # sweep's memo, dse.model.timing.loads_key), and the peak grows with the sockets.
-        name=f"CPU device ({sockets} x {cpu.name})",
-        peak_tflops=PeakTflops(**{p: (v * sockets if v else None) for p in PRECISIONS
+        name=name,
+        peak_tflops=PeakTflops(**{p: (v * scale if v else None) for p in PRECISIONS
                                   for v in (getattr(peak, p),)}),
         hbm_gb=ddr_gb, hbm_gb_s=ddr_gb_s, scaleup_gb_s=0.0, default_scaleup="none",
         scaleup_links=0, scaleup_link_gb_s=0.0, switch_domain_max=0, host_pcie_lanes=LANES_X16,
@@ -437,7 +449,10 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
     if not any(getattr(cpu.peak_tflops, p) for p in PRECISIONS):
         raise DseInputError(source, "node.cpu", f"cpu {node.cpu!r} has no peak_tflops in the catalog, "
                             "so a node without accelerators cannot train on it")
-    device = cpu_device(cpu, node.cpu_sockets, node.ddr_gb, ddr_gb_s)
+    if node.cpu_compute_cores is not None and node.cpu_compute_cores > cpu.cores:
+        raise DseInputError(source, "node.cpu_compute_cores",
+                            f"{node.cpu_compute_cores} exceeds the {cpu.cores} cores of cpu {node.cpu!r}")
+    device = cpu_device(cpu, node.cpu_sockets, node.ddr_gb, ddr_gb_s, node.cpu_compute_cores)
     peaks, used = _peak_flops(device)
     gen = node.pcie_gen or cpu.pcie_gen
     nic_gen = node.nic_pcie_gen or gen

@@ -203,7 +203,8 @@ def dense_times(wl: Workload, system: System, calib: Calibration, b: float,
     units = system.accelerator.compute_units
     mem = system.hbm_bytes_s * calib.memory_efficiency
     if system.cpu_only:  # the sockets' vector/matrix units and their DDR (system.cpu_device)
-        eff = calib.cpu_dense_efficiency
+        eff = (calib.cpu_matrix_efficiency if math_at in system.cpu.matrix_precisions else
+               calib.cpu_dense_efficiency)
         mem = system.hbm_bytes_s * calib.host_efficiency
     elem = ACTIVATION_BYTES[precision]
     cache = derived(wl, "timing.dense_times", _dense_caches)
