@@ -146,20 +146,34 @@ def test_cpu_fit_matches_the_packaged_calibration(report: CpuReport) -> None:
 
 
 def test_cooper_lake_avx512_points_within_target(report: CpuReport) -> None:
-    """The MLPerf v0.7 and v1.0 Cooper Lake points (AVX512_BF16, 1-8 nodes) are within the target
-    in sample and left out of the fit."""
+    """The MLPerf v0.7 Cooper Lake points (AVX512_BF16, 1-4 nodes) and v1.0's eight-node run are
+    within the target in sample and left out of the fit."""
     ins = CpuReport.errors(report.in_sample, report.measured)
     loo = CpuReport.errors(report.left_out, report.measured)
     for i, e_in, e_out in zip(report.ids, ins, loo, strict=True):
-        if i.startswith(("mlperf-v0.7", "mlperf-v1.0")):
+        if i.startswith(("mlperf-v0.7", "mlperf-v1.0-intel-8n")):
             assert abs(e_in) <= TARGET_ABS_PCT and abs(e_out) <= TARGET_ABS_PCT, (i, e_in, e_out)
 
 
-def test_every_cpu_point_within_target_in_sample(report: CpuReport) -> None:
-    """Issue 27's target for the class, in sample. Left out, the two AMX points are predicted from
-    each other alone and miss it; docs/validation.md says so and why (MISS_REASONS)."""
+def test_every_miss_has_a_stated_reason(report: CpuReport) -> None:
+    """A point outside the target, in sample or left out, is one docs/validation.md explains."""
+    from dse.outputs.cpu_class_doc import MISS_REASONS
+
     ins = CpuReport.errors(report.in_sample, report.measured)
-    assert max(map(abs, ins)) <= TARGET_ABS_PCT
+    loo = CpuReport.errors(report.left_out, report.measured)
+    for i, e_in, e_out in zip(report.ids, ins, loo, strict=True):
+        if max(abs(e_in), abs(e_out)) > TARGET_ABS_PCT:
+            assert any(i.startswith(k) for k in MISS_REASONS), i
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Issue 27's target (every CPU point within 25%) is not met: the v1.0 four-node run is -29% "
+    "with its network assumed (not published), and left out of the fit the two AMX points are "
+    "predicted from each other alone (-35% and +49%); docs/validation.md"))
+def test_every_cpu_point_within_target(report: CpuReport) -> None:
+    ins = CpuReport.errors(report.in_sample, report.measured)
+    loo = CpuReport.errors(report.left_out, report.measured)
+    assert max(map(abs, [*ins, *loo])) <= TARGET_ABS_PCT
 
 
 def test_fit_moves_each_efficiency_on_its_own_points() -> None:
@@ -221,7 +235,8 @@ def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
     assert cpu["cpu_matrix_efficiency"] == pytest.approx(CALIB.cpu_matrix_efficiency, rel=1e-3)
     text = doc.read_text(encoding="utf-8")
     section = text[text.index("## CPU-only class"):text.index("## Analysis")]
-    assert all(p["id"] in section for p in cpu["points"]) and "met in sample, **not met** left out" in section
+    assert all(p["id"] in section for p in cpu["points"])
+    assert "**not met** in sample, **not met** left out" in section
     # The packaged page carries the section as the generator writes it.
     packaged = (Path(__file__).parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
     assert section in packaged
@@ -262,3 +277,26 @@ def test_amx_precisions_are_timed_at_the_matrix_efficiency() -> None:
         base = top_fwd(own, 1.0)
         assert top_fwd(other, 0.5) == base
         assert top_fwd(own, 0.5) > base
+
+
+def test_intel_layout_copies_the_tables_under_2048_rows() -> None:
+    """``software.replicate_below_rows`` = 2,048 (Intel's ``sparse_dense_boundary``): on four
+    nodes, the ten MLPerf tables of fewer rows are copied on every node and the other 16 shared
+    out whole, four a node; the batch rule would copy every table of up to 65,536 rows (18)."""
+    from dse.model.placement import plan_placement
+
+    m = next(m for m in load_cpu_measurements() if m.id == "mlperf-v1.0-intel-4n8s-8376h")
+    wl, system = cpu_design(m)
+    small = {i for i, t in enumerate(wl.tables) if t.rows < 2048}
+    plan = plan_placement(wl, system)
+    assert len(small) == 10
+    assert {s.table for s in plan.shards if s.sharding == "replicated"} == small
+    per_node = [sum(1 for s in plan.shards if s.device == d) for d in range(4)]
+    assert per_node == [4, 4, 4, 4]
+    batch_rule = load_system(PRESET, (("node.cpu", "xeon-8376h"), ("node.cpu_sockets", 8),
+                                      ("node.ddr_gb", 1536), ("nodes", 4),
+                                      ("software.hot_embedding_replication", False)))
+    wide = plan_placement(wl, batch_rule)
+    assert sum(1 for s in wide.shards if s.sharding == "replicated") == 18
+    with pytest.raises(DseInputError, match=r"software.replicate_below_rows"):
+        load_system(PRESET, (("software.replicate_below_rows", 0),))

@@ -43,8 +43,8 @@ CPU_COLUMNS = (
     "results", "assumed",
 )
 """Columns of ``cpu_measurements.csv``."""
-CPU_SOFTWARE: dict[str, dict[str, bool]] = {
-    "intel-dlrm-2020": {"hot_embedding_replication": False},
+CPU_SOFTWARE: dict[str, dict[str, bool | int]] = {
+    "intel-dlrm-2020": {"hot_embedding_replication": False, "replicate_below_rows": 2048},
     "torchrec-cpu-2023": {"hot_embedding_replication": False},
 }
 """How each software lays out the tables (``[software]`` of the system); the rest is the
@@ -52,17 +52,14 @@ model's default. ``intel-dlrm-2020``: Intel's ``dlrm_s_pytorch.py`` (MLPerf v0.7
 ``pytorch-cpu``) keeps the tables of fewer than 2,048 rows data-parallel, a copy on every rank
 (``sparse_dense_boundary = 2048``, "dense embs", in the v0.7 patch
 ``torch_patches/models/0001-enable-dlrm-distributed-training-for-cpu.patch`` of
-intel/intel-extension-for-pytorch, commit 70f0f1f), shares the other 16 Criteo tables out whole
-while the ranks are no more than the tables, and from v1.0 splits each column-wise into
-ranks / 16 pieces when they are more (``new_m = m // (my_size // len(ln_emb_sparse))``,
-``torch_patches/models/dlrm_mlperf_v1.0_training.diff``, commit 5845989); the MLPs run
-data-parallel. The model's defaults come close: it replicates the tables with no more rows than
-a rank's batch (the same ten tables at 16 and 64 ranks; two more, of 7,120 and 7,420 rows, at 4
-and 32) and splits a table when it does not fit, so it keeps the v1.0 tables whole and counts
-each node's all-to-all as eight whole tables where Intel's pieces send four (32 ranks) or two
-(64 ranks) tables' worth: conservative there. No frequent-row replication in either.
-``torchrec-cpu-2023``: Intel's TorchRec port (v3.1 ``dlrm_v2/torchrec_cpu``) shards with
-TorchRec's planner, no frequent-row replication."""
+intel/intel-extension-for-pytorch, commit 70f0f1f, and its v1.0 diff
+``torch_patches/models/dlrm_mlperf_v1.0_training.diff``, commit 5845989) and shares the other 16
+Criteo tables out among the ranks; the MLPs run data-parallel. The model's device is a whole node
+(:func:`dse.model.system.cpu_device`), so it shares those tables out among the nodes, whole: a
+node's all-to-all carries the same bytes as its ranks' pieces (v1.0 splits each table
+column-wise when the ranks outnumber the 16 tables, ``new_m = m // (my_size // 16)``). No
+frequent-row replication. ``torchrec-cpu-2023``: Intel's TorchRec port (v3.1
+``dlrm_v2/torchrec_cpu``) shards with TorchRec's planner, no frequent-row replication."""
 TARGET_ABS_PCT = 25.0
 """Issue 27's target for the class: every point within 25%."""
 

@@ -167,6 +167,10 @@ class SoftwareSpec:
     """Keep tables with fewer rows than a device's local batch data-parallel, a copy on every device
     (TorchRec's data-parallel sharding; in HugeCTR's hybrid embedding every row of such a table is
     frequent). Off: every table is model-parallel (NVIDIA DeepLearningExamples DLRM)."""
+    replicate_below_rows: int | None = field(default=None, metadata={"min": 1})
+    """With ``replicate_small_tables``: copy on every device the tables of fewer rows than this,
+    in place of the batch rule above (Intel's MLPerf CPU DLRM: 2,048, its
+    ``sparse_dense_boundary``). ``None``: the batch rule."""
     split_tables_to_balance: bool = True
     """Split a table column-wise when its load exceeds a device's fair share (TorchRec, HugeCTR).
     Off: whole tables, split only when one does not fit a device (NVIDIA DeepLearningExamples: "each

@@ -11,6 +11,14 @@ from typing import Any
 from dse.calibration.cpu import TARGET_ABS_PCT, CpuReport
 
 MISS_REASONS: dict[str, str] = {
+    "mlperf-v1.0-intel-4n8s": (
+        "the model's step carries 201 MB of all-to-all a direction and node (the 16 large "
+        "tables, four a node, for the other three nodes' samples) over the one 100 GbE NIC "
+        "assumed for these eight-socket nodes, whose network is not published, and through "
+        "that NIC's PCIe Gen3 x16 link at the fitted fabric efficiency: 26 ms each way beside "
+        "65 ms of MLPs, against an 87.5 ms measured step, so the run's network was faster than "
+        "assumed or hid more of the exchange; the eight-node run (two tables a node) is within "
+        "10%"),
     "mlperf-v2.1-intel-": (
         "one of the two Sapphire Rapids points, the only ones whose bf16 math runs on AMX: left "
         "out, its `cpu_matrix_efficiency` comes from the other alone, the DLRM-DCNv2 run, which "

@@ -198,15 +198,15 @@ def _plain_candidates(fig: PlainFigures, per_elem: float) -> tuple[Candidate, ..
                   in enumerate(zip(fig.tables, fig.lookups, fig.mem, fig.traffic, strict=True))])
 
 
-def _touched_tables(arrays: TableArrays, replicate: bool, b: float, rep_limit: float, hybrid: bool,
-                    hot_batch: float, hot_limit: float) -> list[int]:
+def _touched_tables(arrays: TableArrays, replicate: bool, rep_rows: float, rep_limit: float,
+                    hybrid: bool, hot_batch: float, hot_limit: float) -> list[int]:
     """The tables, in order, that :func:`enumerate_candidates` may replicate or give hot rows: the
     others are plain whole tables. A table gets hot rows only if :func:`_hot_rows` takes its first
     candidate, 1,024 rows: they are within every limit and cost less than none (the same
     comparisons and float operations, elementwise, so the same answer for every table)."""
     touched = np.zeros(len(arrays.rows), dtype=np.bool_)
     if replicate:
-        touched |= (arrays.rows <= b) & (arrays.footprint <= rep_limit)
+        touched |= (arrays.rows <= rep_rows) & (arrays.footprint <= rep_limit)
     if hybrid and hot_batch >= HOT_ROWS_MIN:
         # (~(cost >= b) rather than cost < b: _hot_rows stops on cost >= b, so a nan goes on.)
         touched |= ((arrays.half_rows >= HOT_ROWS_MIN) & (hot_limit / arrays.row_bytes >= HOT_ROWS_MIN)
@@ -220,13 +220,17 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     it whole.
 
     Replicate when the gradient allreduce (every device moves ~2 x rows x dim) is cheaper than the
-    all-to-all (all devices together move ~2 x B x dim): rows <= B / G. A replica's gradient
+    all-to-all (all devices together move ~2 x B x dim): rows <= B / G, or below the software's
+    fixed bound (``replicate_below_rows``). A replica's gradient
     arrives allreduced and dense: every one of its rows is updated.
     """
     g, b, batch = budgets.devices, budgets.local_batch, budgets.global_batch
     software = system.spec.software
     hybrid = g > 1 and software.hot_embedding_replication
     replicate = g > 1 and software.replicate_small_tables
+    # The most rows a replicated table may have: a device's batch, or the software's fixed bound.
+    below = software.replicate_below_rows
+    rep_rows = b if below is None else below - 1
     hot_batch = hot_rows_batch(budgets, system)
     rep_limit, hot_limit = budgets.replicate_bytes, budgets.hot_bytes
     zipf = workload.access_zipf
@@ -237,8 +241,8 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     # Any table may go through the loop below (an untouched one comes out plain): for a few dozen
     # tables, looping over all costs less than the array test.
     touched: Sequence[int] = range(len(tables)) if len(tables) < FEW_TABLES else _touched_tables(
-        derived(workload, "placement.table_arrays", table_arrays), replicate, b, rep_limit, hybrid,
-        hot_batch, hot_limit)
+        derived(workload, "placement.table_arrays", table_arrays), replicate, rep_rows, rep_limit,
+        hybrid, hot_batch, hot_limit)
     if not touched:
         return Candidates((), plain, tables)
     whole: list[Candidate] = []
@@ -248,7 +252,7 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
         whole += plain[done:ti]
         done = ti + 1
         rows, dim, pooling, row_bytes, fp = tables[ti]
-        if replicate and rows <= b and fp <= rep_limit:
+        if replicate and rows <= rep_rows and fp <= rep_limit:
             lk = b * pooling
             replicas.append(new_shard((ti, "replicated", rows, dim, lk, b, fp, -1, "hbm",
                                        traffic(lk, dim, b, float(rows)), 1.0, True)))
