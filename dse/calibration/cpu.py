@@ -4,7 +4,7 @@ and the two calibration parameters they constrain, ``cpu_dense_efficiency`` (vec
 
 ``dse/data/cpu_measurements.csv`` holds Intel's MLPerf Training DLRM submissions on Xeon CPUs up
 to v3.1 (v0.7 Cooper Lake, 1-4 nodes; v1.0 Cooper Lake 8376H, 4 and 8 nodes; v2.1 Sapphire Rapids,
-1 node; v3.1 Sapphire Rapids, DLRM-DCNv2 on 4 nodes), each derived from its round's
+1, 2 and 4 nodes; v3.1 Sapphire Rapids, DLRM-DCNv2 on 4 nodes), each derived from its round's
 ``result_*.txt`` logs net of the in-run evaluations (samples between each evaluation over the
 time between them, as ``mlperf_dcnv2_2023.csv``'s ``net_of_eval``), with its ``systems/*.json``
 and the parts the submission does not state in ``assumed``. The v1.0 repository's four ``8380H``
