@@ -189,6 +189,9 @@ def test_fit_moves_each_efficiency_on_its_own_points() -> None:
     fitted = fit_cpu(vector, start)
     assert fitted.cpu_matrix_efficiency == 0.5
     assert fitted.cpu_dense_efficiency == pytest.approx(CALIB.cpu_dense_efficiency, rel=1e-3)
+    amx = fit_cpu([m for m in ms if m.cpu == "xeon-8480p"], start)
+    assert amx.cpu_dense_efficiency == 0.5
+    assert amx.cpu_matrix_efficiency == pytest.approx(CALIB.cpu_matrix_efficiency, rel=1e-3)
 
 
 def test_compute_cores_scale_the_peak_and_are_checked() -> None:
@@ -216,6 +219,10 @@ def test_memo_tells_socket_counts_apart() -> None:
     for system in designs:
         assert evaluate(wl, system, CALIB, memo=memo).step_time_s == evaluate(wl, system, CALIB).step_time_s
     assert designs[0].hbm_bytes_s == designs[1].hbm_bytes_s
+    # Nor one core count another's: the peak differs, nothing else does.
+    for cores in (None, 12, 24):
+        system = load_system(PRESET, () if cores is None else (("node.cpu_compute_cores", cores),))
+        assert evaluate(wl, system, CALIB, memo=memo).step_time_s == evaluate(wl, system, CALIB).step_time_s
 
 
 def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
@@ -302,3 +309,31 @@ def test_intel_layout_copies_the_tables_under_2048_rows() -> None:
     assert sum(1 for s in wide.shards if s.sharding == "replicated") == 18
     with pytest.raises(DseInputError, match=r"software.replicate_below_rows"):
         load_system(PRESET, (("software.replicate_below_rows", 0),))
+
+
+@pytest.mark.parametrize("tables", [8, 80])  # the per-table loop and the array path (64 or more)
+def test_replicate_below_rows_is_a_strict_bound(tables: int) -> None:
+    """``replicate_below_rows = 2048`` copies a table of 2,047 rows and not one of 2,048, on both
+    of the placement's paths; without it, the batch rule copies both."""
+    from dse.model.placement import plan_placement
+    from dse.model.workload import EmbeddingTable
+
+    rows = [2047, 2048] + [10_000_000] * (tables - 2)
+    wl = dataclasses.replace(load_workload("mlperf-dlrm-v1"), global_batch=65536,
+                             tables=tuple(EmbeddingTable(rows=r, dim=128, pooling=1.0) for r in rows))
+    base = (("nodes", 4), ("node.ddr_gb", 1536), ("software.hot_embedding_replication", False))
+    bound = plan_placement(wl, load_system(PRESET, (*base, ("software.replicate_below_rows", 2048))))
+    assert {s.table for s in bound.shards if s.sharding == "replicated"} == {0}
+    batch = plan_placement(wl, load_system(PRESET, base))
+    assert {s.table for s in batch.shards if s.sharding == "replicated"} == {0, 1}
+
+
+def test_keys_a_design_does_not_read_are_warned() -> None:
+    """``node.cpu_compute_cores`` on a node with accelerators and ``replicate_below_rows`` with
+    replication off are ignored: said as warnings naming the key, not silently."""
+    on_gpus = system_warnings(load_system("dgx-h100", (("node.cpu_compute_cores", 10),)))
+    assert [w.field for w in on_gpus] == ["node.cpu_compute_cores"]
+    off = system_warnings(load_system(PRESET, (("software.replicate_below_rows", 2048),
+                                               ("software.replicate_small_tables", False))))
+    assert [w.field for w in off] == ["software.replicate_below_rows"]
+    assert system_warnings(load_system(PRESET, (("software.replicate_below_rows", 2048),))) == []

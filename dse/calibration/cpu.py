@@ -44,7 +44,8 @@ CPU_COLUMNS = (
 )
 """Columns of ``cpu_measurements.csv``."""
 CPU_SOFTWARE: dict[str, dict[str, bool | int]] = {
-    "intel-dlrm-2020": {"hot_embedding_replication": False, "replicate_below_rows": 2048},
+    "intel-dlrm-2020": {"hot_embedding_replication": False, "replicate_below_rows": 2048,
+                        "split_tables_to_balance": False},
     "torchrec-cpu-2023": {"hot_embedding_replication": False},
 }
 """How each software lays out the tables (``[software]`` of the system); the rest is the

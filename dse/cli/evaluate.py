@@ -602,7 +602,7 @@ def calibrate_cmd(
         fail(str(exc))
         return
     result = fit(measurements, Calibration(), loss=loss)
-    # The CPU-only class moves only cpu_dense_efficiency, fitted apart (dse.calibration.cpu).
+    # The CPU-only class moves only the CPU efficiencies, fitted apart (dse.calibration.cpu).
     result = dataclasses.replace(result, calibration=fit_cpu(load_cpu_measurements(), result.calibration))
     check = validate(measurements, result.calibration, leave_one_out=False, loss=loss)
     label = version or f"{date.today():%Y.%m.%d}-n{len(measurements)}"

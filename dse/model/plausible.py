@@ -54,13 +54,23 @@ def catalog_warnings(catalog: Catalog) -> list[Implausible]:
 
 
 def system_warnings(system: System) -> list[Implausible]:
-    """The node's host DDR when it is less than one DIMM per channel of every socket."""
+    """The node's host DDR when it is less than one DIMM per channel of every socket, and keys the
+    design sets that it does not read (so a typo of intent does not pass silently)."""
     node = system.spec.node
+    out = []
     least = node.cpu_sockets * system.cpu.ddr_channels * MIN_DIMM_GB
     ddr = node.ddr_gb  # the stated DDR (a node without accelerators holds its tables there)
-    if ddr >= least:
-        return []
-    return [Implausible("node.ddr_gb", ddr,
-                        f"less than one {MIN_DIMM_GB:g} GB DIMM in each of the {node.cpu_sockets} x "
-                        f"{system.cpu.ddr_channels} DDR channels ({least:g} GB); the model still "
-                        "counts every channel's bandwidth")]
+    if ddr < least:
+        out.append(Implausible("node.ddr_gb", ddr,
+                               f"less than one {MIN_DIMM_GB:g} GB DIMM in each of the {node.cpu_sockets} x "
+                               f"{system.cpu.ddr_channels} DDR channels ({least:g} GB); the model still "
+                               "counts every channel's bandwidth"))
+    if node.cpu_compute_cores is not None and not system.cpu_only:
+        out.append(Implausible("node.cpu_compute_cores", node.cpu_compute_cores,
+                               "read only on a node without accelerators (accelerators = 0); "
+                               "ignored here"))
+    software = system.spec.software
+    if software.replicate_below_rows is not None and not software.replicate_small_tables:
+        out.append(Implausible("software.replicate_below_rows", software.replicate_below_rows,
+                               "ignored while software.replicate_small_tables is false"))
+    return out

@@ -105,8 +105,8 @@ class NodeSpec:
     """Cores of each socket that run the training math on a node without accelerators; the others
     run the communication library's workers (Intel's MLPerf DLRM runs pin oneCCL's
     ``CCL_WORKER_COUNT`` workers to physical cores and give the model ``OMP_NUM_THREADS`` of
-    them: 20 or 24 of 28 on Cooper Lake, 52 of 56 on Sapphire Rapids). ``None``: every core of the
-    catalog's CPU. Only nodes with ``accelerators = 0`` read it."""
+    them: 20 or 24 of 28 on Cooper Lake; all 56 on Sapphire Rapids in v2.1, 52 in v3.1). ``None``:
+    every core of the catalog's CPU. Only nodes with ``accelerators = 0`` read it."""
     hbm_cache_gb: float | None = field(default=None, metadata=upto(MAX_MEMORY_GB))
     """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
     placement leaves free."""
@@ -345,7 +345,7 @@ def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float,
     allreduce crosses the NICs) and no price or power of its own (the CPUs, DDR and NICs are
     costed as parts). The one device per node stands for the sockets working in shared memory
     (Intel's MLPerf CPU DLRM runs one rank a socket; their exchanges inside a node cross UPI,
-    which this device does not time: the calibration's ``cpu_dense_efficiency`` absorbs it)."""
+    which this device does not time: the calibration's CPU efficiencies absorb it)."""
     peak = cpu.peak_tflops
     cores = cpu.cores if compute_cores is None else compute_cores
     scale = sockets * cores / cpu.cores

@@ -361,7 +361,7 @@ its figures and its ensemble are 2026.12-5's):
   fewer than 2,048 rows on every rank and shares out the other 16 (`sparse_dense_boundary`,
   intel-extension-for-pytorch's v0.7 patch and v1.0 diff, and v2.1's `dlrm_s_pytorch.py`;
   `software.replicate_below_rows`); the model had kept all 26 model-parallel, so a node's
-  all-to-all carried up to 8 tables where 4 (four nodes) or 2 (eight) ran. The v1.0 runs go from
+  all-to-all carried up to 7 tables where 4 ran (four nodes), or 4 where 2 ran (eight). The v1.0 runs go from
   -48.5% and -40.2% to -28.8% and -8.7%. (3) The Sapphire Rapids nodes reach four 100 GbE RDMA
   ports (the v2.1 and v3.1 run scripts name four, two a rank); one was assumed.
 - **AMX gets its own efficiency.** Sapphire Rapids' bf16 runs on the AMX tile unit, 1,024 FLOP a

@@ -341,8 +341,9 @@ Intel's MLPerf CPU DLRM runs, docs/validation.md). One Zion as built trains {ksp
 for {usd(z['capex_usd'])} and {z['power_w'] / 1e3:,.1f} kW. At equal cost, {at_cost}. At equal
 throughput, {at_speed}: the CPU servers' dense compute and, beyond a few dozen nodes, the
 dense-gradient allreduce over their 25 GbE NICs bound them. (Calibration 2026.12-6 raised the CPU
-vector units' fitted efficiency from 0.171 to 0.228, once each MLPerf CPU run was described with
-the cores its script gave the model and its software's table layout: the eight servers that cost
+vector units' fitted efficiency from 0.171 to 0.228, mostly by fitting the Sapphire Rapids runs'
+AMX apart, `cpu_matrix_efficiency`, and also by describing each MLPerf CPU run with the cores its
+script gave the model and its software's table layout: the eight servers that cost
 as much as one Zion went from 89 k to 102 k samples/s and Zion's lead over them from 5.4x to 4.7x;
 the 256-server cluster from 389 k to 396 k, and the claim below now holds under 95% of the
 ensemble's draws, from 100%.)
