@@ -236,7 +236,8 @@ def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
     runner = CliRunner()
     env = {"COLUMNS": "250"}
     doc = tmp_path / "validation.md"
-    result = runner.invoke(app, ["validate", "--no-loo", "--json", "--markdown", str(doc)], env=env)
+    result = runner.invoke(app, ["validate", "--no-loo", "--forward", "--json", "--markdown", str(doc)],
+                           env=env)
     assert result.exit_code == 0, result.output
     cpu = json.loads(result.stdout)["cpu_class"]
     assert len(cpu["points"]) == 10 and cpu["target_abs_pct"] == TARGET_ABS_PCT
@@ -246,6 +247,8 @@ def test_validate_reports_the_cpu_class(tmp_path: Path) -> None:
     section = text[text.index("## CPU-only class"):text.index("## Analysis")]
     assert all(p["id"] in section for p in cpu["points"])
     assert "**not met** in sample, **not met** left out" in section
+    assert "Forward in time: fitted on the 9 points published up to 2022-12" in section
+    assert [p["id"] for p in cpu["forward"]["points"]] == ["mlperf-v3.1-intel-4n2s-8480p-dcnv2"]
     # The packaged page carries the section as the generator writes it.
     packaged = (Path(__file__).parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
     assert section in packaged
@@ -337,3 +340,22 @@ def test_keys_a_design_does_not_read_are_warned() -> None:
                                                ("software.replicate_small_tables", False))))
     assert [w.field for w in off] == ["software.replicate_below_rows"]
     assert system_warnings(load_system(PRESET, (("software.replicate_below_rows", 2048),))) == []
+
+
+def test_forward_fits_only_the_past() -> None:
+    """``validate_cpu(..., forward_cut)``: the later points are predicted by a fit on the earlier
+    ones alone, from the priors; a unit with no earlier point stays at its prior and says so."""
+    from dse.calibration.cpu import fit_cpu, predict_cpu
+
+    ms = load_cpu_measurements()
+    report = validate_cpu(ms, CALIB, forward_cut="2020-12")
+    later = [m for m in ms if m.published > "2020-12"]
+    assert report.forward_ids == [m.id for m in later] and len(later) == 6
+    assert report.forward_unfitted == ("cpu_matrix_efficiency",)
+    priors = CALIB.with_values(cpu_dense_efficiency=0.5, cpu_matrix_efficiency=0.5)
+    past = fit_cpu([m for m in ms if m.published <= "2020-12"], priors)
+    assert [p for _, p in report.forward] == predict_cpu([cpu_design(m) for m in later], past)
+    # Guessed at the prior (0.5 of AMX's peak, against about 0.06 fitted): far too fast.
+    errors = dict(zip(report.forward_ids, report.forward_errors(), strict=True))
+    assert all(errors[m.id] > 50 for m in later if m.cpu == "xeon-8480p")
+    assert validate_cpu(ms, CALIB).forward == ()

@@ -219,6 +219,13 @@ class CpuReport:
     """The fitted ``cpu_matrix_efficiency`` on all points."""
     timed_by: tuple[str, ...]
     """The parameter that times each point's dense math (:func:`timed_by`)."""
+    forward_cut: str | None = None
+    """Last month (YYYY-MM) of the forward fit; ``None``: no forward test."""
+    forward: tuple[tuple[str, float], ...] = ()
+    """Each later point's id and its samples/s predicted by the fit on the points up to
+    :attr:`forward_cut`."""
+    forward_unfitted: tuple[str, ...] = ()
+    """Parameters no point up to the cut constrains (they stay at their priors)."""
 
     @staticmethod
     def errors(predicted: Sequence[float], measured: Sequence[float]) -> list[float]:
@@ -235,20 +242,51 @@ class CpuReport:
                            for i, m, a, b, t in zip(self.ids, self.measured, ins, loo, self.timed_by,
                                                     strict=True)],
                 "max_abs_pct_in_sample": max(map(abs, ins)),
-                "max_abs_pct_leave_one_out": max(map(abs, loo))}
+                "max_abs_pct_leave_one_out": max(map(abs, loo)),
+                **({"forward": {"cut": self.forward_cut, "unfitted": list(self.forward_unfitted),
+                                "points": [{"id": i, "forward_pct": e}
+                                           for i, e in zip(self.forward_ids, self.forward_errors(),
+                                                           strict=True)]}}
+                   if self.forward_cut else {})}
+
+    @property
+    def forward_ids(self) -> list[str]:
+        """The points after the forward cut."""
+        return [i for i, _ in self.forward]
+
+    def forward_errors(self) -> list[float]:
+        """Signed % error of each forward prediction."""
+        measured = dict(zip(self.ids, self.measured, strict=True))
+        return self.errors([p for _, p in self.forward], [measured[i] for i, _ in self.forward])
 
 
-def validate_cpu(measurements: Sequence[CpuMeasurement], start: Calibration) -> CpuReport:
-    """Fit on every point and predict each; then fit without each point and predict it."""
+def validate_cpu(measurements: Sequence[CpuMeasurement], start: Calibration,
+                 forward_cut: str | None = None) -> CpuReport:
+    """Fit on every point and predict each; then fit without each point and predict it; with
+    ``forward_cut`` (YYYY-MM), also fit on the points published up to it and predict the later
+    ones. Every refit starts from the parameters' priors, so a parameter none of its points
+    constrains cannot carry the full fit's value into a prediction."""
+    priors = Calibration()
+    start = start.with_values(**{name: getattr(priors, name) for name in CPU_PARAMETERS})
     calib = fit_cpu(measurements, start)
     designs = [cpu_design(m) for m in measurements]
     left_out = []
     for i in range(len(measurements)):
         rest = fit_cpu([m for j, m in enumerate(measurements) if j != i], start)
         left_out.append(predict_cpu([designs[i]], rest)[0])
+    forward: list[tuple[str, float]] = []
+    unfitted: tuple[str, ...] = ()
+    if forward_cut is not None:
+        early = [m for m in measurements if m.published <= forward_cut]
+        late = [(m, d) for m, d in zip(measurements, designs, strict=True) if m.published > forward_cut]
+        past = fit_cpu(early, start)
+        forward = [(m.id, p) for (m, _), p in zip(late, predict_cpu([d for _, d in late], past), strict=True)]
+        used = {timed_by(cpu_design(m)) for m in early}
+        unfitted = tuple(name for name in CPU_PARAMETERS if name not in used)
     return CpuReport(ids=tuple(m.id for m in measurements),
                      measured=tuple(m.samples_per_s for m in measurements),
                      in_sample=tuple(predict_cpu(designs, calib)), left_out=tuple(left_out),
                      efficiency=calib.cpu_dense_efficiency,
                      matrix_efficiency=calib.cpu_matrix_efficiency,
-                     timed_by=tuple(timed_by(d) for d in designs))
+                     timed_by=tuple(timed_by(d) for d in designs),
+                     forward_cut=forward_cut, forward=tuple(forward), forward_unfitted=unfitted)

@@ -706,7 +706,7 @@ def validate_cmd(
         fail(str(exc))
         return
     section, summary, note = _validation_intervals(measurements, calib, report)
-    cpu_report = validate_cpu(load_cpu_measurements(), calib)
+    cpu_report = validate_cpu(load_cpu_measurements(), calib, forward_cut=cut if forward else None)
     section = [*section, *cpu_class_lines(cpu_report)]
     breakdowns, comparisons = _stage_breakdowns(calib)
     if html is not None:

@@ -86,8 +86,20 @@ def cpu_class_lines(report: CpuReport) -> list[str]:
         f"{statistics.median(map(abs, loo)):.1f}% left out. Target (every point within "
         f"{TARGET_ABS_PCT:g}%): {met}." + (" Outside it:" if misses else ""),
         *(["", *why] if why else []),
+        *(["", _forward_line(report)] if report.forward_cut else []),
         "",
     ]
+
+
+def _forward_line(report: CpuReport) -> str:
+    """The forward test in one paragraph."""
+    later = ", ".join(f"{i} {_pct(e)}" for i, e in zip(report.forward_ids, report.forward_errors(),
+                                                       strict=True))
+    fitted = len(report.ids) - len(report.forward)
+    unfitted = "".join(f" `{name}` has no point up to the cut and stays at its prior, so the points "
+                       "it times are not predicted but guessed." for name in report.forward_unfitted)
+    return (f"Forward in time: fitted on the {fitted} points published up to {report.forward_cut}, "
+            f"the model predicts the later ones: {later or 'none'}.{unfitted}")
 
 
 def cpu_class_summary(report: CpuReport) -> dict[str, Any]:
