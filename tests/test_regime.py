@@ -41,8 +41,8 @@ CALIB = load_calibration()
 runner = CliRunner()
 
 
-def _ev(workload: str, system: str) -> dse.Evaluation:
-    return dse.evaluate(dse.load_workload(workload), dse.load_system(system))
+def _ev(workload: str, system: str, overrides: tuple[tuple[str, object], ...] = ()) -> dse.Evaluation:
+    return dse.evaluate(dse.load_workload(workload), dse.load_system(system, overrides))
 
 
 def _spread(ev: dse.Evaluation, ens: CalibrationEnsemble) -> np.ndarray:
@@ -77,9 +77,6 @@ def test_dgx_h100_is_inside_and_keeps_its_leave_one_out_interval() -> None:
     ("mlperf-dlrm-dcnv2", "mi355x-x8", ("vendor: amd", "architecture: cdna4")),
     ("mlperf-dlrm-dcnv2", "gaudi3-x8", ("vendor: intel", "architecture: gaudi3")),
     ("zion-2019", "dgx-h100", ("placement: tables in host memory",)),
-    # A CPU-only node is its own placement class (its tables in its DDR, fitted apart).
-    ("dlrm-benchmark", "dual-socket-cpu",
-     ("placement: tables in the DDR of a CPU-only node", "vendor: cpu", "architecture: cpu")),
 ])
 def test_rule_widens_outside_the_measured_regime(workload: str, system: str,
                                                  reasons: tuple[str, ...]) -> None:
@@ -234,3 +231,27 @@ def test_report_robust_table_says_outside() -> None:
                         CALIB.version, 0.8, 0.8, ())
     html = robust_section(front)
     assert "outside the measured regime: vendor: amd accelerators were never measured" in html
+
+
+@pytest.mark.parametrize(("cpu", "widened"), [("xeon-8480p", False), ("xeon-8168", True)])
+def test_cpu_node_interval_comes_from_the_cpu_class(cpu: str, widened: bool) -> None:
+    """A node without accelerators is fitted apart: its interval is the 10%-90% quantiles of the
+    CPU class's leave-one-out log residuals, not the accelerator ensemble's; a CPU the class never
+    ran on takes the class's largest residual on each side and says why."""
+    from dse.calibration.cpu import cpu_loo_log_residuals
+
+    ev = _ev("mlperf-dlrm-v1", "dual-socket-cpu", (("node.cpu", cpu),))
+    iv = prediction_interval(ev, load_ensemble())
+    assert iv is not None and iv.basis == "cpu_class"
+    assert iv.to_dict(ev.step_time_s)["interval_basis"] == "cpu_class"
+    r = np.array(cpu_loo_log_residuals(load_calibration()))
+    assert len(r) == 10
+    lo, hi = np.quantile(r, [0.1, 0.9])
+    if widened:
+        lo, hi = min(lo, r.min()), max(hi, r.max())
+        assert len(iv.outside) == 1 and iv.outside[0].startswith(f"cpu: {cpu} was never measured")
+    else:
+        assert iv.outside == ()
+    point = ev.throughput_samples_per_s
+    assert iv.throughput_low == pytest.approx(point * np.exp(min(lo, 0.0)), rel=1e-12)
+    assert iv.throughput_high == pytest.approx(point * np.exp(max(hi, 0.0)), rel=1e-12)

@@ -290,3 +290,31 @@ def validate_cpu(measurements: Sequence[CpuMeasurement], start: Calibration,
                      matrix_efficiency=calib.cpu_matrix_efficiency,
                      timed_by=tuple(timed_by(d) for d in designs),
                      forward_cut=forward_cut, forward=tuple(forward), forward_unfitted=unfitted)
+
+
+_LOO_RESIDUALS: dict[str, tuple[float, ...]] = {}
+"""Memo of :func:`cpu_loo_log_residuals` per calibration (a pure function of it, about a second)."""
+
+
+def cpu_loo_log_residuals(calib: Calibration) -> tuple[float, ...]:
+    """log(measured / predicted) of each CPU-class point, predicted by the fit without it under
+    ``calib``'s other parameters (the CPU efficiencies are refitted, so only the rest matters)."""
+    from dse.calibration.ensemble import fingerprint
+
+    key = f"{calib.version}:{fingerprint(calib)}"
+    got = _LOO_RESIDUALS.get(key)
+    if got is None:
+        report = validate_cpu(load_cpu_measurements(), calib)
+        got = _LOO_RESIDUALS[key] = tuple(math.log(m / p) for m, p in zip(report.measured, report.left_out,
+                                                                          strict=True))
+    return got
+
+
+def cpu_outside(system: System) -> tuple[str, ...]:
+    """Why a node without accelerators lies outside the CPU class's measured regime: a CPU none
+    of the class's points ran on (empty: one of them)."""
+    measured = sorted({m.cpu for m in load_cpu_measurements()})
+    cpu = system.spec.node.cpu
+    if cpu in measured:
+        return ()
+    return (f"cpu: {cpu} was never measured in the CPU class (measured: {', '.join(measured)})",)

@@ -398,6 +398,10 @@ class PredictionInterval:
     outside: tuple[str, ...] = ()
     """Why the design lies outside the measured regime (:mod:`dse.calibration.regime`), one
     sentence an axis; when any, the interval is widened (the leave-one-class-out residuals)."""
+    basis: str = "ensemble"
+    """What the interval comes from: ``ensemble`` (the accelerator fit's bootstrap members and
+    residuals) or ``cpu_class`` (a node without accelerators: the CPU class's leave-one-out
+    residuals, :func:`cpu_prediction_interval`)."""
 
     @property
     def relative(self) -> tuple[float, float]:
@@ -424,6 +428,7 @@ class PredictionInterval:
             "interval_spread_samples_per_s": [self.spread_low, self.spread_high],
             "interval_members": self.members,
             "outside_measured_regime": list(self.outside),
+            "interval_basis": self.basis,
         }
 
 
@@ -438,6 +443,8 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
     calibration); raises :class:`EnsembleUnavailable` when there is none or it belongs to another
     calibration, and :class:`EnsembleMismatch` when ``ev`` was scored with another calibration."""
     calib = calibration or load_calibration()
+    if ev.system.cpu_only:
+        return cpu_prediction_interval(ev, calib, level)
     ens = ensemble or load_ensemble(calibration=calib)
     if ev.calibration_version != ens.calibration_version:
         raise EnsembleMismatch("evaluation", "calibration_version", (
@@ -449,6 +456,30 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
     logs = log_throughputs(ev.workload, ev.system, ev.plan, ens.members)
     outside = ens.outside(design_class(ev.system, ev.plan))
     return interval_of_spread(point, logs - math.log(point), ens, level, outside)
+
+
+def cpu_prediction_interval(ev: Evaluation, calib: Calibration,
+                            level: float = LEVEL) -> PredictionInterval | None:
+    """The interval of a node without accelerators: its efficiencies are fitted apart, on the CPU
+    class (:mod:`dse.calibration.cpu`), so the accelerator fit's members and residuals say nothing
+    of it. The bounds are the ``level`` quantiles of the class's leave-one-out log residuals; for a
+    CPU the class never measured (:func:`~dse.calibration.cpu.cpu_outside`), the class's largest
+    residual on each side when that is further."""
+    from dse.calibration.cpu import cpu_loo_log_residuals, cpu_outside
+
+    if ev.calibration_version != calib.version:
+        raise EnsembleMismatch("evaluation", "calibration_version", (
+            f"scored with calibration {ev.calibration_version}, not {calib.version}; no intervals"))
+    point = ev.throughput_samples_per_s
+    if not (0 < point < math.inf):
+        return None
+    residuals = np.asarray(cpu_loo_log_residuals(calib))
+    lo, hi = _quantiles(np.zeros(1), residuals, level)
+    outside = cpu_outside(ev.system)
+    if outside:
+        lo, hi = min(lo, float(residuals.min())), max(hi, float(residuals.max()))
+    return PredictionInterval(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
+                              point, point, 0, outside, basis="cpu_class")
 
 
 def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsemble,

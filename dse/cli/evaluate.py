@@ -254,7 +254,8 @@ def interval_json(ev: Evaluation, iv: PredictionInterval | None, note: str) -> d
     ``step_time_interval_s`` as ``[low, high]`` (null without an interval, ``interval_note`` then
     says why), ``metric_intervals`` for every metric that scales with throughput, and
     ``outside_measured_regime``: why the design lies outside the calibration's measured regime (an
-    empty list when inside; null without an interval)."""
+    empty list when inside; null without an interval), and ``interval_basis``: ``ensemble`` or,
+    for a node without accelerators, ``cpu_class``."""
     if iv is None:
         return {"throughput_interval_samples_per_s": None, "step_time_interval_s": None,
                 "metric_intervals": {}, "interval_note": note, "outside_measured_regime": None}
@@ -344,12 +345,14 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
     if iv is not None:
         lo, hi = iv.relative
         point = iv.throughput_samples_per_s
-        console.print(
-            f"interval: {iv.level:.0%} prediction interval {lo - 1:+.0%} to {hi - 1:+.0%} from the "
-            f"calibration ensemble ({iv.members} bootstrap refits alone: "
-            f"{iv.spread_low / point - 1:+.0%} to {iv.spread_high / point - 1:+.0%}) and the "
-            f"fit's {'leave-one-class-out' if iv.outside else 'leave-one-out'} errors "
-            "(docs/validation.md)")
+        source = ("the CPU class's leave-one-out errors (a node without accelerators is fitted "
+                  "apart, on Intel's MLPerf CPU runs; docs/validation.md)" if iv.basis == "cpu_class" else
+                  f"the calibration ensemble ({iv.members} bootstrap refits alone: "
+                  f"{iv.spread_low / point - 1:+.0%} to {iv.spread_high / point - 1:+.0%}) and the "
+                  f"fit's {'leave-one-class-out' if iv.outside else 'leave-one-out'} errors "
+                  "(docs/validation.md)")
+        console.print(f"interval: {iv.level:.0%} prediction interval {lo - 1:+.0%} to {hi - 1:+.0%} "
+                      f"from {source}")
         for reason in iv.outside:
             console.print(f"outside the measured regime: {reason}; the interval is widened")
     for note in ev.timing.notes:

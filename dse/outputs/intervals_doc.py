@@ -183,6 +183,14 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         + "; ".join(f"{a} {', '.join(regime.classes(a))}" for a in AXES)
         + ".",
         "",
+        "**Nodes without accelerators** do not use this ensemble: their efficiencies are fitted "
+        "apart, on the CPU class, so the accelerator fit's members and residuals say nothing of "
+        "them. Their interval is the 10%-90% quantiles of the CPU class's leave-one-out log "
+        "residuals (`dse.calibration.ensemble.cpu_prediction_interval`; the class's section "
+        "below gives them), and a CPU the class never ran on takes the class's largest residual "
+        "on each side when that is further, which `dse evaluate` says (\"cpu: ... was never "
+        "measured in the CPU class\").",
+        "",
         "**The rule.** Such a design's interval is built as any other's (the bootstrap spread at the "
         "design convolved with a residual distribution) once with the leave-one-out residuals and "
         "once with the leave-one-class-out ones, and each bound is the further of the two, so an "
