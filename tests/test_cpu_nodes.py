@@ -359,3 +359,22 @@ def test_forward_fits_only_the_past() -> None:
     errors = dict(zip(report.forward_ids, report.forward_errors(), strict=True))
     assert all(errors[m.id] > 50 for m in later if m.cpu == "xeon-8480p")
     assert validate_cpu(ms, CALIB).forward == ()
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("node.cpu_compute_cores=99", "node.cpu_compute_cores: 99 exceeds the 24 cores of cpu 'xeon-8168'"),
+    ("node.cpu_compute_cores=0", "node.cpu_compute_cores: must be at least 1, got 0"),
+    ("software.replicate_below_rows=0", "software.replicate_below_rows: must be at least 1, got 0"),
+])
+def test_bad_new_keys_fail_in_one_line(setting: str, message: str) -> None:
+    """``dse evaluate --set`` with an impossible value of the new keys: one line naming the system
+    and the field, exit code 2, no traceback."""
+    from typer.testing import CliRunner
+
+    from dse.cli import app
+
+    result = CliRunner().invoke(app, ["evaluate", "-w", "mlperf-dlrm-v1", "-s", PRESET, "--set", setting],
+                                env={"COLUMNS": "250"})
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == [f"dse: error: system preset {PRESET}: {message}"]
