@@ -33,6 +33,7 @@ from dse.model.catalog import Precision
 from dse.model.evaluate import evaluate
 from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.system import System, resolve_system, system_spec_from_mapping
+from dse.model.timing import cpu_efficiency_of
 from dse.model.workload import Workload, load_workload
 from dse.reading import read_text
 
@@ -162,8 +163,7 @@ def timed_by(design: tuple[Workload, System]) -> str:
     precision runs on the CPU's matrix engine (``Cpu.matrix_precisions``: AMX bf16 on Sapphire
     Rapids), ``cpu_dense_efficiency`` on the vector units."""
     wl, system = design
-    math_at = system.precision_fallback[wl.precision]
-    return "cpu_matrix_efficiency" if math_at in system.cpu.matrix_precisions else "cpu_dense_efficiency"
+    return cpu_efficiency_of(system, wl.precision)
 
 
 def fit_cpu(measurements: Sequence[CpuMeasurement], start: Calibration) -> Calibration:
@@ -281,7 +281,7 @@ def validate_cpu(measurements: Sequence[CpuMeasurement], start: Calibration,
         late = [(m, d) for m, d in zip(measurements, designs, strict=True) if m.published > forward_cut]
         past = fit_cpu(early, start)
         forward = [(m.id, p) for (m, _), p in zip(late, predict_cpu([d for _, d in late], past), strict=True)]
-        used = {timed_by(cpu_design(m)) for m in early}
+        used = {timed_by(d) for m, d in zip(measurements, designs, strict=True) if m.published <= forward_cut}
         unfitted = tuple(name for name in CPU_PARAMETERS if name not in used)
     return CpuReport(ids=tuple(m.id for m in measurements),
                      measured=tuple(m.samples_per_s for m in measurements),

@@ -185,6 +185,14 @@ def _dense_caches(wl: Workload) -> dict[tuple[float, ...], DenseTimes]:
     return {}
 
 
+def cpu_efficiency_of(system: System, precision: str) -> str:
+    """The calibration parameter a node without accelerators times ``precision``'s dense math at:
+    ``cpu_matrix_efficiency`` when it runs on the CPU's matrix engine (``Cpu.matrix_precisions``,
+    AMX), else ``cpu_dense_efficiency`` (the vector units)."""
+    matrix = system.precision_fallback[precision] in system.cpu.matrix_precisions
+    return "cpu_matrix_efficiency" if matrix else "cpu_dense_efficiency"
+
+
 def dense_times(wl: Workload, system: System, calib: Calibration, b: float,
                 b_bottom: float | None = None) -> DenseTimes:
     """Forward/backward seconds of the bottom MLP, the top part (DCN + interaction + top MLP) and
@@ -203,8 +211,7 @@ def dense_times(wl: Workload, system: System, calib: Calibration, b: float,
     units = system.accelerator.compute_units
     mem = system.hbm_bytes_s * calib.memory_efficiency
     if system.cpu_only:  # the sockets' vector/matrix units and their DDR (system.cpu_device)
-        eff = (calib.cpu_matrix_efficiency if math_at in system.cpu.matrix_precisions else
-               calib.cpu_dense_efficiency)
+        eff = getattr(calib, cpu_efficiency_of(system, precision))
         mem = system.hbm_bytes_s * calib.host_efficiency
     elem = ACTIVATION_BYTES[precision]
     cache = derived(wl, "timing.dense_times", _dense_caches)
