@@ -365,6 +365,8 @@ def test_forward_fits_only_the_past() -> None:
     ("node.cpu_compute_cores=99", "node.cpu_compute_cores: 99 exceeds the 24 cores of cpu 'xeon-8168'"),
     ("node.cpu_compute_cores=0", "node.cpu_compute_cores: must be at least 1, got 0"),
     ("software.replicate_below_rows=0", "software.replicate_below_rows: must be at least 1, got 0"),
+    ("software.replicate_below_rows=100000000000000",
+     "software.replicate_below_rows: must be at most 10000000000000, got 100000000000000"),
 ])
 def test_bad_new_keys_fail_in_one_line(setting: str, message: str) -> None:
     """``dse evaluate --set`` with an impossible value of the new keys: one line naming the system

@@ -33,6 +33,7 @@ from dse.model.limits import (
     MAX_OVERSUBSCRIPTION,
     MAX_PRICE_USD,
     MAX_RACK_W,
+    MAX_ROWS_PER_TABLE,
     positive,
     upto,
 )
@@ -167,7 +168,7 @@ class SoftwareSpec:
     """Keep tables with fewer rows than a device's local batch data-parallel, a copy on every device
     (TorchRec's data-parallel sharding; in HugeCTR's hybrid embedding every row of such a table is
     frequent). Off: every table is model-parallel (NVIDIA DeepLearningExamples DLRM)."""
-    replicate_below_rows: int | None = field(default=None, metadata={"min": 1})
+    replicate_below_rows: int | None = field(default=None, metadata=upto(MAX_ROWS_PER_TABLE, 1))
     """With ``replicate_small_tables``: copy on every device the tables of fewer rows than this,
     in place of the batch rule above (Intel's MLPerf CPU DLRM: 2,048, its
     ``sparse_dense_boundary``). ``None``: the batch rule."""
