@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -310,10 +311,16 @@ def cpu_loo_log_residuals(calib: Calibration) -> tuple[float, ...]:
     return got
 
 
+@functools.cache
+def _measured_cpus() -> tuple[str, ...]:
+    """The catalog CPUs the packaged class ran on (read once: every CPU design's interval asks)."""
+    return tuple(sorted({m.cpu for m in load_cpu_measurements()}))
+
+
 def cpu_outside(system: System) -> tuple[str, ...]:
     """Why a node without accelerators lies outside the CPU class's measured regime: a CPU none
     of the class's points ran on (empty: one of them)."""
-    measured = sorted({m.cpu for m in load_cpu_measurements()})
+    measured = _measured_cpus()
     cpu = system.spec.node.cpu
     if cpu in measured:
         return ()
