@@ -28,6 +28,7 @@ from dse.calibration.ensemble import (
     CalibrationEnsemble,
     EnsembleMismatch,
     EnsembleUnavailable,
+    PredictionInterval,
     coverage,
     fingerprint,
     load_ensemble,
@@ -157,6 +158,19 @@ def test_interval_by_hand_on_a_two_member_ensemble() -> None:
     assert iv.throughput_low == pytest.approx(point * math.exp(min(lo, 0.0)))
     assert iv.throughput_high == pytest.approx(point * math.exp(max(hi, 0.0)))
     assert d < -0.5  # halving every efficiency roughly halves throughput
+
+
+def test_a_band_off_the_point_is_pulled_back_to_it() -> None:
+    """Log bounds both above zero (every residual says the model is slow) keep the point as the
+    low end; both below keep it as the high end; the spread's own bounds follow the same rule."""
+    up = PredictionInterval.around(0.8, 100.0, (0.1, 0.3), (0.05, 0.2), 3)
+    assert (up.throughput_low, up.throughput_high) == pytest.approx((100.0, 100.0 * math.exp(0.3)))
+    assert (up.spread_low, up.spread_high) == pytest.approx((100.0, 100.0 * math.exp(0.2)))
+    down = PredictionInterval.around(0.8, 100.0, (-0.4, -0.1), (-0.2, 0.1), 3, basis="cpu_class")
+    assert (down.throughput_low, down.throughput_high) == pytest.approx((100.0 * math.exp(-0.4), 100.0))
+    spread = (100.0 * math.exp(-0.2), 100.0 * math.exp(0.1))
+    assert (down.spread_low, down.spread_high) == pytest.approx(spread)
+    assert down.basis == "cpu_class" and up.basis == "ensemble"
 
 
 def test_ensemble_of_one_calibration_gives_zero_width() -> None:

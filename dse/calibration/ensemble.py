@@ -403,6 +403,18 @@ class PredictionInterval:
     residuals) or ``cpu_class`` (a node without accelerators: the CPU class's leave-one-out
     residuals, :func:`cpu_prediction_interval`)."""
 
+    @classmethod
+    def around(cls, level: float, point: float, log_bounds: tuple[float, float],
+               spread_log_bounds: tuple[float, float], members: int, outside: tuple[str, ...] = (),
+               basis: str = "ensemble") -> PredictionInterval:
+        """The interval at ``point`` samples/s from its log bounds (the interval's and the bootstrap
+        spread's alone). The point estimate is always inside: a skewed residual set cannot push
+        the band off it, so a bound on the wrong side of zero is taken as zero."""
+        (lo, hi), (slo, shi) = log_bounds, spread_log_bounds
+        return cls(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
+                   point * math.exp(min(slo, 0.0)), point * math.exp(max(shi, 0.0)), members,
+                   outside, basis)
+
     @property
     def relative(self) -> tuple[float, float]:
         """``(low, high)`` as factors of the point estimate."""
@@ -478,8 +490,7 @@ def cpu_prediction_interval(ev: Evaluation, calib: Calibration,
     outside = cpu_outside(ev.system)
     if outside:
         lo, hi = min(lo, float(residuals.min())), max(hi, float(residuals.max()))
-    return PredictionInterval(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
-                              point, point, 0, outside, basis="cpu_class")
+    return PredictionInterval.around(level, point, (lo, hi), (0.0, 0.0), 0, outside, basis="cpu_class")
 
 
 def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsemble,
@@ -494,11 +505,8 @@ def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsembl
         return None
     widened = ens.outside_residuals() if outside else np.zeros(0)
     lo, hi = widened_bounds(spread, np.asarray(ens.loo_log_residuals), widened, level)
-    slo, shi = _quantiles(spread, np.zeros(0), level)
-    # The point estimate is always inside: a skewed residual set cannot push the band off it.
-    return PredictionInterval(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
-                              point * math.exp(min(slo, 0.0)), point * math.exp(max(shi, 0.0)),
-                              len(ens.members), outside)
+    return PredictionInterval.around(level, point, (lo, hi), _quantiles(spread, np.zeros(0), level),
+                                     len(ens.members), outside)
 
 
 def widened_bounds(spread: np.ndarray, loo: np.ndarray, widened: np.ndarray,
