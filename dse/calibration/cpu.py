@@ -172,13 +172,18 @@ def fit_cpu(measurements: Sequence[CpuMeasurement], start: Calibration) -> Calib
     points it times (:func:`timed_by`; a point moves only its own), least squares of the log
     residuals by golden-section search over its log (the placements do not depend on them, so no
     re-planning is needed). A parameter without points keeps ``start``'s value."""
-    designs = [cpu_design(m) for m in measurements]
+    return _fit_designs([cpu_design(m) for m in measurements], [m.samples_per_s for m in measurements],
+                        start)
+
+
+def _fit_designs(designs: Sequence[tuple[Workload, System]], measured: Sequence[float],
+                 start: Calibration) -> Calibration:
+    """:func:`fit_cpu` on designs already built (the refits of :func:`validate_cpu` share them)."""
     calib = start
     for name in CPU_PARAMETERS:
         mine = [i for i, d in enumerate(designs) if timed_by(d) == name]
         if mine:
-            value = _fit_one(name, [designs[i] for i in mine],
-                             [math.log(measurements[i].samples_per_s) for i in mine], calib)
+            value = _fit_one(name, [designs[i] for i in mine], [math.log(measured[i]) for i in mine], calib)
             calib = calib.with_values(**{name: value})
     return calib
 
@@ -269,20 +274,22 @@ def validate_cpu(measurements: Sequence[CpuMeasurement], start: Calibration,
     constrains cannot carry the full fit's value into a prediction."""
     priors = Calibration()
     start = start.with_values(**{name: getattr(priors, name) for name in CPU_PARAMETERS})
-    calib = fit_cpu(measurements, start)
     designs = [cpu_design(m) for m in measurements]
+    measured = [m.samples_per_s for m in measurements]
+    calib = _fit_designs(designs, measured, start)
     left_out = []
     for i in range(len(measurements)):
-        rest = fit_cpu([m for j, m in enumerate(measurements) if j != i], start)
+        rest = _fit_designs([d for j, d in enumerate(designs) if j != i],
+                            [y for j, y in enumerate(measured) if j != i], start)
         left_out.append(predict_cpu([designs[i]], rest)[0])
     forward: list[tuple[str, float]] = []
     unfitted: tuple[str, ...] = ()
     if forward_cut is not None:
-        early = [m for m in measurements if m.published <= forward_cut]
+        early = [i for i, m in enumerate(measurements) if m.published <= forward_cut]
         late = [(m, d) for m, d in zip(measurements, designs, strict=True) if m.published > forward_cut]
-        past = fit_cpu(early, start)
+        past = _fit_designs([designs[i] for i in early], [measured[i] for i in early], start)
         forward = [(m.id, p) for (m, _), p in zip(late, predict_cpu([d for _, d in late], past), strict=True)]
-        used = {timed_by(d) for m, d in zip(measurements, designs, strict=True) if m.published <= forward_cut}
+        used = {timed_by(designs[i]) for i in early}
         unfitted = tuple(name for name in CPU_PARAMETERS if name not in used)
     return CpuReport(ids=tuple(m.id for m in measurements),
                      measured=tuple(m.samples_per_s for m in measurements),
