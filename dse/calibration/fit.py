@@ -115,7 +115,9 @@ PRIOR_REASONS: dict[str, str] = {
         "the data cannot constrain it; it keeps its prior, half of stream bandwidth for random "
         "64 B gathers, and matters only for designs that spill tables to DDR. The host-memory "
         "points collected for issue 27 (docs/host_memory_data.md) do not constrain it either: 8 "
-        "usable rows from 3 sources (two of one project), none CPU-pooled; the one the model "
+        "usable rows from 3 sources (two of one project), none CPU-pooled inside a node (the two "
+        "CPU-embedding hybrids found, docs/host_memory_candidates.md, pool on a remote parameter "
+        "server or feed Ascend NPUs, which the model does not describe); the one the model "
         "places as measured predicts the same for every value from 0.1 to 1, the cache points "
         "hang on unpublished hit rates, and the TorchRec 2026 rows run a benchmark model with no "
         "preset here (their UVM difference alone asks for about 0.7 on 2 KB rows)."),

@@ -27,7 +27,11 @@ MISS_REASONS: dict[str, str] = {
         "got a half or a quarter of its rows. The model has no cost that grows as a core's rows "
         "shrink (each core re-reads every layer's weights, whatever its rows); the Cooper Lake "
         "runs, at 85-341 rows a core against 73-293 here and about a sixth of the peak a core, "
-        "show the same sign at their smallest share (+13.8% on 4 nodes x 4 sockets)"),
+        "show the same sign at their smallest share (+13.8% on 4 nodes x 4 sockets). Two simpler "
+        "causes were measured and rejected, the efficiencies refitted each time: a fixed cost a "
+        "step (4 ms brings the four-node run to +2%, leaves the one- and two-node runs at -18% "
+        "and -13%, and sends DCNv2 to +34% in sample, +55% left out) and fewer NICs than the "
+        "four the scripts name (one a node: +5% on four nodes, -16% on two, DCNv2 +28%)"),
     "mlperf-v2.1-intel-4n": "as the one-node run, the other way round: 73 rows a core, the fewest",
     "mlperf-v3.1-intel-": (
         "DLRM-DCNv2, the one AMX point of its workload: predicted from the three DLRM v1 runs, "
