@@ -442,7 +442,8 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
     Its DDR is the device's memory, so no host tier is left (``ddr_bytes = 0``: a table that does
     not fit the DDR finds room nowhere, and the design is infeasible); DDR bandwidth stays the
     node's (NIC traffic staged in host memory). Input arrives in DDR: its "host link" is DDR
-    bandwidth. The NICs hang off the CPUs, reached over their own x16 link."""
+    bandwidth. The NICs hang off the CPUs, each on an x16 link of its own: the node's path to
+    them is ``nics`` such links (none without NICs: one, unused)."""
     node = spec.node
     ddr = cat.ddr.get(cpu.ddr)
     if ddr is None:
@@ -472,9 +473,10 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
         hbm_bytes=device.hbm_gb * GB, hbm_bytes_s=ddr_gb_s * GB, peak_flops=peaks,
         precision_fallback=used, scaleup="none", scaleup_bytes_s=0.0, scaleup_domain=1,
         pcie_bytes_s=ddr_gb_s * GB, pcie_gen=gen, cpu_pcie_gen=node.cpu_pcie_gen or gen,
-        nic_pcie_gen=nic_gen, nic_path_bytes_s=cat.pcie_gen(nic_gen).x16_gb_s * GB, ddr_bytes=0.0,
-        ddr_bytes_s=ddr_gb_s * GB, socket_link_bytes_s=cpu.socket_link_gb_s * GB, nic_bytes_s=nics,
-        frontend_bytes_s=frontend, input_nic_bytes_s=input_nics, network=spec.network, cpu_only=True,
+        nic_pcie_gen=nic_gen, nic_path_bytes_s=max(node.nics, 1) * cat.pcie_gen(nic_gen).x16_gb_s * GB,
+        ddr_bytes=0.0, ddr_bytes_s=ddr_gb_s * GB, socket_link_bytes_s=cpu.socket_link_gb_s * GB,
+        nic_bytes_s=nics, frontend_bytes_s=frontend, input_nic_bytes_s=input_nics, network=spec.network,
+        cpu_only=True,
     )
 
 

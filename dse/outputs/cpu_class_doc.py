@@ -29,14 +29,17 @@ MISS_REASONS: dict[str, str] = {
         "runs, at 85-341 rows a core against 73-293 here and about a sixth of the peak a core, "
         "show the same sign at their smallest share (+13.8% on 4 nodes x 4 sockets). Two simpler "
         "causes were measured and rejected, the efficiencies refitted each time: a fixed cost a "
-        "step (4 ms brings the four-node run to +2%, leaves the one- and two-node runs at -18% "
-        "and -13%, and sends DCNv2 to +34% in sample, +55% left out) and fewer NICs than the "
+        "step (4 ms brings the four-node run to +4%, leaves the one- and two-node runs at -19% "
+        "and -12%, and sends DCNv2 to +33% in sample, +53% left out) and fewer NICs than the "
         "four the scripts name (one a node: +5% on four nodes, -16% on two, DCNv2 +28%). One "
         "lead the model cannot follow: the v2.1 scripts (sbatch_mlperf_distributed_gc_32k_*.sh) "
         "give oneCCL 4 workers a rank on one node and 8 on two and four, pinned to the second "
         "hyperthreads of the compute cores, so the exchange shares physical cores with the MLPs; "
         "the model times compute and communication on separate resources"),
-    "mlperf-v2.1-intel-4n": "as the one-node run, the other way round: 73 rows a core, the fewest",
+    "mlperf-v2.1-intel-4n": (
+        "as the one-node run, the other way round: 73 rows a core, the fewest (+22.8% until "
+        "calibration 2026.12-7 gave each of its four NICs a PCIe link of its own: the model had "
+        "sent the whole node's all-to-all through one)"),
     "mlperf-v3.1-intel-": (
         "DLRM-DCNv2, the one AMX point of its workload: predicted from the three DLRM v1 runs, "
         "whose AMX share it does not reach; four points cannot say whether its cross layers and "
