@@ -13,7 +13,7 @@ from dse.model.catalog import load_catalog
 from dse.model.evaluate import evaluate
 from dse.model.rules import check_rules, pcie_lanes_needed
 from dse.model.system import System, load_system, resolve_system, system_presets, system_spec_from_mapping
-from dse.model.timing import input_seconds
+from dse.model.timing import alltoall_seconds, input_seconds
 from dse.model.workload import load_workload
 
 CAT = load_catalog()
@@ -71,6 +71,34 @@ def test_a_stated_cpu_side_beyond_the_cpu_is_broken_and_shared_uplinks_divide_it
     assert slow_gpu.nic_path_bytes_s == 31.5 * GB  # GPUDirect crosses the GPU's own link too
     nic_on_cpu = _b300(nic_attach="cpu", nic_pcie_gen=5)
     assert nic_on_cpu.nic_path_bytes_s == nic_on_cpu.pcie_bytes_s == 63.0 * GB
+
+
+def test_a_nic_shared_by_several_gpus_is_bound_by_its_own_link() -> None:
+    """DGX A100 on 16 nodes with 2, 4 or 8 of its 200 Gb/s NICs (Gen4 x16 each: 31.5 GB/s, 15.3 at
+    the fabric efficiency, under a NIC's 25 GB/s at the network efficiency): with fewer NICs than
+    GPUs, the GPUs that share a NIC share its link, so the node's cross-node all-to-all moves its
+    bytes at nics x 31.5 GB/s x fabric efficiency; with one a GPU, each GPU's own path binds.
+    The transfer time is the difference between sending ``cross`` and half of it, doubled (the
+    latencies, which depend on the switch tiers the NIC count needs, cancel)."""
+    calib = load_calibration()
+    g, cross = 128, 1e8  # bytes each GPU sends to other nodes
+    link = 31.5 * GB * calib.fabric_efficiency
+    for nics, expected in ((2, 8 * cross / (2 * link)), (4, 8 * cross / (4 * link)), (8, cross / link)):
+        system = load_system("dgx-a100", (("nodes", 16), ("node.nics", nics)))
+        assert system.nic_links_bytes_s == nics * 31.5 * GB
+        full, half = (alltoall_seconds(0.0, c, g, system, calib).network for c in (cross, cross / 2))
+        assert 2 * (full - half) == pytest.approx(expected, rel=1e-9), nics
+
+
+@pytest.mark.parametrize(("preset", "cpu", "gen", "x16_gb_s"),
+                         [("dgx-a100", "epyc-7742", 4, 31.5), ("dual-socket-cpu", "xeon-8168", 3, 15.75)])
+def test_a_nic_on_the_cpus_runs_at_the_cpus_generation(preset: str, cpu: str, gen: int,
+                                                       x16_gb_s: float) -> None:
+    """A Gen5 NIC on older CPUs trains its link at theirs, for the rule and the timing alike."""
+    system = load_system(preset, (("node.cpu", cpu), ("node.nic_attach", "cpu"),
+                                  ("node.nic_pcie_gen", 5), ("node.nics", 2)))
+    assert system.cpu.pcie_gen == gen and system.nic_link_gen == gen
+    assert system.nic_links_bytes_s == pytest.approx(2 * x16_gb_s * GB)
 
 
 def test_every_existing_preset_keeps_one_generation() -> None:

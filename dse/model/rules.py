@@ -193,9 +193,9 @@ def check_pcie_lanes(system: System, catalog: Catalog) -> RuleCheck:
 
 
 def check_nic_link(system: System, catalog: Catalog) -> RuleCheck:
-    """``nic_link``: each NIC's line rate fits its x16 PCIe link at ``node.nic_pcie_gen`` (a NIC on
-    the CPU runs at the lowest of that, the CPU side's and the CPU's generation), or, for on-die
-    ports, the ports exist at that speed."""
+    """``nic_link``: each NIC's line rate fits its x16 PCIe link at the generation it runs at
+    (:func:`~dse.model.system.nic_link_generation`), or, for on-die ports, the ports exist at that
+    speed."""
     node = system.spec.node
     if node.nics == 0:
         return RuleCheck("nic_link", 0.0)
@@ -206,9 +206,7 @@ def check_nic_link(system: System, catalog: Catalog) -> RuleCheck:
         return _check("nic_link", excess,
                       f"{node.nics} NICs at {node.nic_gbit_s:.6g} Gb/s on {acc.name}'s on-die ports: "
                       f"{ports} ports of {acc.nic_port_gbit_s:.6g} Gb/s")
-    gen = system.nic_pcie_gen
-    if node.nic_attach == "cpu":
-        gen = min(gen, system.cpu_pcie_gen, system.cpu.pcie_gen)
+    gen = system.nic_link_gen
     link = catalog.pcie_gen(gen).x16_gb_s
     need = gbit_s_to_bytes_s(node.nic_gbit_s) / GB
     return _check("nic_link", need / link - 1,

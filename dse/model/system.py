@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -265,7 +266,13 @@ class System:
     nic_path_bytes_s: float
     """Bandwidth per direction between an accelerator and its compute NIC: GPUDirect through the
     switch beside it (the slower of the accelerator's and the NIC's x16 links), or the accelerator's
-    host link when the NICs sit on the CPUs."""
+    host link when the NICs sit on the CPUs. A node without accelerators is its own device: its
+    path is its NICs' links (:attr:`nic_links_bytes_s`)."""
+    nic_link_gen: int
+    """PCIe generation a compute NIC's x16 link runs at (:func:`nic_link_generation`)."""
+    nic_links_bytes_s: float
+    """The compute NICs' own PCIe links together, per direction: ``node.nics`` x16 links at
+    :attr:`nic_link_gen`, whatever shares them (infinite for on-die ports, which have no link)."""
     ddr_bytes: float
     ddr_bytes_s: float
     """Host DDR bandwidth of the whole node."""
@@ -370,6 +377,12 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 LANES_X16 = 16
 
 
+def nic_link_generation(nic_attach: str, nic_gen: int, cpu_gen: int, cpu: Cpu) -> int:
+    """The PCIe generation a compute NIC's x16 link runs at: ``nic_gen``; a NIC on the CPUs at the
+    lowest of that, the CPU side's links and the CPU's own (a link trains at the slower end's)."""
+    return min(nic_gen, cpu_gen, cpu.pcie_gen) if nic_attach == "cpu" else nic_gen
+
+
 def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str = "system") -> System:
     """Resolve ``spec`` against the catalog, validating combinations the schema cannot express."""
     cat = catalog or load_catalog()
@@ -390,6 +403,7 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
     acc_gen = node.accelerator_pcie_gen or pcie_gen
     cpu_gen = node.cpu_pcie_gen or pcie_gen
     nic_gen = node.nic_pcie_gen or pcie_gen
+    link_gen = nic_link_generation(node.nic_attach, nic_gen, cpu_gen, cpu)
     acc_link = cat.pcie_gen(acc_gen).x16_gb_s * GB
     host_link = min(acc_link, cat.pcie_gen(cpu_gen).x16_gb_s * GB / node.pcie_switch_share)
     ddr = cat.ddr.get(cpu.ddr)
@@ -426,6 +440,9 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         nic_pcie_gen=nic_gen,
         nic_path_bytes_s=(min(acc_link, cat.pcie_gen(nic_gen).x16_gb_s * GB)
                           if node.nic_attach == "accelerator" else host_link),
+        nic_link_gen=link_gen,
+        nic_links_bytes_s=(math.inf if acc.nic_ports > 0 and node.nic_attach == "accelerator"
+                           else node.nics * cat.pcie_gen(link_gen).x16_gb_s * GB),
         ddr_bytes=node.ddr_gb * GB,
         ddr_bytes_s=node.cpu_sockets * channels * ddr.channel_gb_s * GB,
         socket_link_bytes_s=cpu.socket_link_gb_s * GB,
@@ -442,8 +459,7 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
     Its DDR is the device's memory, so no host tier is left (``ddr_bytes = 0``: a table that does
     not fit the DDR finds room nowhere, and the design is infeasible); DDR bandwidth stays the
     node's (NIC traffic staged in host memory). Input arrives in DDR: its "host link" is DDR
-    bandwidth. The NICs hang off the CPUs, each on an x16 link of its own: the node's path to
-    them is ``nics`` such links (none without NICs: one, unused)."""
+    bandwidth. The NICs hang off the CPUs, each on an x16 link of its own."""
     node = spec.node
     ddr = cat.ddr.get(cpu.ddr)
     if ddr is None:
@@ -462,6 +478,9 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
     peaks, used = _peak_flops(device)
     gen = node.pcie_gen or cpu.pcie_gen
     nic_gen = node.nic_pcie_gen or gen
+    cpu_gen = node.cpu_pcie_gen or gen
+    link_gen = nic_link_generation("cpu", nic_gen, cpu_gen, cpu)
+    links = node.nics * cat.pcie_gen(link_gen).x16_gb_s * GB
     nics = node.nics * gbit_s_to_bytes_s(node.nic_gbit_s)
     frontend = node.frontend_nics * gbit_s_to_bytes_s(node.frontend_nic_gbit_s)
     input_nics = (frontend or nics) if node.input_source == "network" else 0.0
@@ -472,8 +491,8 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
         spec=spec, accelerator=device, cpu=cpu, nodes=spec.nodes, accelerators_per_node=1,
         hbm_bytes=device.hbm_gb * GB, hbm_bytes_s=ddr_gb_s * GB, peak_flops=peaks,
         precision_fallback=used, scaleup="none", scaleup_bytes_s=0.0, scaleup_domain=1,
-        pcie_bytes_s=ddr_gb_s * GB, pcie_gen=gen, cpu_pcie_gen=node.cpu_pcie_gen or gen,
-        nic_pcie_gen=nic_gen, nic_path_bytes_s=max(node.nics, 1) * cat.pcie_gen(nic_gen).x16_gb_s * GB,
+        pcie_bytes_s=ddr_gb_s * GB, pcie_gen=gen, cpu_pcie_gen=cpu_gen,
+        nic_pcie_gen=nic_gen, nic_path_bytes_s=links, nic_link_gen=link_gen, nic_links_bytes_s=links,
         ddr_bytes=0.0, ddr_bytes_s=ddr_gb_s * GB, socket_link_bytes_s=cpu.socket_link_gb_s * GB,
         nic_bytes_s=nics, frontend_bytes_s=frontend, input_nic_bytes_s=input_nics, network=spec.network,
         cpu_only=True,

@@ -428,6 +428,19 @@ def alltoall_sends(wl: Workload, plan: Plan, system: System) -> tuple[float, flo
     return max(same_elems) * s_c, max(cross_elems) * s_c
 
 
+def node_network_bytes_s(system: System, calib: Calibration) -> float:
+    """Bytes a second one node moves to other nodes, the slowest of: its compute NICs (at the
+    network efficiency, over the fabric's oversubscription); their own PCIe x16 links together
+    (however many accelerators share a NIC; at the fabric efficiency, as every PCIe link); and,
+    for NICs on the CPUs, host DDR, which each byte crosses twice (staged in, read out). Zero
+    when the node has no compute NICs."""
+    nic = system.nic_bytes_s * calib.network_efficiency / system.network.oversubscription
+    rate = min(nic, system.nic_links_bytes_s * calib.fabric_efficiency)
+    if system.spec.node.nic_attach == "cpu":
+        rate = min(rate, system.ddr_bytes_s * calib.host_efficiency / 2.0)
+    return rate
+
+
 def alltoall_seconds(send_same: float, send_cross: float, g: int, system: System,
                      calib: Calibration) -> LinkTimes:
     """:func:`alltoall_times` from the bytes of :func:`alltoall_sends` and ``g`` devices."""
@@ -462,13 +475,11 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, system: System
     if send_cross > 0:
         cross = send_cross
         per_node = cross * a
-        nic = system.nic_bytes_s * calib.network_efficiency / system.network.oversubscription
-        t = per_node / nic if nic > 0 else math.inf
+        rate = node_network_bytes_s(system, calib)
         # GPUDirect: a device reaches the NIC beside it on its own x16 link (DGX/ZionEX PCIe
         # switches pair GPUs with NICs); a CPU-attached NIC is reached over the shared host uplink.
-        t = max(t, cross / (system.nic_path_bytes_s * calib.fabric_efficiency))
-        if system.spec.node.nic_attach == "cpu":
-            t = max(t, 2.0 * per_node / (system.ddr_bytes_s * calib.host_efficiency))
+        path = system.nic_path_bytes_s * calib.fabric_efficiency
+        t = max(per_node / rate, cross / path) if rate > 0 and path > 0 else math.inf
         sw = cat.network_switch
         network = t + network_latency + 2 * sw.nic_latency_s + network_hops(system) * sw.hop_latency_s
     return LinkTimes(fabric=fabric, network=network)
