@@ -40,7 +40,9 @@ from dse.calibration.measurements import fitted, load_measurements, measurement_
 from dse.calibration.parameters import Calibration, load_calibration
 from dse.cli import app
 from dse.model.placement import plan_placement
+from dse.model.system import load_system
 from dse.model.timing import recalibrated_loads, step_loads, step_time
+from dse.model.workload import load_workload
 from dse.outputs.cases.framework import CaseData, CaseStudy, Claim, Sensitivity, study_data
 from dse.outputs.cases.pipeline import case_uncertainty
 from dse.outputs.cases.uncertainty import claims_under_ensemble, uncertainty_lines
@@ -49,6 +51,7 @@ from dse.outputs.report import render_report
 from dse.outputs.robust import robust_front
 from dse.search.objectives import load_objectives
 from dse.search.spec import StudySpec
+from dse.search.storage import journal_storage
 
 runner = CliRunner()
 CALIB = load_calibration()
@@ -110,14 +113,15 @@ def test_coverage_is_recomputed_from_the_members_and_lands_in_the_target() -> No
 def test_coverage_by_hand_on_three_points() -> None:
     """No out-of-bag member (spread 0): point i's interval is the 10%-90% quantiles of the
     other two residuals (linear interpolation), so r = (0, 0.1, -0.5) gives [-0.44, 0.04] for
-    point 0 (covered), [-0.45, -0.05] for point 1 and [0.01, 0.09] for point 2 (both not)."""
+    point 0 (covered), [-0.45, -0.05] for point 1 and [0.01, 0.09] for point 2 (both not); as
+    shown, an interval always holds its point, so those two become [-0.45, 0] and [0, 0.09]."""
     ms = load_measurements()[:3]
     ens = CalibrationEnsemble(CALIB.version, fingerprint(CALIB), 0, tuple(m.id for m in ms), (CALIB,),
                               ((1, 1, 1),), (CALIB, CALIB, CALIB), (0.0, 0.1, -0.5))
     got = coverage(ens, ms)
     assert (got.covered, got.points) == (1, 3)
-    widths = sorted([(math.exp(0.04) - math.exp(-0.44)) * 100, (math.exp(-0.05) - math.exp(-0.45)) * 100,
-                     (math.exp(0.09) - math.exp(0.01)) * 100])
+    widths = sorted([(math.exp(0.04) - math.exp(-0.44)) * 100, (1 - math.exp(-0.45)) * 100,
+                     (math.exp(0.09) - 1) * 100])
     assert got.median_width_pct == pytest.approx(widths[1])
     assert got.median_spread_width_pct == 0.0
 
@@ -309,6 +313,31 @@ def test_robust_front_is_a_subset_of_the_front(small_study: tuple[optuna.Study, 
                 assert span is not None and span[0] <= value <= span[1]
             else:
                 assert span is None  # capex and power do not depend on the calibration
+
+
+def test_robust_front_of_cpu_nodes_takes_the_cpu_class_intervals(tmp_path: Path) -> None:
+    """Designs without accelerators on a front get the interval ``dse evaluate`` gives them (the
+    CPU class's leave-one-out errors), not the accelerator ensemble's."""
+    from dse.calibration.ensemble import cpu_prediction_interval
+    from dse.search.runner import run_study
+
+    space = tmp_path / "cpu.toml"
+    space.write_text('name = "cpu"\nbase_system = "dual-socket-cpu"\n'
+                     '[parameters."nodes"]\ntype = "int"\nlow = 1\nhigh = 6\n', encoding="utf-8")
+    spec = StudySpec(name="cpu", workload="mlperf-dlrm-v1", space=str(space),
+                     objectives="throughput-vs-capex", budget=6, sampler="random", seed=1,
+                     storage=str(tmp_path / "cpu.journal"), prescreen_s=0.0)
+    run_study(spec)
+    study = optuna.load_study(study_name="cpu", storage=journal_storage(tmp_path / "cpu.journal"))
+    result = robust_front(study, spec, load_objectives(spec.objectives))
+    assert result.designs
+    wl = load_workload("mlperf-dlrm-v1")
+    for d in result.designs:
+        assert d.throughput is not None and d.throughput.basis == "cpu_class"
+        ev = dse.evaluate(wl, load_system("dual-socket-cpu", (("nodes", d.design["nodes"]),)), CALIB)
+        direct = cpu_prediction_interval(ev, CALIB)
+        assert direct is not None
+        assert d.throughput.relative == pytest.approx(direct.relative)
 
 
 def test_ensemble_of_one_keeps_every_front_design(small_study: tuple[optuna.Study, StudySpec]) -> None:

@@ -382,6 +382,12 @@ def _quantiles(spread: np.ndarray, residuals: np.ndarray, level: float) -> tuple
     return float(lo), float(hi)
 
 
+def shown(lo: float, hi: float) -> tuple[float, float]:
+    """Log bounds as an interval shows them: the point estimate (log ratio 0) always inside, so a
+    skewed residual set cannot push the band off it. Coverage is counted on these bounds too."""
+    return min(lo, 0.0), max(hi, 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class PredictionInterval:
     """The interval of one design's throughput (and of everything that scales with it)."""
@@ -408,12 +414,10 @@ class PredictionInterval:
                spread_log_bounds: tuple[float, float], members: int, outside: tuple[str, ...] = (),
                basis: str = "ensemble") -> PredictionInterval:
         """The interval at ``point`` samples/s from its log bounds (the interval's and the bootstrap
-        spread's alone). The point estimate is always inside: a skewed residual set cannot push
-        the band off it, so a bound on the wrong side of zero is taken as zero."""
-        (lo, hi), (slo, shi) = log_bounds, spread_log_bounds
-        return cls(level, point, point * math.exp(min(lo, 0.0)), point * math.exp(max(hi, 0.0)),
-                   point * math.exp(min(slo, 0.0)), point * math.exp(max(shi, 0.0)), members,
-                   outside, basis)
+        spread's alone), as :func:`shown`."""
+        (lo, hi), (slo, shi) = shown(*log_bounds), shown(*spread_log_bounds)
+        return cls(level, point, point * math.exp(lo), point * math.exp(hi), point * math.exp(slo),
+                   point * math.exp(shi), members, outside, basis)
 
     @property
     def relative(self) -> tuple[float, float]:
@@ -477,17 +481,23 @@ def cpu_prediction_interval(ev: Evaluation, calib: Calibration,
     of it. The bounds are the ``level`` quantiles of the class's leave-one-out log residuals; for a
     CPU the class never measured (:func:`~dse.calibration.cpu.cpu_outside`), the class's largest
     residual on each side when that is further."""
-    from dse.calibration.cpu import cpu_loo_log_residuals, cpu_outside
-
     if ev.calibration_version != calib.version:
         raise EnsembleMismatch("evaluation", "calibration_version", (
             f"scored with calibration {ev.calibration_version}, not {calib.version}; no intervals"))
-    point = ev.throughput_samples_per_s
+    return cpu_interval_at(ev.throughput_samples_per_s, ev.system, calib, level)
+
+
+def cpu_interval_at(point: float, system: System, calib: Calibration,
+                    level: float = LEVEL) -> PredictionInterval | None:
+    """:func:`cpu_prediction_interval` of a node without accelerators (``system``) predicted at
+    ``point`` samples/s under ``calib``; None when the point is not a positive finite rate."""
+    from dse.calibration.cpu import cpu_loo_log_residuals, cpu_outside
+
     if not (0 < point < math.inf):
         return None
     residuals = np.asarray(cpu_loo_log_residuals(calib))
     lo, hi = _quantiles(np.zeros(1), residuals, level)
-    outside = cpu_outside(ev.system)
+    outside = cpu_outside(system)
     if outside:
         lo, hi = min(lo, float(residuals.min())), max(hi, float(residuals.max()))
     return PredictionInterval.around(level, point, (lo, hi), (0.0, 0.0), 0, outside, basis="cpu_class")
@@ -535,7 +545,7 @@ def class_coverage_of(holdout: ClassHoldout, ens: CalibrationEnsemble,
                     if i not in own])
     covered, widths = 0, []
     for mid, r in zip(holdout.measurement_ids, holdout.log_residuals, strict=True):
-        lo, hi = widened_bounds(spreads.get(mid, np.zeros(1)), loo, pool, level)
+        lo, hi = shown(*widened_bounds(spreads.get(mid, np.zeros(1)), loo, pool, level))
         covered += lo <= r <= hi
         widths.append((math.exp(hi) - math.exp(lo)) * 100)
     return ClassCoverage(holdout.axis, holdout.value, int(covered), len(widths),
@@ -582,8 +592,8 @@ def coverage(ens: CalibrationEnsemble, measurements: Sequence[Measurement],
         spread = logs[1:] - logs[0]
         spread = spread[np.isfinite(spread)] if spread.size else np.zeros(1)
         others = np.delete(residuals, i)
-        lo, hi = _quantiles(spread, others, level)
-        slo, shi = _quantiles(spread, np.zeros(0), level)
+        lo, hi = shown(*_quantiles(spread, others, level))
+        slo, shi = shown(*_quantiles(spread, np.zeros(0), level))
         covered += lo <= residuals[i] <= hi
         spread_covered += slo <= residuals[i] <= shi
         widths.append((math.exp(hi) - math.exp(lo)) * 100)

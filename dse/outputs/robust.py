@@ -48,6 +48,7 @@ from dse.calibration.ensemble import (
     DenseCache,
     EnsembleMismatch,
     PredictionInterval,
+    cpu_interval_at,
     interval_of_spread,
     load_ensemble,
     log_throughputs,
@@ -508,22 +509,29 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
         kept += mask[:len(front_groups)]
     probability = kept / len(ens.members)
 
-    def outside(group: list[FrozenTrial]) -> tuple[str, ...]:
-        """Why the group's design lies outside the measured regime (one evaluation, memoised)."""
-        if ens.regime is None:
-            return ()
+    def interval(group: list[FrozenTrial], dev: np.ndarray, point: float) -> PredictionInterval | None:
+        """The group's interval: a node without accelerators takes the CPU class's (its
+        efficiencies are fitted apart, the same in every member); any other, the members' spread
+        at it, widened when it lies outside the measured regime (one evaluation, memoised)."""
+        if not math.isfinite(point):
+            return None
         try:
             design = group[0].user_attrs.get("design") or {}
             system = design_system(space, design, catalog)
             trained = design_workload(space, design, workload)
         except DseInputError:
-            return ()
-        return ens.outside(design_class(system, evaluate(trained, system, calib, catalog, memo).plan))
+            return interval_of_spread(point, dev, ens, LEVEL)
+        if system.cpu_only:
+            return cpu_interval_at(point, system, calib, LEVEL)
+        if ens.regime is None:
+            return interval_of_spread(point, dev, ens, LEVEL)
+        plan = evaluate(trained, system, calib, catalog, memo).plan
+        return interval_of_spread(point, dev, ens, LEVEL, ens.outside(design_class(system, plan)))
 
     designs = []
     for k, group in enumerate(front_groups):
         dev, point = front_dev[k]
-        iv = interval_of_spread(point, dev, ens, LEVEL, outside(group)) if math.isfinite(point) else None
+        iv = interval(group, dev, point)
         vals = tuple(float(v) for v in group[0].values)
         spans = tuple(iv.of(m, v) if iv else None for (m, _), v in zip(objs, vals, strict=True))
         designs.append(RobustDesign(
