@@ -174,6 +174,10 @@ all-to-all over the network (front bottlenecks: {f.front_bottlenecks}): the chea
 save a few percent of capex on NICs and lose most of the throughput; past them the front buys
 throughput with nodes while keeping the NIC bandwidth per accelerator near the most the
 accelerator's own PCIe link can feed. {describe_bend(f.bend, nodes_point)}
+(Calibration 2026.12-7 charged each NIC's own PCIe x16 link, which the accelerators sharing the
+NIC share: fewer, faster NICs than accelerators lost their place on the front to one slower NIC
+per accelerator at the same bandwidth per accelerator, e.g. 6 nodes at 100 Gb/s per accelerator
+now as 8 x 100 Gb/s where it was 4 x 200 Gb/s; every claim below holds as before.)
 
 {markdown_table(table)}
 
