@@ -302,7 +302,7 @@ class System:
         face scale-out in the 8-card servers (Intel Gaudi 2 and Gaudi 3 white papers,
         docs/sources.md#intel-gaudi-2). No card is bought or powered for them (their power is in
         the accelerator's TDP); the switch ports and optics they plug into still are."""
-        return self.accelerator.nic_ports > 0 and self.spec.node.nic_attach == "accelerator"
+        return on_die_nics(self.accelerator, self.spec.node.nic_attach)
 
 
 _FALLBACK: dict[str, tuple[str, ...]] = {
@@ -377,6 +377,11 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 LANES_X16 = 16
 
 
+def on_die_nics(accelerator: Accelerator, nic_attach: str) -> bool:
+    """:attr:`System.on_die_nics` of a node of ``accelerator`` with its NICs at ``nic_attach``."""
+    return accelerator.nic_ports > 0 and nic_attach == "accelerator"
+
+
 def nic_link_generation(nic_attach: str, nic_gen: int, cpu_gen: int, cpu: Cpu) -> int:
     """The PCIe generation a compute NIC's x16 link runs at: ``nic_gen``; a NIC on the CPUs at the
     lowest of that, the CPU side's links and the CPU's own (a link trains at the slower end's)."""
@@ -441,7 +446,7 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         nic_path_bytes_s=(min(acc_link, cat.pcie_gen(nic_gen).x16_gb_s * GB)
                           if node.nic_attach == "accelerator" else host_link),
         nic_link_gen=link_gen,
-        nic_links_bytes_s=(math.inf if acc.nic_ports > 0 and node.nic_attach == "accelerator"
+        nic_links_bytes_s=(math.inf if on_die_nics(acc, node.nic_attach)
                            else node.nics * cat.pcie_gen(link_gen).x16_gb_s * GB),
         ddr_bytes=node.ddr_gb * GB,
         ddr_bytes_s=node.cpu_sockets * channels * ddr.channel_gb_s * GB,

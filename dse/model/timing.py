@@ -430,7 +430,7 @@ def alltoall_sends(wl: Workload, plan: Plan, system: System) -> tuple[float, flo
 
 def node_network_bytes_s(system: System, calib: Calibration) -> float:
     """Bytes a second one node moves to other nodes, the slowest of: its compute NICs (at the
-    network efficiency, over the fabric's oversubscription); their own PCIe x16 links together
+    network efficiency, over the network's oversubscription); their own PCIe x16 links together
     (however many accelerators share a NIC; at the fabric efficiency, as every PCIe link); and,
     for NICs on the CPUs, host DDR, which each byte crosses twice (staged in, read out). Zero
     when the node has no compute NICs."""
