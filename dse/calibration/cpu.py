@@ -292,7 +292,7 @@ def validate_cpu(measurements: Sequence[CpuMeasurement], start: Calibration,
         used = {timed_by(designs[i]) for i in early}
         unfitted = tuple(name for name in CPU_PARAMETERS if name not in used)
     return CpuReport(ids=tuple(m.id for m in measurements),
-                     measured=tuple(m.samples_per_s for m in measurements),
+                     measured=tuple(measured),
                      in_sample=tuple(predict_cpu(designs, calib)), left_out=tuple(left_out),
                      efficiency=calib.cpu_dense_efficiency,
                      matrix_efficiency=calib.cpu_matrix_efficiency,
