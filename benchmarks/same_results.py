@@ -62,6 +62,15 @@ def designs(n: int, seed: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
         yield space.name, WORKLOADS[(i // len(spaces)) % len(WORKLOADS)], design
 
 
+def _shard_fields(s: Any) -> tuple[Any, ...]:
+    """A shard's figures in a form every revision gives alike: its place by the name the placement
+    counts use (``where``; a revision before memory tiers were data called it ``tier``), its
+    traffic as plain numbers in field order."""
+    where = s.where if hasattr(s, "where") else s.tier
+    return (s.table, s.sharding, s.rows, s.dim, s.lookups, s.out_rows, s.footprint_bytes, s.device, where,
+            tuple(s.traffic), s.hit_rate, s.partial_sums)
+
+
 def fingerprints(n: int, seed: int) -> Iterator[str]:
     """One line per design: what it is and everything its evaluation says (see the module doc)."""
     from dse import evaluate, load_calibration, load_catalog, load_workload
@@ -79,7 +88,7 @@ def fingerprints(n: int, seed: int) -> Iterator[str]:
             yield f"{head} error {e}"
             continue
         ev = evaluate(load_workload(workload), system, calib, cat)
-        shards = hashlib.sha256(repr(ev.plan.shards).encode()).hexdigest()[:16]
+        shards = hashlib.sha256(repr([_shard_fields(s) for s in ev.plan.shards]).encode()).hexdigest()[:16]
         yield f"{head} {json.dumps(ev.to_dict(), sort_keys=True)} shards={shards}"
 
 
@@ -105,6 +114,22 @@ def _at_ref(ref: str, n: int, seed: int) -> list[str]:
     return out.stdout.splitlines()
 
 
+def _changes(here: str, there: str, ref: str) -> str:
+    """The keys of two fingerprint lines whose values differ, each with both values."""
+    def parts(line: str) -> tuple[dict[str, Any], str]:
+        body = line.split("] ", 1)[1]
+        if body.startswith("error"):
+            return {"error": body}, ""
+        result, shards = body.rsplit(" shards=", 1)
+        return json.loads(result), shards
+    (a, sa), (b, sb) = parts(here), parts(there)
+    out = [f"{k}: {a.get(k)!r} here, {b.get(k)!r} at {ref}" for k in sorted(a.keys() | b.keys())
+           if a.get(k) != b.get(k)]
+    if sa != sb:
+        out.append("the plan's shards differ")
+    return "; ".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -124,7 +149,7 @@ def main() -> None:
     print(f"{len(here)} designs ({evaluated} evaluated, {feasible} feasible): "
           f"{len(differ)} differ from {args.ref}")
     for a, b in differ[:5]:
-        print(f"here:  {a}\n{args.ref}: {b}")
+        print(f"{a.split('] ', 1)[0]}]\n  {_changes(a, b, args.ref)}")
     sys.exit(1 if differ else 0)
 
 

@@ -62,8 +62,13 @@ def test_cpu_step_hand_checked() -> None:
 def test_tables_beyond_ddr_are_infeasible_not_raised() -> None:
     wl = load_workload("zion-2019")  # 800 GB of tables
     one = evaluate(wl, load_system(PRESET), CALIB)
-    assert not one.feasible and any("384 GB of DDR" in r for r in one.reasons)
-    assert one.metrics()["memory_short_gb"] > 0
+    # The node's 384 GB of DDR is its device's own memory, its one tier: 90% usable (345.6 GB),
+    # less the dense model (0.14 GB) and activations (2.02 GB) leaves 343.4 GB for 807.4 GB of rows.
+    assert not one.feasible
+    # Whole tables pack the DDR less than full, so the rows left out outweigh the difference.
+    short = one.metrics()["memory_short_gb"]
+    assert short >= 807.4 - 343.4
+    assert f"embedding tables need 807.4 GB; host DDR holds 343.4 GB: short by {short:.1f} GB" in one.reasons
     eight = evaluate(wl, load_system(PRESET, (("nodes", 8),)), CALIB)
     assert eight.feasible  # 8 x 384 GB hold 800 GB
     fp8 = evaluate(dataclasses.replace(load_workload("mlperf-dlrm-v1"), precision="fp8"),

@@ -83,7 +83,8 @@ def test_every_shipped_preset_loads_within_the_limits() -> None:
         assert system.accelerators_per_node == (raw["node"]["accelerators"] or 1), path.stem
         assert system.spec.node.accelerator == raw["node"].get("accelerator", ""), path.stem
         assert 1 <= system.accelerators_total <= limits.MAX_ACCELERATORS_TOTAL
-        assert 0 < system.hbm_bytes <= limits.MAX_MEMORY_GB * 1e9, path.stem
+        # Every device has memory of its own (HBM, or a CPU device's DDR), within the limit.
+        assert 0 < system.tiers[0].capacity_bytes <= limits.MAX_MEMORY_GB * 1e9, path.stem
     workloads = _shipped(WORKLOAD)
     assert sorted(p.stem for p in workloads) == sorted(workload_presets())
     for path in workloads:

@@ -69,7 +69,7 @@ def test_plan_devices_match_the_step() -> None:
     assert max(d.embedding_s for d in summary.devices) == pytest.approx(emb, rel=1e-12)
     a2a = 2 * max(st.a2a_fabric, st.a2a_network)
     assert max(d.alltoall_s for d in summary.devices) == pytest.approx(a2a, rel=1e-12)
-    assert [d.hbm_used_gb * 1e9 for d in summary.devices] == pytest.approx(ev.plan.memory.hbm_used_bytes)
+    assert [d.hbm_used_gb * 1e9 for d in summary.devices] == pytest.approx(ev.plan.memory.device.used_bytes)
 
 
 def test_plan_host_tiers() -> None:

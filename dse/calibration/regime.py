@@ -63,10 +63,11 @@ PLACES = {"hbm": "HBM", "host": "host memory", "cpu": "the DDR of a CPU-only nod
 
 def placement_class(plan: Plan, cpu_only: bool = False) -> str:
     """``cpu`` on a node without accelerators (its tables in its DDR, fitted apart in the CPU
-    class); else ``host`` when the plan keeps any table bytes in host DDR, else ``hbm``."""
+    class); else ``host`` when the plan keeps any table bytes off the devices (in a node tier:
+    host DDR, ...), else ``hbm``."""
     if cpu_only:
         return "cpu"
-    return "host" if any(b > 0 for b in plan.memory.ddr_used_bytes) else "hbm"
+    return "host" if plan.memory.off_device_bytes > 0 else "hbm"
 
 
 def design_class(system: System, plan: Plan) -> DesignClass:
