@@ -572,6 +572,20 @@ def alltoall_elements(
             for d in on:
                 same[d] += to_peers
                 cross[d] += to_others
+    if groups:
+        _add_row_wise_sends(groups, last, domain, g * b, (to_same, to_cross), batch, same, cross)
+    return same, cross
+
+
+def _add_row_wise_sends(groups: dict[int, list[int]], last: dict[int, tuple[int, float]], domain: int,
+                        all_samples: float, to: tuple[float, float], batch: float, same: list[float],
+                        cross: list[float]) -> None:
+    """For :func:`alltoall_elements`: the sends of the row-wise pieces of multi-hot tables (their
+    partial sums, reduce-scattered, then sent; hierarchically across domains), added to ``same`` and
+    ``cross``. ``groups``: each table's devices; ``last``: its pieces' width and output rows;
+    ``all_samples``: G x b; ``to``: the elements per output column to the domain's peers and to the
+    others."""
+    to_same, to_cross = to
     for table, devices in groups.items():
         k = len(devices)
         width, out_rows = last[table]
@@ -587,7 +601,7 @@ def alltoall_elements(
         else:  # counts in order of first appearance, as a dict of running counts would have them
             per_domain = Counter(map(domain.__rfloordiv__, devices))
         if len(per_domain) == 1:
-            chunk = g * b * dim / k
+            chunk = all_samples * dim / k
             sends = {dom: ((n - 1) * chunk + to_same * dim / k, (k - n) * chunk + to_cross * dim / k)
                      for dom, n in per_domain.items()}
         else:
@@ -596,7 +610,7 @@ def alltoall_elements(
             # every peer, which adds the domains' sums: one partial sum a domain crosses the
             # network, as HugeCTR's hierarchical embedding collection and TorchRec's
             # table-row-wise sharding exchange them.
-            sends = {dom: ((n - 1) * (g * b * dim / n) + to_same * dim / n, to_cross * dim / n)
+            sends = {dom: ((n - 1) * (all_samples * dim / n) + to_same * dim / n, to_cross * dim / n)
                      for dom, n in per_domain.items()}
         if consecutive:  # a domain's devices at a time, without a look-up a device
             for dom, n in per_domain.items():
@@ -610,7 +624,6 @@ def alltoall_elements(
             to_peers, to_others = sends[d // domain]
             same[d] += to_peers
             cross[d] += to_others
-    return same, cross
 
 
 def allreduce_bytes(wl: Workload, plan: Plan, system: System) -> tuple[float, int]:
