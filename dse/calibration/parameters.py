@@ -44,6 +44,15 @@ class Calibration:
     host_efficiency: float = field(default=0.50, metadata=EFF)
     """Fraction of host DDR and PCIe peak reached by host-resident embedding traffic (random 64 B
     accesses). Prior: CPU random-gather bandwidth is about half of stream bandwidth [A]."""
+    cxl_efficiency: float = field(default=0.50, metadata=EFF)
+    """Fraction of a CXL memory tier's bandwidth (its modules' vendor-measured read+write figure)
+    that host-resident embedding traffic reaches there (random 64 B gathers and updates). Prior:
+    ``host_efficiency``'s, 0.5, as no training measurement holds tables in CXL memory; it is not
+    fitted (``dse.calibration.fit.PRIOR_REASONS``) and stands for a range, 0.25-0.7 [A]: CXL
+    expanders answer a load 2-5x slower than local DDR (Liu et al., "Exploring and Evaluating
+    Real-world CXL", arXiv 2405.14209, 2024), which at a fixed number of loads in flight takes up
+    to half the DDR prior; the top is the best host-path efficiency measured for embedding traffic
+    (TorchRec UVM rows, docs/host_memory_data.md)."""
     fabric_efficiency: float = field(default=0.70, metadata=EFF)
     """Fraction of scale-up bandwidth an all-to-all/allreduce reaches. Prior: NCCL all-to-all bus
     bandwidth on DGX A100 about 70% of NVLink per-direction peak (nccl-tests reports)."""

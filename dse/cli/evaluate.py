@@ -18,7 +18,7 @@ from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, check_targets, fail, si, to_json, warn, write_or_fail
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
-from dse.model.catalog import Catalog
+from dse.model.catalog import LISTED_SECTIONS, Catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.racks import rack_count, rack_phrase, racks_of
 from dse.model.system import System, load_system, system_presets
@@ -437,8 +437,9 @@ def to_train_line(ev: Evaluation, iv: PredictionInterval | None = None) -> str:
             f"{_span(iv, 'cost_to_train_usd', usd, human_number)}; {need.basis}")
 
 
-PART_KINDS = ("accelerators", "cpus", "nics", "switches")
-"""``dse list`` kinds read from the catalog (with ``--json`` and ``--catalog``)."""
+PART_KINDS = (*LISTED_SECTIONS, "switches")
+"""``dse list`` kinds read from the catalog (with ``--json`` and ``--catalog``): its tables of parts
+by key (:data:`~dse.model.catalog.LISTED_SECTIONS`) and the switches."""
 LIST_KINDS = ("workloads", "systems", *PART_KINDS, "spaces", "objectives", "studies")
 
 
@@ -457,11 +458,11 @@ def _warn_implausible(cat: Catalog, catalog: Path | None, systems: Sequence[Syst
 def list_cmd(
     what: Annotated[str, typer.Argument(help=", ".join(LIST_KINDS))],
     as_json: Annotated[bool, typer.Option(
-        "--json", help="Print the parts as JSON (accelerators, cpus, nics, switches).")] = False,
+        "--json", help="Print the parts as JSON (" + ", ".join(PART_KINDS) + ").")] = False,
     catalog: CatalogOpt = None,
 ) -> None:
-    """List what is available: workloads, systems, accelerators, CPUs, NICs, switches, spaces,
-    objective sets or studies."""
+    """List what is available: workloads, systems, accelerators, CPUs, NICs, CXL memory, switches,
+    spaces, objective sets or studies."""
     console = Console()
     if what not in LIST_KINDS:
         fail(f"list: unknown kind {what!r} (known: {', '.join(LIST_KINDS)})")
@@ -508,21 +509,20 @@ PART_COLUMNS = {
 }
 """The table columns of ``dse list``: the key a system file names, the figures it needs (a system's
 ``node.accelerator``, ``node.cpu``, ``node.nic_gbit_s``), the price and the source; ``--json``
-has every field."""
+has every field. A kind without columns here shows every figure that is not a note."""
 
 
 def part_rows(what: str, catalog: Catalog) -> list[dict[str, Any]]:
     """Every part of kind ``what`` (:data:`PART_KINDS`) as a plain record led by its key."""
-    by_kind: dict[str, dict[str, Any]] = {
-        "accelerators": catalog.accelerator, "cpus": catalog.cpu, "nics": catalog.nic,
-        "switches": {"network": catalog.network_switch, "scaleup": catalog.scaleup_switch},
-    }
-    entries = by_kind[what]
+    entries: dict[str, Any] = (
+        {"network": catalog.network_switch, "scaleup": catalog.scaleup_switch} if what == "switches"
+        else getattr(catalog, LISTED_SECTIONS[what]))
     return [{"key": key, **to_mapping(entry)} for key, entry in sorted(entries.items())]
 
 
 def _part_table(what: str, rows: list[dict[str, Any]]) -> Table:
-    columns = PART_COLUMNS[what]
+    notes = ("assumed", "price_low_usd", "price_high_usd", "vendor")
+    columns = PART_COLUMNS.get(what) or tuple(k for k in (rows[0] if rows else {}) if k not in notes)
     table = Table(*columns)
     for row in rows:
         table.add_row(*(escape(_part_cell(row.get(col))) for col in columns))

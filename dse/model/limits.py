@@ -26,6 +26,9 @@ at this limit one evaluation still takes about a second; 100,000 nodes of 1,024 
 and gigabytes."""
 MAX_NICS_PER_NODE = 1_024
 """NICs of either kind per node: at most one or two per accelerator in every shipping design."""
+MAX_MEMORY_MODULES_PER_NODE = 1_024
+"""Modules of a memory tier beside the CPUs' DIMMs per node (CXL expanders): a 2U server has 16-32
+E3.S bays; ample headroom."""
 MAX_CPU_SOCKETS = 32
 """CPU sockets per node: the largest shared-memory x86 server (HPE Superdome Flex) has 32."""
 MAX_CPU_CORES = 1_024

@@ -29,6 +29,7 @@ from dse.model.limits import (
     MAX_DDR_CHANNELS_PER_SOCKET,
     MAX_LINK_GBIT_S,
     MAX_MEMORY_GB,
+    MAX_MEMORY_MODULES_PER_NODE,
     MAX_NICS_PER_NODE,
     MAX_NODES,
     MAX_OVERSUBSCRIPTION,
@@ -113,6 +114,11 @@ class NodeSpec:
     hbm_cache_gb: float | None = field(default=None, metadata=upto(MAX_MEMORY_GB))
     """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
     placement leaves free."""
+    cxl_memory: str = ""
+    """Catalog key of the CXL Type 3 memory expanders behind the CPUs (``dse list cxl``); empty:
+    none. With ``cxl_modules`` they form the node's ``cxl`` memory tier, after host DDR."""
+    cxl_modules: int = field(default=0, metadata=upto(MAX_MEMORY_MODULES_PER_NODE))
+    """How many ``cxl_memory`` modules the node carries (0: no CXL tier)."""
     accelerator: str = field(default="", kw_only=True)
     """The accelerator's catalog key; required unless ``accelerators = 0``."""
 
@@ -400,6 +406,18 @@ def nic_link_generation(nic_attach: str, nic_gen: int, cpu_gen: int, cpu: Cpu) -
     return min(nic_gen, cpu_gen, cpu.pcie_gen) if nic_attach == "cpu" else nic_gen
 
 
+def cxl_tier(node: NodeSpec, cat: Catalog, source: str) -> tuple[MemoryTier, ...]:
+    """The node's CXL memory tier (``node.cxl_modules`` of ``node.cxl_memory``), or none."""
+    if not node.cxl_modules:
+        return ()
+    if not node.cxl_memory:
+        raise DseInputError(source, "node.cxl_memory", "cxl_modules needs the module's catalog key "
+                            "(dse list cxl)")
+    part = cat.cxl_named(node.cxl_memory, source, "node.cxl_memory")
+    return (memory_tier("cxl", "node", node.cxl_modules * part.capacity_gb * GB,
+                        node.cxl_modules * part.gb_s * GB),)
+
+
 def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str = "system") -> System:
     """Resolve ``spec`` against the catalog, validating combinations the schema cannot express."""
     cat = catalog or load_catalog()
@@ -470,7 +488,7 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         input_nic_bytes_s=input_nics,
         network=spec.network,
         tiers=(memory_tier("hbm", "device", hbm_bytes, hbm_bytes_s),
-               memory_tier("ddr", "node", node.ddr_gb * GB, ddr_bytes_s)),
+               memory_tier("ddr", "node", node.ddr_gb * GB, ddr_bytes_s), *cxl_tier(node, cat, source)),
     )
 
 
@@ -517,7 +535,8 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
         ddr_bytes=node.ddr_gb * GB, ddr_bytes_s=ddr_gb_s * GB, socket_link_bytes_s=cpu.socket_link_gb_s * GB,
         nic_bytes_s=nics, frontend_bytes_s=frontend, input_nic_bytes_s=input_nics, network=spec.network,
         # (The sector unit keeps the figures this node had when its DDR stood in for HBM.)
-        tiers=(memory_tier("ddr", "device", node.ddr_gb * GB, ddr_gb_s * GB, HBM_SECTOR_BYTES),),
+        tiers=(memory_tier("ddr", "device", node.ddr_gb * GB, ddr_gb_s * GB, HBM_SECTOR_BYTES),
+               *cxl_tier(node, cat, source)),
         cpu_only=True,
     )
 

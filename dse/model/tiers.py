@@ -39,6 +39,10 @@ HBM_RESERVE_FRACTION = 0.10
 caching allocator typically leaves 5-15% unusable]."""
 HOST_RESERVE_FRACTION = 0.10
 """Host DDR kept for the OS, the data pipeline and pinned buffers [A]."""
+CXL_RESERVE_FRACTION = 0.0
+"""CXL memory kept from the tables: none of what host DDR's reserve is for lives there [A: Linux
+onlines CXL Type 3 memory as a CPU-less NUMA node, usually ZONE_MOVABLE, which holds user pages
+only (kernel documentation, admin-guide/mm/memory-hotplug)]."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,7 @@ TIER_KINDS: dict[TierName, TierKind] = {
     kind.name: kind for kind in (
         TierKind("hbm", "HBM", HBM_SECTOR_BYTES, HBM_RESERVE_FRACTION, "memory_efficiency", "device"),
         TierKind("ddr", "host DDR", HOST_LINE_BYTES, HOST_RESERVE_FRACTION, "host_efficiency", "cpu"),
+        TierKind("cxl", "CXL memory", HOST_LINE_BYTES, CXL_RESERVE_FRACTION, "cxl_efficiency", "cpu"),
     )
 }
 """Every kind of memory, written once: the tiers, the placement counts and the outputs derive from
