@@ -30,15 +30,14 @@ from dse.calibration.ensemble import (
     EnsembleUnavailable,
     PredictionInterval,
     coverage,
-    fingerprint,
     load_ensemble,
     prediction_interval,
     read_ensemble,
     write_ensemble,
 )
 from dse.calibration.measurements import fitted, load_measurements, measurement_design
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.cli import app
+from dse.model.parameters import Calibration, fingerprint, load_calibration
 from dse.model.placement import plan_placement
 from dse.model.system import load_system
 from dse.model.timing import recalibrated_loads, step_loads, step_time

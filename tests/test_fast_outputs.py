@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import pytest
 from study_helpers import random_dcnv2_study
 
-from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.system import load_system
 from dse.model.timing import STAGES
 from dse.model.workload import load_workload

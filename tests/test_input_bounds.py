@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 
 from dse.calibration.ensemble import EnsembleUnavailable, read_ensemble
 from dse.calibration.measurements import load_measurements
-from dse.calibration.parameters import load_calibration
 from dse.cli import app
 from dse.errors import DseInputError
 from dse.model import Memo, evaluate, limits
+from dse.model.parameters import load_calibration
 from dse.model.placement import plan_placement
 from dse.model.system import load_system, load_system_spec
 from dse.model.user_catalog import load_user_catalog

@@ -212,9 +212,9 @@ def test_a_round_with_nothing_new_is_skipped_not_scored(monkeypatch: pytest.Monk
     first = screen_to_fine(space, wl, objectives, TINY_S, max_designs=0).result
     rounds: Iterator[list[dict[str, Any]] | None] = iter([])
     monkeypatch.setattr(refine_mod._State, "next_round", lambda self, room: next(rounds))
-    from dse.calibration.parameters import load_calibration
     from dse.model.catalog import load_catalog
     from dse.model.evaluate import Memo
+    from dse.model.parameters import load_calibration
 
     calib = load_calibration()
     for cpu_s in (math.inf, 60.0):
@@ -243,9 +243,9 @@ def test_a_refinement_expands_its_best_parents_first_and_climbs_from_a_new_best(
         return lines(self, parent)
 
     monkeypatch.setattr(refine_mod._State, "_lines", recorded)
-    from dse.calibration.parameters import load_calibration
     from dse.model.catalog import load_catalog
     from dse.model.evaluate import Memo
+    from dse.model.parameters import load_calibration
 
     calib = load_calibration()
     parts = refine_mod.refine(space, first, wl, objectives, 3_000, calib, load_catalog(),

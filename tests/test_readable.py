@@ -21,10 +21,10 @@ from optuna.trial import TrialState
 from study_helpers import CHEAP, ROOT, write_study
 from typer.testing import CliRunner
 
-from dse.calibration.parameters import load_calibration
 from dse.cli import app
 from dse.cli.tables import distinct_designs
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.system import load_system
 from dse.model.whatif import bottom_mlp_leads, step_from_stages, what_if
 from dse.model.workload import load_workload, workload_presets

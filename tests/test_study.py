@@ -23,7 +23,7 @@ from study_helpers import GRID_PARAMS, SPACE_HEAD, complete, design_key, load, m
 import dse
 import dse.search.objective as objective_mod
 from dse import evaluate, load_system, load_workload
-from dse.calibration.parameters import load_calibration
+from dse.model.parameters import load_calibration
 from dse.model.rules import RULE_NAMES
 from dse.search.encoding import canonical_design, decode_params, suggest_design
 from dse.search.objectives import load_objectives

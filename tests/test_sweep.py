@@ -156,7 +156,7 @@ def test_memo_returns_what_evaluate_returns() -> None:
 
 
 def load_calibration() -> Any:
-    from dse.calibration.parameters import load_calibration as load
+    from dse.model.parameters import load_calibration as load
 
     return load()
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from study_helpers import load
 
-from dse.calibration.ensemble import CalibrationEnsemble, fingerprint
-from dse.calibration.parameters import load_calibration
+from dse.calibration.ensemble import CalibrationEnsemble
 from dse.errors import DseInputError
 from dse.model.catalog import load_catalog, vendor_of
 from dse.model.evaluate import evaluate
+from dse.model.parameters import fingerprint, load_calibration
 from dse.model.system import load_system
 from dse.model.user_catalog import load_user_catalog
 from dse.model.workload import load_workload

@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, check_targets, fail, si, to_json, warn, write_or_fail
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Evaluation, evaluate
+from dse.model.parameters import load_calibration
 from dse.model.racks import rack_count, rack_phrase, racks_of
 from dse.model.system import System, load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
@@ -595,7 +595,7 @@ def calibrate_cmd(
         validate,
     )
     from dse.calibration.measurements import fitted, load_measurements
-    from dse.calibration.parameters import Calibration, write_calibration
+    from dse.model.parameters import Calibration, write_calibration
 
     try:
         everything = load_measurements(data)
@@ -691,7 +691,7 @@ def validate_cmd(
     from dse.calibration.cpu import load_cpu_measurements, validate_cpu
     from dse.calibration.fit import validate
     from dse.calibration.measurements import load_measurements
-    from dse.calibration.parameters import load_calibration
+    from dse.model.parameters import load_calibration
     from dse.outputs.cpu_class_doc import cpu_class_line, cpu_class_lines, cpu_class_summary
     from dse.outputs.validation_page import render_html, render_markdown, summary_lines, validation_table
 

@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
@@ -26,6 +25,7 @@ from dse.model.cost import (
     to_train,
 )
 from dse.model.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.racks import rack_count
 from dse.model.rules import RuleCheck, check_rules, what_if_parts

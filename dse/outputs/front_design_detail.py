@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import GB
 from dse.outputs.figures import AFTER_FIRST_SCREEN, INFLATE_SCRIPT, Figure, figure_html, pack
 from dse.outputs.markup import text

@@ -560,7 +560,7 @@ def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], ca
     """The plan-and-timeline section (:mod:`dse.outputs.front_design_detail`) of ``designs``, kept
     in ``cache`` under a key of the model's fingerprint, the output code and Plotly's version, the
     study's workload, space, catalog and calibration, and the designs with their labels."""
-    from dse.calibration.parameters import load_calibration
+    from dse.model.parameters import load_calibration
     from dse.search.fingerprint import model_fingerprint
     from dse.search.spec import study_catalog, study_space, study_workload
 

@@ -53,13 +53,13 @@ from dse.calibration.ensemble import (
     load_ensemble,
     log_throughputs,
 )
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.calibration.regime import design_class
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
 from dse.model.limits import MAX_DATA_FILE_BYTES
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import System
 from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts

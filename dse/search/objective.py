@@ -20,10 +20,10 @@ import optuna
 from optuna.storages import JournalStorage
 from optuna.trial import Trial, TrialState
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search._optuna import CONSTRAINTS_KEY, JournalOperation, rdb_backend

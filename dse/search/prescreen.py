@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from dse.calibration.parameters import Calibration
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Memo
+from dse.model.parameters import Calibration
 from dse.model.workload import Workload
 from dse.search.dedup import design_key
 from dse.search.objectives import ObjectiveSet

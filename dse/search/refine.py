@@ -56,9 +56,9 @@ from typing import Any
 
 import numpy as np
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.workload import Workload
 from dse.search.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
 from dse.search.dedup import design_key

@@ -33,9 +33,9 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse import __version__
-from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
+from dse.model.parameters import load_calibration
 from dse.search import _optuna
 from dse.search.attribute_keys import (
     BUDGET_KEY,

@@ -37,10 +37,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo, evaluate
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import plan_key
 from dse.model.system import resolve_system
 from dse.model.timing import STAGES, loads_key

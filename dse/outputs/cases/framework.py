@@ -25,10 +25,10 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pandas as pd
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Evaluation, evaluate
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import System
 from dse.model.workload import Workload
 from dse.outputs.markup import markdown_text
