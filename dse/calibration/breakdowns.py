@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import evaluate
-from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.parameters import Calibration
 from dse.model.stages import STAGE_WORDS, STAGES
 from dse.model.system import load_system

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, get_args
 
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Precision
 from dse.model.evaluate import evaluate
-from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.parameters import FITTED_APART, Calibration, fingerprint
 from dse.model.system import System, resolve_system, system_spec_from_mapping
 from dse.model.timing import cpu_efficiency_of

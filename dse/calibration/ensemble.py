@@ -56,8 +56,8 @@ from dse.calibration.fit import check_loss, fit, loss_of, predict_full
 from dse.calibration.measurements import REFERENCE_FAMILY, Measurement, measurement_design
 from dse.calibration.regime import AXES, DesignClass, Regime, design_class, measurement_class
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import Evaluation
-from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.parameters import FITTED_APART, Calibration, fingerprint, load_calibration
 from dse.model.placement import Plan, plan_placement
 from dse.model.stages import DenseTimes

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dse.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
@@ -24,7 +25,6 @@ from dse.model.cost import (
     power,
     to_train,
 )
-from dse.model.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
 from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.racks import rack_count
@@ -218,7 +218,7 @@ class Memo:
         self.loads: dict[tuple[object, ...], StepLoads] = {}
         self.max_groups = max_groups
         """Placed groups the plans may hold together; the least recently used plans (and their
-        loads) are dropped beyond it (:data:`~dse.model.limits.MAX_MEMO_PLAN_GROUPS`)."""
+        loads) are dropped beyond it (:data:`~dse.limits.MAX_MEMO_PLAN_GROUPS`)."""
         self._groups = 0
 
     def plan_and_loads(self, system: System) -> tuple[Plan, StepLoads]:

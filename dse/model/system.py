@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dse.errors import DseInputError
-from dse.model.catalog import Accelerator, Catalog, Cpu, PeakTflops, Topology, load_catalog
-from dse.model.limits import (
+from dse.limits import (
     MAX_ACCELERATORS_PER_NODE,
     MAX_ACCELERATORS_TOTAL,
     MAX_BANDWIDTH_GB_S,
@@ -38,6 +37,7 @@ from dse.model.limits import (
     positive,
     upto,
 )
+from dse.model.catalog import Accelerator, Catalog, Cpu, PeakTflops, Topology, load_catalog
 from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]
@@ -517,7 +517,7 @@ def read_system_data(name_or_path: str) -> tuple[dict[str, Any], str]:
 
 def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:
     """Validate a system table (as read from TOML), including the cluster-size limit that no single
-    field can express (:data:`~dse.model.limits.MAX_ACCELERATORS_TOTAL`)."""
+    field can express (:data:`~dse.limits.MAX_ACCELERATORS_TOTAL`)."""
     spec = with_racks(from_mapping(SystemSpec, data, source), source)
     total = spec.nodes * spec.node.accelerators
     if total > MAX_ACCELERATORS_TOTAL:

@@ -27,7 +27,7 @@ from plotly.offline import get_plotlyjs_version
 
 from dse import __version__
 from dse.errors import DseInputError
-from dse.model.limits import MAX_DATA_FILE_BYTES
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.stages import STAGE_WORDS, STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.figures import (

@@ -55,10 +55,10 @@ from dse.calibration.ensemble import (
 )
 from dse.calibration.regime import design_class
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Catalog
 from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
-from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import System
 from dse.model.timing import loads_key

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dse.errors import DseInputError
-from dse.model.limits import MAX_CONSTRAINTS, MAX_OBJECTIVES
+from dse.limits import MAX_CONSTRAINTS, MAX_OBJECTIVES
 from dse.model.rules import RULE_NAMES
 from dse.records import OBJECTIVES, from_mapping, named_file, read_toml
 
@@ -233,7 +233,7 @@ def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
                               ("constraints", raw.constraints, MAX_CONSTRAINTS)):
         if len(items) > limit:
             raise DseInputError(source, key, f"has {len(items):,} {key}; at most {limit} are "
-                                "supported (dse.model.limits)")
+                                "supported (dse.limits)")
     seen: set[str] = set()
     for i, o in enumerate(raw.objectives):
         if o.metric not in METRICS:

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
+from dse.limits import MAX_CHOICES, MAX_GRID_VALUES
 from dse.model.catalog import Catalog
-from dse.model.limits import MAX_CHOICES, MAX_GRID_VALUES
 from dse.model.system import (
     ConstraintsSpec,
     SystemSpec,
@@ -253,7 +253,7 @@ def _check_param(name: str, p: _ParamFile, source: str) -> Parameter:
 
 def _check_int_grid(low: float, high: float, step: float | None, source: str, key: str) -> None:
     """An int parameter's step is a whole number and its grid at most
-    :data:`~dse.model.limits.MAX_GRID_VALUES` values (grid and line searches list them)."""
+    :data:`~dse.limits.MAX_GRID_VALUES` values (grid and line searches list them)."""
     if step is not None and not float(step).is_integer():
         raise DseInputError(source, f"{key}.step", f"an int parameter needs a whole step, got {step}")
     values = math.floor((high - low) / (step or 1)) + 1

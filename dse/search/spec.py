@@ -14,14 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
-from dse.model.limits import (
-    MAX_BUDGET,
-    MAX_ROWS_PER_TABLE,
-    MAX_SEED,
-    MAX_TABLE_SCALE,
-    check_placement_work,
-    upto,
-)
+from dse.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, check_placement_work, upto
 from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import Workload, load_workload, scale_tables
 from dse.records import (
