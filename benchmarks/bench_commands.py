@@ -43,7 +43,7 @@ from pathlib import Path
 
 from dse.outputs.report import report_cache
 from dse.outputs.robust import front_cache, retiming_cache
-from dse.search.snapshot import cache_path
+from dse.search.storage.journal_snapshot import cache_path
 
 TARGET_S = 2.0
 COMMANDS = {

@@ -13,7 +13,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.search.spec import StudySpec
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
 
 if TYPE_CHECKING:
     from typer.testing import Result

@@ -31,7 +31,7 @@ from dse.search.results import status, trials_frame
 from dse.search.runner import open_study, run_study
 from dse.search.samplers import make_sampler
 from dse.search.space import load_space, space_from_mapping
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
 from tests.study_helpers import complete, load, make_spec
 
 DESIGN = {"node.accelerator": "h100-sxm5-80gb", "nodes": 2, "node.nics": 8, "node.nic_gbit_s": 400,
@@ -268,7 +268,7 @@ def test_incremental_index_follows_state_changes_on_a_journal(tmp_path: Path) ->
     that finished since the last refresh (running -> complete), across two storage handles of one
     journal (two workers), and counts live trials as a full read does."""
     from dse.search.dedup import shared_index
-    from dse.search.storage import journal_storage
+    from dse.search.storage.journal_writing import journal_storage
 
     space = load_space("scale-out")
     path = tmp_path / "s.journal"
@@ -301,7 +301,7 @@ def test_queue_journal_reads_the_same_waiting_trials(tmp_path: Path) -> None:
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    from dse.search.storage import journal_storage
+    from dse.search.storage.journal_writing import journal_storage
 
     path = tmp_path / "q.journal"
     fast = optuna.create_study(storage=journal_storage(path), study_name="q")

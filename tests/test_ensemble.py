@@ -50,7 +50,7 @@ from dse.outputs.report import render_report
 from dse.outputs.robust import robust_front
 from dse.search.objectives import load_objectives
 from dse.search.spec import StudySpec
-from dse.search.storage import journal_storage
+from dse.search.storage.journal_writing import journal_storage
 
 runner = CliRunner()
 CALIB = load_calibration()

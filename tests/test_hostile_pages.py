@@ -27,7 +27,7 @@ from dse.outputs.markup import element_id, script_json
 from dse.outputs.report import render_report
 from dse.search.results import objective_set_of
 from dse.search.spec import load_study_spec
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
 
 HOSTILE = ("\"'><img src=x onerror=alert(1)><script>alert(2)</script><!-- </script>"
            "\u2028\u2029<b>bold</b>&amp;")

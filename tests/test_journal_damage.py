@@ -16,8 +16,8 @@ from study_helpers import complete, finished_journal_study, journal_study
 from study_helpers import run_cli as run
 
 from dse.errors import DseInputError
-from dse.search.journal import check_journal, repair_journal, repaired_path, scan_journal
-from dse.search.storage import journal_storage
+from dse.search.storage.journal_check import check_journal, repair_journal, repaired_path, scan_journal
+from dse.search.storage.journal_writing import journal_storage
 
 BUDGET = 12
 

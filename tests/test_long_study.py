@@ -17,7 +17,7 @@ from dse.search.proposals import Proposer
 from dse.search.runner import run_study
 from dse.search.samplers import HandoverNSGAIISampler
 from dse.search.space import load_space
-from dse.search.storage import journal_storage
+from dse.search.storage.journal_writing import journal_storage
 
 POPULATION = 6
 

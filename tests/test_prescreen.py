@@ -29,7 +29,7 @@ from dse.search.reference import study_reference
 from dse.search.refine import screen_to_fine
 from dse.search.runner import open_study
 from dse.search.space import load_space
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
 from dse.search.sweep import sweep_allowed
 from tests.study_helpers import make_spec, run_cli, write_study
 

@@ -32,8 +32,8 @@ from dse.outputs.labels import human_number
 from dse.outputs.plan import plan_summary
 from dse.outputs.timeline import timeline
 from dse.search.dedup import DUPLICATE_KEY
-from dse.search.recovery import RETRY_KEY
-from dse.search.storage import journal_storage
+from dse.search.storage.journal_writing import journal_storage
+from dse.search.storage.recovery import RETRY_KEY
 
 runner = CliRunner()
 NARROW = {"COLUMNS": "80"}

@@ -23,7 +23,8 @@ from test_distributed import postgres_url
 
 from dse.errors import DseInputError
 from dse.search.spec import load_study_spec
-from dse.search.storage import encode_credentials, open_storage, redact, without_password
+from dse.search.storage.opening import open_storage
+from dse.search.storage.servers import encode_credentials, redact, without_password
 
 __all__ = ["postgres_url"]  # the PostgreSQL server fixture these tests share
 

@@ -35,12 +35,12 @@ from dse.search.pareto import (
     reference_point,
     study_losses,
 )
-from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
 from dse.search.results import status, trials_frame
 from dse.search.runner import run_study
 from dse.search.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
 from dse.search.space import load_space, preset_params
-from dse.search.storage import storage_file
+from dse.search.storage.opening import storage_file
+from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
 
 KINDS = ["journal", "sqlite"]
 GENERATION = optuna.samplers.NSGAIISampler._get_generation_key()

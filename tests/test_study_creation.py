@@ -15,7 +15,6 @@ import pytest
 from study_helpers import make_spec
 
 from dse.search import _optuna
-from dse.search.recovery import BASELINE_KEY, WorkerLock
 from dse.search.runner import (
     CREATOR_KEY,
     OPEN_WAIT_S,
@@ -25,7 +24,8 @@ from dse.search.runner import (
 )
 from dse.search.space import preset_params
 from dse.search.spec import study_objectives, study_space
-from dse.search.storage import open_storage, storage_file
+from dse.search.storage.opening import open_storage, storage_file
+from dse.search.storage.recovery import BASELINE_KEY, WorkerLock
 
 STEPS = ("created", "creator recorded", "definition recorded", "one baseline enqueued",
          "all baselines enqueued")

@@ -96,7 +96,7 @@ def test_sweep_before_the_first_trial_reports_its_progress(tmp_path: Path) -> No
 
     from dse.search.reference import REFERENCE_MIN_BUDGET, study_reference
     from dse.search.runner import open_study
-    from dse.search.storage import open_storage
+    from dse.search.storage.opening import open_storage
 
     spec = make_spec(tmp_path, sampler="auto", budget=REFERENCE_MIN_BUDGET)
     calls: list[tuple[int, int]] = []

@@ -260,7 +260,7 @@ def test_warm_start_study_seeds_a_run(tmp_path: Path) -> None:
 
     from dse.search.runner import open_study, run_study
     from dse.search.spec import load_study_spec
-    from dse.search.storage import open_storage
+    from dse.search.storage.opening import open_storage
     from dse.search.sweep import warm_start_study
 
     spec = dataclasses.replace(load_study_spec("zion-2020-grid"), budget=25,

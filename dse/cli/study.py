@@ -23,7 +23,6 @@ from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search.attribute_keys import WARM_START_KEY, WORKER_KEY
-from dse.search.journal import JournalScan, repair_journal
 from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
@@ -43,20 +42,18 @@ from dse.search.spec import (
     results_dir,
     with_catalog,
 )
-from dse.search.storage import (
-    PROXY_THREADS,
-    check_journal_file,
+from dse.search.storage.failures import quiet_lost_storage, storage_failure
+from dse.search.storage.journal_check import JournalScan, repair_journal
+from dse.search.storage.journal_writing import check_journal_file
+from dse.search.storage.opening import (
     default_storage_path,
-    is_loopback,
     journal_file,
     open_storage,
-    quiet_lost_storage,
-    redact,
-    serve_proxy,
-    storage_failure,
     storage_file,
     study_exists,
 )
+from dse.search.storage.proxy import PROXY_THREADS, serve_proxy
+from dse.search.storage.servers import is_loopback, redact
 
 if TYPE_CHECKING:
     import optuna

@@ -61,10 +61,10 @@ from dse.search.pareto import (
     is_feasible,
     pareto_trials,
 )
-from dse.search.recovery import BASELINE_KEY
 from dse.search.reference import convergence
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.spec import StudySpec
+from dse.search.storage.recovery import BASELINE_KEY
 
 FADED = "rgba(120,120,120,0.25)"
 

@@ -70,9 +70,9 @@ from dse.search.encoding import design_system, design_workload
 from dse.search.fingerprint import model_fingerprint
 from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
-from dse.search.recovery import BASELINE_KEY
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
+from dse.search.storage.recovery import BASELINE_KEY
 
 PRICE_EXPONENTS: dict[str, tuple[int, int]] = {
     "capex_usd": (1, 0),

@@ -4,7 +4,7 @@ exhaustive sweeps and Pareto fronts. The only layer (with the CLI) that imports 
 Modules: :mod:`~dse.search.spec` (study files), :mod:`~dse.search.space`,
 :mod:`~dse.search.objectives` (and the sign rule), :mod:`~dse.search.encoding` (design -> system),
 :mod:`~dse.search.objective` (a trial), :mod:`~dse.search.storage` (and PostgreSQL's timeouts in
-:mod:`~dse.search.postgres`), :mod:`~dse.search.recovery`,
+:mod:`~dse.search.storage.postgres`), :mod:`~dse.search.storage.recovery`,
 :mod:`~dse.search.runner`, :mod:`~dse.search.samplers`, :mod:`~dse.search.sweep` (and the
 coarse-to-fine sweep of :mod:`~dse.search.refine`),
 :mod:`~dse.search.pareto`; every private name of Optuna is in :mod:`~dse.search._optuna`; the

@@ -44,9 +44,11 @@ from dse.search.encoding import (
     suggest_design,
 )
 from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
-from dse.search.recovery import retry
 from dse.search.space import SearchSpace
-from dse.search.storage import grpc_call, quick_counts, rdb_write_attrs
+from dse.search.storage.databases import rdb_write_attrs
+from dse.search.storage.opening import quick_counts
+from dse.search.storage.proxy import grpc_call
+from dse.search.storage.recovery import retry
 
 
 @dataclass

@@ -7,7 +7,7 @@ versions that scored it, and is seeded with the baseline systems its space can e
 (:func:`enqueue_baselines`). Several workers (processes, hosts) share one study through its storage
 and stop together at the budget (:func:`dse.search.objective.over_budget`, and :func:`_optimize`
 waits for trials running elsewhere rather than stopping one short); dead workers' trials are
-retried (:mod:`dse.search.recovery`).
+retried (:mod:`dse.search.storage.recovery`).
 """
 
 from __future__ import annotations
@@ -63,14 +63,6 @@ from dse.search.objective import DesignObjective
 from dse.search.objectives import loss_sign
 from dse.search.pareto import is_feasible, pareto_trials
 from dse.search.prescreen import REFINE_SHARE
-from dse.search.recovery import (
-    BASELINE_KEY,
-    WorkerLock,
-    heartbeat_enabled,
-    recover,
-    recover_stale_trials,
-    taken_by_another,
-)
 from dse.search.reference import REFERENCE_MIN_BUDGET, convergence
 from dse.search.refine import seed_new_study
 from dse.search.samplers import make_sampler, worker_seed
@@ -84,19 +76,17 @@ from dse.search.spec import (
     study_space,
     study_workload,
 )
-from dse.search.storage import (
-    RECONNECT_FIRST_S,
-    RECONNECT_MAX_WAIT_S,
-    ReconnectGaveUp,
-    ServerRestarting,
-    open_storage,
-    reconnect_window,
-    redact,
-    state_counts,
-    storage_failure,
-    storage_file,
-    storage_lost,
+from dse.search.storage.failures import ReconnectGaveUp, ServerRestarting, storage_failure, storage_lost
+from dse.search.storage.opening import open_storage, state_counts, storage_file
+from dse.search.storage.recovery import (
+    BASELINE_KEY,
+    WorkerLock,
+    heartbeat_enabled,
+    recover,
+    recover_stale_trials,
+    taken_by_another,
 )
+from dse.search.storage.servers import RECONNECT_FIRST_S, RECONNECT_MAX_WAIT_S, reconnect_window, redact
 
 T = TypeVar("T")
 
@@ -160,7 +150,7 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     ``dse:budget`` last; the others wait for that before they work. ``storage_path`` (the
     storage's local file, if any) lets them tell a creator killed before it recorded itself:
     every process opening the study holds the file's workers lock shared meanwhile
-    (:class:`~dse.search.recovery.WorkerLock`), so one that finds the lock free of others knows
+    (:class:`~dse.search.storage.recovery.WorkerLock`), so one that finds the lock free of others knows
     the creator is dead and completes the creation at once.
 
     ``warm_start``: ``auto`` (a new study of the default sampler is seeded from the front of a
@@ -434,7 +424,7 @@ def run_study(
     server or storage proxy that goes away mid-run (a restart) is reached again
     (:func:`_reconnect`), also while the study is being opened (the server answered, then
     restarted) and, for a worker joining (``create=False``), when its first connection meets a
-    restart under way (:class:`~dse.search.storage.ServerRestarting`); one that is down at the
+    restart under way (:class:`~dse.search.storage.failures.ServerRestarting`); one that is down at the
     start (refused) fails at once.
     """
     where = _where(spec, storage_url)
@@ -498,10 +488,10 @@ class _Quota:
 def _reconnect(lost: Exception, spec: StudySpec, storage_url: str | None, where: str,
                worker: str) -> optuna.Study:
     """The study again, once its storage answers after ``lost`` (a server that went away,
-    :func:`~dse.search.storage.storage_lost`), tried with a doubling wait for the URL's
-    reconnection window (:func:`~dse.search.storage.reconnect_window`); says so in one line on
+    :func:`~dse.search.storage.failures.storage_lost`), tried with a doubling wait for the URL's
+    reconnection window (:func:`~dse.search.storage.servers.reconnect_window`); says so in one line on
     the log. Re-raises ``lost`` for any other error, and raises
-    :class:`~dse.search.storage.ReconnectGaveUp` (from the last failure) when the window passes.
+    :class:`~dse.search.storage.failures.ReconnectGaveUp` (from the last failure) when the window passes.
     The trials this process was running when it lost the storage are failed and retried."""
     window = reconnect_window(spec.storage if storage_url is None else storage_url)
     if window <= 0 or not storage_lost(lost):

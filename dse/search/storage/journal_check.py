@@ -7,8 +7,8 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
 
 - a damaged last line (torn by power loss, or garbage even when it ends in a newline) holds no
   complete record: a command that writes to the journal cuts it off
-  (:func:`dse.search.storage.repair_journal_tail`), one that only reads leaves it out of its
-  reading and the file as it is (:func:`dse.search.snapshot.read_journal`);
+  (:func:`dse.search.storage.journal_writing.repair_journal_tail`), one that only reads leaves it out of its
+  reading and the file as it is (:func:`dse.search.storage.journal_snapshot.read_journal`);
 - any other damage (a line that is not a record, invalid UTF-8, NUL bytes, a record naming a
   trial or study never created) is refused with one line naming the file, the line and what is
   wrong (:func:`check_journal`), and nothing is written to the file;
@@ -17,49 +17,31 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
   keep their numbers), garbage dropped and reported; the original is left untouched, and an
   existing copy is never overwritten (without ``--force``).
 
-Optuna's records carry no check of their own, so a duplicated, deleted or altered line that is
-still valid JSON reads as a different study: a copied trial creation record shifts every later
-trial onto its neighbour's records, a lost state record leaves a finished trial RUNNING, a changed
-digit is a changed result. dse therefore writes each record with a check of its own
-(:class:`CheckedJournalBackend`): a last field ``"dse_check":[N,CRC]``, where ``N`` numbers the
-record's line in the file (counted under the write lock, so several workers appending at once
-number their lines in file order) and ``CRC`` is a CRC-32 of the record before that field and of
-``N``. Optuna's replay reads only the keys it knows and ignores the field, so such a journal is
-still an Optuna journal. The scan then finds (:class:`RecordNumbers`):
-
-- a record whose CRC does not match: altered since it was written;
-- a record numbered like an earlier one: a copy (a duplicated line);
-- numbers that jump further than the lines between them: records lost.
-
-Records without the field (written by plain Optuna or by earlier versions of dse; a journal may mix both)
-are read as before, with only the checks above on the records around them. A writer that does
-not take dse's lock can slip a line in between another's count and its write; such unchecked
-lines are allowed for (they only ever add lines), so they are never taken for damage.
+The records' layout and dse's check on each are :mod:`dse.search.storage.journal_format`'s; the ids
+a record names are checked as Optuna's replay numbers them.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from dse.errors import DseInputError
 from dse.safe_write import check_target, write_file
-from dse.search._optuna import (
-    JOURNAL_FIELDS,
-    STUDY_OPS,
-    TRIAL_OPS,
-    BaseJournalFileLock,
-    JournalOperation,
+from dse.search._optuna import JOURNAL_FIELDS, STUDY_OPS, TRIAL_OPS, JournalOperation
+from dse.search.storage.journal_format import (
+    RecordNumbers,
+    check_start,
+    checked_line,
+    checks_hold,
+    read_check,
 )
 
 OP = JournalOperation
@@ -67,164 +49,6 @@ PLACEHOLDER_WORKER = "dse-repair"
 """``worker_id`` of the records :func:`repair_journal` writes: creation records in place of lost
 ones, FAIL states in place of altered records."""
 REPAIRED_SUFFIX = ".repaired"
-
-
-CHECK_KEY = "dse_check"
-"""The last field of each record dse writes: ``[N, CRC]`` (see the module)."""
-_CHECK_AT = b',"' + CHECK_KEY.encode() + b'":['
-_CHECK = re.compile(re.escape(_CHECK_AT) + rb"(0|[1-9]\d{0,17}),(\d{1,10})\]\}")
-"""The check field at the end of a line (its whole rest: a field of the same name nested in a
-value is followed by more closing brackets)."""
-
-
-def _crc(head: bytes | memoryview, number: int) -> int:
-    """The CRC of a record: of its text before the check field, then of its line number."""
-    return zlib.crc32(b"%d" % number, zlib.crc32(head))
-
-
-def checked_line(head: bytes, number: int) -> bytes:
-    """The journal line of a record whose JSON text without its closing brace is ``head``, written
-    on line ``number`` (from 0), with dse's check, and its newline."""
-    return head + _CHECK_AT + b"%d,%d]}\n" % (number, _crc(head, number))
-
-
-def record_line(log: dict[str, Any], number: int) -> bytes:
-    """``log`` as Optuna writes it (compact JSON, ASCII), checked as line ``number``."""
-    return checked_line(json.dumps(log, separators=(",", ":")).encode()[:-1], number)
-
-
-def read_check(raw: bytes) -> tuple[int, bool] | None:
-    """(line number the record was written as, whether it is as written) of a line with dse's
-    check; ``None`` for a line without one."""
-    at = raw.rfind(_CHECK_AT)
-    if at < 0:
-        return None
-    m = _CHECK.fullmatch(raw, at)
-    if m is None:
-        return None
-    number = int(m[1])
-    return number, int(m[2]) == _crc(memoryview(raw)[:at], number)
-
-
-def without_check(text: bytes) -> bytes:
-    """A record's text (or the end of it) without dse's check field."""
-    at = text.rfind(_CHECK_AT)
-    return text if at < 0 or _CHECK.fullmatch(text, at) is None else text[:at] + b"}"
-
-
-class RecordNumbers:
-    """dse's record numbers read in file order, and what they say about the lines between.
-
-    Written under the lock, the records of consecutive lines carry consecutive numbers. Lines
-    without a number (written by plain Optuna or an older dse, possibly between another writer's
-    count and its write) only ever add lines, so a number may fall behind its line by as many
-    unnumbered lines as came just before it (``slack``), never run ahead of it."""
-
-    __slots__ = ("last", "line", "slack")
-
-    def __init__(self, state: tuple[int, int, int] = (-1, -1, 0)) -> None:
-        self.last, self.line, self.slack = state
-
-    def state(self) -> tuple[int, int, int]:
-        return self.last, self.line, self.slack
-
-    def take(self, line: int, number: int, unnumbered: int) -> int:
-        """Records lost just before ``line`` (from 0), which holds record ``number`` after
-        ``unnumbered`` lines without a number: 0 if none, -1 when ``number`` repeats an earlier
-        record's (a duplicated line; then nothing is taken)."""
-        if number <= self.last:
-            return -1
-        lost = max(0, (number - self.last) - (line - self.line) - self.slack)
-        self.slack = unnumbered or (self.slack if number == self.last + 1 else 0)
-        self.last, self.line = number, line
-        return lost
-
-
-_CHECK_LINE = re.compile(_CHECK.pattern + rb"$", re.MULTILINE)
-_CHECKED_LINE = re.compile(rb"^(.*)" + _CHECK_LINE.pattern, re.MULTILINE)
-
-
-def checks_hold(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
-    """Whether dse's checks of every line of ``data`` from byte ``start`` (the start of line
-    ``line``, from 0) hold: no record altered, repeated or lost, as :func:`scan_journal` finds
-    them (a yes or no, several times faster: for a reader that refuses any damage). ``numbers``
-    goes on from the lines before ``start``."""
-    checked = data.count(_CHECK_AT, start)
-    if not checked:
-        return True  # written by plain Optuna or an earlier dse: nothing to check
-    if checked != data.count(b"\n", start) + (not data.endswith(b"\n")):
-        return _checks_hold_mixed(data, start, line, numbers)
-    rows = _CHECKED_LINE.findall(data, start)
-    if len(rows) != checked:
-        return _checks_hold_mixed(data, start, line, numbers)
-    # Every line checked (a journal dse wrote): its numbers must run on from the first.
-    first = int(rows[0][1])
-    if numbers.take(line, first, line - numbers.line - 1):
-        return False
-    if [int(n) for _, n, _ in rows] != list(range(first, first + len(rows))):
-        return False
-    numbers.last, numbers.line = first + len(rows) - 1, line + len(rows) - 1
-    crc32 = zlib.crc32
-    return all(crc32(b"%d" % n, crc32(head)) == int(crc)
-               for n, (head, _, crc) in enumerate(rows, start=first))
-
-
-def _checks_hold_mixed(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
-    """:func:`checks_hold` of lines some of which have no check."""
-    pos = start
-    for m in _CHECK_LINE.finditer(data, start):
-        at = m.start()
-        line += data.count(b"\n", pos, at)
-        pos = at
-        number = int(m[1])
-        head = max(data.rfind(b"\n", start, at) + 1, start)
-        if int(m[2]) != _crc(memoryview(data)[head:at], number):
-            return False
-        if numbers.take(line, number, line - numbers.line - 1):
-            return False
-    return True
-
-
-class CheckedJournalBackend(JournalFileBackend):
-    """Optuna's journal file with each record written with dse's check (see the module).
-
-    Under the write lock it counts the lines other writers added since its last write (reading
-    only those bytes) and numbers its own from there; reads are Optuna's."""
-
-    def __init__(self, path: str, lock: BaseJournalFileLock) -> None:
-        super().__init__(path, lock_obj=lock)
-        self._path = path
-        self._write_lock = lock
-        self._counted = (0, 0)
-        """(bytes, lines) of the file as this writer last counted or wrote them."""
-
-    def append_logs(self, logs: list[dict[str, Any]]) -> None:
-        self._write_lock.acquire()
-        try:
-            with open(self._path, "a+b") as f:
-                size = os.fstat(f.fileno()).st_size
-                first = self._lines_in(f.fileno(), size)
-                data = b"".join(record_line(log, first + i) for i, log in enumerate(logs))
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            self._counted = (size + len(data), first + len(logs))
-        finally:
-            self._write_lock.release()
-
-    def _lines_in(self, fd: int, size: int) -> int:
-        """Lines in the first ``size`` bytes of the file open as ``fd`` (counted on from the last
-        count when the file still ends a line there; afresh when it was cut or replaced)."""
-        offset, lines = self._counted
-        if offset > size or (offset and os.pread(fd, 1, offset - 1) != b"\n"):
-            offset, lines = 0, 0
-        while offset < size:
-            chunk = os.pread(fd, min(size - offset, 1 << 20), offset)
-            if not chunk:
-                break
-            lines += chunk.count(b"\n")
-            offset += len(chunk)
-        return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +83,8 @@ the replay check without decoding the whole line."""
 
 def _quick(raw: bytes) -> dict[str, Any] | str:
     """:func:`_parse` for a line as Optuna writes it, reading only its op code and first id; the
-    JSON of the rest is left to Optuna's own reading (:func:`dse.search.storage.journal_storage`
-    scans thoroughly when that fails)."""
+    JSON of the rest is left to Optuna's own reading
+    (:func:`dse.search.storage.journal_writing.journal_storage` scans thoroughly when that fails)."""
     m = _QUICK.match(raw)
     if m is None or not raw.endswith(b"}") or b"\x00" in raw:
         return _parse(raw)
@@ -485,7 +309,7 @@ def repaired_lines(data: bytes) -> Iterator[bytes]:
         nonlocal written
         written += 1
         if head is None:
-            at = raw.rfind(_CHECK_AT) if read_check(raw) else -1
+            at = check_start(raw)
             return raw + b"\n" if at < 0 else checked_line(raw[:at], written - 1)
         return checked_line(head, written - 1)
 

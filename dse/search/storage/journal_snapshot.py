@@ -1,24 +1,24 @@
 """A study journal read in one pass, for the commands that only read it (status, pareto, export,
 report, plot).
 
-Opening a journal through Optuna (``JournalStorage``) decodes every line as a whole, copies a
-trial for each of its ~45 records and, after dse's damage scan (:mod:`dse.search.journal`), reads
-the file a second time: about 6 s for a study of 3,000 trials (25 MB) on a loaded 2-core machine.
-:func:`read_snapshot` reads the file once and applies the same rules as Optuna's replay
+Opening a journal through Optuna (``JournalStorage``) decodes every line as a whole, copies a trial
+for each of its ~45 records and, after dse's damage scan (:mod:`dse.search.storage.journal_check`),
+reads the file a second time: about 6 s for a study of 3,000 trials (25 MB) on a loaded 2-core
+machine. :func:`read_snapshot` reads the file once and applies the same rules as Optuna's replay
 (``optuna.storages.journal._storage.JournalStorageReplayResult``): studies and trials numbered by
 their creation records, a second creation of a name ignored, records of a deleted study ignored,
-nothing changed on a finished trial, a parameter whose distribution is incompatible with the
-study's earlier one ignored, attributes merged key by key. It decodes only what is not fixed by
-the record's shape: the leading ``op_code``, ``worker_id`` and id of every line are matched, the
-parameter records (a quarter of the file) are split at their keys with names, values and
-distributions decoded once per distinct text, and the attribute records (over half) are decoded
-together in one call. About 1 s for that study; the replay is then kept beside the journal
-(``NAME.journal.snapshot``, a cache checked against the journal's bytes) so that later reads
-decode only the records added since: about 0.2 s.
+nothing changed on a finished trial, a parameter whose distribution is incompatible with the study's
+earlier one ignored, attributes merged key by key. It decodes only what is not fixed by the record's
+shape: the leading ``op_code``, ``worker_id`` and id of every line are matched, the parameter
+records (a quarter of the file) are split at their keys with names, values and distributions decoded
+once per distinct text, and the attribute records (over half) are decoded together in one call.
+About 1 s for that study; the replay is then kept beside the journal (``NAME.journal.snapshot``, a
+cache checked against the journal's bytes) so that later reads decode only the records added since:
+about 0.2 s.
 
 It refuses, by returning ``None``, anything it does not read exactly as Optuna would: any damage
 (the caller then opens the journal as before, so the damage is reported or the torn tail cut off
-as :func:`dse.search.storage.journal_storage` does), a record naming a trial or study never
+as :func:`dse.search.storage.journal_writing.journal_storage` does), a record naming a trial or study never
 created, a last line without its newline (a write in progress, or torn), and lines in another
 layout than Optuna's. A :class:`JournalSnapshot` serves the result as a read-only Optuna storage,
 so the callers get an ordinary :class:`optuna.Study` with the same frozen trials.
@@ -49,7 +49,8 @@ from optuna.trial import FrozenTrial, TrialState
 from dse.errors import DseInputError
 from dse.safe_write import write_file
 from dse.search._optuna import JOURNAL_ID_KEY, STUDY_OPS, FrozenStudy, JournalOperation
-from dse.search.journal import RecordNumbers, check_journal, checks_hold, without_check
+from dse.search.storage.journal_check import check_journal
+from dse.search.storage.journal_format import RecordNumbers, checks_hold, without_check
 
 _STRING = rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 _LINE = re.compile(
@@ -186,7 +187,7 @@ class _Replay:
         self.lines = 0
         """Lines read so far."""
         self.numbers = RecordNumbers()
-        """dse's record numbers read so far (:mod:`dse.search.journal`)."""
+        """dse's record numbers read so far (:mod:`dse.search.storage.journal_format`)."""
 
     def to_state(self) -> list[Any]:
         """Everything a later read resumes from, as plain data (for :mod:`marshal`)."""
@@ -371,12 +372,12 @@ def _fields(rest: bytes, key: bytes) -> dict[str, Any]:
 
 
 def read_journal(path: Path, study: str = "STUDY") -> BaseStorage:
-    """The journal at ``path`` for a command that only reads it, never writing to it (a damaged
-    tail is left out, not cut off; nothing is created beside it but the snapshot cache, whose
-    write may fail): a :class:`JournalSnapshot`, or Optuna's replay of the journal's bytes when
-    the snapshot refuses them. Damage before the tail is refused as :func:`dse.search.journal.
-    check_journal` refuses it (``study`` names the study in its ``dse repair`` advice); an
-    unreadable file raises :class:`OSError`."""
+    """The journal at ``path`` for a command that only reads it, never writing to it (a damaged tail
+    is left out, not cut off; nothing is created beside it but the snapshot cache, whose write may
+    fail): a :class:`JournalSnapshot`, or Optuna's replay of the journal's bytes when the snapshot
+    refuses them. Damage before the tail is refused as
+    :func:`dse.search.storage.journal_check.check_journal` refuses it (``study`` names the study in
+    its ``dse repair`` advice); an unreadable file raises :class:`OSError`."""
     data = path.read_bytes()
     snapshot = read_snapshot(path, data=data)
     if snapshot is not None:
