@@ -7,8 +7,8 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
 
 - a damaged last line (torn by power loss, or garbage even when it ends in a newline) holds no
   complete record: a command that writes to the journal cuts it off
-  (:func:`dse.search.storage.journal_writing.repair_journal_tail`), one that only reads leaves it out of its
-  reading and the file as it is (:func:`dse.search.storage.journal_snapshot.read_journal`);
+  (:func:`dse.search.storage.journal_writing.repair_journal_tail`), one that only reads leaves it
+  out of its reading and the file as it is (:func:`dse.search.storage.journal_snapshot.read_journal`);
 - any other damage (a line that is not a record, invalid UTF-8, NUL bytes, a record naming a
   trial or study never created) is refused with one line naming the file, the line and what is
   wrong (:func:`check_journal`), and nothing is written to the file;
@@ -18,13 +18,13 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
   existing copy is never overwritten (without ``--force``).
 
 The records' layout and dse's check on each are :mod:`dse.search.storage.journal_format`'s; the ids
-a record names are checked as Optuna's replay numbers them.
+a record names are checked as Optuna's replay numbers them, by the replay the snapshot reader
+follows (:class:`~dse.search.storage.journal_replay.JournalReplay`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,12 +37,14 @@ from dse.errors import DseInputError
 from dse.safe_write import check_target, write_file
 from dse.search._optuna import JOURNAL_FIELDS, STUDY_OPS, TRIAL_OPS, JournalOperation
 from dse.search.storage.journal_format import (
+    RECORD_LINE,
     RecordNumbers,
     check_start,
     checked_line,
     checks_hold,
     read_check,
 )
+from dse.search.storage.journal_replay import JournalReplay
 
 OP = JournalOperation
 PLACEHOLDER_WORKER = "dse-repair"
@@ -75,22 +77,17 @@ class JournalScan:
     restores them), keyed by the line of the first record naming a trial never created."""
 
 
-_QUICK = re.compile(rb'\{"op_code":(\d+),"worker_id":"[^"\\]*","(study_id|trial_id|study_name)":'
-                    rb'(\d+|"[^"\\]*")[,}]')
-"""The start of a record as Optuna writes it (keys in this order, no spaces): enough of it for
-the replay check without decoding the whole line."""
-
-
 def _quick(raw: bytes) -> dict[str, Any] | str:
-    """:func:`_parse` for a line as Optuna writes it, reading only its op code and first id; the
-    JSON of the rest is left to Optuna's own reading
+    """:func:`_parse` for a line as Optuna writes it (:data:`RECORD_LINE`), reading only its op
+    code and first id (a study's name as its JSON text): enough for the replay of the ids. The JSON
+    of the rest is left to Optuna's own reading
     (:func:`dse.search.storage.journal_writing.journal_storage` scans thoroughly when that fails)."""
-    m = _QUICK.match(raw)
-    if m is None or not raw.endswith(b"}") or b"\x00" in raw:
+    m = RECORD_LINE.match(raw)
+    if m is None or m[4][:1] not in (b",", b"}") or not raw.endswith(b"}") or b"\x00" in raw:
         return _parse(raw)
-    value = m.group(3)
-    return {"op_code": int(m.group(1)),
-            m.group(2).decode(): int(value) if value[:1] != b'"' else value.decode("utf-8", "replace")}
+    value = m[3]
+    return {"op_code": int(m[1]),
+            m[2].decode(): int(value) if value[:1] != b'"' else value.decode("utf-8", "replace")}
 
 
 def _parse(raw: bytes) -> dict[str, Any] | str:
@@ -123,42 +120,32 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
         yield len(parts) + 1, last, False
 
 
-class _Replay:
-    """The ids Optuna's replay would give: studies and trials numbered by creation record."""
-
-    def __init__(self) -> None:
-        self.names: set[Any] = set()
-        self.deleted: set[int] = set()
-        self.trials = 0
-        self.last_study = 0
-
-    def check(self, record: dict[str, Any]) -> tuple[str, int]:
-        """What is wrong with ``record`` given the records before it ('' if nothing), and how
-        many trial creation records are missing before it."""
-        op = record["op_code"]
-        if op == OP.CREATE_STUDY:
-            # A second creation of a name (a process racing to create it) creates nothing.
-            self.names.add(record.get("study_name"))
-            return "", 0
-        if op in STUDY_OPS:
-            sid = record.get("study_id")
-            if not isinstance(sid, int) or not 0 <= sid < len(self.names):
-                return f"names study {sid}, which no earlier record created", 0
-            if op == OP.DELETE_STUDY:
-                self.deleted.add(sid)
-            elif op == OP.CREATE_TRIAL and sid not in self.deleted:
-                self.trials += 1
-                self.last_study = sid
-            return "", 0
-        if op in TRIAL_OPS:
-            tid = record.get("trial_id")
-            if not isinstance(tid, int) or tid < 0:
-                return f"names trial {tid!r}, not a trial id", 0
-            if tid >= self.trials:
-                missing = tid - self.trials + 1
-                return (f"names trial {tid}, which no earlier record created ({missing} trial "
-                        "creation record(s) lost before this line)"), missing
+def _place(replay: JournalReplay, record: dict[str, Any]) -> tuple[str, int]:
+    """Follow ``record``'s ids in ``replay``: what is wrong with it given the records before it
+    ('' if nothing), and how many trial creation records are missing before it."""
+    op = record["op_code"]
+    if op == OP.CREATE_STUDY:
+        name = record.get("study_name")  # any JSON value a thorough scan decodes
+        replay.create_study(name if isinstance(name, str) else json.dumps(name), [])
         return "", 0
+    if op in STUDY_OPS:
+        sid = record.get("study_id")
+        if not replay.created(sid):
+            return f"names study {sid}, which no earlier record created", 0
+        if op == OP.DELETE_STUDY:
+            replay.delete_study(sid)
+        elif op == OP.CREATE_TRIAL:
+            replay.create_trial(sid)
+        return "", 0
+    if op in TRIAL_OPS:
+        tid = record.get("trial_id")
+        if not isinstance(tid, int) or tid < 0:
+            return f"names trial {tid!r}, not a trial id", 0
+        if tid >= len(replay.trials):
+            missing = tid - len(replay.trials) + 1
+            return (f"names trial {tid}, which no earlier record created ({missing} trial "
+                    "creation record(s) lost before this line)"), missing
+    return "", 0
 
 
 @dataclass(slots=True)
@@ -187,7 +174,7 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
     parse = _parse if thorough else _quick
     # Where every check holds (nearly always) no line needs its own: the fast test first.
     verify = not checks_hold(data, 0, 0, RecordNumbers())
-    replay = _Replay()
+    replay = JournalReplay()
     numbers = RecordNumbers()
     first_at: dict[int, int] = {}
     unnumbered = 0
@@ -218,10 +205,11 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
             problems = ([f"{lost} record(s) lost just before this line (dse's record numbers go "
                         f"from {before} to {check[0]}; a repair restores lost trial creations only)"]
                         if lost else [])
-        problem, missing = replay.check(parsed)
+        problem, missing = _place(replay, parsed)
         if problem:
             problems.append(problem)
-        replay.trials += missing
+        if missing:
+            replay.placeholder_trials(missing, replay.last_study)
         if problems or missing:
             kind = "unplaceable" if problem and not missing else "record"
             yield number, raw, ended, _Line(kind, problems, missing, replay.last_study)
@@ -229,18 +217,17 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
             yield number, raw, ended, None
 
 
-def _altered(record: dict[str, Any], replay: _Replay) -> _Line:
+def _altered(record: dict[str, Any], replay: JournalReplay) -> _Line:
     """A line whose check fails: what it named, so a repaired copy can mark that trial FAIL."""
     line = _Line("altered", ["altered since dse wrote it (its checksum does not match); a "
                              "repaired copy drops it and fails the trial it names, if any"])
     op, ident = record["op_code"], record.get("trial_id", record.get("study_id"))
     if op == OP.CREATE_TRIAL:
         line.creates = True
-        if isinstance(ident, int) and 0 <= ident < len(replay.names):
-            replay.last_study = ident
-        line.study, line.failed = replay.last_study, replay.trials
-        replay.trials += 1
-    elif op in TRIAL_OPS and isinstance(ident, int) and 0 <= ident < replay.trials:
+        line.study = ident if replay.created(ident) else replay.last_study
+        line.failed = len(replay.trials)
+        replay.placeholder_trials(1, line.study)
+    elif op in TRIAL_OPS and isinstance(ident, int) and 0 <= ident < len(replay.trials):
         line.failed = ident
     return line
 

@@ -29,6 +29,15 @@ import re
 import zlib
 from typing import Any
 
+_STRING = rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+RECORD_LINE = re.compile(
+    rb'^\{"op_code":(0|[1-9]\d?),"worker_id":"[\x20\x21\x23-\x5b\x5d-\x7e]*",'
+    rb'"(study_id|trial_id|study_name)":(0|[1-9]\d*|' + _STRING + rb")(.*)$", re.MULTILINE)
+"""A record's line as Optuna writes it (``json.dumps`` with compact separators, ``op_code``,
+``worker_id`` and the id first): the op code, the id's key and value (a number, or a study's
+name as JSON text) and the rest of the line. The worker id is only matched (printable ASCII without
+quote or backslash, so valid JSON), never decoded: no reader of a journal depends on it. A line in
+another layout (written by another tool, or damaged) is decoded whole."""
 CHECK_KEY = "dse_check"
 """The last field of each record dse writes: ``[N, CRC]`` (see the module)."""
 _CHECK_AT = b',"' + CHECK_KEY.encode() + b'":['
