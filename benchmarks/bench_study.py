@@ -37,10 +37,10 @@ import optuna
 import dse.search.objective as objective_mod
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
-from dse.search.encoding import design_system
 from dse.search.objective import DesignObjective
 from dse.search.runner import run_study
-from dse.search.spec import (
+from dse.search.study.encoding import design_system
+from dse.search.study.study_file import (
     DEFAULT_STUDY,
     StudySpec,
     load_study_spec,

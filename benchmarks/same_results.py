@@ -5,7 +5,7 @@
     python benchmarks/same_results.py --print            # this checkout's fingerprints, one a line
 
 A speed-up of the model must not change a single result. This draws designs at random (seeded)
-from every search space under ``search_spaces/`` (decoded with :mod:`dse.search.encoding`), pairs
+from every search space under ``search_spaces/`` (decoded with :mod:`dse.search.study.encoding`), pairs
 each with a workload in turn, evaluates it here and in a checkout of ``--ref`` (``git worktree``
 under a temporary directory, run in a subprocess with that tree first on ``PYTHONPATH``), and
 compares every design's fingerprint exactly: the whole ``Evaluation.to_dict()`` (throughput, step
@@ -49,7 +49,7 @@ def _draw(rng: random.Random, p: Any) -> Any:
 
 def designs(n: int, seed: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """``n`` (space, workload, design) triples, spaces and workloads in turn."""
-    from dse.search.space import load_space
+    from dse.search.study.search_space import load_space
 
     spaces = sorted(p.stem for p in (ROOT / "search_spaces").glob("*.toml"))
     rng = random.Random(seed)
@@ -66,8 +66,8 @@ def fingerprints(n: int, seed: int) -> Iterator[str]:
     """One line per design: what it is and everything its evaluation says (see the module doc)."""
     from dse import evaluate, load_calibration, load_catalog, load_workload
     from dse.errors import DseInputError
-    from dse.search.encoding import design_system
-    from dse.search.space import load_space
+    from dse.search.study.encoding import design_system
+    from dse.search.study.search_space import load_space
 
     calib, cat = load_calibration(), load_catalog()
     for space_name, workload, design in designs(n, seed):

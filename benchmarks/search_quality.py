@@ -50,17 +50,17 @@ import optuna
 from optuna.trial import TrialState
 
 from dse.model.workload import load_workload
-from dse.search.attribute_keys import PRESCREEN_KEY, WARM_START_KEY
 from dse.search.objective import DesignObjective
-from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.pareto import non_dominated
 from dse.search.reference import REFERENCE_MAX_DESIGNS
 from dse.search.refine import coarse_to_fine, seed_new_study
 from dse.search.runner import enqueue_baselines, run_study
 from dse.search.samplers import make_sampler
-from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
-from dse.search.space import SearchSpace, load_space
-from dse.search.spec import load_study_spec
+from dse.search.study.attribute_keys import PRESCREEN_KEY, WARM_START_KEY
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives
+from dse.search.study.search_space import SearchSpace, load_space
+from dse.search.study.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
+from dse.search.study.study_file import load_study_spec
 from dse.search.sweep import SweepResult, coarse_grid, coarse_space, greedy_front, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent

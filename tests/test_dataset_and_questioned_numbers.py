@@ -19,11 +19,11 @@ from dse.model.cost import CRITEO_EPOCH_SAMPLES, capex, power, scaleout_tiers
 from dse.model.system import System, read_system_data, resolve_system, system_spec_from_mapping
 from dse.records import apply_override
 from dse.search.dedup import design_key
-from dse.search.encoding import canonical_design, decode_params, grid_designs, grid_of
-from dse.search.objectives import METRICS, load_objectives
 from dse.search.results import load_stored_study, trial_rows
-from dse.search.space import load_space
-from dse.search.spec import load_study_spec
+from dse.search.study.encoding import canonical_design, decode_params, grid_designs, grid_of
+from dse.search.study.objective_sets import METRICS, load_objectives
+from dse.search.study.search_space import load_space
+from dse.search.study.study_file import load_study_spec
 
 SYSTEMS = Path(__file__).resolve().parents[1] / "dse" / "data" / "systems"
 

@@ -22,16 +22,16 @@ from dse.search.dedup import (
     group_by_design,
     trial_numbers,
 )
-from dse.search.encoding import encode_design, suggest_design
 from dse.search.objective import DesignObjective
-from dse.search.objectives import load_objectives
 from dse.search.proposals import Proposer
 from dse.search.reference import REFERENCE_KEY, convergence, reference_from_front, study_reference
 from dse.search.results import status, trials_frame
 from dse.search.runner import open_study, run_study
 from dse.search.samplers import make_sampler
-from dse.search.space import load_space, space_from_mapping
 from dse.search.storage.opening import open_storage
+from dse.search.study.encoding import encode_design, suggest_design
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, space_from_mapping
 from tests.study_helpers import complete, load, make_spec
 
 DESIGN = {"node.accelerator": "h100-sxm5-80gb", "nodes": 2, "node.nics": 8, "node.nic_gbit_s": 400,
@@ -255,7 +255,7 @@ def test_tables_show_each_design_once_with_its_trials(tmp_path: Path) -> None:
 def test_fingerprint_tells_input_source_apart() -> None:
     """Two presets that differ only in where the input is read are different machines."""
     from dse.model.system import load_system_spec
-    from dse.search.space import _fingerprint
+    from dse.search.study.search_space import _fingerprint
 
     local = load_system_spec("dgx-h100")
     remote = load_system_spec("dgx-h100", (("node.input_source", "network"),))

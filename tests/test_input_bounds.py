@@ -34,9 +34,9 @@ from dse.model.system import load_system, load_system_spec
 from dse.model.user_catalog import load_user_catalog
 from dse.model.workload import load_workload
 from dse.reading import read_bytes, read_text
-from dse.search.objectives import load_objectives
-from dse.search.space import load_space, space_from_mapping
-from dse.search.spec import load_study_spec
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, space_from_mapping
+from dse.search.study.study_file import load_study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

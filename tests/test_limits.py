@@ -20,9 +20,9 @@ from dse.errors import DseInputError
 from dse.model.system import load_system, load_system_spec, system_presets
 from dse.model.workload import load_workload, workload_presets
 from dse.records import OBJECTIVES, SPACE, STUDY, SYSTEM, WORKLOAD, FileKind, read_toml
-from dse.search.objectives import load_objectives
-from dse.search.space import load_space, space_from_mapping
-from dse.search.spec import load_study_spec, study_workload
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, space_from_mapping
+from dse.search.study.study_file import load_study_spec, study_workload
 
 runner = CliRunner()
 FAST_S = 1.0

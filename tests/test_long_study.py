@@ -16,8 +16,8 @@ from dse.search.pareto import GrowingFront, pareto_mask
 from dse.search.proposals import Proposer
 from dse.search.runner import run_study
 from dse.search.samplers import HandoverNSGAIISampler
-from dse.search.space import load_space
 from dse.search.storage.journal_writing import journal_storage
+from dse.search.study.search_space import load_space
 
 POPULATION = 6
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from dse.model.rules import RULE_NAMES
-from dse.search.objectives import (
+from dse.search.pareto import non_dominated, pareto_mask
+from dse.search.study.objective_sets import (
     UNSCORABLE_CONSTRAINTS,
     WORST_LOSS,
     Constraint,
@@ -18,7 +19,6 @@ from dse.search.objectives import (
     loss_sign,
     losses_of,
 )
-from dse.search.pareto import non_dominated, pareto_mask
 from dse.search.sweep import objective_losses
 
 

@@ -30,10 +30,10 @@ from study_helpers import CHEAP, ROOT, write_study
 
 from dse.errors import DseInputError
 from dse.search._optuna import rdb_backend
-from dse.search.spec import StudySpec, load_study_spec
 from dse.search.storage.failures import storage_failure
 from dse.search.storage.opening import open_storage
 from dse.search.storage.servers import redact
+from dse.search.study.study_file import StudySpec, load_study_spec
 
 BUDGET = 20
 ENV = {**os.environ, "COLUMNS": "250"}

@@ -21,15 +21,15 @@ import pytest
 import dse.search.refine as refine_mod
 import dse.search.runner as runner
 from dse.model.workload import load_workload
-from dse.search.attribute_keys import BUDGET_KEY, PRESCREEN_KEY, WORKLOAD_KEY
 from dse.search.dedup import Tiers, design_key, keyed_neighbourhood, neighbourhood
-from dse.search.objectives import load_objectives
 from dse.search.prescreen import BATCH_DESIGNS, METHOD, latin_batch
 from dse.search.reference import study_reference
 from dse.search.refine import screen_to_fine
 from dse.search.runner import open_study
-from dse.search.space import load_space
 from dse.search.storage.opening import open_storage
+from dse.search.study.attribute_keys import BUDGET_KEY, PRESCREEN_KEY, WORKLOAD_KEY
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space
 from dse.search.sweep import sweep_allowed
 from tests.study_helpers import make_spec, run_cli, write_study
 

@@ -25,8 +25,6 @@ import dse.search.objective as objective_mod
 from dse import evaluate, load_system, load_workload
 from dse.model.parameters import load_calibration
 from dse.model.rules import RULE_NAMES
-from dse.search.encoding import canonical_design, decode_params, suggest_design
-from dse.search.objectives import load_objectives
 from dse.search.pareto import (
     hypervolume,
     is_feasible,
@@ -38,9 +36,11 @@ from dse.search.pareto import (
 from dse.search.results import status, trials_frame
 from dse.search.runner import run_study
 from dse.search.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
-from dse.search.space import load_space, preset_params
 from dse.search.storage.opening import storage_file
 from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
+from dse.search.study.encoding import canonical_design, decode_params, suggest_design
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, preset_params
 
 KINDS = ["journal", "sqlite"]
 GENERATION = optuna.samplers.NSGAIISampler._get_generation_key()

@@ -28,12 +28,12 @@ from study_helpers import (
 from typer.testing import CliRunner, Result
 
 from dse.cli import app
-from dse.search.objectives import objective_names
 from dse.search.pareto import pareto_trials
-from dse.search.space import space_names
-from dse.search.spec import study_names
 from dse.search.storage.journal_writing import journal_storage
 from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
+from dse.search.study.objective_sets import objective_names
+from dse.search.study.search_space import space_names
+from dse.search.study.study_file import study_names
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}

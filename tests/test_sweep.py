@@ -19,10 +19,10 @@ from dse.errors import DseInputError
 from dse.model.evaluate import Memo, evaluate
 from dse.model.system import load_system, load_system_spec, resolve_system
 from dse.model.workload import Workload, load_workload
-from dse.search.encoding import decode_params
-from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.pareto import pareto_mask
-from dse.search.space import SearchSpace, load_space, space_from_mapping
+from dse.search.study.encoding import decode_params
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives
+from dse.search.study.search_space import SearchSpace, load_space, space_from_mapping
 from dse.search.sweep import (
     WARM_START_KEY,
     coarse_grid,
@@ -259,8 +259,8 @@ def test_warm_start_study_seeds_a_run(tmp_path: Path) -> None:
     import dataclasses
 
     from dse.search.runner import open_study, run_study
-    from dse.search.spec import load_study_spec
     from dse.search.storage.opening import open_storage
+    from dse.search.study.study_file import load_study_spec
     from dse.search.sweep import warm_start_study
 
     spec = dataclasses.replace(load_study_spec("zion-2020-grid"), budget=25,

@@ -14,11 +14,11 @@ import pytest
 from dse.model.evaluate import evaluate
 from dse.model.workload import Workload, load_workload
 from dse.search.dedup import design_key
-from dse.search.encoding import design_system
-from dse.search.objectives import ObjectiveSet, load_objectives
 from dse.search.reference import study_reference
 from dse.search.refine import METHOD, coarse_to_fine, seed_new_study
-from dse.search.space import SearchSpace, space_from_mapping
+from dse.search.study.encoding import design_system
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives
+from dse.search.study.search_space import SearchSpace, space_from_mapping
 from dse.search.sweep import WARM_START_KEY, SweepResult, coarse_front, explicit_grid, run_sweep
 
 LINES = {
@@ -148,7 +148,7 @@ def test_line_values_of_long_and_float_parameters() -> None:
     """A float knob is line-searched over FLOAT_LEVELS values on its scale (ends exact); a long
     log-scale int over LINE_MAX_VALUES spread values, plus the four nearest either side."""
     from dse.search.refine import FLOAT_LEVELS, LINE_MAX_VALUES, _line_values, _near
-    from dse.search.space import Parameter
+    from dse.search.study.search_space import Parameter
 
     ddr = Parameter("node.ddr_gb", "float", low=1536.0, high=8192.0, log=True)
     values = _line_values(ddr)

@@ -23,9 +23,9 @@ from dse.model.user_catalog import load_user_catalog
 from dse.model.workload import load_workload
 from dse.outputs.cases.uncertainty import PRICE_SPREAD, ClaimUncertainty, price_draw, uncertainty_lines
 from dse.outputs.robust import price_draws, price_ratios, robust_front
-from dse.search.objectives import load_objectives
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.study_file import StudySpec
 
 CAT = load_catalog()
 WL = load_workload("mlperf-dlrm-dcnv2")

@@ -39,10 +39,10 @@ from test_postgres_faults import server, states
 
 from dse.search import _optuna
 from dse.search.dedup import DUPLICATE_KEY
-from dse.search.spec import load_study_spec
 from dse.search.storage import databases
 from dse.search.storage.opening import open_storage
 from dse.search.storage.recovery import RETRY_KEY, WORKER_KEY, recover, retry
+from dse.search.study.study_file import load_study_spec
 
 __all__ = ["server"]  # the module's own PostgreSQL server (a fixture), shared by its tests
 

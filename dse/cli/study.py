@@ -22,26 +22,8 @@ from dse.cli._app import app, check_targets, fail, to_json, warn, write_or_fail
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.attribute_keys import WARM_START_KEY, WORKER_KEY
-from dse.search.objectives import METRICS as METRIC_NAMES
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
-from dse.search.seeding import (
-    MAX_PRESCREEN_S,
-    PRESCREEN_S,
-    WARM_BUDGET_SHARE,
-    WARM_MAX_TRIALS,
-    WARM_START_CHOICES,
-    WarmStart,
-)
-from dse.search.spec import (
-    DEFAULT_STUDY,
-    StudySpec,
-    as_recorded,
-    load_study_spec,
-    results_dir,
-    with_catalog,
-)
 from dse.search.storage.failures import quiet_lost_storage, storage_failure
 from dse.search.storage.journal_check import JournalScan, repair_journal
 from dse.search.storage.journal_writing import check_journal_file
@@ -54,6 +36,24 @@ from dse.search.storage.opening import (
 )
 from dse.search.storage.proxy import PROXY_THREADS, serve_proxy
 from dse.search.storage.servers import is_loopback, redact
+from dse.search.study.attribute_keys import WARM_START_KEY, WORKER_KEY
+from dse.search.study.objective_sets import METRICS as METRIC_NAMES
+from dse.search.study.seeding import (
+    MAX_PRESCREEN_S,
+    PRESCREEN_S,
+    WARM_BUDGET_SHARE,
+    WARM_MAX_TRIALS,
+    WARM_START_CHOICES,
+    WarmStart,
+)
+from dse.search.study.study_file import (
+    DEFAULT_STUDY,
+    StudySpec,
+    as_recorded,
+    load_study_spec,
+    results_dir,
+    with_catalog,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -151,7 +151,7 @@ def init_cmd(
     """Copy a study (today's nodes on DLRM-DCNv2 unless --from names another), its workload,
     search space and objectives, and a user catalog into a folder for editing, and print the
     command that runs it."""
-    from dse.search.init_folder import INIT_STUDY, write_starter
+    from dse.search.study.init_folder import INIT_STUDY, write_starter
 
     try:
         starter = write_starter(folder, start or INIT_STUDY)
@@ -256,7 +256,7 @@ def _warn_catalog(spec: StudySpec) -> None:
     """Warn about the study catalog's implausible prices (:mod:`dse.model.plausible`) before the
     study spends its budget on them; a catalog that cannot load is reported by the run itself."""
     from dse.model.plausible import catalog_warnings
-    from dse.search.spec import study_catalog
+    from dse.search.study.study_file import study_catalog
 
     try:
         found = catalog_warnings(study_catalog(spec).catalog)

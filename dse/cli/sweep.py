@@ -24,8 +24,8 @@ from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.workload import load_workload
 from dse.safe_write import check_target
-from dse.search.objectives import load_objectives
-from dse.search.space import load_space
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space
 
 if TYPE_CHECKING:
     from dse.search.sweep import SweepResult

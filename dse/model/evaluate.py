@@ -139,7 +139,7 @@ class Evaluation:
             "epoch_time_s": eco.epoch_time_s,
             "epoch_cost_usd": eco.epoch_cost_usd,
             # Infinite (never met, worst as an objective) where the workload states no dataset;
-            # a study naming them is refused up front (dse.search.objectives.needs_dataset).
+            # a study naming them is refused up front (dse.search.study.objective_sets.needs_dataset).
             "dataset_time_s": dataset[0] if dataset else math.inf,
             "dataset_cost_usd": dataset[1] if dataset else math.inf,
             "memory_short_gb": memory.short_bytes / GB,

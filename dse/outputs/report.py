@@ -47,7 +47,15 @@ from dse.reading import read_text
 from dse.records import STUDY
 from dse.safe_write import write_file
 from dse.search.analysis import hypervolume_curve, importances, importances_key
-from dse.search.attribute_keys import (
+from dse.search.dedup import group_by_design, trial_numbers
+from dse.search.pareto import (
+    is_feasible,
+    pareto_trials,
+)
+from dse.search.reference import convergence
+from dse.search.results import FrozenTrial, Study, TrialState
+from dse.search.storage.recovery import BASELINE_KEY
+from dse.search.study.attribute_keys import (
     CALIBRATION_VERSION_KEY,
     CATALOG_KEY,
     MODEL_KEY,
@@ -55,16 +63,8 @@ from dse.search.attribute_keys import (
     VERSION_KEY,
     WORKLOAD_KEY,
 )
-from dse.search.dedup import group_by_design, trial_numbers
-from dse.search.objectives import ObjectiveSet
-from dse.search.pareto import (
-    is_feasible,
-    pareto_trials,
-)
-from dse.search.reference import convergence
-from dse.search.results import FrozenTrial, Study, TrialState
-from dse.search.spec import StudySpec
-from dse.search.storage.recovery import BASELINE_KEY
+from dse.search.study.objective_sets import ObjectiveSet
+from dse.search.study.study_file import StudySpec
 
 FADED = "rgba(120,120,120,0.25)"
 
@@ -562,12 +562,12 @@ def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], ca
     study's workload, space, catalog and calibration, and the designs with their labels."""
     from dse.model.parameters import load_calibration
     from dse.search.fingerprint import model_fingerprint
-    from dse.search.spec import study_catalog, study_space, study_workload
+    from dse.search.study.study_file import study_catalog, study_space, study_workload
 
     digest = _sources_digest("dse.outputs.front_design_detail", "dse.outputs.plan",
                              "dse.outputs.timeline", "dse.outputs.figures", "dse.outputs.labels",
                              "dse.outputs.markup",
-                             "dse.search.encoding")
+                             "dse.search.study.encoding")
     digest.update(model_fingerprint().encode())
     for item in (study_workload(spec), study_space(spec), study_catalog(spec).catalog,
                  load_calibration()):

@@ -65,14 +65,14 @@ from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
 from dse.reading import read_bytes, read_text
 from dse.safe_write import write_file
-from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
-from dse.search.encoding import design_system, design_workload
 from dse.search.fingerprint import model_fingerprint
-from dse.search.objectives import ObjectiveSet, losses_of
 from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
 from dse.search.results import FrozenTrial, Study, TrialState
-from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
 from dse.search.storage.recovery import BASELINE_KEY
+from dse.search.study.attribute_keys import CALIBRATION_VERSION_KEY
+from dse.search.study.encoding import design_system, design_workload
+from dse.search.study.objective_sets import ObjectiveSet, losses_of
+from dse.search.study.study_file import StudySpec, study_catalog, study_space, study_workload
 
 PRICE_EXPONENTS: dict[str, tuple[int, int]] = {
     "capex_usd": (1, 0),
@@ -308,8 +308,8 @@ def _front_key(context: str, retimings: bytes | None, ens: CalibrationEnsemble, 
     (the cache file's bytes), the ensemble's residuals, the threshold and interval level, the
     objectives, the code that finds fronts and losses, and every feasible trial's number,
     values, design and baseline name."""
-    from dse.search import objectives as objectives_code
     from dse.search import pareto as pareto_code
+    from dse.search.study import objective_sets as objectives_code
 
     digest = hashlib.sha256(f"{FRONT_FORMAT} {context} {threshold!r} {LEVEL!r}".encode())
     digest.update(hashlib.sha256(retimings or b"").digest())

@@ -11,9 +11,9 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
-from dse.search.objectives import ObjectiveSet, loss_sign
 from dse.search.pareto import hypervolume, pareto_mask, reference_point, study_losses
 from dse.search.reference import study_reference
+from dse.search.study.objective_sets import ObjectiveSet, loss_sign
 
 HYPERVOLUME_POINTS = 100
 """Hypervolume is computed at this many trial counts (each costs a front and a volume)."""

@@ -27,7 +27,6 @@ from dse.model.parameters import Calibration, load_calibration
 from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search._optuna import CONSTRAINTS_KEY, JournalOperation, rdb_backend
-from dse.search.attribute_keys import PROPOSAL_KEY, WORKER_KEY
 from dse.search.dedup import (
     DUPLICATE_KEY,
     DesignIndex,
@@ -36,19 +35,20 @@ from dse.search.dedup import (
     random_design,
     shared_index,
 )
-from dse.search.encoding import (
+from dse.search.storage.databases import rdb_write_attrs
+from dse.search.storage.opening import quick_counts
+from dse.search.storage.proxy import grpc_call
+from dse.search.storage.recovery import retry
+from dse.search.study.attribute_keys import PROPOSAL_KEY, WORKER_KEY
+from dse.search.study.encoding import (
     canonical_design,
     design_system,
     design_workload,
     encode_design,
     suggest_design,
 )
-from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
-from dse.search.space import SearchSpace
-from dse.search.storage.databases import rdb_write_attrs
-from dse.search.storage.opening import quick_counts
-from dse.search.storage.proxy import grpc_call
-from dse.search.storage.recovery import retry
+from dse.search.study.objective_sets import UNSCORABLE_CONSTRAINTS, ObjectiveSet
+from dse.search.study.search_space import SearchSpace
 
 
 @dataclass

@@ -36,9 +36,9 @@ from dse.search.dedup import (
     neighbour,
     shared_index,
 )
-from dse.search.encoding import encode_design
 from dse.search.pareto import GrowingFront, is_feasible
-from dse.search.space import Parameter, SearchSpace
+from dse.search.study.encoding import encode_design
+from dse.search.study.search_space import Parameter, SearchSpace
 
 START_PER_CHOICE = 2
 """Stratified-start designs per choice of the categorical parameter with the most choices (at

@@ -23,8 +23,8 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from dse.search._optuna import compute_hypervolume
-from dse.search.attribute_keys import REFERENCE_KEY
 from dse.search.pareto import hypervolume, loss_box, study_losses
+from dse.search.study.attribute_keys import REFERENCE_KEY
 
 REFERENCE_MIN_BUDGET = 50
 """Studies with smaller budgets get no sweep (it would cost more than the study)."""

@@ -60,16 +60,16 @@ from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo
 from dse.model.parameters import Calibration, load_calibration
 from dse.model.workload import Workload
-from dse.search.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
 from dse.search.dedup import design_key
-from dse.search.encoding import canonical_design
-from dse.search.objectives import ObjectiveSet
 from dse.search.pareto import best_row, non_dominated
 from dse.search.prescreen import BATCH_DESIGNS, REFINE_SHARE, prescreen
 from dse.search.prescreen import METHOD as SCREEN_METHOD
 from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
-from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
-from dse.search.space import Parameter, SearchSpace
+from dse.search.study.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
+from dse.search.study.encoding import canonical_design
+from dse.search.study.objective_sets import ObjectiveSet
+from dse.search.study.search_space import Parameter, SearchSpace
+from dse.search.study.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
 from dse.search.sweep import (
     SweepResult,
     coarse_grid,
@@ -282,7 +282,7 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
     study's fixed hypervolume reference (``coarse-to-fine sweep of N designs``) and, when
     ``warm`` (the default sampler), is enqueued as a warm start
     (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
-    :data:`~dse.search.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
+    :data:`~dse.search.study.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
     are not trials. A study that already has its reference (another process swept) is left
     alone. Returns the enqueued designs; ``on_progress``: the sweep's; ``keep``: the sweep's
     result is appended to it (for a benchmark that measures the sweep's front itself);
@@ -463,7 +463,7 @@ class _State:
     def _complete(self, design: dict[str, Any]) -> list[dict[str, Any]]:
         """``design`` with inactive parameters dropped and newly active ones filled in (every
         combination of their values, or their middle values beyond :data:`FILL_MAX_DESIGNS`), each
-        made canonical (:func:`~dse.search.encoding.canonical_design`), so that a one-node design
+        made canonical (:func:`~dse.search.study.encoding.canonical_design`), so that a one-node design
         moved along oversubscription or topology is the design already scored, not a new row."""
         out = _fill(self.space, design, lambda n: self._options(n, False))
         if len(out) > FILL_MAX_DESIGNS:

@@ -16,21 +16,9 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
-from dse.search.attribute_keys import (
-    BUDGET_KEY,
-    CALIBRATION_VERSION_KEY,
-    FILES_KEY,
-    MODEL_KEY,
-    OBJECTIVES_KEY,
-    PRESCREEN_KEY,
-    RETRY_KEY,
-    VERSION_KEY,
-)
 from dse.search.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
-from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_mapping
 from dse.search.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.reference import convergence
-from dse.search.spec import StudySpec
 from dse.search.storage.journal_snapshot import read_journal, read_snapshot
 from dse.search.storage.journal_writing import check_journal_file
 from dse.search.storage.opening import (
@@ -41,6 +29,18 @@ from dse.search.storage.opening import (
     study_exists,
 )
 from dse.search.storage.recovery import BASELINE_KEY
+from dse.search.study.attribute_keys import (
+    BUDGET_KEY,
+    CALIBRATION_VERSION_KEY,
+    FILES_KEY,
+    MODEL_KEY,
+    OBJECTIVES_KEY,
+    PRESCREEN_KEY,
+    RETRY_KEY,
+    VERSION_KEY,
+)
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives, objectives_from_mapping
+from dse.search.study.study_file import StudySpec
 
 if TYPE_CHECKING:
     import pandas as pd

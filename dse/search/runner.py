@@ -1,6 +1,6 @@
 """Running a study: create or resume it, work until its budget, report progress.
 
-:func:`run_study` creates or resumes the study of a :class:`~dse.search.spec.StudySpec` and works
+:func:`run_study` creates or resumes the study of a :class:`~dse.search.study.study_file.StudySpec` and works
 until the budget of *completed* trials is reached, so running it twice never doubles the work. A
 new study records its definition, the model's fingerprint (:func:`model_fingerprint`) and the
 versions that scored it, and is seeded with the baseline systems its space can express
@@ -37,7 +37,28 @@ from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.parameters import load_calibration
 from dse.search import _optuna
-from dse.search.attribute_keys import (
+from dse.search.dedup import DesignIndex, group_by_design, shared_index
+from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
+from dse.search.fingerprint import model_fingerprint
+from dse.search.fingerprint import model_sources as model_sources
+from dse.search.objective import DesignObjective
+from dse.search.pareto import is_feasible, pareto_trials
+from dse.search.prescreen import REFINE_SHARE
+from dse.search.reference import REFERENCE_MIN_BUDGET, convergence
+from dse.search.refine import seed_new_study
+from dse.search.samplers import make_sampler, worker_seed
+from dse.search.storage.failures import ReconnectGaveUp, ServerRestarting, storage_failure, storage_lost
+from dse.search.storage.opening import open_storage, state_counts, storage_file
+from dse.search.storage.recovery import (
+    BASELINE_KEY,
+    WorkerLock,
+    heartbeat_enabled,
+    recover,
+    recover_stale_trials,
+    taken_by_another,
+)
+from dse.search.storage.servers import RECONNECT_FIRST_S, RECONNECT_MAX_WAIT_S, reconnect_window, redact
+from dse.search.study.attribute_keys import (
     BUDGET_KEY,
     CALIBRATION_VERSION_KEY,
     CATALOG_KEY,
@@ -53,22 +74,12 @@ from dse.search.attribute_keys import (
     VERSION_KEY,
     WORKLOAD_KEY,
 )
-from dse.search.contents import contents_json, moved_message, moved_systems, study_contents, where_from
-from dse.search.dedup import DesignIndex, group_by_design, shared_index
-from dse.search.encoding import encode_design, grid_designs, grid_of
-from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
-from dse.search.fingerprint import model_fingerprint
-from dse.search.fingerprint import model_sources as model_sources
-from dse.search.objective import DesignObjective
-from dse.search.objectives import loss_sign
-from dse.search.pareto import is_feasible, pareto_trials
-from dse.search.prescreen import REFINE_SHARE
-from dse.search.reference import REFERENCE_MIN_BUDGET, convergence
-from dse.search.refine import seed_new_study
-from dse.search.samplers import make_sampler, worker_seed
-from dse.search.seeding import WarmStart, warm_start_trials
-from dse.search.space import SearchSpace, preset_params
-from dse.search.spec import (
+from dse.search.study.contents import contents_json, moved_message, moved_systems, study_contents, where_from
+from dse.search.study.encoding import encode_design, grid_designs, grid_of
+from dse.search.study.objective_sets import loss_sign
+from dse.search.study.search_space import SearchSpace, preset_params
+from dse.search.study.seeding import WarmStart, warm_start_trials
+from dse.search.study.study_file import (
     StudySpec,
     study_catalog,
     study_files,
@@ -76,17 +87,6 @@ from dse.search.spec import (
     study_space,
     study_workload,
 )
-from dse.search.storage.failures import ReconnectGaveUp, ServerRestarting, storage_failure, storage_lost
-from dse.search.storage.opening import open_storage, state_counts, storage_file
-from dse.search.storage.recovery import (
-    BASELINE_KEY,
-    WorkerLock,
-    heartbeat_enabled,
-    recover,
-    recover_stale_trials,
-    taken_by_another,
-)
-from dse.search.storage.servers import RECONNECT_FIRST_S, RECONNECT_MAX_WAIT_S, reconnect_window, redact
 
 T = TypeVar("T")
 

@@ -23,11 +23,11 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.attribute_keys import PROPOSAL_KEY
 from dse.search.proposals import Proposer
-from dse.search.space import SearchSpace
+from dse.search.study.attribute_keys import PROPOSAL_KEY
+from dse.search.study.search_space import SearchSpace
+from dse.search.study.study_file import SAMPLERS
 
-SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
 AUTO_SWITCH_TRIALS = 250
 """Completed trials after which ``auto`` hands over from TPE to NSGA-II (OptunaHub's AutoSampler
 switches at 250; TPE's per-trial cost passes 100 ms near 1,000 trials on this machine)."""

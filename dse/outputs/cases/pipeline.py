@@ -27,7 +27,7 @@ from dse.outputs.cases.uncertainty import (
 from dse.safe_write import write_file
 from dse.search.results import Study
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec, study_catalog, with_catalog
+from dse.search.study.study_file import StudySpec, study_catalog, with_catalog
 
 
 @dataclass(frozen=True)

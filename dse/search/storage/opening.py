@@ -23,16 +23,16 @@ from optuna.trial import TrialState
 from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search._optuna import rdb_backend
-from dse.search.spec import StudySpec, results_dir
 from dse.search.storage.databases import rdb_state_counts, rdb_storage
 from dse.search.storage.journal_writing import journal_storage
 from dse.search.storage.proxy import grpc_call, grpc_storage
 from dse.search.storage.recovery import MAX_RETRIES, RetryStaleTrial
+from dse.search.study.study_file import StudySpec, results_dir
 
 
 def default_storage_path(spec: StudySpec) -> Path:
     """Where the default journal of ``spec`` lives: ``NAME.journal`` beside the study file, or under
-    ``./studies`` for a built-in study (:func:`dse.search.spec.results_dir`)."""
+    ``./studies`` for a built-in study (:func:`dse.search.study.study_file.results_dir`)."""
     return results_dir(spec) / f"{spec.name}.journal"
 
 

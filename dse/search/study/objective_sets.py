@@ -217,7 +217,9 @@ class ObjectiveSet:
 
 
 @dataclass(frozen=True, slots=True)
-class _File:
+class _ObjectiveSetFile:
+    """An objective set's file as written (``objectives/*.toml``), before its checks."""
+
     name: str
     objectives: tuple[Objective, ...]
     constraints: tuple[Constraint, ...] = ()
@@ -226,7 +228,7 @@ class _File:
 
 def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
     """Validate an objectives table: known metrics, at least one objective, bounds on constraints."""
-    raw = from_mapping(_File, data, source)
+    raw = from_mapping(_ObjectiveSetFile, data, source)
     if not raw.objectives:
         raise DseInputError(source, "objectives", "at least one objective is needed")
     for key, items, limit in (("objectives", raw.objectives, MAX_OBJECTIVES),

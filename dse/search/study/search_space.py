@@ -13,7 +13,7 @@ A space names a base system (preset or file) and parameters keyed by the dotted 
   parameters vary on top of each. Every preset a choice names is then a baseline of the study.
 - ``workload.global_batch`` (and the other fields of
   :data:`~dse.model.workload.SEARCHABLE_FIELDS`): a workload field, set on the study's workload
-  per design (:func:`dse.search.encoding.design_workload`) rather than on the system. Batch is
+  per design (:func:`dse.search.study.encoding.design_workload`) rather than on the system. Batch is
   worth searching with ``time_to_train_s``: a larger batch runs faster but needs more samples to
   converge (:mod:`dse.model.convergence`).
 
