@@ -41,11 +41,11 @@ from dse.outputs.cases.framework import (
     scale_network_prices,
     study_data,
 )
+from dse.search.algorithms.sweep import run_sweep
 from dse.search.runner import run_study
 from dse.search.study.encoding import design_system
 from dse.search.study.search_space import load_space, preset_params, space_from_mapping
 from dse.search.study.study_file import load_study_spec, study_workload
-from dse.search.sweep import run_sweep
 
 PAGES = ROOT / "docs" / "case-studies"
 runner = CliRunner()

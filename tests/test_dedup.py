@@ -14,7 +14,7 @@ import pytest
 from optuna.trial import TrialState
 
 from dse.model.workload import load_workload
-from dse.search.dedup import (
+from dse.search.algorithms.dedup import (
     DUPLICATE_KEY,
     DesignIndex,
     design_key,
@@ -22,12 +22,12 @@ from dse.search.dedup import (
     group_by_design,
     trial_numbers,
 )
+from dse.search.algorithms.proposals import Proposer
+from dse.search.algorithms.reference import REFERENCE_KEY, convergence, reference_from_front, study_reference
+from dse.search.algorithms.samplers import make_sampler
 from dse.search.objective import DesignObjective
-from dse.search.proposals import Proposer
-from dse.search.reference import REFERENCE_KEY, convergence, reference_from_front, study_reference
 from dse.search.results import status, trials_frame
 from dse.search.runner import open_study, run_study
-from dse.search.samplers import make_sampler
 from dse.search.storage.opening import open_storage
 from dse.search.study.encoding import encode_design, suggest_design
 from dse.search.study.objective_sets import load_objectives
@@ -136,7 +136,7 @@ def test_proposer_best_of_each_objective_is_a_front_member() -> None:
     objective by the others in order, as pareto.best_row does: with three objectives and ties on
     every one, it is a front member (a row that ties on objective 1 but is worse on objective 0
     does not displace it)."""
-    from dse.search.pareto import best_row, non_dominated
+    from dse.search.algorithms.pareto import best_row, non_dominated
 
     proposer = Proposer(load_space("scale-out"), seed=0)
     rng = np.random.default_rng(7)
@@ -267,7 +267,7 @@ def test_incremental_index_follows_state_changes_on_a_journal(tmp_path: Path) ->
     """The study's shared index, refreshed with what changed only, sees new trials and trials
     that finished since the last refresh (running -> complete), across two storage handles of one
     journal (two workers), and counts live trials as a full read does."""
-    from dse.search.dedup import shared_index
+    from dse.search.algorithms.dedup import shared_index
     from dse.search.storage.journal_writing import journal_storage
 
     space = load_space("scale-out")
@@ -326,7 +326,7 @@ def test_queue_journal_reads_the_same_waiting_trials(tmp_path: Path) -> None:
 def test_warm_start_picks_distinct_values_by_hypervolume() -> None:
     """greedy_front: equal rows are picked once; on the front (0, 4) (1, 1) (4, 0) (with the
     middle point repeated) two picks are the middle point and one end, the largest area."""
-    from dse.search.sweep import greedy_front
+    from dse.search.algorithms.sweep import greedy_front
 
     losses = np.array([[0.0, 4.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [4.0, 0.0]])
     assert greedy_front(losses, 10) == [0, 1, 4]

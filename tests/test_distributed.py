@@ -35,14 +35,14 @@ import pytest
 from optuna.trial import FrozenTrial, TrialState
 from study_helpers import CHEAP, ROOT, write_study
 
-from dse.search.dedup import DUPLICATE_KEY
+from dse.search.algorithms.dedup import DUPLICATE_KEY
 from dse.search.storage.opening import open_storage
 from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
 from dse.search.storage.servers import is_loopback, normalize_url, redact
 from dse.search.study.study_file import load_study_spec
 
 BUDGET = 48
-"""Below ``dse.search.reference.REFERENCE_MIN_BUDGET`` (50): creating the study sweeps no
+"""Below ``dse.search.algorithms.reference.REFERENCE_MIN_BUDGET`` (50): creating the study sweeps no
 hypervolume reference (seconds of CPU each, not what these tests are about)."""
 JOBS_BUDGET = 200
 """``dse run --jobs 2``: enough trials that the second process, spawned while the first works,

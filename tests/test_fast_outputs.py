@@ -191,9 +191,9 @@ def test_the_hypervolume_curve_is_one_volume_of_every_trial_so_far_per_point(
     with the study's fixed reference and without one (its own range)."""
     import numpy as np
 
-    from dse.search.analysis import hypervolume_curve
-    from dse.search.pareto import feasible_trials, hypervolume, reference_point, study_losses
-    from dse.search.reference import REFERENCE_KEY, study_reference
+    from dse.search.algorithms.analysis import hypervolume_curve
+    from dse.search.algorithms.pareto import feasible_trials, hypervolume, reference_point, study_losses
+    from dse.search.algorithms.reference import REFERENCE_KEY, study_reference
 
     stored, _ = study
     own = optuna.create_study(directions=stored.directions)
@@ -230,7 +230,7 @@ def test_the_report_sections_are_cached_and_read_back_only_for_the_same_inputs(
         render_report,
         report_cache,
     )
-    from dse.search.analysis import importances
+    from dse.search.algorithms.analysis import importances
 
     stored, spec = study
     objectives = load_objectives(spec.objectives)

@@ -1,7 +1,7 @@
 """Each stored key and each search rule is spelled in one module and used from there (issue 26): study
 and trial attribute names (``dse:...``) only in :mod:`dse.search.study.attribute_keys`, the
 warm-start modes only in :mod:`dse.search.study.seeding`, the coarse grid's 20,000-design cap only
-in :mod:`dse.search.reference`, the "fifth of the budget" only in :mod:`dse.search.study.seeding`,
+in :mod:`dse.search.algorithms.reference`, the "fifth of the budget" only in :mod:`dse.search.study.seeding`,
 the version only in ``dse/__init__.py``. Checked on the package's syntax trees (string and number
 literals, not comments or prose), so a literal typed anywhere else fails here with its file and
 line."""
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dse
-from dse.search import reference
+from dse.search.algorithms import reference
 from dse.search.study import attribute_keys, seeding
 
 PACKAGE = Path(dse.__file__).parent

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from dse.model.rules import RULE_NAMES
-from dse.search.pareto import non_dominated, pareto_mask
+from dse.search.algorithms.pareto import non_dominated, pareto_mask
+from dse.search.algorithms.sweep import objective_losses
 from dse.search.study.objective_sets import (
     UNSCORABLE_CONSTRAINTS,
     WORST_LOSS,
@@ -19,7 +20,6 @@ from dse.search.study.objective_sets import (
     loss_sign,
     losses_of,
 )
-from dse.search.sweep import objective_losses
 
 
 def _brute_front(loss: np.ndarray) -> list[int]:

@@ -31,7 +31,7 @@ from dse.model.workload import load_workload, workload_presets
 from dse.outputs.labels import human_number
 from dse.outputs.plan import plan_summary
 from dse.outputs.timeline import timeline
-from dse.search.dedup import DUPLICATE_KEY
+from dse.search.algorithms.dedup import DUPLICATE_KEY
 from dse.search.storage.journal_writing import journal_storage
 from dse.search.storage.recovery import RETRY_KEY
 

@@ -25,7 +25,7 @@ from dse.model.rules import RULE_NAMES, check_rules, fabric_capacity_gb_s
 from dse.model.system import load_system, system_presets
 from dse.model.workload import load_workload
 from dse.outputs.report import render_report
-from dse.search.pareto import pareto_trials
+from dse.search.algorithms.pareto import pareto_trials
 from dse.search.runner import run_study
 from dse.search.study.encoding import design_system
 from dse.search.study.objective_sets import load_objectives

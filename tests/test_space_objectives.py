@@ -13,7 +13,7 @@ from study_helpers import CHEAP, GRID_PARAMS, SPACE_HEAD, write_study
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
 from dse.model.rules import RULE_NAMES
-from dse.search.samplers import make_sampler
+from dse.search.algorithms.samplers import make_sampler
 from dse.search.study.encoding import decode_params, encode_design, grid_of
 from dse.search.study.objective_sets import METRICS, Constraint, load_objectives, objective_names
 from dse.search.study.search_space import load_space, preset_params, space_names

@@ -25,7 +25,7 @@ import dse.search.objective as objective_mod
 from dse import evaluate, load_system, load_workload
 from dse.model.parameters import load_calibration
 from dse.model.rules import RULE_NAMES
-from dse.search.pareto import (
+from dse.search.algorithms.pareto import (
     hypervolume,
     is_feasible,
     non_dominated,
@@ -33,9 +33,9 @@ from dse.search.pareto import (
     reference_point,
     study_losses,
 )
+from dse.search.algorithms.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
 from dse.search.results import status, trials_frame
 from dse.search.runner import run_study
-from dse.search.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
 from dse.search.storage.opening import storage_file
 from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
 from dse.search.study.encoding import canonical_design, decode_params, suggest_design
@@ -362,7 +362,7 @@ def test_auto_hands_over_to_nsga2_breeding_from_earlier_trials(
     assert all(t.state == TrialState.PRUNED and "duplicate_of" in t.user_attrs
                for t in study.trials if t.state != TrialState.COMPLETE)
     before, after = all_trials[:AUTO_SWITCH_TRIALS], all_trials[AUTO_SWITCH_TRIALS:]
-    # The designs the default sampler proposes itself (dse.search.proposals) are not NSGA-II's.
+    # The designs the default sampler proposes itself (dse.search.algorithms.proposals) are not NSGA-II's.
     after = [t for t in after if "proposal" not in t.user_attrs]
     assert len(after) >= 5
     assert not any(GENERATION in t.system_attrs for t in before)  # TPE

@@ -28,7 +28,7 @@ from study_helpers import (
 from typer.testing import CliRunner, Result
 
 from dse.cli import app
-from dse.search.pareto import pareto_trials
+from dse.search.algorithms.pareto import pareto_trials
 from dse.search.storage.journal_writing import journal_storage
 from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
 from dse.search.study.objective_sets import objective_names

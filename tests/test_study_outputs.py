@@ -94,7 +94,7 @@ def test_sweep_before_the_first_trial_reports_its_progress(tmp_path: Path) -> No
     designs scored, up to a total that ends equal to them."""
     from study_helpers import make_spec
 
-    from dse.search.reference import REFERENCE_MIN_BUDGET, study_reference
+    from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, study_reference
     from dse.search.runner import open_study
     from dse.search.storage.opening import open_storage
 

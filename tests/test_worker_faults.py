@@ -38,7 +38,7 @@ from test_distributed import Worker, require
 from test_postgres_faults import server, states
 
 from dse.search import _optuna
-from dse.search.dedup import DUPLICATE_KEY
+from dse.search.algorithms.dedup import DUPLICATE_KEY
 from dse.search.storage import databases
 from dse.search.storage.opening import open_storage
 from dse.search.storage.recovery import RETRY_KEY, WORKER_KEY, recover, retry

@@ -17,7 +17,7 @@ import optuna
 import pytest
 from study_helpers import CHEAP, ROOT, complete, design_key, journal_states, write_study
 
-from dse.search.samplers import worker_seed
+from dse.search.algorithms.samplers import worker_seed
 from dse.search.storage.journal_writing import journal_storage
 from dse.search.storage.recovery import BASELINE_KEY, WORKER_KEY
 

@@ -22,7 +22,7 @@ from dse.cli._app import app, check_targets, fail, to_json, warn, write_or_fail
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
+from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
 from dse.search.storage.failures import quiet_lost_storage, storage_failure
 from dse.search.storage.journal_check import JournalScan, repair_journal
@@ -117,7 +117,7 @@ def _seed_sweep(study: optuna.Study, spec: StudySpec, new: bool) -> None:
     """`--warm-start sweep`: a ``new`` study was seeded as it was created (the coarse-to-fine
     sweep's front); where the space was too large for that sweep, it is seeded from a coarse
     sweep now (once per study: a seeded study is left as it is). Says what was enqueued."""
-    from dse.search.sweep import warm_start_study
+    from dse.search.algorithms.sweep import warm_start_study
 
     seeded = warm_start_study(study, spec)
     info = study.user_attrs.get(WARM_START_KEY)

@@ -46,13 +46,10 @@ from dse.outputs.markup import plot_text, plot_value, text
 from dse.reading import read_text
 from dse.records import STUDY
 from dse.safe_write import write_file
-from dse.search.analysis import hypervolume_curve, importances, importances_key
-from dse.search.dedup import group_by_design, trial_numbers
-from dse.search.pareto import (
-    is_feasible,
-    pareto_trials,
-)
-from dse.search.reference import convergence
+from dse.search.algorithms.analysis import hypervolume_curve, importances, importances_key
+from dse.search.algorithms.dedup import group_by_design, trial_numbers
+from dse.search.algorithms.pareto import is_feasible, pareto_trials
+from dse.search.algorithms.reference import convergence
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.storage.recovery import BASELINE_KEY
 from dse.search.study.attribute_keys import (
@@ -548,8 +545,8 @@ def _sources_digest(*modules: str) -> hashlib._Hash:
 
 
 def cached_importances(study: Study, data: ReportData, cache: Path | None) -> dict[str, dict[str, float]]:
-    """:func:`~dse.search.analysis.importances` of the study's completed trials (deterministic),
-    kept in ``cache`` under :func:`~dse.search.analysis.importances_key`."""
+    """:func:`~dse.search.algorithms.analysis.importances` of the study's completed trials (deterministic),
+    kept in ``cache`` under :func:`~dse.search.algorithms.analysis.importances_key`."""
     key = f"{REPORT_CACHE_FORMAT} {importances_key(data.trials, data.objectives)}"
     found: dict[str, dict[str, float]] = _cached(
         cache, "importances", key, lambda: importances(study, data.trials, data.objectives))

@@ -65,8 +65,8 @@ from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
 from dse.reading import read_bytes, read_text
 from dse.safe_write import write_file
+from dse.search.algorithms.pareto import is_feasible, pareto_mask, pareto_trials
 from dse.search.fingerprint import model_fingerprint
-from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.storage.recovery import BASELINE_KEY
 from dse.search.study.attribute_keys import CALIBRATION_VERSION_KEY
@@ -308,7 +308,7 @@ def _front_key(context: str, retimings: bytes | None, ens: CalibrationEnsemble, 
     (the cache file's bytes), the ensemble's residuals, the threshold and interval level, the
     objectives, the code that finds fronts and losses, and every feasible trial's number,
     values, design and baseline name."""
-    from dse.search import pareto as pareto_code
+    from dse.search.algorithms import pareto as pareto_code
     from dse.search.study import objective_sets as objectives_code
 
     digest = hashlib.sha256(f"{FRONT_FORMAT} {context} {threshold!r} {LEVEL!r}".encode())

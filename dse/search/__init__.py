@@ -5,8 +5,9 @@ Modules: :mod:`~dse.search.study.study_file` (study files), :mod:`~dse.search.st
 :mod:`~dse.search.study.objective_sets` (and the sign rule), :mod:`~dse.search.study.encoding`
 (design -> system), :mod:`~dse.search.objective` (a trial), :mod:`~dse.search.storage` (and
 PostgreSQL's timeouts in :mod:`~dse.search.storage.postgres`), :mod:`~dse.search.storage.recovery`,
-:mod:`~dse.search.runner`, :mod:`~dse.search.samplers`, :mod:`~dse.search.sweep` (and the
-coarse-to-fine sweep of :mod:`~dse.search.refine`), :mod:`~dse.search.pareto`; every private name of
+:mod:`~dse.search.runner`, :mod:`~dse.search.algorithms.samplers`,
+:mod:`~dse.search.algorithms.sweep` (and the coarse-to-fine sweep of
+:mod:`~dse.search.algorithms.refine`), :mod:`~dse.search.algorithms.pareto`; every private name of
 Optuna is in :mod:`~dse.search._optuna`; the names of the attributes dse stores in studies and
 trials are in :mod:`~dse.search.study.attribute_keys`, the warm-start rules in
 :mod:`~dse.search.study.seeding`.

@@ -27,7 +27,7 @@ from dse.model.parameters import Calibration, load_calibration
 from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search._optuna import CONSTRAINTS_KEY, JournalOperation, rdb_backend
-from dse.search.dedup import (
+from dse.search.algorithms.dedup import (
     DUPLICATE_KEY,
     DesignIndex,
     design_key,
@@ -67,7 +67,7 @@ class DesignObjective:
     always has one (Optuna never fails a RUNNING trial that has none)."""
     dedup: bool = True
     """Prune a trial that repeats a design already evaluated (or being evaluated) in the study,
-    without running the model (:mod:`dse.search.dedup`), and enqueue an unevaluated neighbour of
+    without running the model (:mod:`dse.search.algorithms.dedup`), and enqueue an unevaluated neighbour of
     it in its place; a pruned trial does not count against the budget."""
     exhausted: bool = False
     """Set when a repeat finds no design left to evaluate (every design of a small discrete
@@ -131,7 +131,7 @@ class DesignObjective:
     def _prune_if_repeat(self, trial: Trial, design: dict[str, Any], index: DesignIndex) -> None:
         """Prune ``trial`` when its design was evaluated before in the study (recording which
         trial it repeats) and enqueue a fresh neighbour of it, so the next trial makes progress.
-        ``index``: the study's shared index (:func:`dse.search.dedup.shared_index`), refreshed
+        ``index``: the study's shared index (:func:`dse.search.algorithms.dedup.shared_index`), refreshed
         again here (other workers may have written since the budget check)."""
         index.refresh_study(trial.study)
         earlier = index.duplicate_of(trial.number, design)

@@ -16,9 +16,9 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
-from dse.search.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
-from dse.search.pareto import hypervolume, is_feasible, pareto_trials
-from dse.search.reference import convergence
+from dse.search.algorithms.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
+from dse.search.algorithms.pareto import hypervolume, is_feasible, pareto_trials
+from dse.search.algorithms.reference import convergence
 from dse.search.storage.journal_snapshot import read_journal, read_snapshot
 from dse.search.storage.journal_writing import check_journal_file
 from dse.search.storage.opening import (

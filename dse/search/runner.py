@@ -37,16 +37,16 @@ from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.parameters import load_calibration
 from dse.search import _optuna
-from dse.search.dedup import DesignIndex, group_by_design, shared_index
+from dse.search.algorithms.dedup import DesignIndex, group_by_design, shared_index
+from dse.search.algorithms.pareto import is_feasible, pareto_trials
+from dse.search.algorithms.prescreen import REFINE_SHARE
+from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, convergence
+from dse.search.algorithms.refine import seed_new_study
+from dse.search.algorithms.samplers import make_sampler, worker_seed
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
 from dse.search.fingerprint import model_fingerprint
 from dse.search.fingerprint import model_sources as model_sources
 from dse.search.objective import DesignObjective
-from dse.search.pareto import is_feasible, pareto_trials
-from dse.search.prescreen import REFINE_SHARE
-from dse.search.reference import REFERENCE_MIN_BUDGET, convergence
-from dse.search.refine import seed_new_study
-from dse.search.samplers import make_sampler, worker_seed
 from dse.search.storage.failures import ReconnectGaveUp, ServerRestarting, storage_failure, storage_lost
 from dse.search.storage.opening import open_storage, state_counts, storage_file
 from dse.search.storage.recovery import (
@@ -154,11 +154,11 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     the creator is dead and completes the creation at once.
 
     ``warm_start``: ``auto`` (a new study of the default sampler is seeded from the front of a
-    coarse-to-fine sweep, :func:`dse.search.refine.seed_new_study`, when
-    :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
+    coarse-to-fine sweep, :func:`dse.search.algorithms.refine.seed_new_study`, when
+    :func:`dse.search.algorithms.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
     hypervolume reference) or ``sweep`` (a new study of any sampler is seeded from that front with
     up to a fifth of its budget; where the space is too large for that sweep, the caller seeds it
-    from a coarse sweep, :func:`dse.search.sweep.warm_start_study`). ``on_sweep(done, total)``:
+    from a coarse sweep, :func:`dse.search.algorithms.sweep.warm_start_study`). ``on_sweep(done, total)``:
     that sweep's progress in designs (it runs before the first trial, for seconds).
     """
     with WorkerLock(storage_path) as lock:
@@ -316,8 +316,8 @@ def _creator_gone(study: optuna.Study, lock: WorkerLock) -> bool:
 def open_wait_s(spec: StudySpec) -> float:
     """How long a process joining the new study of ``spec`` waits for its creator:
     :data:`OPEN_WAIT_S`, and for a study that may be pre-screened (a budget of at least
-    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET`, not a grid) its pre-screen and the
-    refinement after it (:data:`~dse.search.prescreen.REFINE_SHARE` times as long) at
+    :data:`~dse.search.algorithms.reference.REFERENCE_MIN_BUDGET`, not a grid) its pre-screen and the
+    refinement after it (:data:`~dse.search.algorithms.prescreen.REFINE_SHARE` times as long) at
     :data:`CREATION_WALL_FACTOR` wall seconds per CPU second; so ``dse worker`` started beside
     ``dse run`` shares the pre-screen instead of repeating it."""
     if spec.budget < REFERENCE_MIN_BUDGET or spec.sampler == "grid":
@@ -381,13 +381,13 @@ class Progress:
     """Distinct designs on the feasible front."""
     hypervolume: float
     """Against the study's fixed reference (``reference`` says which; see
-    :mod:`dse.search.reference`)."""
+    :mod:`dse.search.algorithms.reference`)."""
     reference: str = "own range"
     gained: float = 0.0
     """Hypervolume gained over the last ``window`` completed trials."""
     window: int = 0
     moving: bool = False
-    """The front is still moving (``gained`` above :data:`dse.search.reference.MOVING_GAIN`)."""
+    """The front is still moving (``gained`` above :data:`dse.search.algorithms.reference.MOVING_GAIN`)."""
 
 
 def target_of(spec: StudySpec, study: optuna.Study, trials: int | None) -> int:
@@ -418,7 +418,7 @@ def run_study(
     ``trials`` counted by each worker from its own start would overshoot. ``max_trials`` caps
     the trials this worker completes itself; ``create=False`` joins an existing study only.
     ``worker`` names this worker among the study's others (empty for the first): its sampler
-    seed is drawn from it (:func:`~dse.search.samplers.worker_seed`).
+    seed is drawn from it (:func:`~dse.search.algorithms.samplers.worker_seed`).
     The worker stops when the target is complete, not merely started: while the last trials run
     elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`). A database
     server or storage proxy that goes away mid-run (a restart) is reached again

@@ -32,7 +32,7 @@ from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import System
 from dse.model.workload import Workload
 from dse.outputs.markup import markdown_text
-from dse.search.pareto import pareto_mask
+from dse.search.algorithms.pareto import pareto_mask
 from dse.search.results import Study, TrialState, trials_frame
 from dse.search.runner import run_study
 from dse.search.study.encoding import design_system, design_workload

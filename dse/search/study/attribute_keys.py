@@ -46,13 +46,14 @@ CHANGES_KEY = "dse:changes"
 """The log of what changed on resume (forced definition changes, new versions), oldest first."""
 REFERENCE_KEY = "dse:reference"
 """The fixed hypervolume box (JSON: ``ideal``, ``nadir``, ``hypervolume`` of the coarse front in
-it, ``designs`` swept, ``method``; :mod:`dse.search.reference`)."""
+it, ``designs`` swept, ``method``; :mod:`dse.search.algorithms.reference`)."""
 WARM_START_KEY = "dse:warm_start"
-"""That a study was seeded from a sweep's front, and with what (:func:`dse.search.sweep.warm_start`)."""
+"""That a study was seeded from a sweep's front, and with what
+(:func:`dse.search.algorithms.sweep.warm_start`)."""
 PRESCREEN_KEY = "dse:prescreen"
 """That a new study's sweep started from a space-filling pre-screen (its space too large for a
 coarse grid), how many designs it scored and its CPU seconds, and those of the refinement after
-it (:meth:`dse.search.refine.Screened.record`)."""
+it (:meth:`dse.search.algorithms.refine.Screened.record`)."""
 
 # --- study system attributes -------------------------------------------------------------------
 

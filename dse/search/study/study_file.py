@@ -43,7 +43,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A study name: a plain identifier, since it names files (``studies/NAME.journal``, the report)
 and so may hold no path separator, may not be empty and may not start with a dot."""
 SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
-"""The samplers a study file may name (``sampler``); :func:`dse.search.samplers.make_sampler`
+"""The samplers a study file may name (``sampler``); :func:`dse.search.algorithms.samplers.make_sampler`
 makes each."""
 _TABLE_SCALE = "table_scale"
 
@@ -74,7 +74,7 @@ class StudySpec:
     the packaged catalog. A relative path is looked for beside the study file."""
     prescreen_s: float = field(default=PRESCREEN_S, metadata=upto(MAX_PRESCREEN_S))
     """CPU seconds (one core) of the space-filling pre-screen a new study runs before its first
-    trial when its space is too large for a coarse grid (:mod:`dse.search.prescreen`); 0: none.
+    trial when its space is too large for a coarse grid (:mod:`dse.search.algorithms.prescreen`); 0: none.
     Not trials: the budget is unchanged."""
     file: str = ""
     """The study file this was loaded from: set by :func:`load_study_spec`, never read from the

@@ -47,8 +47,8 @@ from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
 from dse.safe_write import write_file
 from dse.search._optuna import compute_hypervolume
-from dse.search.pareto import best_row, loss_box, non_dominated
-from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
+from dse.search.algorithms.pareto import best_row, loss_box, non_dominated
+from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
 from dse.search.study.attribute_keys import REFERENCE_KEY, WARM_START_KEY
 from dse.search.study.encoding import (
     ONE_NODE_INERT,
@@ -638,7 +638,7 @@ COARSE_MAX_LEVELS = 6
 SWEEP_MIN_LEVELS = 3
 """The fewest levels a parameter keeps in the default sweep's coarse grid. A grid of two levels
 (each parameter's ends) samples nothing between them: a space that fits only at two levels gets
-the pre-screen instead (:mod:`dse.search.prescreen`). Since equal one-node designs are counted
+the pre-screen instead (:mod:`dse.search.algorithms.prescreen`). Since equal one-node designs are counted
 once, the ``full`` space fits at two levels (17,280 designs) but not at three (739,206)."""
 
 
@@ -732,7 +732,7 @@ def warm_start(
     or ``result`` when already swept) into the Optuna ``study``: at most ``max_trials`` designs
     of distinct values, each objective's best first, then picked by hypervolume contribution
     (:func:`greedy_front`), so its sampler starts from good designs rather than random ones; the
-    front also becomes the study's fixed hypervolume reference (:mod:`dse.search.reference`) when
+    front also becomes the study's fixed hypervolume reference (:mod:`dse.search.algorithms.reference`) when
     it has none. Returns the enqueued designs. A study already seeded (attribute
     ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
     if WARM_START_KEY in study.user_attrs:
@@ -762,8 +762,8 @@ def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None)
 
 def sweep_allowed(space: SearchSpace, budget: int) -> bool:
     """The rule for the default coarse sweep of a new study: a budget of at least
-    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET` trials and a coarse grid of at most
-    :data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` designs at :data:`SWEEP_MIN_LEVELS`
+    :data:`~dse.search.algorithms.reference.REFERENCE_MIN_BUDGET` trials and a coarse grid of at most
+    :data:`~dse.search.algorithms.reference.REFERENCE_MAX_DESIGNS` designs at :data:`SWEEP_MIN_LEVELS`
     levels or more."""
     if budget < REFERENCE_MIN_BUDGET:
         return False
