@@ -55,13 +55,13 @@ from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS
 from dse.search.algorithms.refine import coarse_to_fine, seed_new_study
 from dse.search.algorithms.samplers import make_sampler
 from dse.search.algorithms.sweep import SweepResult, coarse_grid, coarse_space, greedy_front, run_sweep
-from dse.search.objective import DesignObjective
 from dse.search.runner import enqueue_baselines, run_study
 from dse.search.study.attribute_keys import PRESCREEN_KEY, WARM_START_KEY
 from dse.search.study.objective_sets import ObjectiveSet, load_objectives
 from dse.search.study.search_space import SearchSpace, load_space
 from dse.search.study.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
 from dse.search.study.study_file import load_study_spec
+from dse.search.trial_objective import DesignObjective
 
 ROOT = Path(__file__).resolve().parent.parent
 optuna.logging.set_verbosity(optuna.logging.ERROR)  # GPSampler warns on every conditional parameter

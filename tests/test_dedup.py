@@ -25,13 +25,13 @@ from dse.search.algorithms.dedup import (
 from dse.search.algorithms.proposals import Proposer
 from dse.search.algorithms.reference import REFERENCE_KEY, convergence, reference_from_front, study_reference
 from dse.search.algorithms.samplers import make_sampler
-from dse.search.objective import DesignObjective
 from dse.search.results import status, trials_frame
 from dse.search.runner import open_study, run_study
 from dse.search.storage.opening import open_storage
 from dse.search.study.encoding import encode_design, suggest_design
 from dse.search.study.objective_sets import load_objectives
 from dse.search.study.search_space import load_space, space_from_mapping
+from dse.search.trial_objective import DesignObjective
 from tests.study_helpers import complete, load, make_spec
 
 DESIGN = {"node.accelerator": "h100-sxm5-80gb", "nodes": 2, "node.nics": 8, "node.nic_gbit_s": 400,

@@ -21,7 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 from study_helpers import GRID_PARAMS, SPACE_HEAD, complete, design_key, load, make_spec, trials
 
 import dse
-import dse.search.objective as objective_mod
+import dse.search.trial_objective as objective_mod
 from dse import evaluate, load_system, load_workload
 from dse.model.parameters import load_calibration
 from dse.model.rules import RULE_NAMES

@@ -3,7 +3,7 @@ exhaustive sweeps and Pareto fronts. The only layer (with the CLI) that imports 
 
 Modules: :mod:`~dse.search.study.study_file` (study files), :mod:`~dse.search.study.search_space`,
 :mod:`~dse.search.study.objective_sets` (and the sign rule), :mod:`~dse.search.study.encoding`
-(design -> system), :mod:`~dse.search.objective` (a trial), :mod:`~dse.search.storage` (and
+(design -> system), :mod:`~dse.search.trial_objective` (a trial), :mod:`~dse.search.storage` (and
 PostgreSQL's timeouts in :mod:`~dse.search.storage.postgres`), :mod:`~dse.search.storage.recovery`,
 :mod:`~dse.search.runner`, :mod:`~dse.search.algorithms.samplers`,
 :mod:`~dse.search.algorithms.sweep` (and the coarse-to-fine sweep of

@@ -5,7 +5,7 @@ until the budget of *completed* trials is reached, so running it twice never dou
 new study records its definition, the model's fingerprint (:func:`model_fingerprint`) and the
 versions that scored it, and is seeded with the baseline systems its space can express
 (:func:`enqueue_baselines`). Several workers (processes, hosts) share one study through its storage
-and stop together at the budget (:func:`dse.search.objective.over_budget`, and :func:`_optimize`
+and stop together at the budget (:func:`dse.search.trial_objective.over_budget`, and :func:`_optimize`
 waits for trials running elsewhere rather than stopping one short); dead workers' trials are
 retried (:mod:`dse.search.storage.recovery`).
 """
@@ -46,7 +46,6 @@ from dse.search.algorithms.samplers import make_sampler, worker_seed
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
 from dse.search.fingerprint import model_fingerprint
 from dse.search.fingerprint import model_sources as model_sources
-from dse.search.objective import DesignObjective
 from dse.search.storage.failures import ReconnectGaveUp, ServerRestarting, storage_failure, storage_lost
 from dse.search.storage.opening import open_storage, state_counts, storage_file
 from dse.search.storage.recovery import (
@@ -87,6 +86,7 @@ from dse.search.study.study_file import (
     study_space,
     study_workload,
 )
+from dse.search.trial_objective import DesignObjective
 
 T = TypeVar("T")
 
