@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from dse.outputs.report import report_cache
-from dse.outputs.robust import front_cache, retiming_cache
+from dse.search.robust_front import front_cache, retiming_cache
 from dse.search.storage.journal_snapshot import cache_path
 
 TARGET_S = 2.0

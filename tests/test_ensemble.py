@@ -47,7 +47,7 @@ from dse.outputs.cases.pipeline import case_uncertainty
 from dse.outputs.cases.uncertainty import claims_under_ensemble, uncertainty_lines
 from dse.outputs.intervals_doc import EXAMPLES
 from dse.outputs.report import render_report
-from dse.outputs.robust import robust_front
+from dse.search.robust_front import robust_front
 from dse.search.storage.journal_writing import journal_storage
 from dse.search.study.objective_sets import load_objectives
 from dse.search.study.study_file import StudySpec

@@ -29,10 +29,10 @@ from dse.outputs.report import (
     parcoords_figure,
     progress_figure,
 )
-from dse.outputs.robust import front_cache, robust_front
 from dse.outputs.robust_page import robust_figure
 from dse.outputs.timeline import timeline_plot
 from dse.search.results import _column_like_pandas, trial_rows, trials_frame
+from dse.search.robust_front import front_cache, robust_front
 from dse.search.study.objective_sets import load_objectives
 from dse.search.study.study_file import StudySpec
 

@@ -33,8 +33,8 @@ from dse.calibration.regime import DesignClass, Regime, design_class, measuremen
 from dse.cli import app
 from dse.model.parameters import fingerprint, load_calibration
 from dse.model.system import SoftwareSpec
-from dse.outputs.robust import RobustDesign, RobustFront
 from dse.outputs.robust_page import robust_section
+from dse.search.robust_front import RobustDesign, RobustFront
 
 CALIB = load_calibration()
 runner = CliRunner()

@@ -22,7 +22,7 @@ from dse.model.system import load_system
 from dse.model.user_catalog import load_user_catalog
 from dse.model.workload import load_workload
 from dse.outputs.cases.uncertainty import PRICE_SPREAD, ClaimUncertainty, price_draw, uncertainty_lines
-from dse.outputs.robust import price_draws, price_ratios, robust_front
+from dse.search.robust_front import price_draws, price_ratios, robust_front
 from dse.search.runner import run_study
 from dse.search.study.objective_sets import load_objectives
 from dse.search.study.study_file import StudySpec

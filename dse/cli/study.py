@@ -425,8 +425,8 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
     """Render the study's report into ``folder`` (default: beside the journal, :func:`results_dir`)
     as NAME.html."""
     from dse.outputs.report import render_report, report_cache
-    from dse.outputs.robust import retiming_cache
     from dse.search.results import objective_set_of
+    from dse.search.robust_front import retiming_cache
 
     path = (folder or results_dir(spec)) / f"{spec.name}.html"
     check_targets(True, path)  # a link or a folder there is refused before the work
@@ -706,11 +706,11 @@ def _export(frame: pd.DataFrame, csv: Path | None, parquet: Path | None, force: 
 def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parquet: Path | None,
                    as_json: bool, force: bool) -> None:
     """``dse pareto STUDY --robust``: the front under the calibration ensemble
-    (:mod:`dse.outputs.robust`)."""
+    (:mod:`dse.search.robust_front`)."""
     import pandas as pd
 
-    from dse.outputs.robust import retiming_cache, robust_front
     from dse.search.results import objective_set_of
+    from dse.search.robust_front import retiming_cache, robust_front
 
     journal = journal_file(storage, spec)
     try:

@@ -579,9 +579,9 @@ def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                 retimings: Path | None = None) -> str:
     """The section "the front under the model's error" (:mod:`dse.outputs.robust_page`), or the
     line saying why there is none (no ensemble, or one of another calibration); ``retimings``:
-    the cache of the designs' retimings (:func:`dse.outputs.robust.retiming_cache`)."""
-    from dse.outputs.robust import robust_front
+    the cache of the designs' retimings (:func:`dse.search.robust_front.retiming_cache`)."""
     from dse.outputs.robust_page import robust_section
+    from dse.search.robust_front import robust_front
 
     try:
         return robust_section(robust_front(study, spec, objectives, cache=retimings))
@@ -597,7 +597,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git).
     ``robust=False`` leaves out the front under the model's error (benchmarks time both);
     ``retimings`` keeps that section's retimings between pages of one study
-    (:func:`dse.outputs.robust.retiming_cache` of its journal) and ``cache`` the sections that
+    (:func:`dse.search.robust_front.retiming_cache` of its journal) and ``cache`` the sections that
     cost most (:func:`report_cache` of its journal)."""
     data = gather(study, spec, objectives)
     figures: list[tuple[str, Figure]] = []
