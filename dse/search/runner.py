@@ -75,7 +75,7 @@ from dse.search.study.attribute_keys import (
 )
 from dse.search.study.contents import contents_json, moved_message, moved_systems, study_contents, where_from
 from dse.search.study.encoding import encode_design, grid_designs, grid_of
-from dse.search.study.objective_sets import loss_sign
+from dse.search.study.objective_sets import ObjectiveSet, loss_sign
 from dse.search.study.search_space import SearchSpace, preset_params
 from dse.search.study.seeding import WarmStart, warm_start_trials
 from dse.search.study.study_file import (
@@ -169,6 +169,8 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
 def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool, where: str,
                 worker: str, lock: WorkerLock, warm_start: WarmStart,
                 on_sweep: Callable[[int, int], None] | None = None) -> optuna.Study:
+    """:func:`open_study` under the workers lock: create the study, or load it, wait for its
+    creator to record it and check it against ``spec`` (:func:`_resume`)."""
     objectives = study_objectives(spec)
     seed = worker_seed(spec.seed, worker)
     sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name,
@@ -196,7 +198,18 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     described = _describe(spec)
     if BUDGET_KEY not in attrs:  # made by plain Optuna, or its creator died while recording it
         _record_new(study, spec, warm_start, on_sweep)
-        return study
+    else:
+        _resume(study, spec, attrs, described, force)
+    return study
+
+
+def _resume(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any], described: dict[str, str],
+            force: bool) -> None:
+    """Check a recorded study (its user attributes ``attrs``) against ``spec`` (``described``:
+    :func:`_describe`): other directions are refused, another workload, space, objectives or
+    catalog and systems whose files moved unless ``force``; what changed, and a new model,
+    calibration or dse version, is recorded in ``dse:changes`` with the trial it starts from."""
+    objectives = study_objectives(spec)
     changed = [k.removeprefix(KEY_PREFIX) for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
                   else optuna.study.StudyDirection.MINIMIZE for d in objectives.directions]
@@ -229,8 +242,15 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     recorded = contents_json(contents)
     if attrs.get(CONTENTS_KEY) != recorded:  # forced, a comment edited, or recorded before contents
         study.set_user_attr(CONTENTS_KEY, recorded)
-    # A new model (its code or data), calibration or dse version is not refused, but recorded:
-    # trials after this point were scored by it.
+    _record_versions(study, attrs, log, now)
+    _record_rest(study, spec, attrs, objectives)
+
+
+def _record_versions(study: optuna.Study, attrs: dict[str, Any], log: list[dict[str, Any]],
+                     now: str) -> None:
+    """A new model (its code or data), calibration or dse version is not refused, but recorded:
+    trials after this point were scored by it. ``log`` (``dse:changes`` so far, this resume's
+    entries included) is written when it grew."""
     versions = {CALIBRATION_VERSION_KEY: load_calibration().version, VERSION_KEY: __version__,
                 MODEL_KEY: model_fingerprint()}
     moved = {k: {"from": attrs.get(k), "to": v} for k, v in versions.items() if attrs.get(k) != v}
@@ -241,13 +261,18 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
             study.set_user_attr(key, value)
     if len(log) > len(attrs.get(CHANGES_KEY, [])):
         study.set_user_attr(CHANGES_KEY, log)
+
+
+def _record_rest(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any],
+                 objectives: ObjectiveSet) -> None:
+    """On resume: the files a study was made from where they are now, its metrics named as its
+    ``objectives``' (created before dse named them, or its objectives forced), and its budget."""
     files = json.dumps(study_files(spec), sort_keys=True)
     if attrs.get(FILES_KEY) != files:  # the files moved, or the study predates the record
         study.set_user_attr(FILES_KEY, files)
     if study.metric_names != [o.metric for o in objectives.objectives]:
-        name_metrics(study, spec)  # created before dse named them, or its objectives forced
+        name_metrics(study, spec)
     study.set_user_attr(BUDGET_KEY, spec.budget)
-    return study
 
 
 def name_metrics(study: optuna.Study, spec: StudySpec) -> None:
