@@ -1,6 +1,6 @@
 """Damage that leaves valid JSON (issue 30, item 3): a duplicated trial creation line, a deleted
 state record and a changed digit, which Optuna's own reading accepts and misreads, are found by
-dse's check of each record (:mod:`dse.search.journal`), refused by ``dse status`` with one line
+dse's check of each record (:mod:`dse.search.storage.journal_format`), refused by ``dse status`` with one line
 naming the line, and repaired by ``dse repair``; journals of plain Optuna and of earlier dse (no
 checks) still read, and a dse run appending to them checks its own records. Read-only commands
 never write to a journal, and read a damaged one in a read-only folder."""
