@@ -51,8 +51,8 @@ def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
     ``journal:PATH`` or a path ending in ``.journal``: a journal file. ``grpc://HOST:PORT``: a
     ``dse storage-proxy``. ``postgresql://...`` (psycopg 3), ``sqlite:///...`` and other
     SQLAlchemy URLs: an RDB storage, with Optuna's heartbeat and :class:`RetryStaleTrial` on a
-    database server (see below). A storage that cannot be reached raises
-    :class:`DseInputError` within seconds.
+    database server (:func:`~dse.search.storage.databases.rdb_storage`). A storage that cannot be
+    reached raises :class:`DseInputError` within seconds.
     """
     url = spec.storage if url is None else url
     if not url:
