@@ -5,8 +5,8 @@
     python benchmarks/same_results.py --print            # this checkout's fingerprints, one a line
 
 A speed-up of the model must not change a single result. This draws designs at random (seeded)
-from every search space under ``search_spaces/`` (decoded with :mod:`dse.search.encoding`), pairs
-each with a workload in turn, evaluates it here and in a checkout of ``--ref`` (``git worktree``
+from every search space under ``search_spaces/`` (decoded with :mod:`dse.search.study.encoding`),
+pairs each with a workload in turn, evaluates it here and in a checkout of ``--ref`` (``git worktree``
 under a temporary directory, run in a subprocess with that tree first on ``PYTHONPATH``), and
 compares every design's fingerprint exactly: the whole ``Evaluation.to_dict()`` (throughput, step
 breakdown and stages, bottleneck, critical path, capex and power by part, feasibility, reasons,
@@ -47,10 +47,22 @@ def _draw(rng: random.Random, p: Any) -> Any:
     return math.exp(rng.uniform(math.log(low), math.log(high))) if p.log else rng.uniform(low, high)
 
 
+def _space_code() -> tuple[Any, Any]:
+    """``load_space`` and ``design_system`` wherever the revision on the path keeps them: in the
+    search's study room (``dse.search.study``), or in the search package itself before it had
+    rooms, so that this file compares with revisions of either layout."""
+    try:
+        from dse.search.study.encoding import design_system
+        from dse.search.study.search_space import load_space
+    except ModuleNotFoundError:
+        from dse.search.encoding import design_system
+        from dse.search.space import load_space
+    return load_space, design_system
+
+
 def designs(n: int, seed: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """``n`` (space, workload, design) triples, spaces and workloads in turn."""
-    from dse.search.space import load_space
-
+    load_space, _ = _space_code()
     spaces = sorted(p.stem for p in (ROOT / "search_spaces").glob("*.toml"))
     rng = random.Random(seed)
     for i in range(n):
@@ -75,8 +87,8 @@ def fingerprints(n: int, seed: int) -> Iterator[str]:
     """One line per design: what it is and everything its evaluation says (see the module doc)."""
     from dse import evaluate, load_calibration, load_catalog, load_workload
     from dse.errors import DseInputError
-    from dse.search.encoding import design_system
-    from dse.search.space import load_space
+
+    load_space, design_system = _space_code()
 
     calib, cat = load_calibration(), load_catalog()
     for space_name, workload, design in designs(n, seed):

@@ -15,10 +15,10 @@ from dse.calibration.cpu import (
     load_cpu_measurements,
     validate_cpu,
 )
-from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import load_catalog
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.plausible import system_warnings
 from dse.model.rules import check_rules
 from dse.model.stages import STAGES
@@ -288,7 +288,8 @@ def test_ensemble_stays_valid_when_the_cpu_efficiency_moves() -> None:
     """cpu_dense_efficiency is fitted apart: the accelerator fit's ensemble stays the calibration's
     when it moves, and every member carries the calibration's value (so a CPU design's spread is
     not that of a stale efficiency)."""
-    from dse.calibration.ensemble import fingerprint, load_ensemble
+    from dse.calibration.ensemble import load_ensemble
+    from dse.model.parameters import fingerprint
 
     moved = dataclasses.replace(CALIB, cpu_dense_efficiency=0.2, cpu_matrix_efficiency=0.1)
     assert fingerprint(moved) == fingerprint(CALIB)

@@ -8,10 +8,10 @@ import typing
 
 import pytest
 
-from dse.calibration.parameters import load_calibration
 from dse.calibration.regime import design_class, placement_class
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.tiers import split_by_density
 from dse.model.rules import check_rules

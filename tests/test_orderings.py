@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.placement import plan_placement
 from dse.model.system import load_system
 from dse.model.timing import alltoall_times, topology_factor

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
 from dse.model.placement.partitioning import DeviceState, _place_group, balanced_runs
 from dse.model.system import System, load_system

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dse.calibration.parameters import Calibration
 from dse.model.catalog import load_catalog
 from dse.model.cost import CostBreakdown, PowerBreakdown, capex, economics
 from dse.model.estimators import (
@@ -25,6 +24,7 @@ from dse.model.estimators import (
     zipf_hit_rate,
 )
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration
 from dse.model.placement import Plan, PlanMemory, Shard, TierUse
 from dse.model.stages import Stage, StageCosts
 from dse.model.system import gbit_s_to_bytes_s, load_system

@@ -53,10 +53,10 @@ from dse.calibration.measurements import (
     fitted,
     measurement_design,
 )
-from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
 from dse.model.cost import power
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration
 from dse.model.placement import Plan, plan_placement
 from dse.model.system import System, load_system
 from dse.model.timing import step_time

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from dse.errors import DseInputError
-from dse.model.limits import MAX_PRICE_USD, positive, upto
+from dse.limits import MAX_PRICE_USD, positive, upto
 from dse.records import from_mapping, read_toml
 
 Precision = Literal["fp32", "tf32", "amp", "bf16", "fp16", "fp8"]

@@ -170,7 +170,7 @@ def power(
     """Wall power of the cluster while training: every part at its training utilisation, PSU losses
     on the nodes, and the scale-out switches and optics. ``accelerator_utilisation``: the share of
     (TDP - idle) each accelerator draws, the calibration's ``accelerator_training_utilisation``
-    (fitted to a wall-power measurement, :class:`~dse.calibration.parameters.Calibration`)."""
+    (fitted to a wall-power measurement, :class:`~dse.model.parameters.Calibration`)."""
     cat = catalog or load_catalog()
     node = system.spec.node
     acc = system.accelerator

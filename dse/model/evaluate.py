@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration.parameters import Calibration, load_calibration
+from dse.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
@@ -25,7 +25,7 @@ from dse.model.cost import (
     power,
     to_train,
 )
-from dse.model.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.racks import rack_count
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
@@ -140,7 +140,7 @@ class Evaluation:
             "epoch_time_s": eco.epoch_time_s,
             "epoch_cost_usd": eco.epoch_cost_usd,
             # Infinite (never met, worst as an objective) where the workload states no dataset;
-            # a study naming them is refused up front (dse.search.objectives.needs_dataset).
+            # a study naming them is refused up front (dse.search.study.objective_sets.needs_dataset).
             "dataset_time_s": dataset[0] if dataset else math.inf,
             "dataset_cost_usd": dataset[1] if dataset else math.inf,
             "memory_short_gb": memory.short_bytes / GB,
@@ -217,7 +217,7 @@ class Memo:
         self.loads: dict[tuple[object, ...], StepLoads] = {}
         self.max_groups = max_groups
         """Placed groups the plans may hold together; the least recently used plans (and their
-        loads) are dropped beyond it (:data:`~dse.model.limits.MAX_MEMO_PLAN_GROUPS`)."""
+        loads) are dropped beyond it (:data:`~dse.limits.MAX_MEMO_PLAN_GROUPS`)."""
         self._groups = 0
 
     def plan_and_loads(self, system: System) -> tuple[Plan, StepLoads]:

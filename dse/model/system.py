@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dse.errors import DseInputError
-from dse.model.catalog import Accelerator, Catalog, Cpu, PeakTflops, Topology, load_catalog
-from dse.model.limits import (
+from dse.limits import (
     MAX_ACCELERATORS_PER_NODE,
     MAX_ACCELERATORS_TOTAL,
     MAX_BANDWIDTH_GB_S,
@@ -39,6 +38,7 @@ from dse.model.limits import (
     positive,
     upto,
 )
+from dse.model.catalog import Accelerator, Catalog, Cpu, PeakTflops, Topology, load_catalog
 from dse.model.tiers import HBM_SECTOR_BYTES, MemoryTier, memory_tier
 from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name
 
@@ -554,7 +554,7 @@ def read_system_data(name_or_path: str) -> tuple[dict[str, Any], str]:
 
 def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:
     """Validate a system table (as read from TOML), including the cluster-size limit that no single
-    field can express (:data:`~dse.model.limits.MAX_ACCELERATORS_TOTAL`)."""
+    field can express (:data:`~dse.limits.MAX_ACCELERATORS_TOTAL`)."""
     spec = with_racks(from_mapping(SystemSpec, data, source), source)
     total = spec.nodes * spec.node.accelerators
     if total > MAX_ACCELERATORS_TOTAL:

@@ -57,7 +57,7 @@ class TierKind:
     reserve_fraction: float
     """Share of its capacity kept from the tables (runtime, OS, allocator)."""
     efficiency: str
-    """The :class:`~dse.calibration.parameters.Calibration` field that scales its peak bandwidth
+    """The :class:`~dse.model.parameters.Calibration` field that scales its peak bandwidth
     for embedding traffic (and, for a device's own memory, for element-wise work)."""
     pooled_by: Pooler
     """Who gathers its rows without a cache in front (a node pool: the CPUs)."""

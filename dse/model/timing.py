@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from dse.calibration.parameters import Calibration
+from dse.model.parameters import Calibration
 from dse.model.placement import Plan
 from dse.model.stages import STAGES as STAGES
 from dse.model.stages import Breakdown, DenseTimes, EmbeddingTimes, LinkTimes, Stage, StageCosts

@@ -21,7 +21,7 @@ in a study) and ``--set`` items add or change entries. They may hold these table
 
 A part's price range (``price_low_usd`` <= ``price_usd`` <= ``price_high_usd``, or the
 ``[price_range]`` shorthand) replaces the default spread of the draws that move prices: the robust
-front's (:mod:`dse.outputs.robust`) and the case studies' (:mod:`dse.outputs.cases.uncertainty`).
+front's (:mod:`dse.search.robust_front`) and the case studies' (:mod:`dse.outputs.cases.uncertainty`).
 A discount multiplies the price (and range) of every accelerator, CPU and NIC of that vendor
 (:func:`~dse.model.catalog.vendor_of`: the part's ``vendor``, else the first word of its name;
 NIC grades have none unless a user catalog gives one) by ``1 - discount``, except a part whose

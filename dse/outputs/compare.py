@@ -35,7 +35,7 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Comparison:
+class DesignComparison:
     """Designs ``a`` and ``b`` side by side."""
 
     labels: tuple[str, str]
@@ -72,9 +72,9 @@ def _metric(ev: Evaluation, name: str) -> float:
     return float(ev.metrics()[name])
 
 
-def compare(a: Evaluation, b: Evaluation, labels: tuple[str, str]) -> Comparison:
+def compare(a: Evaluation, b: Evaluation, labels: tuple[str, str]) -> DesignComparison:
     """``a`` and ``b`` side by side, named ``labels``."""
-    return Comparison(
+    return DesignComparison(
         labels=labels,
         metrics=tuple(Row(m, _metric(a, m), _metric(b, m)) for m in COMPARED_METRICS),
         stages_s=tuple(Row(s, a.breakdown_s[s], b.breakdown_s[s]) for s in STAGES),

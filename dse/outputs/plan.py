@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration.parameters import Calibration
 from dse.model.evaluate import Evaluation
+from dse.model.parameters import Calibration
 from dse.model.placement import Plan, Shard
 from dse.model.system import GB
 from dse.model.timing import (

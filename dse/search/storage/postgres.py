@@ -8,7 +8,7 @@ real PostgreSQL 15 server, ``tests/test_postgres_faults.py``):
 - **Hung** (its processes stopped, overloaded past answering, a host gone): the kernel of a stopped
   server's host still accepts connections and acknowledges every byte, so no TCP timer ever fires
   (keepalive probes are answered; ``tcp_user_timeout`` only counts unacknowledged data).
-  libpq's ``connect_timeout`` (:data:`~dse.search.storage.CONNECT_TIMEOUT_S`) bounds a new
+  libpq's ``connect_timeout`` (:data:`~dse.search.storage.servers.CONNECT_TIMEOUT_S`) bounds a new
   connection; a query on an open connection is bounded
   only by the client: :class:`AnswerWatch` shuts down the socket of any round trip that has waited
   :data:`ANSWER_TIMEOUT_S` for an answer, and every later call on the storage fails at once.
@@ -22,14 +22,14 @@ deadline so a live server always answers first) cancels a statement that runs to
 worker stopped inside a transaction, freeing the locks the others would wait on; the server's
 TCP keepalives end the session of a worker whose host vanished. The transactions of a worker
 that gave up are rolled back by the server (when it is back); its running trial is failed and
-retried by Optuna's heartbeat (:mod:`dse.search.recovery`), so a resumed study ends with
+retried by Optuna's heartbeat (:mod:`dse.search.storage.recovery`), so a resumed study ends with
 exactly its budget.
 
 Every libpq parameter in the URL's query string wins over dse's (``?connect_timeout=30``,
 ``?keepalives=0``); ``options`` in the URL come after dse's, so its ``-c`` settings win
 (``?options=-cstatement_timeout%3D0``). The answer deadline is dse's own parameter,
 ``?dse_answer_timeout=SECONDS`` (0: none), taken out of the URL before libpq sees it, as is the
-reconnection window ``?dse_reconnect=SECONDS`` (:data:`~dse.search.storage.RECONNECT_S`).
+reconnection window ``?dse_reconnect=SECONDS`` (:data:`~dse.search.storage.servers.RECONNECT_S`).
 
 Needs psycopg 3 (``pip install 'dse[cluster]'``); imported only for a PostgreSQL URL.
 """
@@ -47,7 +47,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import psycopg
 from psycopg.abc import PQGen
 
-from dse.search.storage import (
+from dse.search.storage.servers import (
     ANSWER_TIMEOUT_PARAM,
     ANSWER_TIMEOUT_S,
     CLOSED,
@@ -242,7 +242,7 @@ def libpq_params(query: dict[str, str]) -> dict[str, Any]:
 def split_url(url: str) -> tuple[str, dict[str, str], float]:
     """``url`` (``postgresql://``, ``postgres://`` or ``postgresql+DRIVER://``) as a libpq URI
     without dse's own query parameters (the rest of the query exactly as given; the user name and
-    password percent-encoded, :func:`~dse.search.storage.encode_credentials`), the query's
+    password percent-encoded, :func:`~dse.search.storage.servers.encode_credentials`), the query's
     parameters as libpq reads them (percent-decoded; ``+`` stays ``+``), and the answer deadline
     in seconds (0: none)."""
     plain, ours = dse_params(encode_credentials(url))

@@ -1,7 +1,7 @@
 """Coarse-to-fine sweeps: the exact front of a coarse grid, then the full-resolution neighbourhood
 of that front swept until the front stops changing.
 
-A coarse grid (:func:`dse.search.sweep.coarse_grid`: 3 to 6 values per parameter) misses the
+A coarse grid (:func:`dse.search.algorithms.sweep.coarse_grid`: 3 to 6 values per parameter) misses the
 designs between its levels, and on spaces whose front is made of such designs its front is a poor
 start: measured against the exact front (docs/benchmarks.md), the coarse front of zion-2020 holds
 0.57 of its hypervolume and production-12t's 0.69. A front is mostly made of near neighbours of
@@ -27,7 +27,7 @@ Model-A stand-in, whose line searches cost a new placement of 1,000 tables each,
 front of 60 designs used to take more than the whole budget, and the fastest design of a study
 reached 92-100% of the best known, against 100% in every seed since (docs/benchmarks.md).
 Designs already swept are skipped, a round is scored in one batch ordered for the memo
-(:func:`dse.search.sweep.explicit_grid`) and the front updated; a parent is expanded once. The
+(:func:`dse.search.algorithms.sweep.explicit_grid`) and the front updated; a parent is expanded once. The
 sweep stops when no parent is left (the front and every per-choice best expanded) or when
 :data:`REFINE_MAX_DESIGNS` designs beyond the coarse grid have been scored. When no parent
 is left to line-search, every parent gets repair moves (:meth:`_State._repairs`): a parameter
@@ -38,10 +38,10 @@ new front design.
 It is deterministic: no random draw, parents and candidates in a fixed order.
 
 A space too large for a coarse grid (more than
-:data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` designs even at 2 values per parameter, or
+:data:`~dse.search.algorithms.reference.REFERENCE_MAX_DESIGNS` designs even at 2 values per parameter, or
 one whose float parameters make a grid meaningless) starts instead from the front of a
-space-filling pre-screen (:mod:`dse.search.prescreen`, a budget of CPU seconds) and is refined
-the same way, for at most :data:`~dse.search.prescreen.REFINE_SHARE` times that budget more
+space-filling pre-screen (:mod:`dse.search.algorithms.prescreen`, a budget of CPU seconds) and is refined
+the same way, for at most :data:`~dse.search.algorithms.prescreen.REFINE_SHARE` times that budget more
 (:func:`screen_to_fine`; its design cap, :data:`PRESCREEN_REFINE_MAX_DESIGNS`, only bounds
 memory).
 """
@@ -56,21 +56,16 @@ from typing import Any
 
 import numpy as np
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.workload import Workload
-from dse.search.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
-from dse.search.dedup import design_key
-from dse.search.encoding import canonical_design
-from dse.search.objectives import ObjectiveSet
-from dse.search.pareto import best_row, non_dominated
-from dse.search.prescreen import BATCH_DESIGNS, REFINE_SHARE, prescreen
-from dse.search.prescreen import METHOD as SCREEN_METHOD
-from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
-from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
-from dse.search.space import Parameter, SearchSpace
-from dse.search.sweep import (
+from dse.search.algorithms.dedup import design_key
+from dse.search.algorithms.pareto import best_row, non_dominated
+from dse.search.algorithms.prescreen import BATCH_DESIGNS, REFINE_SHARE, prescreen
+from dse.search.algorithms.prescreen import METHOD as SCREEN_METHOD
+from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
+from dse.search.algorithms.sweep import (
     SweepResult,
     coarse_grid,
     combine_sweeps,
@@ -82,10 +77,15 @@ from dse.search.sweep import (
     sweep_order,
     warm_start,
 )
+from dse.search.study.attribute_keys import PRESCREEN_KEY, REFERENCE_KEY
+from dse.search.study.encoding import canonical_design
+from dse.search.study.objective_sets import ObjectiveSet
+from dse.search.study.search_space import Parameter, SearchSpace
+from dse.search.study.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
 
 REFINE_MAX_DESIGNS = REFERENCE_MAX_DESIGNS
 """Designs a coarse-to-fine sweep scores beyond its coarse grid, at most: the coarse grid's own
-bound (:data:`~dse.search.reference.REFERENCE_MAX_DESIGNS`), so refining costs at most as much
+bound (:data:`~dse.search.algorithms.reference.REFERENCE_MAX_DESIGNS`), so refining costs at most as much
 as the coarse sweep. Measured on the benchmark spaces (docs/benchmarks.md, one core, through the
 memo, repair moves included, light load), no round stopped by it: zion-2020 6,318 coarse + 7,149
 refined designs in 3.7 s, production-12t 6,912 + 4,995 in 6.1 s, issue-mixed 6,912 + 3,031 in
@@ -94,7 +94,7 @@ files' spaces: zionex-scale-out's 3,177 in 7.3 s (the 12T model on up to 128 acc
 placement costs tens of ms). The cap bounds spaces with many more parameters."""
 PRESCREEN_REFINE_MAX_DESIGNS = 10 * REFINE_MAX_DESIGNS
 """Designs the refinement after a pre-screen scores at most: a bound on memory only, as its CPU
-budget (:data:`~dse.search.prescreen.REFINE_SHARE` times the pre-screen's) is what stops it on
+budget (:data:`~dse.search.algorithms.prescreen.REFINE_SHARE` times the pre-screen's) is what stops it on
 the large benchmark cases. Capped at :data:`REFINE_MAX_DESIGNS`, full-dcnv2's refinement stopped
 at it after 10-20 of its 45 CPU seconds, and two of five pre-screens never reached
 the 16-accelerator full meshes on its front (sweep front 0.982 of the known front's hypervolume);
@@ -123,7 +123,7 @@ def coarse_to_fine(
     calibration: Calibration | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
-    """The sweep of :func:`~dse.search.sweep.coarse_grid` (at most ``coarse_max_designs``
+    """The sweep of :func:`~dse.search.algorithms.sweep.coarse_grid` (at most ``coarse_max_designs``
     designs) refined as the module describes (at most ``max_designs`` more), on one core with
     one memo. The result holds every design scored (``method`` :data:`METHOD`, ``seconds`` the
     whole time) and the exact front among them. ``on_progress(done, total)``: designs scored of
@@ -145,7 +145,7 @@ class Screened:
     """A pre-screened sweep (:func:`screen_to_fine`) and what each stage cost."""
 
     result: SweepResult
-    """Every design scored (``method`` :data:`dse.search.prescreen.METHOD`) and their front."""
+    """Every design scored (``method`` :data:`dse.search.algorithms.prescreen.METHOD`) and their front."""
     screened: int
     """Designs the pre-screen scored."""
     screen_cpu_s: float
@@ -177,9 +177,9 @@ def screen_to_fine(
     seed: int = 0,
 ) -> Screened:
     """:func:`coarse_to_fine` for a space too large for a coarse grid: the front of a
-    :func:`~dse.search.prescreen.prescreen` of ``seconds`` CPU seconds refined as the module
+    :func:`~dse.search.algorithms.prescreen.prescreen` of ``seconds`` CPU seconds refined as the module
     describes (float parameters along :data:`FLOAT_LEVELS` values), up to ``max_designs`` more
-    designs or :data:`~dse.search.prescreen.REFINE_SHARE` times ``seconds`` of CPU, on one core
+    designs or :data:`~dse.search.algorithms.prescreen.REFINE_SHARE` times ``seconds`` of CPU, on one core
     with one memo. ``on_progress(done, total)``: designs scored and the number the budgets are
     projected to allow at the rate so far (:func:`_projected`; exact at the end)."""
     start, cpu0 = time.perf_counter(), time.process_time()
@@ -208,7 +208,7 @@ def refine(space: SearchSpace, first: SweepResult, workload: Workload, objective
            cpu_s: float = math.inf) -> list[SweepResult]:
     """``first`` and the rounds of the module's refinement from its front: at most
     ``max_designs`` designs more, and none scored after ``cpu_s`` CPU seconds (a round is scored
-    in slices of :data:`~dse.search.prescreen.BATCH_DESIGNS` and the rest of it dropped then: a
+    in slices of :data:`~dse.search.algorithms.prescreen.BATCH_DESIGNS` and the rest of it dropped then: a
     round on a front of hundreds of float designs can hold thousands)."""
     cpu0 = time.process_time()
     parts = [first]
@@ -275,14 +275,14 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
                    keep: list[SweepResult] | None = None,
                    seed: int = 0) -> list[dict[str, Any]]:
     """What a new study gets by default with a budget of at least
-    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET`: one :func:`coarse_to_fine` sweep when
-    :func:`~dse.search.sweep.sweep_allowed`, else (a space too large for a coarse grid) one
+    :data:`~dse.search.algorithms.reference.REFERENCE_MIN_BUDGET`: one :func:`coarse_to_fine` sweep when
+    :func:`~dse.search.algorithms.sweep.sweep_allowed`, else (a space too large for a coarse grid) one
     :func:`screen_to_fine` of ``prescreen_s`` CPU seconds (0: none), recorded as
     ``dse:prescreen`` (designs scored and CPU seconds, :meth:`Screened.record`). Its front is the
     study's fixed hypervolume reference (``coarse-to-fine sweep of N designs``) and, when
     ``warm`` (the default sampler), is enqueued as a warm start
-    (:func:`~dse.search.sweep.warm_start`: at most ``max_trials``, by default
-    :data:`~dse.search.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
+    (:func:`~dse.search.algorithms.sweep.warm_start`: at most ``max_trials``, by default
+    :data:`~dse.search.study.seeding.WARM_MAX_TRIALS`, and a fifth of the budget). The sweep's designs
     are not trials. A study that already has its reference (another process swept) is left
     alone. Returns the enqueued designs; ``on_progress``: the sweep's; ``keep``: the sweep's
     result is appended to it (for a benchmark that measures the sweep's front itself);
@@ -317,7 +317,7 @@ class _State:
         self.objectives = objectives
         self.designs: list[dict[str, Any]] = []
         self.keys: list[str] = []
-        """Each row's :func:`~dse.search.dedup.design_key`."""
+        """Each row's :func:`~dse.search.algorithms.dedup.design_key`."""
         self.losses = np.zeros((0, len(objectives.objectives)))
         self.eligible = np.zeros(0, dtype=bool)
         self.seen: set[str] = set()
@@ -463,7 +463,7 @@ class _State:
     def _complete(self, design: dict[str, Any]) -> list[dict[str, Any]]:
         """``design`` with inactive parameters dropped and newly active ones filled in (every
         combination of their values, or their middle values beyond :data:`FILL_MAX_DESIGNS`), each
-        made canonical (:func:`~dse.search.encoding.canonical_design`), so that a one-node design
+        made canonical (:func:`~dse.search.study.encoding.canonical_design`), so that a one-node design
         moved along oversubscription or topology is the design already scored, not a new row."""
         out = _fill(self.space, design, lambda n: self._options(n, False))
         if len(out) > FILL_MAX_DESIGNS:

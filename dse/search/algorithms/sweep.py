@@ -1,7 +1,7 @@
 """Exhaustive sweeps: every design of a discrete search space (or a scrambled Sobol sample of a
 space with float parameters), scored across the machine's cores, with the exact Pareto front.
 
-A sweep builds each design's system with :func:`dse.search.encoding.design_system` and evaluates
+A sweep builds each design's system with :func:`dse.search.study.encoding.design_system` and evaluates
 it with :func:`dse.model.evaluate`, exactly as a study trial does, but shares what does not change
 between designs through a :class:`dse.model.Memo`: a placement depends only on counts and
 capacities (:func:`dse.model.placement.plan_key`), and the step's bandwidth-free loads only on those
@@ -13,7 +13,7 @@ plan outermost, so consecutive designs share plans, and handed to worker process
 Conditional parameters are respected: a parameter whose ``when`` does not hold is left out of the
 design (the base system's value stands), so each combination of active parameters occurs once.
 
->>> from dse.search.space import load_space
+>>> from dse.search.study.search_space import load_space
 >>> grid = design_grid(load_space("zion-node-grid"))
 >>> len(grid) > 100_000
 True
@@ -37,18 +37,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Memo, evaluate
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import plan_key
 from dse.model.system import resolve_system
 from dse.model.timing import STAGES, loads_key
 from dse.model.workload import Workload
 from dse.safe_write import write_file
 from dse.search._optuna import compute_hypervolume
-from dse.search.attribute_keys import REFERENCE_KEY, WARM_START_KEY
-from dse.search.encoding import (
+from dse.search.algorithms.pareto import best_row, loss_box, non_dominated
+from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
+from dse.search.study.attribute_keys import REFERENCE_KEY, WARM_START_KEY
+from dse.search.study.encoding import (
     ONE_NODE_INERT,
     canonical_value,
     design_system,
@@ -56,12 +58,16 @@ from dse.search.encoding import (
     encode_design,
     inert_params,
 )
-from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
-from dse.search.pareto import best_row, loss_box, non_dominated
-from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
-from dse.search.seeding import warm_start_trials
-from dse.search.space import Parameter, SearchSpace, probe_values
-from dse.search.spec import StudySpec, study_catalog, study_objectives, study_space, study_workload
+from dse.search.study.objective_sets import UNSCORABLE_CONSTRAINTS, ObjectiveSet
+from dse.search.study.search_space import Parameter, SearchSpace, probe_values
+from dse.search.study.seeding import warm_start_trials
+from dse.search.study.study_file import (
+    StudySpec,
+    study_catalog,
+    study_objectives,
+    study_space,
+    study_workload,
+)
 
 CHUNK_DESIGNS = 4096
 """Designs per work item handed to a worker process."""
@@ -161,7 +167,7 @@ def design_grid(space: SearchSpace, order: Sequence[str] | None = None) -> Desig
 
 
 def canonical_grid(space: SearchSpace, grid: DesignGrid) -> DesignGrid:
-    """``grid`` with every design made canonical (:func:`~dse.search.encoding.canonical_design`:
+    """``grid`` with every design made canonical (:func:`~dse.search.study.encoding.canonical_design`:
     on one node, oversubscription and topology at one value) and each kept once, where it first
     occurs, so designs the model cannot tell apart are one row of a sweep and of its front. The
     node count depends on the other parameters only, so it is asked once per combination of
@@ -632,7 +638,7 @@ COARSE_MAX_LEVELS = 6
 SWEEP_MIN_LEVELS = 3
 """The fewest levels a parameter keeps in the default sweep's coarse grid. A grid of two levels
 (each parameter's ends) samples nothing between them: a space that fits only at two levels gets
-the pre-screen instead (:mod:`dse.search.prescreen`). Since equal one-node designs are counted
+the pre-screen instead (:mod:`dse.search.algorithms.prescreen`). Since equal one-node designs are counted
 once, the ``full`` space fits at two levels (17,280 designs) but not at three (739,206)."""
 
 
@@ -726,7 +732,7 @@ def warm_start(
     or ``result`` when already swept) into the Optuna ``study``: at most ``max_trials`` designs
     of distinct values, each objective's best first, then picked by hypervolume contribution
     (:func:`greedy_front`), so its sampler starts from good designs rather than random ones; the
-    front also becomes the study's fixed hypervolume reference (:mod:`dse.search.reference`) when
+    front also becomes the study's fixed hypervolume reference (:mod:`dse.search.algorithms.reference`) when
     it has none. Returns the enqueued designs. A study already seeded (attribute
     ``dse:warm_start``) is left alone, so resuming never enqueues twice."""
     if WARM_START_KEY in study.user_attrs:
@@ -747,7 +753,7 @@ def warm_start(
 
 def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None) -> list[dict[str, Any]]:
     """:func:`warm_start` for a study file's ``spec`` (``dse run --warm-start sweep``): at most a
-    fifth of the budget (and at least one design, :func:`~dse.search.seeding.warm_start_trials`)
+    fifth of the budget (and at least one design, :func:`~dse.search.study.seeding.warm_start_trials`)
     is spent on the coarse front."""
     cap = max_trials if max_trials is not None else warm_start_trials(spec.budget)
     return warm_start(study, study_space(spec), study_workload(spec), study_objectives(spec),
@@ -756,8 +762,8 @@ def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None)
 
 def sweep_allowed(space: SearchSpace, budget: int) -> bool:
     """The rule for the default coarse sweep of a new study: a budget of at least
-    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET` trials and a coarse grid of at most
-    :data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` designs at :data:`SWEEP_MIN_LEVELS`
+    :data:`~dse.search.algorithms.reference.REFERENCE_MIN_BUDGET` trials and a coarse grid of at most
+    :data:`~dse.search.algorithms.reference.REFERENCE_MAX_DESIGNS` designs at :data:`SWEEP_MIN_LEVELS`
     levels or more."""
     if budget < REFERENCE_MIN_BUDGET:
         return False

@@ -23,11 +23,11 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.attribute_keys import PROPOSAL_KEY
-from dse.search.proposals import Proposer
-from dse.search.space import SearchSpace
+from dse.search.algorithms.proposals import Proposer
+from dse.search.study.attribute_keys import PROPOSAL_KEY
+from dse.search.study.search_space import SearchSpace
+from dse.search.study.study_file import SAMPLERS
 
-SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
 AUTO_SWITCH_TRIALS = 250
 """Completed trials after which ``auto`` hands over from TPE to NSGA-II (OptunaHub's AutoSampler
 switches at 250; TPE's per-trial cost passes 100 ms near 1,000 trials on this machine)."""
@@ -38,7 +38,7 @@ NSGA2_POPULATION = 50
 class AutoSampler(BaseSampler):
     """TPE (multivariate, constant liar) for the first ``switch`` completed trials, then NSGA-II
     seeded with TPE's best designs; given the study's search space, it also proposes designs of
-    its own (:class:`~dse.search.proposals.Proposer`): a stratified start that gives every choice
+    its own (:class:`~dse.search.algorithms.proposals.Proposer`): a stratified start that gives every choice
     of every categorical parameter its share, moves to unevaluated neighbours of the front and of
     each objective's best design, and of the best design of the least-tried choice.
 

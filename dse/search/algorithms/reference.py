@@ -2,9 +2,9 @@
 
 The hypervolume of a front measured in the front's own range reads ~0.98 for any front, good or
 poor. A study created with a budget of at least :data:`REFERENCE_MIN_BUDGET` on a space whose
-coarse grid (:func:`dse.search.sweep.coarse_grid`, at most :data:`REFERENCE_MAX_DESIGNS` designs)
+coarse grid (:func:`dse.search.algorithms.sweep.coarse_grid`, at most :data:`REFERENCE_MAX_DESIGNS` designs)
 is small enough is given a fixed box when it is created (``dse:reference``): the exact front of
-the coarse-to-fine sweep of :mod:`dse.search.refine` (that coarse grid, refined along its front),
+the coarse-to-fine sweep of :mod:`dse.search.algorithms.refine` (that coarse grid, refined along its front),
 its ideal point and its nadir pushed 10% out. From then on the study's hypervolume is that of its
 feasible front in this box divided by the sweep front's (1.0: as good as the sweep; above 1:
 better), and whether the front is still moving is the hypervolume gained over the last
@@ -23,14 +23,14 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from dse.search._optuna import compute_hypervolume
-from dse.search.attribute_keys import REFERENCE_KEY
-from dse.search.pareto import hypervolume, loss_box, study_losses
+from dse.search.algorithms.pareto import hypervolume, loss_box, study_losses
+from dse.search.study.attribute_keys import REFERENCE_KEY
 
 REFERENCE_MIN_BUDGET = 50
 """Studies with smaller budgets get no sweep (it would cost more than the study)."""
 REFERENCE_MAX_DESIGNS = 20_000
 """The largest coarse grid swept when a study is created (seconds on one core; the refinement
-of :mod:`dse.search.refine` adds at most as many designs again)."""
+of :mod:`dse.search.algorithms.refine` adds at most as many designs again)."""
 MOVING_GAIN = 0.005
 """A front whose hypervolume rose by more than this over the last window is still moving."""
 

@@ -9,12 +9,12 @@ near neighbours of good designs. :class:`Proposer` therefore adds:
   parameter) designs it draws cycle through every choice of every categorical parameter and
   spread every other parameter over its range (a Latin hypercube by value index);
 - **local moves** (:data:`LOCAL_SHARE` of the trials after the first :data:`LOCAL_AFTER`): an
-  unevaluated neighbour (:func:`dse.search.dedup.fresh_neighbour`) of a design on the current
+  unevaluated neighbour (:func:`dse.search.algorithms.dedup.fresh_neighbour`) of a design on the current
   feasible front, of the best design of one objective (the extreme points, searched for
   directly, :data:`EXTREME_SHARE` of the moves), or of the best design of the least-tried choice
   of a categorical parameter (so no choice is starved).
 
-Every proposal is a design no trial of the study holds (:class:`~dse.search.dedup.DesignIndex`).
+Every proposal is a design no trial of the study holds (:class:`~dse.search.algorithms.dedup.DesignIndex`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from dse.search.dedup import (
+from dse.search.algorithms.dedup import (
     DesignIndex,
     Tiers,
     design_key,
@@ -36,9 +36,9 @@ from dse.search.dedup import (
     neighbour,
     shared_index,
 )
-from dse.search.encoding import encode_design
-from dse.search.pareto import GrowingFront, is_feasible
-from dse.search.space import Parameter, SearchSpace
+from dse.search.algorithms.pareto import GrowingFront, is_feasible
+from dse.search.study.encoding import encode_design
+from dse.search.study.search_space import Parameter, SearchSpace
 
 START_PER_CHOICE = 2
 """Stratified-start designs per choice of the categorical parameter with the most choices (at
@@ -100,7 +100,8 @@ class Proposer:
         """Per ranked parameter: each row's index of its value (-1: absent)."""
         self._importance_cache: dict[int, tuple[int, dict[str, int]]] = {}
         self._neighbours: dict[str, Tiers] = {}
-        """Extreme moves' parents' neighbourhoods (:func:`~dse.search.dedup.keyed_neighbourhood`)."""
+        """Extreme moves' parents' neighbourhoods
+        (:func:`~dse.search.algorithms.dedup.keyed_neighbourhood`)."""
 
     # --- reading the study -----------------------------------------------------------------
 

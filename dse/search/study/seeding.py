@@ -44,9 +44,9 @@ WARM_BUDGET_SHARE = "a fifth"
 
 PRESCREEN_S = 30.0
 """Default CPU seconds (one core) of the pre-screen of a space too large for a coarse grid
-(:mod:`dse.search.prescreen`). At about 1.1 ms per design through the memo (the ``full`` space on
+(:mod:`dse.search.algorithms.prescreen`). At about 1.1 ms per design through the memo (the ``full`` space on
 MLPerf DLRM-DCNv2, measured here: 2,000 Sobol designs in 2.2 s of CPU) it scores some 25,000
-designs; with the refinement after it (at most :data:`dse.search.prescreen.REFINE_SHARE` times as
+designs; with the refinement after it (at most :data:`dse.search.algorithms.prescreen.REFINE_SHARE` times as
 long, or its design cap) a study is created in about a minute of CPU (the issue's bound: 90 s)."""
 MAX_PRESCREEN_S = 3600.0
 """The longest pre-screen a study file or ``--prescreen-s`` may ask for (an hour of CPU)."""

@@ -8,7 +8,7 @@ directory. The content is recorded anyway, because the files can still change or
 elsewhere with other content under the same name: a run or resume whose systems resolve to other
 content than recorded stops with one line naming both (unless forced: the change is then
 logged), and the read-only commands build the space from the recorded systems, not the files
-(:func:`dse.search.space.with_recorded_systems`), so a front is shown with the machines it was
+(:func:`dse.search.study.search_space.with_recorded_systems`), so a front is shown with the machines it was
 scored on.
 """
 
@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 
 from dse.records import OBJECTIVES, SPACE, WORKLOAD, NamedFile, named_file, read_named
-from dse.search.space import SYSTEM_LABEL
-from dse.search.spec import StudySpec, resolved, study_space
+from dse.search.study.search_space import SYSTEM_LABEL
+from dse.search.study.study_file import StudySpec, resolved, study_space
 
 
 def study_contents(spec: StudySpec) -> dict[str, NamedFile]:

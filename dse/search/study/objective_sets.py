@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dse.errors import DseInputError
-from dse.model.limits import MAX_CONSTRAINTS, MAX_OBJECTIVES
+from dse.limits import MAX_CONSTRAINTS, MAX_OBJECTIVES
 from dse.model.rules import RULE_NAMES
 from dse.records import OBJECTIVES, from_mapping, named_file, read_toml
 
@@ -217,7 +217,9 @@ class ObjectiveSet:
 
 
 @dataclass(frozen=True, slots=True)
-class _File:
+class _ObjectiveSetFile:
+    """An objective set's file as written (``objectives/*.toml``), before its checks."""
+
     name: str
     objectives: tuple[Objective, ...]
     constraints: tuple[Constraint, ...] = ()
@@ -226,14 +228,14 @@ class _File:
 
 def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
     """Validate an objectives table: known metrics, at least one objective, bounds on constraints."""
-    raw = from_mapping(_File, data, source)
+    raw = from_mapping(_ObjectiveSetFile, data, source)
     if not raw.objectives:
         raise DseInputError(source, "objectives", "at least one objective is needed")
     for key, items, limit in (("objectives", raw.objectives, MAX_OBJECTIVES),
                               ("constraints", raw.constraints, MAX_CONSTRAINTS)):
         if len(items) > limit:
             raise DseInputError(source, key, f"has {len(items):,} {key}; at most {limit} are "
-                                "supported (dse.model.limits)")
+                                "supported (dse.limits)")
     seen: set[str] = set()
     for i, o in enumerate(raw.objectives):
         if o.metric not in METRICS:

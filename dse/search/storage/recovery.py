@@ -27,7 +27,7 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.search import _optuna
-from dse.search.attribute_keys import RETRY_KEY, WORKER_KEY
+from dse.search.study.attribute_keys import RETRY_KEY, WORKER_KEY
 
 STALE_SECONDS = 300.0
 """A RUNNING trial of another host older than this is taken as abandoned (dse trials take

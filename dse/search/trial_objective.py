@@ -20,15 +20,14 @@ import optuna
 from optuna.storages import JournalStorage
 from optuna.trial import Trial, TrialState
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search._optuna import CONSTRAINTS_KEY, JournalOperation, rdb_backend
-from dse.search.attribute_keys import PROPOSAL_KEY, WORKER_KEY
-from dse.search.dedup import (
+from dse.search.algorithms.dedup import (
     DUPLICATE_KEY,
     DesignIndex,
     design_key,
@@ -36,17 +35,20 @@ from dse.search.dedup import (
     random_design,
     shared_index,
 )
-from dse.search.encoding import (
+from dse.search.storage.databases import rdb_write_attrs
+from dse.search.storage.opening import quick_counts
+from dse.search.storage.proxy import grpc_call
+from dse.search.storage.recovery import retry
+from dse.search.study.attribute_keys import PROPOSAL_KEY, WORKER_KEY
+from dse.search.study.encoding import (
     canonical_design,
     design_system,
     design_workload,
     encode_design,
     suggest_design,
 )
-from dse.search.objectives import UNSCORABLE_CONSTRAINTS, ObjectiveSet
-from dse.search.recovery import retry
-from dse.search.space import SearchSpace
-from dse.search.storage import grpc_call, quick_counts, rdb_write_attrs
+from dse.search.study.objective_sets import UNSCORABLE_CONSTRAINTS, ObjectiveSet
+from dse.search.study.search_space import SearchSpace
 
 
 @dataclass
@@ -65,7 +67,7 @@ class DesignObjective:
     always has one (Optuna never fails a RUNNING trial that has none)."""
     dedup: bool = True
     """Prune a trial that repeats a design already evaluated (or being evaluated) in the study,
-    without running the model (:mod:`dse.search.dedup`), and enqueue an unevaluated neighbour of
+    without running the model (:mod:`dse.search.algorithms.dedup`), and enqueue an unevaluated neighbour of
     it in its place; a pruned trial does not count against the budget."""
     exhausted: bool = False
     """Set when a repeat finds no design left to evaluate (every design of a small discrete
@@ -129,7 +131,7 @@ class DesignObjective:
     def _prune_if_repeat(self, trial: Trial, design: dict[str, Any], index: DesignIndex) -> None:
         """Prune ``trial`` when its design was evaluated before in the study (recording which
         trial it repeats) and enqueue a fresh neighbour of it, so the next trial makes progress.
-        ``index``: the study's shared index (:func:`dse.search.dedup.shared_index`), refreshed
+        ``index``: the study's shared index (:func:`dse.search.algorithms.dedup.shared_index`), refreshed
         again here (other workers may have written since the budget check)."""
         index.refresh_study(trial.study)
         earlier = index.duplicate_of(trial.number, design)

@@ -14,14 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
-from dse.model.limits import (
-    MAX_BUDGET,
-    MAX_ROWS_PER_TABLE,
-    MAX_SEED,
-    MAX_TABLE_SCALE,
-    check_placement_work,
-    upto,
-)
+from dse.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, check_placement_work, upto
 from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import Workload, load_workload, scale_tables
 from dse.records import (
@@ -35,12 +28,11 @@ from dse.records import (
     named_file,
     read_toml,
 )
-from dse.search.attribute_keys import CONTENTS_KEY
-from dse.search.encoding import grid_of
-from dse.search.objectives import ObjectiveSet, load_objectives, needs_dataset
-from dse.search.samplers import SAMPLERS
-from dse.search.seeding import MAX_PRESCREEN_S, PRESCREEN_S
-from dse.search.space import SearchSpace, load_space, max_accelerators, with_recorded_systems
+from dse.search.study.attribute_keys import CONTENTS_KEY
+from dse.search.study.encoding import grid_of
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives, needs_dataset
+from dse.search.study.search_space import SearchSpace, load_space, max_accelerators, with_recorded_systems
+from dse.search.study.seeding import MAX_PRESCREEN_S, PRESCREEN_S
 
 STUDIES_DIR = Path(STUDY.folder)
 """Where the results of a built-in study go: ``./studies`` under the working directory."""
@@ -50,6 +42,9 @@ DEFAULT_STUDY = "zion-2020"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A study name: a plain identifier, since it names files (``studies/NAME.journal``, the report)
 and so may hold no path separator, may not be empty and may not start with a dot."""
+SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
+"""The samplers a study file may name (``sampler``); :func:`dse.search.algorithms.samplers.make_sampler`
+makes each."""
 _TABLE_SCALE = "table_scale"
 
 
@@ -79,7 +74,7 @@ class StudySpec:
     the packaged catalog. A relative path is looked for beside the study file."""
     prescreen_s: float = field(default=PRESCREEN_S, metadata=upto(MAX_PRESCREEN_S))
     """CPU seconds (one core) of the space-filling pre-screen a new study runs before its first
-    trial when its space is too large for a coarse grid (:mod:`dse.search.prescreen`); 0: none.
+    trial when its space is too large for a coarse grid (:mod:`dse.search.algorithms.prescreen`); 0: none.
     Not trials: the budget is unchanged."""
     file: str = ""
     """The study file this was loaded from: set by :func:`load_study_spec`, never read from the

@@ -11,9 +11,9 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
-from dse.search.objectives import ObjectiveSet, loss_sign
-from dse.search.pareto import hypervolume, pareto_mask, reference_point, study_losses
-from dse.search.reference import study_reference
+from dse.search.algorithms.pareto import hypervolume, pareto_mask, reference_point, study_losses
+from dse.search.algorithms.reference import study_reference
+from dse.search.study.objective_sets import ObjectiveSet, loss_sign
 
 HYPERVOLUME_POINTS = 100
 """Hypervolume is computed at this many trial counts (each costs a front and a volume)."""
@@ -22,7 +22,7 @@ HYPERVOLUME_POINTS = 100
 def hypervolume_curve(study: optuna.Study, feasible: list[FrozenTrial], trials: list[FrozenTrial],
                       points: int = HYPERVOLUME_POINTS) -> tuple[list[int], list[float]]:
     """Hypervolume of the feasible trials among the first n, at up to ``points`` n: against the
-    study's fixed reference (:func:`dse.search.reference.study_reference`; 1.0 = the coarse
+    study's fixed reference (:func:`dse.search.algorithms.reference.study_reference`; 1.0 = the coarse
     sweep's front) when it has one, else in one box over the whole study's range."""
     if not feasible:
         return [], []

@@ -7,8 +7,8 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
 
 - a damaged last line (torn by power loss, or garbage even when it ends in a newline) holds no
   complete record: a command that writes to the journal cuts it off
-  (:func:`dse.search.storage.repair_journal_tail`), one that only reads leaves it out of its
-  reading and the file as it is (:func:`dse.search.snapshot.read_journal`);
+  (:func:`dse.search.storage.journal_writing.repair_journal_tail`), one that only reads leaves it
+  out of its reading and the file as it is (:func:`dse.search.storage.journal_snapshot.read_journal`);
 - any other damage (a line that is not a record, invalid UTF-8, NUL bytes, a record naming a
   trial or study never created) is refused with one line naming the file, the line and what is
   wrong (:func:`check_journal`), and nothing is written to the file;
@@ -17,214 +17,40 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
   keep their numbers), garbage dropped and reported; the original is left untouched, and an
   existing copy is never overwritten (without ``--force``).
 
-Optuna's records carry no check of their own, so a duplicated, deleted or altered line that is
-still valid JSON reads as a different study: a copied trial creation record shifts every later
-trial onto its neighbour's records, a lost state record leaves a finished trial RUNNING, a changed
-digit is a changed result. dse therefore writes each record with a check of its own
-(:class:`CheckedJournalBackend`): a last field ``"dse_check":[N,CRC]``, where ``N`` numbers the
-record's line in the file (counted under the write lock, so several workers appending at once
-number their lines in file order) and ``CRC`` is a CRC-32 of the record before that field and of
-``N``. Optuna's replay reads only the keys it knows and ignores the field, so such a journal is
-still an Optuna journal. The scan then finds (:class:`RecordNumbers`):
-
-- a record whose CRC does not match: altered since it was written;
-- a record numbered like an earlier one: a copy (a duplicated line);
-- numbers that jump further than the lines between them: records lost.
-
-Records without the field (written by plain Optuna or by earlier versions of dse; a journal may mix both)
-are read as before, with only the checks above on the records around them. A writer that does
-not take dse's lock can slip a line in between another's count and its write; such unchecked
-lines are allowed for (they only ever add lines), so they are never taken for damage.
+The records' layout and dse's check on each are :mod:`dse.search.storage.journal_format`'s; the ids
+a record names are checked as Optuna's replay numbers them, by the replay the snapshot reader
+follows (:class:`~dse.search.storage.journal_replay.JournalReplay`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from dse.errors import DseInputError
 from dse.safe_write import check_target, write_file
-from dse.search._optuna import (
-    JOURNAL_FIELDS,
-    STUDY_OPS,
-    TRIAL_OPS,
-    BaseJournalFileLock,
-    JournalOperation,
+from dse.search._optuna import JOURNAL_FIELDS, STUDY_OPS, TRIAL_OPS, JournalOperation
+from dse.search.storage.journal_format import (
+    RECORD_LINE,
+    RecordNumbers,
+    check_start,
+    checked_line,
+    checks_hold,
+    read_check,
 )
+from dse.search.storage.journal_replay import JournalReplay
 
 OP = JournalOperation
 PLACEHOLDER_WORKER = "dse-repair"
 """``worker_id`` of the records :func:`repair_journal` writes: creation records in place of lost
 ones, FAIL states in place of altered records."""
 REPAIRED_SUFFIX = ".repaired"
-
-
-CHECK_KEY = "dse_check"
-"""The last field of each record dse writes: ``[N, CRC]`` (see the module)."""
-_CHECK_AT = b',"' + CHECK_KEY.encode() + b'":['
-_CHECK = re.compile(re.escape(_CHECK_AT) + rb"(0|[1-9]\d{0,17}),(\d{1,10})\]\}")
-"""The check field at the end of a line (its whole rest: a field of the same name nested in a
-value is followed by more closing brackets)."""
-
-
-def _crc(head: bytes | memoryview, number: int) -> int:
-    """The CRC of a record: of its text before the check field, then of its line number."""
-    return zlib.crc32(b"%d" % number, zlib.crc32(head))
-
-
-def checked_line(head: bytes, number: int) -> bytes:
-    """The journal line of a record whose JSON text without its closing brace is ``head``, written
-    on line ``number`` (from 0), with dse's check, and its newline."""
-    return head + _CHECK_AT + b"%d,%d]}\n" % (number, _crc(head, number))
-
-
-def record_line(log: dict[str, Any], number: int) -> bytes:
-    """``log`` as Optuna writes it (compact JSON, ASCII), checked as line ``number``."""
-    return checked_line(json.dumps(log, separators=(",", ":")).encode()[:-1], number)
-
-
-def read_check(raw: bytes) -> tuple[int, bool] | None:
-    """(line number the record was written as, whether it is as written) of a line with dse's
-    check; ``None`` for a line without one."""
-    at = raw.rfind(_CHECK_AT)
-    if at < 0:
-        return None
-    m = _CHECK.fullmatch(raw, at)
-    if m is None:
-        return None
-    number = int(m[1])
-    return number, int(m[2]) == _crc(memoryview(raw)[:at], number)
-
-
-def without_check(text: bytes) -> bytes:
-    """A record's text (or the end of it) without dse's check field."""
-    at = text.rfind(_CHECK_AT)
-    return text if at < 0 or _CHECK.fullmatch(text, at) is None else text[:at] + b"}"
-
-
-class RecordNumbers:
-    """dse's record numbers read in file order, and what they say about the lines between.
-
-    Written under the lock, the records of consecutive lines carry consecutive numbers. Lines
-    without a number (written by plain Optuna or an older dse, possibly between another writer's
-    count and its write) only ever add lines, so a number may fall behind its line by as many
-    unnumbered lines as came just before it (``slack``), never run ahead of it."""
-
-    __slots__ = ("last", "line", "slack")
-
-    def __init__(self, state: tuple[int, int, int] = (-1, -1, 0)) -> None:
-        self.last, self.line, self.slack = state
-
-    def state(self) -> tuple[int, int, int]:
-        return self.last, self.line, self.slack
-
-    def take(self, line: int, number: int, unnumbered: int) -> int:
-        """Records lost just before ``line`` (from 0), which holds record ``number`` after
-        ``unnumbered`` lines without a number: 0 if none, -1 when ``number`` repeats an earlier
-        record's (a duplicated line; then nothing is taken)."""
-        if number <= self.last:
-            return -1
-        lost = max(0, (number - self.last) - (line - self.line) - self.slack)
-        self.slack = unnumbered or (self.slack if number == self.last + 1 else 0)
-        self.last, self.line = number, line
-        return lost
-
-
-_CHECK_LINE = re.compile(_CHECK.pattern + rb"$", re.MULTILINE)
-_CHECKED_LINE = re.compile(rb"^(.*)" + _CHECK_LINE.pattern, re.MULTILINE)
-
-
-def checks_hold(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
-    """Whether dse's checks of every line of ``data`` from byte ``start`` (the start of line
-    ``line``, from 0) hold: no record altered, repeated or lost, as :func:`scan_journal` finds
-    them (a yes or no, several times faster: for a reader that refuses any damage). ``numbers``
-    goes on from the lines before ``start``."""
-    checked = data.count(_CHECK_AT, start)
-    if not checked:
-        return True  # written by plain Optuna or an earlier dse: nothing to check
-    if checked != data.count(b"\n", start) + (not data.endswith(b"\n")):
-        return _checks_hold_mixed(data, start, line, numbers)
-    rows = _CHECKED_LINE.findall(data, start)
-    if len(rows) != checked:
-        return _checks_hold_mixed(data, start, line, numbers)
-    # Every line checked (a journal dse wrote): its numbers must run on from the first.
-    first = int(rows[0][1])
-    if numbers.take(line, first, line - numbers.line - 1):
-        return False
-    if [int(n) for _, n, _ in rows] != list(range(first, first + len(rows))):
-        return False
-    numbers.last, numbers.line = first + len(rows) - 1, line + len(rows) - 1
-    crc32 = zlib.crc32
-    return all(crc32(b"%d" % n, crc32(head)) == int(crc)
-               for n, (head, _, crc) in enumerate(rows, start=first))
-
-
-def _checks_hold_mixed(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
-    """:func:`checks_hold` of lines some of which have no check."""
-    pos = start
-    for m in _CHECK_LINE.finditer(data, start):
-        at = m.start()
-        line += data.count(b"\n", pos, at)
-        pos = at
-        number = int(m[1])
-        head = max(data.rfind(b"\n", start, at) + 1, start)
-        if int(m[2]) != _crc(memoryview(data)[head:at], number):
-            return False
-        if numbers.take(line, number, line - numbers.line - 1):
-            return False
-    return True
-
-
-class CheckedJournalBackend(JournalFileBackend):
-    """Optuna's journal file with each record written with dse's check (see the module).
-
-    Under the write lock it counts the lines other writers added since its last write (reading
-    only those bytes) and numbers its own from there; reads are Optuna's."""
-
-    def __init__(self, path: str, lock: BaseJournalFileLock) -> None:
-        super().__init__(path, lock_obj=lock)
-        self._path = path
-        self._write_lock = lock
-        self._counted = (0, 0)
-        """(bytes, lines) of the file as this writer last counted or wrote them."""
-
-    def append_logs(self, logs: list[dict[str, Any]]) -> None:
-        self._write_lock.acquire()
-        try:
-            with open(self._path, "a+b") as f:
-                size = os.fstat(f.fileno()).st_size
-                first = self._lines_in(f.fileno(), size)
-                data = b"".join(record_line(log, first + i) for i, log in enumerate(logs))
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            self._counted = (size + len(data), first + len(logs))
-        finally:
-            self._write_lock.release()
-
-    def _lines_in(self, fd: int, size: int) -> int:
-        """Lines in the first ``size`` bytes of the file open as ``fd`` (counted on from the last
-        count when the file still ends a line there; afresh when it was cut or replaced)."""
-        offset, lines = self._counted
-        if offset > size or (offset and os.pread(fd, 1, offset - 1) != b"\n"):
-            offset, lines = 0, 0
-        while offset < size:
-            chunk = os.pread(fd, min(size - offset, 1 << 20), offset)
-            if not chunk:
-                break
-            lines += chunk.count(b"\n")
-            offset += len(chunk)
-        return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,22 +77,17 @@ class JournalScan:
     restores them), keyed by the line of the first record naming a trial never created."""
 
 
-_QUICK = re.compile(rb'\{"op_code":(\d+),"worker_id":"[^"\\]*","(study_id|trial_id|study_name)":'
-                    rb'(\d+|"[^"\\]*")[,}]')
-"""The start of a record as Optuna writes it (keys in this order, no spaces): enough of it for
-the replay check without decoding the whole line."""
-
-
 def _quick(raw: bytes) -> dict[str, Any] | str:
-    """:func:`_parse` for a line as Optuna writes it, reading only its op code and first id; the
-    JSON of the rest is left to Optuna's own reading (:func:`dse.search.storage.journal_storage`
-    scans thoroughly when that fails)."""
-    m = _QUICK.match(raw)
-    if m is None or not raw.endswith(b"}") or b"\x00" in raw:
+    """:func:`_parse` for a line as Optuna writes it (:data:`RECORD_LINE`), reading only its op
+    code and first id (a study's name as its JSON text): enough for the replay of the ids. The JSON
+    of the rest is left to Optuna's own reading
+    (:func:`dse.search.storage.journal_writing.journal_storage` scans thoroughly when that fails)."""
+    m = RECORD_LINE.match(raw)
+    if m is None or m[4][:1] not in (b",", b"}") or not raw.endswith(b"}") or b"\x00" in raw:
         return _parse(raw)
-    value = m.group(3)
-    return {"op_code": int(m.group(1)),
-            m.group(2).decode(): int(value) if value[:1] != b'"' else value.decode("utf-8", "replace")}
+    value = m[3]
+    return {"op_code": int(m[1]),
+            m[2].decode(): int(value) if value[:1] != b'"' else value.decode("utf-8", "replace")}
 
 
 def _parse(raw: bytes) -> dict[str, Any] | str:
@@ -299,42 +120,32 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
         yield len(parts) + 1, last, False
 
 
-class _Replay:
-    """The ids Optuna's replay would give: studies and trials numbered by creation record."""
-
-    def __init__(self) -> None:
-        self.names: set[Any] = set()
-        self.deleted: set[int] = set()
-        self.trials = 0
-        self.last_study = 0
-
-    def check(self, record: dict[str, Any]) -> tuple[str, int]:
-        """What is wrong with ``record`` given the records before it ('' if nothing), and how
-        many trial creation records are missing before it."""
-        op = record["op_code"]
-        if op == OP.CREATE_STUDY:
-            # A second creation of a name (a process racing to create it) creates nothing.
-            self.names.add(record.get("study_name"))
-            return "", 0
-        if op in STUDY_OPS:
-            sid = record.get("study_id")
-            if not isinstance(sid, int) or not 0 <= sid < len(self.names):
-                return f"names study {sid}, which no earlier record created", 0
-            if op == OP.DELETE_STUDY:
-                self.deleted.add(sid)
-            elif op == OP.CREATE_TRIAL and sid not in self.deleted:
-                self.trials += 1
-                self.last_study = sid
-            return "", 0
-        if op in TRIAL_OPS:
-            tid = record.get("trial_id")
-            if not isinstance(tid, int) or tid < 0:
-                return f"names trial {tid!r}, not a trial id", 0
-            if tid >= self.trials:
-                missing = tid - self.trials + 1
-                return (f"names trial {tid}, which no earlier record created ({missing} trial "
-                        "creation record(s) lost before this line)"), missing
+def _place(replay: JournalReplay, record: dict[str, Any]) -> tuple[str, int]:
+    """Follow ``record``'s ids in ``replay``: what is wrong with it given the records before it
+    ('' if nothing), and how many trial creation records are missing before it."""
+    op = record["op_code"]
+    if op == OP.CREATE_STUDY:
+        name = record.get("study_name")  # any JSON value a thorough scan decodes
+        replay.create_study(name if isinstance(name, str) else json.dumps(name), [])
         return "", 0
+    if op in STUDY_OPS:
+        sid = record.get("study_id")
+        if not replay.created(sid):
+            return f"names study {sid}, which no earlier record created", 0
+        if op == OP.DELETE_STUDY:
+            replay.delete_study(sid)
+        elif op == OP.CREATE_TRIAL:
+            replay.create_trial(sid)
+        return "", 0
+    if op in TRIAL_OPS:
+        tid = record.get("trial_id")
+        if not isinstance(tid, int) or tid < 0:
+            return f"names trial {tid!r}, not a trial id", 0
+        if tid >= len(replay.trials):
+            missing = tid - len(replay.trials) + 1
+            return (f"names trial {tid}, which no earlier record created ({missing} trial "
+                    "creation record(s) lost before this line)"), missing
+    return "", 0
 
 
 @dataclass(slots=True)
@@ -363,7 +174,7 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
     parse = _parse if thorough else _quick
     # Where every check holds (nearly always) no line needs its own: the fast test first.
     verify = not checks_hold(data, 0, 0, RecordNumbers())
-    replay = _Replay()
+    replay = JournalReplay()
     numbers = RecordNumbers()
     first_at: dict[int, int] = {}
     unnumbered = 0
@@ -394,10 +205,11 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
             problems = ([f"{lost} record(s) lost just before this line (dse's record numbers go "
                         f"from {before} to {check[0]}; a repair restores lost trial creations only)"]
                         if lost else [])
-        problem, missing = replay.check(parsed)
+        problem, missing = _place(replay, parsed)
         if problem:
             problems.append(problem)
-        replay.trials += missing
+        if missing:
+            replay.placeholder_trials(missing, replay.last_study)
         if problems or missing:
             kind = "unplaceable" if problem and not missing else "record"
             yield number, raw, ended, _Line(kind, problems, missing, replay.last_study)
@@ -405,18 +217,17 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
             yield number, raw, ended, None
 
 
-def _altered(record: dict[str, Any], replay: _Replay) -> _Line:
+def _altered(record: dict[str, Any], replay: JournalReplay) -> _Line:
     """A line whose check fails: what it named, so a repaired copy can mark that trial FAIL."""
     line = _Line("altered", ["altered since dse wrote it (its checksum does not match); a "
                              "repaired copy drops it and fails the trial it names, if any"])
     op, ident = record["op_code"], record.get("trial_id", record.get("study_id"))
     if op == OP.CREATE_TRIAL:
         line.creates = True
-        if isinstance(ident, int) and 0 <= ident < len(replay.names):
-            replay.last_study = ident
-        line.study, line.failed = replay.last_study, replay.trials
-        replay.trials += 1
-    elif op in TRIAL_OPS and isinstance(ident, int) and 0 <= ident < replay.trials:
+        line.study = ident if replay.created(ident) else replay.last_study
+        line.failed = len(replay.trials)
+        replay.placeholder_trials(1, line.study)
+    elif op in TRIAL_OPS and isinstance(ident, int) and 0 <= ident < len(replay.trials):
         line.failed = ident
     return line
 
@@ -485,7 +296,7 @@ def repaired_lines(data: bytes) -> Iterator[bytes]:
         nonlocal written
         written += 1
         if head is None:
-            at = raw.rfind(_CHECK_AT) if read_check(raw) else -1
+            at = check_start(raw)
             return raw + b"\n" if at < 0 else checked_line(raw[:at], written - 1)
         return checked_line(head, written - 1)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from dse.errors import DseInputError
 from dse.records import OBJECTIVES, SPACE, WORKLOAD, named_beside, read_toml
 from dse.safe_write import check_target, write_file
-from dse.search.spec import study_path
+from dse.search.study.study_file import study_path
 
 INIT_STUDY = "todays-hardware"
 """The study ``dse init`` starts from: MLPerf DLRM-DCNv2 on today's eight-accelerator nodes as

@@ -16,9 +16,9 @@ KEY_PREFIX = "dse:"
 WORKLOAD_KEY = "dse:workload"
 """The workload (JSON: its name, overrides, table scale and summary)."""
 SPACE_KEY = "dse:space"
-"""The search space (JSON: :meth:`dse.search.space.SearchSpace.to_dict`)."""
+"""The search space (JSON: :meth:`dse.search.study.search_space.SearchSpace.to_dict`)."""
 OBJECTIVES_KEY = "dse:objectives"
-"""The objective set (JSON: :meth:`dse.search.objectives.ObjectiveSet.to_dict`)."""
+"""The objective set (JSON: :meth:`dse.search.study.objective_sets.ObjectiveSet.to_dict`)."""
 CATALOG_KEY = "dse:catalog"
 """The user catalog's changes (JSON list, by file name); only a study with a user catalog has it."""
 
@@ -36,23 +36,24 @@ MODEL_KEY = "dse:model"
 STUDY_KEY = "dse:study"
 """The study file's fields (JSON) as the study was created."""
 FILES_KEY = "dse:files"
-"""Where a study's files were (:func:`dse.search.spec.study_files`), so its results can be read
+"""Where a study's files were (:func:`dse.search.study.study_file.study_files`), so its results can be read
 again wherever the files live."""
 CONTENTS_KEY = "dse:contents"
-"""What every file the study resolved held (:func:`dse.search.contents.study_contents`; JSON:
+"""What every file the study resolved held (:func:`dse.search.study.contents.study_contents`; JSON:
 label -> ``path``, ``sha256``, ``text``), the systems its space names included, so a resume that
 would resolve a name to other content stops, and results are rebuilt from any folder."""
 CHANGES_KEY = "dse:changes"
 """The log of what changed on resume (forced definition changes, new versions), oldest first."""
 REFERENCE_KEY = "dse:reference"
 """The fixed hypervolume box (JSON: ``ideal``, ``nadir``, ``hypervolume`` of the coarse front in
-it, ``designs`` swept, ``method``; :mod:`dse.search.reference`)."""
+it, ``designs`` swept, ``method``; :mod:`dse.search.algorithms.reference`)."""
 WARM_START_KEY = "dse:warm_start"
-"""That a study was seeded from a sweep's front, and with what (:func:`dse.search.sweep.warm_start`)."""
+"""That a study was seeded from a sweep's front, and with what
+(:func:`dse.search.algorithms.sweep.warm_start`)."""
 PRESCREEN_KEY = "dse:prescreen"
 """That a new study's sweep started from a space-filling pre-screen (its space too large for a
 coarse grid), how many designs it scored and its CPU seconds, and those of the refinement after
-it (:meth:`dse.search.refine.Screened.record`)."""
+it (:meth:`dse.search.algorithms.refine.Screened.record`)."""
 
 # --- study system attributes -------------------------------------------------------------------
 

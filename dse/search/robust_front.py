@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from optuna import Study
+from optuna.trial import FrozenTrial, TrialState
 
 from dse.calibration.ensemble import (
     LEVEL,
@@ -53,26 +55,26 @@ from dse.calibration.ensemble import (
     load_ensemble,
     log_throughputs,
 )
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.calibration.regime import design_class
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Catalog
 from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
-from dse.model.limits import MAX_DATA_FILE_BYTES
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import System
 from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
+from dse.model.workload import Workload
 from dse.reading import read_bytes, read_text
 from dse.safe_write import write_file
-from dse.search.attribute_keys import CALIBRATION_VERSION_KEY
-from dse.search.encoding import design_system, design_workload
+from dse.search.algorithms.pareto import is_feasible, pareto_mask, pareto_trials
 from dse.search.fingerprint import model_fingerprint
-from dse.search.objectives import ObjectiveSet, losses_of
-from dse.search.pareto import is_feasible, pareto_mask, pareto_trials
-from dse.search.recovery import BASELINE_KEY
-from dse.search.results import FrozenTrial, Study, TrialState
-from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
+from dse.search.storage.recovery import BASELINE_KEY
+from dse.search.study.attribute_keys import CALIBRATION_VERSION_KEY
+from dse.search.study.encoding import design_system, design_workload
+from dse.search.study.objective_sets import ObjectiveSet, losses_of
+from dse.search.study.study_file import StudySpec, study_catalog, study_space, study_workload
 
 PRICE_EXPONENTS: dict[str, tuple[int, int]] = {
     "capex_usd": (1, 0),
@@ -127,7 +129,7 @@ class RobustDesign:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class NeighbourComparison:
     """Two front designs next to each other in the first objective's order."""
 
     first: int
@@ -147,7 +149,7 @@ class RobustFront:
     objectives: tuple[tuple[str, str], ...]
     designs: tuple[RobustDesign, ...]
     """The distinct front designs, in the first objective's order."""
-    comparisons: tuple[Comparison, ...]
+    comparisons: tuple[NeighbourComparison, ...]
     members: int
     candidates: int
     """Designs retimed across the ensemble (front and near-front)."""
@@ -308,8 +310,8 @@ def _front_key(context: str, retimings: bytes | None, ens: CalibrationEnsemble, 
     (the cache file's bytes), the ensemble's residuals, the threshold and interval level, the
     objectives, the code that finds fronts and losses, and every feasible trial's number,
     values, design and baseline name."""
-    from dse.search import objectives as objectives_code
-    from dse.search import pareto as pareto_code
+    from dse.search.algorithms import pareto as pareto_code
+    from dse.search.study import objective_sets as objectives_code
 
     digest = hashlib.sha256(f"{FRONT_FORMAT} {context} {threshold!r} {LEVEL!r}".encode())
     digest.update(hashlib.sha256(retimings or b"").digest())
@@ -356,7 +358,7 @@ def _front_from_json(data: dict[str, Any]) -> RobustFront:
         for trials, design, values, spans, probability, iv, baseline in data["designs"])
     return RobustFront(
         tuple((m, d) for m, d in data["objectives"]), designs,
-        tuple(Comparison(*c) for c in data["comparisons"]), data["members"], data["candidates"],
+        tuple(NeighbourComparison(*c) for c in data["comparisons"]), data["members"], data["candidates"],
         data["calibration_version"], data["threshold"], data["level"], tuple(data["notes"]))
 
 
@@ -393,6 +395,91 @@ def _read_bytes(path: Path | None) -> bytes | None:
         return None
 
 
+class _Retimer:
+    """The designs of one study (its space, workload and catalog) scored under the calibration and
+    retimed under every member of the ensemble, with the caches that make a front cheap to retime:
+    one placement memo, the dense times and retimings shared by designs of one timing
+    (:func:`timing_key`), and the retimings read from or kept for the cache file (``known``)."""
+
+    def __init__(self, spec: StudySpec, calib: Calibration, ens: CalibrationEnsemble,
+                 known: dict[str, Retiming]) -> None:
+        self.space, self.workload = study_space(spec), study_workload(spec)
+        self.catalog = study_catalog(spec).catalog
+        self.calib, self.ens = calib, ens
+        self.memo = Memo(self.workload, calib)
+        self.known = known
+        """Retimings by design key (:func:`_key`): read from the cache, then each one made."""
+        self.dense: DenseCache = {}
+        self.retimed: dict[tuple[object, ...], np.ndarray] = {}
+        """Log throughput ratios by :func:`timing_key`: designs that time alike share one."""
+
+    def context(self) -> str:
+        """What every retiming depends on besides its design (:func:`_context`)."""
+        return _context(self.workload, self.space, self.catalog, self.calib,
+                        self.ens.calibration_version, self.ens.members)
+
+    def built(self, group: list[FrozenTrial]) -> tuple[System, Workload]:
+        """The system and trained workload of a group's design (:class:`DseInputError` when its
+        design no longer builds)."""
+        design = group[0].user_attrs.get("design") or {}
+        return (design_system(self.space, design, self.catalog),
+                design_workload(self.space, design, self.workload))
+
+    def ratios(self, group: list[FrozenTrial]) -> Retiming:
+        """Each member's log throughput ratio to the calibration's, and the point throughput
+        (from the cache when it holds the design)."""
+        key = _key(group[0])
+        found = self.known.get(key)
+        if found is None or len(found[0]) != len(self.ens.members):
+            found = self.known[key] = self._retime(group)
+        return found
+
+    def _retime(self, group: list[FrozenTrial]) -> Retiming:
+        members = len(self.ens.members)
+        try:
+            system, trained = self.built(group)
+        except DseInputError:
+            return np.zeros(members), math.nan
+        ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
+        point = ev.throughput_samples_per_s
+        if not 0 < point < math.inf:
+            return np.zeros(members), math.nan
+        key = timing_key(ev)
+        d = self.retimed.get(key)
+        if d is None:
+            logs = log_throughputs(trained, system, ev.plan, self.ens.members, self.dense)
+            d = self.retimed[key] = np.where(np.isfinite(logs), logs - math.log(point), 0.0)
+        return d, point
+
+    def priced(self, group: list[FrozenTrial], prices: Sequence[Catalog]) -> np.ndarray:
+        """The group's capex and TCO ratios under each price draw (:func:`price_ratios`)."""
+        try:
+            system = design_system(self.space, group[0].user_attrs.get("design") or {}, self.catalog)
+        except DseInputError:
+            return np.ones((len(prices), 2))
+        ev = evaluate(self.workload, system, self.calib, self.catalog, self.memo)
+        return price_ratios(system, ev, prices)
+
+    def interval(self, group: list[FrozenTrial], dev: np.ndarray,
+                 point: float) -> PredictionInterval | None:
+        """The group's interval: a node without accelerators takes the CPU class's (its
+        efficiencies are fitted apart, the same in every member); any other, the members' spread
+        at it, widened when it lies outside the measured regime (one evaluation, memoised)."""
+        ens = self.ens
+        if not math.isfinite(point):
+            return None
+        try:
+            system, trained = self.built(group)
+        except DseInputError:
+            return interval_of_spread(point, dev, ens, LEVEL)
+        if system.cpu_only:
+            return cpu_interval_at(point, system, self.calib, LEVEL)
+        if ens.regime is None:
+            return interval_of_spread(point, dev, ens, LEVEL)
+        plan = evaluate(trained, system, self.calib, self.catalog, self.memo).plan
+        return interval_of_spread(point, dev, ens, LEVEL, ens.outside(design_class(system, plan)))
+
+
 def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                  ensemble: CalibrationEnsemble | None = None,
                  calibration: Calibration | None = None,
@@ -405,7 +492,8 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     ``cache`` (:func:`retiming_cache` of the study's journal): each design's retimings are kept
     there and read back while the model, calibration, ensemble, workload, space and catalog are
     those they were made with (a retiming is deterministic), so a later report of the same study
-    retimes only the designs it has not met."""
+    retimes only the designs it has not met; the front itself is kept beside them
+    (:func:`front_cache`) and read back while nothing it depends on changed (:func:`_front_key`)."""
     calib = calibration or load_calibration()
     ens = ensemble or load_ensemble(calibration=calib)
     scored = study.user_attrs.get(CALIBRATION_VERSION_KEY)
@@ -414,124 +502,99 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
             f"the study was scored with calibration {scored}, the ensemble belongs to "
             f"{ens.calibration_version}; no robust front (rerun the study)"))
     objs = tuple((o.metric, o.direction) for o in objectives.objectives)
-    directions = [d for _, d in objs]
-    exps = _exponents(objs)
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     feasible = [t for t in trials if is_feasible(t) and t.values is not None]
-    space, workload = study_space(spec), study_workload(spec)
-    catalog = study_catalog(spec).catalog
-    context = _context(workload, space, catalog, calib, ens.calibration_version, ens.members)
+    retimer = _Retimer(spec, calib, ens, {})
+    context = retimer.context()
     raw = _read_bytes(cache)
     saved = front_cache(cache) if cache is not None else None
     if saved is not None:
         found = _read_front(saved, _front_key(context, raw, ens, threshold, objs, feasible))
         if found is not None:
             return found
-
+    retimer.known = _read_retimings(raw, context)
+    loaded = len(retimer.known)
     front_groups = _distinct(pareto_trials(study, feasible))
     on_front = {_key(g[0]) for g in front_groups}
     rest_groups = [g for g in _distinct(feasible) if _key(g[0]) not in on_front]
-
-    dense: DenseCache = {}
-    retimed: dict[tuple[object, ...], np.ndarray] = {}
-    memo = Memo(workload, calib)
-    known = _read_retimings(raw, context)
-    loaded = len(known)
-
-    def ratios(group: list[FrozenTrial]) -> Retiming:
-        """Each member's log throughput ratio to the calibration's, and the point throughput
-        (from the cache when it holds the design)."""
-        key = _key(group[0])
-        found = known.get(key)
-        if found is None or len(found[0]) != len(ens.members):
-            found = known[key] = _retime(group)
-        return found
-
-    def _retime(group: list[FrozenTrial]) -> Retiming:
-        try:
-            design = group[0].user_attrs.get("design") or {}
-            system = design_system(space, design, catalog)
-            trained = design_workload(space, design, workload)
-        except DseInputError:
-            return np.zeros(len(ens.members)), math.nan
-        ev = evaluate(trained, system, calib, catalog, memo)
-        point = ev.throughput_samples_per_s
-        if not 0 < point < math.inf:
-            return np.zeros(len(ens.members)), math.nan
-        key = timing_key(ev)
-        d = retimed.get(key)
-        if d is None:
-            logs = log_throughputs(trained, system, ev.plan, ens.members, dense)
-            d = retimed[key] = np.where(np.isfinite(logs), logs - math.log(point), 0.0)
-        return d, point
-
-    prices = price_draws(catalog, len(ens.members))
-
-    def priced(group: list[FrozenTrial]) -> np.ndarray:
-        try:
-            system = design_system(space, group[0].user_attrs.get("design") or {}, catalog)
-        except DseInputError:
-            return np.ones((len(prices), 2))
-        return price_ratios(system, evaluate(workload, system, calib, catalog, memo), prices)
-
-    front_dev = [ratios(g) for g in front_groups]
-    margin = _margin(np.array([d for d, _ in front_dev]))
-    cost_exps = np.array([PRICE_EXPONENTS.get(m, (0, 0)) for m, _ in objs], dtype=float).reshape(-1, 2)
-    # How far each objective can move two designs apart: the ensemble's throughput margin, and
-    # the price ranges' reach on the objectives that move with capex or TCO.
-    reach = margin * np.abs(exps) + (price_reach(catalog) if prices else 0.0) * np.abs(cost_exps).sum(axis=1)
+    front_dev = [retimer.ratios(g) for g in front_groups]
+    prices = price_draws(retimer.catalog, len(ens.members))
     notes: list[str] = []
-    near: list[list[FrozenTrial]] = []
-    if rest_groups and reach.any():
-        front_loss = losses_of([g[0].values for g in front_groups], directions)
-        rest_loss = losses_of([g[0].values for g in rest_groups], directions)
-        picked = _near_front(front_loss, rest_loss, reach, 1.0)
-        if len(picked) > NEAR_FRONT_LIMIT:
-            notes.append(f"{len(picked)} designs lie within the ensemble's reach of the front; the "
-                         f"{NEAR_FRONT_LIMIT} nearest were retimed")
-        near = [rest_groups[int(i)] for i in picked[:NEAR_FRONT_LIMIT]]
-    near_dev = [ratios(g) for g in near]
-    if len(known) != loaded:
-        raw = _write_retimings(cache, context, known)
+    near = _near_groups(front_groups, rest_groups, front_dev, objs, prices, retimer.catalog, notes)
+    near_dev = [retimer.ratios(g) for g in near]
+    if len(retimer.known) != loaded:
+        raw = _write_retimings(cache, context, retimer.known)
     groups = [*front_groups, *near]
     devs = np.array([d for d, _ in [*front_dev, *near_dev]]).reshape(len(groups), len(ens.members))
-    values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))
-    kept = np.zeros(len(front_groups))
-    moves = np.array([priced(g) for g in groups]) if prices else None
+    moves = np.array([retimer.priced(g, prices) for g in groups]) if prices else None
     if prices:
-        notes.append(f"prices drawn within the user catalog's ranges ({len(ranged_parts(catalog))} "
-                     "parts) under each member")
-    for b in range(len(ens.members)):
+        notes.append(f"prices drawn within the user catalog's ranges "
+                     f"({len(ranged_parts(retimer.catalog))} parts) under each member")
+    probability = _probabilities(groups, len(front_groups), devs, moves, objs, len(ens.members))
+    designs, comparisons = _front_designs(front_groups, front_dev, probability, objs, retimer)
+    result = RobustFront(objs, designs, comparisons, len(ens.members), len(groups),
+                         ens.calibration_version, threshold, LEVEL, tuple(notes))
+    if saved is not None and raw is not None:
+        key = _front_key(context, raw, ens, threshold, objs, feasible)
+        _write_atomic(saved, json.dumps({"key": key, "front": _front_to_json(result)}))
+    return result
+
+
+def _cost_exponents(objectives: Sequence[tuple[str, str]]) -> np.ndarray:
+    """Per objective, the powers of capex and TCO it moves with (:data:`PRICE_EXPONENTS`)."""
+    return np.array([PRICE_EXPONENTS.get(m, (0, 0)) for m, _ in objectives], dtype=float).reshape(-1, 2)
+
+
+def _near_groups(front_groups: list[list[FrozenTrial]], rest_groups: list[list[FrozenTrial]],
+                 front_dev: list[Retiming], objs: tuple[tuple[str, str], ...],
+                 prices: Sequence[Catalog], catalog: Catalog, notes: list[str]) -> list[list[FrozenTrial]]:
+    """The dominated designs that the ensemble and the price draws could move onto the front,
+    nearest first (at most :data:`NEAR_FRONT_LIMIT`; a note in ``notes`` when more were near)."""
+    margin = _margin(np.array([d for d, _ in front_dev]))
+    # How far each objective can move two designs apart: the ensemble's throughput margin, and
+    # the price ranges' reach on the objectives that move with capex or TCO.
+    reach = (margin * np.abs(_exponents(objs))
+             + (price_reach(catalog) if prices else 0.0) * np.abs(_cost_exponents(objs)).sum(axis=1))
+    if not (rest_groups and reach.any()):
+        return []
+    directions = [d for _, d in objs]
+    front_loss = losses_of([g[0].values for g in front_groups], directions)
+    rest_loss = losses_of([g[0].values for g in rest_groups], directions)
+    picked = _near_front(front_loss, rest_loss, reach, 1.0)
+    if len(picked) > NEAR_FRONT_LIMIT:
+        notes.append(f"{len(picked)} designs lie within the ensemble's reach of the front; the "
+                     f"{NEAR_FRONT_LIMIT} nearest were retimed")
+    return [rest_groups[int(i)] for i in picked[:NEAR_FRONT_LIMIT]]
+
+
+def _probabilities(groups: list[list[FrozenTrial]], front: int, devs: np.ndarray,
+                   moves: np.ndarray | None, objs: tuple[tuple[str, str], ...],
+                   members: int) -> np.ndarray:
+    """Per front group (the first ``front`` of ``groups``), the share of the ``members`` under
+    which it stays non-dominated among ``groups``: each member moves every group's objectives by
+    its throughput ratio (``devs``) and, with price draws, its capex and TCO ratios (``moves``)."""
+    directions = [d for _, d in objs]
+    exps, cost_exps = _exponents(objs), _cost_exponents(objs)
+    values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))
+    kept = np.zeros(front)
+    for b in range(members):
         moved = values * np.exp(devs[:, b][:, None] * exps[None, :])
         if moves is not None:
             moved *= np.exp(np.log(moves[:, b, :]) @ cost_exps.T)
         mask = pareto_mask(losses_of(moved, directions))
-        kept += mask[:len(front_groups)]
-    probability = kept / len(ens.members)
+        kept += mask[:front]
+    return kept / members
 
-    def interval(group: list[FrozenTrial], dev: np.ndarray, point: float) -> PredictionInterval | None:
-        """The group's interval: a node without accelerators takes the CPU class's (its
-        efficiencies are fitted apart, the same in every member); any other, the members' spread
-        at it, widened when it lies outside the measured regime (one evaluation, memoised)."""
-        if not math.isfinite(point):
-            return None
-        try:
-            design = group[0].user_attrs.get("design") or {}
-            system = design_system(space, design, catalog)
-            trained = design_workload(space, design, workload)
-        except DseInputError:
-            return interval_of_spread(point, dev, ens, LEVEL)
-        if system.cpu_only:
-            return cpu_interval_at(point, system, calib, LEVEL)
-        if ens.regime is None:
-            return interval_of_spread(point, dev, ens, LEVEL)
-        plan = evaluate(trained, system, calib, catalog, memo).plan
-        return interval_of_spread(point, dev, ens, LEVEL, ens.outside(design_class(system, plan)))
 
+def _front_designs(front_groups: list[list[FrozenTrial]], front_dev: list[Retiming],
+                   probability: np.ndarray, objs: tuple[tuple[str, str], ...], retimer: _Retimer
+                   ) -> tuple[tuple[RobustDesign, ...], tuple[NeighbourComparison, ...]]:
+    """The front's designs with their intervals and probabilities, in the first objective's order,
+    and each one's comparison with the next."""
     designs = []
     for k, group in enumerate(front_groups):
         dev, point = front_dev[k]
-        iv = interval(group, dev, point)
+        iv = retimer.interval(group, dev, point)
         vals = tuple(float(v) for v in group[0].values)
         spans = tuple(iv.of(m, v) if iv else None for (m, _), v in zip(objs, vals, strict=True))
         designs.append(RobustDesign(
@@ -540,14 +603,9 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     order = sorted(range(len(designs)), key=lambda k: (designs[k].values[0], designs[k].trial))
     designs = [designs[k] for k in order]
     devs_front = [front_dev[k][0] for k in order]
-    comparisons = tuple(_compare(designs[k], designs[k + 1], devs_front[k], devs_front[k + 1])
+    comparisons = tuple(_compare_neighbours(designs[k], designs[k + 1], devs_front[k], devs_front[k + 1])
                         for k in range(len(designs) - 1))
-    result = RobustFront(objs, tuple(designs), comparisons, len(ens.members), len(groups),
-                         ens.calibration_version, threshold, LEVEL, tuple(notes))
-    if saved is not None and raw is not None:
-        key = _front_key(context, raw, ens, threshold, objs, feasible)
-        _write_atomic(saved, json.dumps({"key": key, "front": _front_to_json(result)}))
-    return result
+    return tuple(designs), comparisons
 
 
 def price_draws(catalog: Catalog, members: int) -> tuple[Catalog, ...]:
@@ -590,13 +648,14 @@ def price_ratios(system: System, ev: Evaluation, catalogs: Sequence[Catalog]) ->
     return out
 
 
-def _compare(a: RobustDesign, b: RobustDesign, dev_a: np.ndarray, dev_b: np.ndarray) -> Comparison:
+def _compare_neighbours(a: RobustDesign, b: RobustDesign, dev_a: np.ndarray,
+                        dev_b: np.ndarray) -> NeighbourComparison:
     ia, ib = a.throughput, b.throughput
     if ia is None or ib is None:
-        return Comparison(a.trial, b.trial, math.nan, math.nan, True)
+        return NeighbourComparison(a.trial, b.trial, math.nan, math.nan, True)
     ratio = ib.throughput_samples_per_s / ia.throughput_samples_per_s
     base = math.log(ratio)
     member = base + dev_b - dev_a
     kept = float(np.mean(np.sign(member) == np.sign(base))) if base else 1.0
     overlap = ia.throughput_low <= ib.throughput_high and ib.throughput_low <= ia.throughput_high
-    return Comparison(a.trial, b.trial, ratio, kept, bool(overlap))
+    return NeighbourComparison(a.trial, b.trial, ratio, kept, bool(overlap))

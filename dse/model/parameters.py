@@ -12,6 +12,7 @@ and under its version.
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -120,6 +121,21 @@ FITTED_PARAMETERS: tuple[str, ...] = tuple(
     f.name for f in fields(Calibration) if f.name not in ("version", "software_factor", "fit")
 )
 """Names of the scalar calibration parameters."""
+FITTED_APART = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
+"""Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`, each on its own points)
+that the ensemble's refits never move: outside the :func:`fingerprint`, and every member of the
+ensemble takes the calibration's value, so refitting them (or adding one) keeps the ensemble of the
+accelerator fit valid."""
+
+
+def fingerprint(calib: Calibration) -> str:
+    """A short hash of a calibration's values (every scalar parameter but :data:`FITTED_APART`,
+    and every software factor), so a refit that kept its version label still invalidates its
+    ensemble (:mod:`dse.calibration.ensemble`) and the memos keyed by it."""
+    parts = [f"{name}={float(getattr(calib, name))!r}" for name in FITTED_PARAMETERS
+             if name not in FITTED_APART]
+    parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def load_calibration(path: Path | None = None) -> Calibration:
@@ -142,7 +158,7 @@ def _packaged() -> Calibration:
 def write_calibration(calib: Calibration, path: Path) -> None:
     """Write ``calib`` as TOML (the format :func:`load_calibration` reads)."""
     lines = [
-        "# dse calibration: written by `dse calibrate`; dse/calibration/parameters.py documents each value.",
+        "# dse calibration: written by `dse calibrate`; dse/model/parameters.py documents each value.",
         f'version = "{calib.version}"',
     ]
     for f in fields(Calibration):

@@ -1,6 +1,6 @@
 """Pareto fronts and hypervolume: the one place the search decides which designs are on a front.
 
-Everything is minimisation of losses (:func:`dse.search.objectives.losses_of`: a maximised
+Everything is minimisation of losses (:func:`dse.search.study.objective_sets.losses_of`: a maximised
 objective is negated). :func:`pareto_mask` finds the non-dominated rows of a loss matrix (sweeps,
 case studies) and :func:`pareto_trials` the front of a study's feasible trials (the runner's
 progress, ``dse status``, ``dse pareto``, the report); :func:`hypervolume` measures a front with
@@ -14,7 +14,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.search._optuna import compute_hypervolume
-from dse.search.objectives import losses_of
+from dse.search.study.objective_sets import losses_of
 
 
 def pareto_mask(loss: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ A space names a base system (preset or file) and parameters keyed by the dotted 
   parameters vary on top of each. Every preset a choice names is then a baseline of the study.
 - ``workload.global_batch`` (and the other fields of
   :data:`~dse.model.workload.SEARCHABLE_FIELDS`): a workload field, set on the study's workload
-  per design (:func:`dse.search.encoding.design_workload`) rather than on the system. Batch is
+  per design (:func:`dse.search.study.encoding.design_workload`) rather than on the system. Batch is
   worth searching with ``time_to_train_s``: a larger batch runs faster but needs more samples to
   converge (:mod:`dse.model.convergence`).
 
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dse.errors import DseInputError
+from dse.limits import MAX_CHOICES, MAX_GRID_VALUES
 from dse.model.catalog import Catalog
-from dse.model.limits import MAX_CHOICES, MAX_GRID_VALUES
 from dse.model.system import (
     ConstraintsSpec,
     SystemSpec,
@@ -253,7 +253,7 @@ def _check_param(name: str, p: _ParamFile, source: str) -> Parameter:
 
 def _check_int_grid(low: float, high: float, step: float | None, source: str, key: str) -> None:
     """An int parameter's step is a whole number and its grid at most
-    :data:`~dse.model.limits.MAX_GRID_VALUES` values (grid and line searches list them)."""
+    :data:`~dse.limits.MAX_GRID_VALUES` values (grid and line searches list them)."""
     if step is not None and not float(step).is_integer():
         raise DseInputError(source, f"{key}.step", f"an int parameter needs a whole step, got {step}")
     values = math.floor((high - low) / (step or 1)) + 1

@@ -29,8 +29,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.search import _optuna
-from dse.search.encoding import canonical_design, decode_params
-from dse.search.space import Parameter, SearchSpace
+from dse.search.study.encoding import canonical_design, decode_params
+from dse.search.study.search_space import Parameter, SearchSpace
 
 DUPLICATE_KEY = "duplicate_of"
 """Trial user attribute: the number of the earlier trial whose design a pruned trial repeats."""
@@ -238,7 +238,7 @@ def neighbour(space: SearchSpace, design: Mapping[str, Any], rng: random.Random,
 
 def _settled(space: SearchSpace, design: Mapping[str, Any]) -> dict[str, Any]:
     """A moved design with only the parameters active under its new values (in space order),
-    canonical (:func:`~dse.search.encoding.canonical_design`: a move that changes nothing for
+    canonical (:func:`~dse.search.study.encoding.canonical_design`: a move that changes nothing for
     the design is no move)."""
     kept: dict[str, Any] = {}
     for name in space.parameters:

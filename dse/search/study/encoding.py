@@ -21,7 +21,7 @@ from dse.model.catalog import Catalog, load_catalog
 from dse.model.system import System, resolve_system, system_spec_from_mapping
 from dse.model.workload import Workload, with_fields
 from dse.records import apply_override
-from dse.search.space import Parameter, SearchSpace, is_workload_param
+from dse.search.study.search_space import Parameter, SearchSpace, is_workload_param
 
 ORDINAL_SUFFIX = "_index"
 """An ordinal parameter is searched as the integer index of its choice, named ``NAME_index``;

@@ -1,17 +1,17 @@
 """The space-filling pre-screen of a space too large to sweep on a coarse grid.
 
-A new study's default sweep (:mod:`dse.search.refine`) starts from the exact front of a coarse
-grid, which only exists for spaces of at most
-:data:`~dse.search.reference.REFERENCE_MAX_DESIGNS` coarse designs. The spaces architects write
-are larger (several accelerators, HBM and DDR as floats, fabrics, 1-64 nodes, NICs, network):
+A new study's default sweep (:mod:`dse.search.algorithms.refine`) starts from the exact front of a
+coarse grid, which only exists for spaces of at most
+:data:`~dse.search.algorithms.reference.REFERENCE_MAX_DESIGNS` coarse designs. The spaces architects
+write are larger (several accelerators, HBM and DDR as floats, fabrics, 1-64 nodes, NICs, network):
 for them the sweep starts instead from the front of a space-filling sample scored for a budget of
-CPU seconds (:data:`~dse.search.seeding.PRESCREEN_S` by default; the study file's ``prescreen_s``, ``dse run
---prescreen-s``). The sample is drawn in batches of :data:`BATCH_DESIGNS`, each a Latin hypercube
-over every parameter (floats on their linear or log scale, ints and choices by stratum:
-:func:`dse.search.sweep.from_unit`), so that wherever the budget stops it, the designs scored
-cover every parameter's range evenly. A Latin hypercube needs only numpy (scipy's Sobol sequence
-is an optional extra). Each batch is scored in one process through one memo
-(:class:`dse.model.Memo`), ordered so consecutive designs share a placement.
+CPU seconds (:data:`~dse.search.study.seeding.PRESCREEN_S` by default; the study file's
+``prescreen_s``, ``dse run --prescreen-s``). The sample is drawn in batches of
+:data:`BATCH_DESIGNS`, each a Latin hypercube over every parameter (floats on their linear or log
+scale, ints and choices by stratum: :func:`dse.search.algorithms.sweep.from_unit`), so that wherever
+the budget stops it, the designs scored cover every parameter's range evenly. A Latin hypercube
+needs only numpy (scipy's Sobol sequence is an optional extra). Each batch is scored in one process
+through one memo (:class:`dse.model.Memo`), ordered so consecutive designs share a placement.
 
 It is deterministic for a given ``seed`` up to where the budget stops it: a faster machine scores
 more batches of the same sequence.
@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from dse.calibration.parameters import Calibration
 from dse.model.catalog import Catalog
 from dse.model.evaluate import Memo
+from dse.model.parameters import Calibration
 from dse.model.workload import Workload
-from dse.search.dedup import design_key
-from dse.search.objectives import ObjectiveSet
-from dse.search.space import SearchSpace
-from dse.search.sweep import SweepResult, explicit_grid, from_unit, run_sweep, sweep_order
+from dse.search.algorithms.dedup import design_key
+from dse.search.algorithms.sweep import SweepResult, explicit_grid, from_unit, run_sweep, sweep_order
+from dse.search.study.objective_sets import ObjectiveSet
+from dse.search.study.search_space import SearchSpace
 
 REFINE_SHARE = 1.5
 """The refinement after a pre-screen stops after this many times the pre-screen's CPU seconds
