@@ -58,7 +58,14 @@ from dse.calibration.regime import AXES, DesignClass, Regime, design_class, meas
 from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import Evaluation
-from dse.model.parameters import FITTED_APART, Calibration, fingerprint, load_calibration
+from dse.model.parameters import (
+    FITTED_APART,
+    NOT_SCALARS,
+    Calibration,
+    fingerprint,
+    load_calibration,
+    unpinned,
+)
 from dse.model.placement import Plan, plan_placement
 from dse.model.stages import DenseTimes
 from dse.model.system import System
@@ -93,7 +100,6 @@ THROUGHPUT_EXPONENT: dict[str, int] = {
 """Metrics that move with the calibration, as the power of throughput they are proportional to
 (:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,
 power and the memory figures are the same under every member."""
-_NOT_PARAMETERS = ("version", "software_factor", "fit")
 
 
 class EnsembleUnavailable(DseInputError):
@@ -395,16 +401,20 @@ class PredictionInterval:
     """What the interval comes from: ``ensemble`` (the accelerator fit's bootstrap members and
     residuals) or ``cpu_class`` (a node without accelerators: the CPU class's leave-one-out
     residuals, :func:`cpu_prediction_interval`)."""
+    unpinned: tuple[str, ...] = ()
+    """The parameters no measurement pins down that move this design's prediction
+    (:func:`~dse.model.parameters.unpinned`), each with its range: the interval takes in the
+    predictions at both ends of every range (:func:`range_ends`)."""
 
     @classmethod
     def around(cls, level: float, point: float, log_bounds: tuple[float, float],
                spread_log_bounds: tuple[float, float], members: int, outside: tuple[str, ...] = (),
-               basis: str = "ensemble") -> PredictionInterval:
+               basis: str = "ensemble", unpinned: tuple[str, ...] = ()) -> PredictionInterval:
         """The interval at ``point`` samples/s from its log bounds (the interval's and the bootstrap
         spread's alone), as :func:`shown`."""
         (lo, hi), (slo, shi) = shown(*log_bounds), shown(*spread_log_bounds)
         return cls(level, point, point * math.exp(lo), point * math.exp(hi), point * math.exp(slo),
-                   point * math.exp(shi), members, outside, basis)
+                   point * math.exp(shi), members, outside, basis, unpinned)
 
     @property
     def relative(self) -> tuple[float, float]:
@@ -432,6 +442,7 @@ class PredictionInterval:
             "interval_members": self.members,
             "outside_measured_regime": list(self.outside),
             "interval_basis": self.basis,
+            "interval_unpinned_parameters": list(self.unpinned),
         }
 
 
@@ -458,7 +469,44 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
         return None
     logs = log_throughputs(ev.workload, ev.system, ev.plan, ens.members)
     outside = ens.outside(design_class(ev.system, ev.plan))
-    return interval_of_spread(point, logs - math.log(point), ens, level, outside)
+    ends = range_ends(ev.workload, ev.system, ev.plan, calib, point)
+    return interval_of_spread(point, logs - math.log(point), ens, level, outside, ends)
+
+
+@dataclass(frozen=True, slots=True)
+class RangeEnds:
+    """What the ranges of the unpinned parameters do to one design's prediction (log ratios to
+    the point): at every range's low end together and at every high end together (the step is
+    monotone in each efficiency, so these bound every draw), and which parameters move it."""
+
+    low: float
+    high: float
+    moved: tuple[str, ...]
+    """``name low-high`` of each parameter whose ends alone move the prediction by over 0.1%."""
+
+
+NO_RANGE = RangeEnds(0.0, 0.0, ())
+MOVED_LOG = 1e-3
+"""A parameter whose range moves a prediction by less than this (log ratio, 0.1%) is not named."""
+
+
+def range_ends(workload: Workload, system: System, plan: Plan, calib: Calibration,
+               point: float) -> RangeEnds:
+    """:class:`RangeEnds` of a design predicted at ``point`` samples/s under ``calib``: its
+    throughput retimed with every unpinned parameter (:func:`~dse.model.parameters.unpinned`) at
+    its range's low end, then at its high end, and with each alone at either end."""
+    ranges = unpinned(calib)
+    if not ranges or not (0 < point < math.inf):
+        return NO_RANGE
+    names = list(ranges)
+    ends = [calib.with_values(**{n: ranges[n][0] for n in names}),
+            calib.with_values(**{n: ranges[n][1] for n in names})]
+    ends += [calib.with_values(**{n: v}) for n in names for v in ranges[n]]
+    logs = log_throughputs(workload, system, plan, ends) - math.log(point)
+    logs = np.where(np.isfinite(logs), logs, 0.0)
+    moved = tuple(f"{n} {ranges[n][0]:g}-{ranges[n][1]:g}" for i, n in enumerate(names)
+                  if max(abs(logs[2 + 2 * i]), abs(logs[3 + 2 * i])) > MOVED_LOG)
+    return RangeEnds(float(min(logs[0], logs[1])), float(max(logs[0], logs[1])), moved)
 
 
 def cpu_prediction_interval(ev: Evaluation, calib: Calibration,
@@ -489,19 +537,24 @@ def cpu_interval_at(point: float, system: System, calib: Calibration,
 
 
 def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsemble,
-                       level: float = LEVEL, outside: tuple[str, ...] = ()) -> PredictionInterval | None:
+                       level: float = LEVEL, outside: tuple[str, ...] = (),
+                       ends: RangeEnds = NO_RANGE) -> PredictionInterval | None:
     """The interval of a design predicted at ``point`` samples/s whose members deviate from it by
     ``spread`` (log ratios, one per member): :func:`prediction_interval` once the members are timed.
     ``outside`` (why the design lies outside the measured regime, :meth:`CalibrationEnsemble.outside`)
     widens the interval to take in the one the leave-one-class-out residuals give as well: the
-    error of a fit on a class it never saw, the design's own case (:func:`widened_bounds`)."""
+    error of a fit on a class it never saw, the design's own case (:func:`widened_bounds`).
+    ``ends`` (:func:`range_ends`) widens it to take in the predictions at both ends of every range
+    of the parameters no measurement pins down: what the design's step rests on unmeasured is never
+    narrower than its range."""
     spread = spread[np.isfinite(spread)]
     if not (0 < point < math.inf) or spread.size == 0:
         return None
     widened = ens.outside_residuals() if outside else np.zeros(0)
     lo, hi = widened_bounds(spread, np.asarray(ens.loo_log_residuals), widened, level)
+    lo, hi = min(lo, ends.low), max(hi, ends.high)
     return PredictionInterval.around(level, point, (lo, hi), _quantiles(spread, np.zeros(0), level),
-                                     len(ens.members), outside)
+                                     len(ens.members), outside, unpinned=ends.moved)
 
 
 def widened_bounds(spread: np.ndarray, loo: np.ndarray, widened: np.ndarray,
@@ -593,7 +646,7 @@ def coverage(ens: CalibrationEnsemble, measurements: Sequence[Measurement],
 
 def _member_data(calib: Calibration) -> dict[str, Any]:
     data: dict[str, Any] = {f.name: float(getattr(calib, f.name)) for f in fields(Calibration)
-                            if f.name not in _NOT_PARAMETERS}
+                            if f.name not in NOT_SCALARS}
     data["software_factor"] = dict(sorted(calib.software_factor.items()))
     return data
 
@@ -721,10 +774,37 @@ def load_ensemble(path: Path | None = None, calibration: Calibration | None = No
         with resources.as_file(ref) as p:
             ens = _cached(p, f"dse/data/{ENSEMBLE_FILE}")
         ens.check(calib)
-        return _with_fitted_apart(ens, calib)
+        return with_drawn_ranges(_with_fitted_apart(ens, calib), calib)
     ens = _cached(path, str(path))
     ens.check(calib, str(path))
-    return _with_fitted_apart(ens, calib)
+    return with_drawn_ranges(_with_fitted_apart(ens, calib), calib)
+
+
+RANGE_DRAW_STREAM = 39
+"""Second seed word of the ranges' draws (the first is the ensemble's seed), so they are
+independent of the bootstrap's resamples."""
+
+
+def with_drawn_ranges(ens: CalibrationEnsemble, calib: Calibration) -> CalibrationEnsemble:
+    """``ens`` with each bootstrap member's unpinned parameters (:func:`~dse.model.parameters.unpinned`)
+    drawn across their ranges: a Latin hypercube over the members (for each parameter, member k
+    takes the middle of its own 1/B of the range, in a seeded random order), so every stretch of
+    every range is drawn once and the draws are independent of one another and of the resamples.
+    The refits never move these parameters (no measurement depends on them), so the members keep
+    their fitted values of the rest; the leave-one-out members, which only score the measurements,
+    keep the calibration's values."""
+    ranges = unpinned(calib)
+    boot = ens.bootstrap
+    if not ranges or not boot:
+        return ens
+    rng = np.random.default_rng([ens.seed, RANGE_DRAW_STREAM])
+    n = len(boot)
+    drawn: list[dict[str, float]] = [{} for _ in boot]
+    for name, (lo, hi) in ranges.items():
+        for k, slot in enumerate(rng.permutation(n)):
+            drawn[k][name] = lo + (hi - lo) * (float(slot) + 0.5) / n
+    members = tuple(m.with_values(**d) for m, d in zip(boot, drawn, strict=True))
+    return dataclasses.replace(ens, bootstrap=members)
 
 
 def _with_fitted_apart(ens: CalibrationEnsemble, calib: Calibration) -> CalibrationEnsemble:
