@@ -343,7 +343,8 @@ def test_ensemble_of_one_keeps_every_front_design(small_study: tuple[optuna.Stud
     study, spec = small_study
     # One calibration and no uncertainty: the unpinned parameters' ranges shut to their values too.
     shut = dataclasses.replace(CALIB, ranges={n: (getattr(CALIB, n),) * 2 for n in DEFAULT_RANGES})
-    result = robust_front(study, spec, load_objectives(spec.objectives), CalibrationEnsemble.single(shut), shut)
+    result = robust_front(study, spec, load_objectives(spec.objectives), CalibrationEnsemble.single(shut),
+                          shut)
     assert result.designs and all(d.probability == 1.0 for d in result.designs)
     assert len(result.robust) == len(result.designs)
     for d in result.designs:

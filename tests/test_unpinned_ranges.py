@@ -14,7 +14,7 @@ import pytest
 
 from dse.calibration.ensemble import load_ensemble, prediction_interval, range_ends
 from dse.errors import DseInputError
-from dse.model.evaluate import evaluate
+from dse.model.evaluate import Evaluation, evaluate
 from dse.model.parameters import DEFAULT_RANGES, fingerprint, load_calibration, unpinned
 from dse.model.system import load_system
 from dse.model.workload import load_workload
@@ -33,7 +33,10 @@ HOST_BOUND = [
 ]
 
 
-def _design(wl: tuple[str, tuple[tuple[str, object], ...]], system: tuple[str, tuple[tuple[str, object], ...]]):
+Named = tuple[str, tuple[tuple[str, object], ...]]
+
+
+def _design(wl: Named, system: Named) -> Evaluation:
     return evaluate(load_workload(*wl), load_system(*system), CALIB)
 
 
@@ -101,7 +104,8 @@ def test_a_stated_range_is_checked(tmp_path: Path) -> None:
     text = (Path(__file__).parent.parent / "dse" / "data" / "calibration.toml").read_text()
     bad = tmp_path / "mine.toml"
     bad.write_text(text.replace("host_efficiency = [0.25, 0.82]", "host_efficiency = [0.6, 0.9]"))
-    with pytest.raises(DseInputError, match=r"mine\.toml: ranges\.host_efficiency: .*must hold the value 0\.5"):
+    with pytest.raises(DseInputError,
+                       match=r"mine\.toml: ranges\.host_efficiency: .*must hold the value 0\.5"):
         load_calibration(bad)
     bad.write_text(text.replace("host_efficiency = [0.25, 0.82]", "memory_efficiency = [0.1, 0.9]"))
     with pytest.raises(DseInputError, match=r"ranges\.memory_efficiency: not a parameter stated as a range"):
