@@ -476,8 +476,8 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
 @dataclass(frozen=True, slots=True)
 class RangeEnds:
     """What the ranges of the unpinned parameters do to one design's prediction (log ratios to
-    the point): at every range's low end together and at every high end together (the step is
-    monotone in each efficiency, so these bound every draw), and which parameters move it."""
+    the point): at the slowest and the fastest ends of every range together (:func:`range_ends`),
+    and which parameters move it."""
 
     low: float
     high: float
@@ -493,20 +493,24 @@ MOVED_LOG = 1e-3
 def range_ends(workload: Workload, system: System, plan: Plan, calib: Calibration,
                point: float) -> RangeEnds:
     """:class:`RangeEnds` of a design predicted at ``point`` samples/s under ``calib``: its
-    throughput retimed with every unpinned parameter (:func:`~dse.model.parameters.unpinned`) at
-    its range's low end, then at its high end, and with each alone at either end."""
+    throughput retimed with each unpinned parameter (:func:`~dse.model.parameters.unpinned`) alone
+    at either end of its range, then with every one at its slower end together and at its faster
+    end together (the step is monotone in each: an efficiency speeds it, an overhead slows it, so
+    these two bound every draw)."""
     ranges = unpinned(calib)
     if not ranges or not (0 < point < math.inf):
         return NO_RANGE
     names = list(ranges)
-    ends = [calib.with_values(**{n: ranges[n][0] for n in names}),
-            calib.with_values(**{n: ranges[n][1] for n in names})]
-    ends += [calib.with_values(**{n: v}) for n in names for v in ranges[n]]
-    logs = log_throughputs(workload, system, plan, ends) - math.log(point)
+    alone = [calib.with_values(**{n: v}) for n in names for v in ranges[n]]
+    logs = log_throughputs(workload, system, plan, alone) - math.log(point)
     logs = np.where(np.isfinite(logs), logs, 0.0)
+    slow = {n: ranges[n][0] if logs[2 * i] <= logs[2 * i + 1] else ranges[n][1] for i, n in enumerate(names)}
+    fast = {n: ranges[n][1] if v == ranges[n][0] else ranges[n][0] for n, v in slow.items()}
+    both = log_throughputs(workload, system, plan, [calib.with_values(**slow), calib.with_values(**fast)])
+    both = np.where(np.isfinite(both), both - math.log(point), 0.0)
     moved = tuple(f"{n} {ranges[n][0]:g}-{ranges[n][1]:g}" for i, n in enumerate(names)
-                  if max(abs(logs[2 + 2 * i]), abs(logs[3 + 2 * i])) > MOVED_LOG)
-    return RangeEnds(float(min(logs[0], logs[1])), float(max(logs[0], logs[1])), moved)
+                  if max(abs(logs[2 * i]), abs(logs[2 * i + 1])) > MOVED_LOG)
+    return RangeEnds(float(min(both.min(), logs.min(), 0.0)), float(max(both.max(), logs.max(), 0.0)), moved)
 
 
 def cpu_prediction_interval(ev: Evaluation, calib: Calibration,

@@ -121,6 +121,10 @@ PRIOR_REASONS: dict[str, str] = {
         "places as measured predicts the same for every value from 0.1 to 1, the cache points "
         "hang on unpublished hit rates, and the TorchRec 2026 rows run a benchmark model with no "
         "preset here (their UVM difference alone asks for about 0.7 on 2 KB rows)."),
+    "cpu_op_overhead_s": (
+        "Not fitted: no measurement has tables pooled by the CPUs of an accelerator node (three "
+        "searches for one, docs/host_memory_candidates.md); a prior of 10 us within a stated range "
+        "of 1-50 us (dse.model.parameters), drawn by the ensemble."),
     "cxl_efficiency": (
         "Not fitted: no measurement holds tables in CXL memory (nor could: no published DLRM "
         "training run uses it); it keeps host_efficiency's prior, 0.5, within a stated range of "

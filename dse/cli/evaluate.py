@@ -391,13 +391,15 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
                        f"{t.embedding_share:.1%}")
     console.print(tables)
     devices = Table(title="placement by device (embedding, all-to-all: forward + backward)")
-    for col in ("devices", "tables", "HBM GB", "node DDR GB", "embedding ms", "all-to-all ms"):
+    cpu = any(d.cpu_pooling_s for d in summary.devices)  # the host CPUs' own stage, when they pool tables
+    for col in ("devices", "tables", "HBM GB", "node DDR GB", "embedding ms",
+                *(("of it host CPUs ms",) if cpu else ()), "all-to-all ms"):
         devices.add_column(col, justify="right")
     # Devices with identical rows share one line (a balanced plan has a handful of kinds).
-    rows: list[tuple[list[int], tuple[str, str, str, str, str]]] = []
+    rows: list[tuple[list[int], tuple[str, ...]]] = []
     for d in summary.devices:
-        cells = (str(d.tables), f"{d.hbm_used_gb:.2f}", f"{d.ddr_used_gb:.2f}",
-                 f"{d.embedding_s * 1e3:.3f}", f"{d.alltoall_s * 1e3:.3f}")
+        cells = (str(d.tables), f"{d.hbm_used_gb:.2f}", f"{d.ddr_used_gb:.2f}", f"{d.embedding_s * 1e3:.3f}",
+                 *((f"{d.cpu_pooling_s * 1e3:.3f}",) if cpu else ()), f"{d.alltoall_s * 1e3:.3f}")
         if rows and rows[-1][1] == cells:
             rows[-1][0].append(d.device)
         else:

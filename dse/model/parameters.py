@@ -88,6 +88,15 @@ class Calibration:
     Ring/LL, NVIDIA/nccl ``src/graph/tuning.cc`` line 75, tag v2.18.5-1, the NCCL of MLPerf v3.1's
     DGX H100 runs). Fitted between the bounds in ``dse.calibration.fit.OVERHEAD_FLOORS_S`` and
     ``CEILINGS_S``."""
+    cpu_op_overhead_s: float = field(default=10e-6, metadata={
+        **NONNEG, "range": (1e-6, 50e-6), "range_source": (
+        "low: a table-batched CPU kernel (FBGEMM's CPU embedding runs many tables in one operator), "
+        "a microsecond a table; high: an eager framework operator with its dispatch, autograd and "
+        "OpenMP fork-join on a many-core socket, tens of microseconds [A]; no measurement of "
+        "CPU-pooled training pins it (docs/host_memory_data.md)")})
+    """Framework cost on the host CPUs per operation of a table they pool (its lookup, gradient and
+    update: ``dse.model.timing.CPU_OPS_PER_TABLE``), seconds. Prior 10 us [A]; a range, drawn by
+    the ensemble and taken in by every interval of a design whose CPUs pool tables."""
     step_overhead_s: float = field(default=5e-6, metadata=NONNEG)
     """Fixed per-step cost outside kernels: one host synchronisation (loss and gradient-scaler
     check, data hand-off), about 5 us (NVIDIA technical blog "Getting Started with CUDA Graphs",
