@@ -755,7 +755,7 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     )
 
 
-def step_tree(t: StageCosts, lead: bool = False) -> Seq:
+def step_tree(t: StageCosts, lead: bool = False, phase: Node | None = None) -> Seq:
     """The overlap structure of one step (see the module docstring). ``lead``: the bottom MLP runs
     model-parallel on device 0, so its output enters the all-to-all (forward) and its gradient
     leaves it (backward) instead of overlapping it. ``t.top_wgrad`` (part of ``top_bwd``; None
@@ -767,10 +767,16 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
     backward phase, all-to-all included: the reference software overlaps the two
     (``overlap_ar_a2a = True`` in NVIDIA's MLPerf Training v2.0 DLRM configuration,
     mlcommons/training_results_v2.0 ``NVIDIA/benchmarks/dlrm/implementations/hugectr/dgx_a100.py``),
-    so the phase lasts as long as the longer of them."""
-    fwd_lookup = Par((Leaf(Stage.embedding_memory, t.emb_fwd, "embedding forward (HBM)"),
-                      _host_side(Leaf(Stage.cpu_pooling, t.cpu_fwd, "embedding forward (host CPUs pooling)"),
-                                 Leaf(Stage.host_pcie, t.host_fwd, "embedding forward (host)"))))
+    so the phase lasts as long as the longer of them. The host side of an embedding pass is the
+    host CPUs' work on the tables they pool and the host link's traffic, one after the other
+    (forward: the CPUs pool, then the pooled vectors cross the link; backward: the gradients cross,
+    then the CPUs update), as the reference software runs a CPU embedding operator before or after
+    its copy; just the link where the CPUs pool nothing. ``phase``: :func:`backward_phase` of ``t``
+    when the caller has it already (it does not read ``t.allreduce_exposed``)."""
+    host: Node = Leaf(Stage.host_pcie, t.host_fwd, "embedding forward (host)")
+    if t.cpu_fwd:  # (the CPUs pool, then the link copies; see step_tree)
+        host = Seq((Leaf(Stage.cpu_pooling, t.cpu_fwd, "embedding forward (host CPUs pooling)"), host))
+    fwd_lookup = Par((Leaf(Stage.embedding_memory, t.emb_fwd, "embedding forward (HBM)"), host))
     a2a_fwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all forward (fabric)"),
                    Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all forward (network)")))
     bottom_fwd = Leaf(Stage.dense_compute, t.bottom_fwd, "bottom MLP forward")
@@ -793,7 +799,7 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
         forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
     else:
         forward = Par((Seq((fwd_lookup, a2a_fwd)), bottom_fwd))
-    backward = Par((backward_phase(t, lead),
+    backward = Par((backward_phase(t, lead) if phase is None else phase,
                     Leaf(Stage.allreduce_exposed, t.allreduce, "dense-gradient allreduce")))
     return Seq((
         forward,
@@ -804,18 +810,6 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
     ))
 
 
-def _host_side(first: Leaf, then: Leaf) -> Node:
-    """The host side of an embedding pass: the host CPUs' work on the tables they pool and the
-    host link's traffic, one after the other (forward: the CPUs pool, then the pooled vectors
-    cross the link; backward: the gradients cross, then the CPUs update), as the reference software
-    runs a CPU embedding operator before or after its copy; just the link where the CPUs pool
-    nothing (no step of the CPU's then shows on the critical path)."""
-    cpu = first if first.stage == Stage.cpu_pooling else then
-    if not cpu.seconds:
-        return then if cpu is first else first
-    return Seq((first, then))
-
-
 def backward_phase(t: StageCosts, lead: bool = False) -> Node:
     """The backward phase of :func:`step_tree` without the allreduce beside it: the backward
     all-to-all, then the embedding update, beside the dense backward (the top part's weight
@@ -823,9 +817,10 @@ def backward_phase(t: StageCosts, lead: bool = False) -> Node:
     backward follows the all-to-all instead."""
     a2a_bwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all backward (fabric)"),
                    Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all backward (network)")))
-    bwd_update = Par((Leaf(Stage.embedding_memory, t.emb_bwd, "embedding backward+update (HBM)"),
-                      _host_side(Leaf(Stage.host_pcie, t.host_bwd, "embedding backward+update (host)"),
-                                 Leaf(Stage.cpu_pooling, t.cpu_bwd, "embedding update (host CPUs pooling)"))))
+    host: Node = Leaf(Stage.host_pcie, t.host_bwd, "embedding backward+update (host)")
+    if t.cpu_bwd:  # (the CPUs pool, then the link copies; see step_tree)
+        host = Seq((host, Leaf(Stage.cpu_pooling, t.cpu_bwd, "embedding update (host CPUs pooling)")))
+    bwd_update = Par((Leaf(Stage.embedding_memory, t.emb_bwd, "embedding backward+update (HBM)"), host))
     bottom_bwd: Node = Leaf(Stage.dense_compute, t.bottom_bwd, "bottom MLP backward")
     wgrad = t.top_wgrad or 0.0
     if wgrad > 0.0:
@@ -931,8 +926,9 @@ def step_time(wl: Workload, system: System, plan: Plan, calib: Calibration,
         key_exchange_seconds(ld.devices, system, calib), allreduce, 0.0,
         overhead=kernels * calib.kernel_overhead_s + calib.step_overhead_s,
         input_s=input_seconds(ld.input_bytes, system, calib))
-    t = t._replace(allreduce_exposed=exposed_allreduce(t, ld.lead))
-    tree = step_tree(t, ld.lead)
+    phase = backward_phase(t, ld.lead)
+    t = t._replace(allreduce_exposed=max(0.0, t.allreduce - _longest(phase)[0]))  # (exposed_allreduce)
+    tree = step_tree(t, ld.lead, phase)
     compute, attribution, path = critical(tree)
     step = compute
     input_exposed = max(0.0, t.input - compute)
