@@ -744,7 +744,12 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     """Kernels on the critical path of one step, counted from the model's structure: per GEMM, per
     embedding place and direction (one fused kernel per tier and way of serving it), per collective
     and per bucket."""
-    tiers = {(shard.tier, shard.access) for shard in plan.group_shards}
+    shards, n_local = plan.group_shards, plan.local_groups
+    # The first n_local groups are all in the device's own memory: one place, read off the first
+    # (a plan of a thousand whole tables need not be walked for it).
+    tiers = {(s.tier, s.access) for s in (shards[n_local:] if n_local > 0 else shards)}
+    if n_local > 0:
+        tiers.add((shards[0].tier, shards[0].access))
     collectives = 2 if plan.devices > 1 else 0
     return (
         KERNELS_PER_GEMM * len(wl.mlp_layers())
