@@ -107,12 +107,6 @@ class Calibration:
         return replace(self, **values)  # type: ignore[arg-type]
 
 
-FITTED_PARAMETERS: tuple[str, ...] = tuple(
-    f.name for f in fields(Calibration) if f.name not in ("version", "software_factor", "fit")
-)
-"""Names of the scalar calibration parameters."""
-
-
 def load_calibration(path: Path | None = None) -> Calibration:
     """The calibration in ``path``, or the packaged one (priors when none has been fitted yet)."""
     if path is not None:
