@@ -44,6 +44,20 @@ def test_the_full_space_is_too_large_for_a_coarse_grid() -> None:
     assert not sweep_allowed(load_space(FULL), 300)
 
 
+@pytest.fixture
+def full_too_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new study's check of its space (:func:`~dse.search.sweep.sweep_allowed`) answered for
+    :data:`FULL` as :func:`test_the_full_space_is_too_large_for_a_coarse_grid` finds it, instead
+    of recounted: that count builds a 739,206-design grid (seconds of CPU, most of a study's
+    creation here), and what the tests using this fixture check comes after it."""
+    real = refine_mod.sweep_allowed
+
+    def known(space: Any, budget: int) -> bool:
+        return False if space.name == FULL else real(space, budget)
+
+    monkeypatch.setattr(refine_mod, "sweep_allowed", known)
+
+
 def test_a_latin_batch_puts_one_design_in_each_stratum_of_every_parameter() -> None:
     space = load_space(FULL)
     n = 64
@@ -92,6 +106,7 @@ def test_the_progress_of_a_pre_screened_sweep_ends_where_its_budgets_stop_it() -
     assert max(total for _, total in calls) < 5 * final < refine_mod.PRESCREEN_REFINE_MAX_DESIGNS
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_a_new_study_on_a_too_large_space_records_its_pre_screen(tmp_path: Path) -> None:
     spec = make_spec(tmp_path, space=FULL, sampler="auto", budget=50, prescreen_s=TINY_S)
     study = open_study(spec, open_storage(None, spec))
@@ -117,6 +132,7 @@ def test_a_new_study_on_a_too_large_space_records_its_pre_screen(tmp_path: Path)
             f"{pre['cpu_s']:.1f} s CPU (budget {TINY_S:g} s)") in shown.output
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_the_pre_screen_draws_with_the_study_seed(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Studies that differ only in their seed start from different samples (the seed is recorded
@@ -139,6 +155,7 @@ def test_the_pre_screen_draws_with_the_study_seed(tmp_path: Path,
     assert drawn[7] != drawn[8] and drawn[7] != drawn[0]
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_no_pre_screen_below_the_reference_budget_or_at_zero_seconds(tmp_path: Path) -> None:
     small = make_spec(tmp_path, name="small", space=FULL, sampler="auto", budget=20)
     off = make_spec(tmp_path, name="off", space=FULL, sampler="auto", budget=50, prescreen_s=0.0)
@@ -148,6 +165,7 @@ def test_no_pre_screen_below_the_reference_budget_or_at_zero_seconds(tmp_path: P
         assert study_reference(study) is None
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_a_second_process_joining_waits_for_the_pre_screen_instead_of_repeating_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The joiner's own wait is cut to 0.2 s: without the allowance for the creator's pre-screen
