@@ -261,6 +261,7 @@ def assert_retried_once(trials: list[FrozenTrial], killed: FrozenTrial) -> Froze
 KINDS = ["postgres", "grpc", "journal"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_four_workers_share_one_budget(tmp_path: Path, kind: str,
                                        request: pytest.FixtureRequest) -> None:
@@ -310,6 +311,7 @@ VICTIM_COMPLETES = 2
 """Trials the victim completes (alone: the two baselines) before it stalls in its next one."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_worker_killed_mid_trial_is_retried(tmp_path: Path, kind: str,
                                               request: pytest.FixtureRequest) -> None:
@@ -347,6 +349,7 @@ def test_a_worker_killed_mid_trial_is_retried(tmp_path: Path, kind: str,
     assert mine == VICTIM_COMPLETES and sum(done) + mine == BUDGET
 
 
+@pytest.mark.slow
 def test_jobs_on_the_journal_survive_a_killed_job(tmp_path: Path) -> None:
     """``dse run --jobs 2`` on the default storage type: a job process SIGKILLed mid-trial
     leaves its trial to the other, and the run still ends at the budget."""
@@ -412,6 +415,7 @@ def test_processes_creating_one_study_at_once_record_it_once(
     assert study.user_attrs["dse:budget"] == BUDGET and "dse:changes" not in study.user_attrs
 
 
+@pytest.mark.slow
 def test_run_with_jobs_on_postgres(tmp_path: Path, postgres_url: str) -> None:
     path = make_study(tmp_path, "jobs", budget=JOBS_BUDGET)
     result = dse("run", str(path), "--storage", postgres_url, "--jobs", "2", "--quiet",
@@ -494,6 +498,7 @@ def require(module: str) -> None:
         pytest.skip(f"{module} is not installed")
 
 
+@pytest.mark.slow
 def test_a_worker_on_a_storage_that_is_down_fails_fast(tmp_path: Path) -> None:
     require("psycopg")
     require("grpc")

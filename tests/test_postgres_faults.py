@@ -156,6 +156,7 @@ def assert_resumes(path: Path, url: str) -> None:
     assert "RUNNING" not in counts and "WAITING" not in counts, counts
 
 
+@pytest.mark.slow
 def test_a_hung_server_ends_the_run_within_30_s_and_the_study_resumes(
         tmp_path: Path, server: tuple[Path, str]) -> None:
     """The run's answer deadline is 5 s here (``?dse_answer_timeout=5``; the default, 20 s, is
@@ -179,6 +180,7 @@ def test_a_hung_server_ends_the_run_within_30_s_and_the_study_resumes(
     assert_resumes(path, url)
 
 
+@pytest.mark.slow
 def test_a_stopped_server_ends_the_run_at_once_and_the_study_resumes(
         tmp_path: Path, server: tuple[Path, str]) -> None:
     """A server that goes down under a worker that does not reconnect (``dse_reconnect=0``;

@@ -31,31 +31,25 @@ from dse.search.runner import open_study
 from dse.search.space import load_space
 from dse.search.storage import open_storage
 from dse.search.sweep import sweep_allowed
-from tests.study_helpers import make_spec, run_cli, write_study
+from tests.study_helpers import FULL, full_space_too_large, make_spec, run_cli, write_study
 
-FULL = "full"
-"""The shipped space of every node and cluster knob: floats for HBM, DDR and fabric bandwidth,
-so no coarse grid; the study tests' cheap workload (MLPerf DLRM v1) scores it in about a ms."""
+# FULL (study_helpers): floats for HBM, DDR and fabric bandwidth, so no coarse grid; the study
+# tests' cheap workload (MLPerf DLRM v1) scores it in about a ms.
 TINY_S = 0.4
 """A pre-screen budget of a fraction of a second: one or two batches."""
 
 
+@pytest.mark.slow
 def test_the_full_space_is_too_large_for_a_coarse_grid() -> None:
     assert not sweep_allowed(load_space(FULL), 300)
 
 
 @pytest.fixture
-def full_too_large(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new study's check of its space (:func:`~dse.search.sweep.sweep_allowed`) answered for
-    :data:`FULL` as :func:`test_the_full_space_is_too_large_for_a_coarse_grid` finds it, instead
-    of recounted: that count builds a 739,206-design grid (seconds of CPU, most of a study's
-    creation here), and what the tests using this fixture check comes after it."""
-    real = refine_mod.sweep_allowed
-
-    def known(space: Any, budget: int) -> bool:
-        return False if space.name == FULL else real(space, budget)
-
-    monkeypatch.setattr(refine_mod, "sweep_allowed", known)
+def full_too_large() -> Iterator[None]:
+    """:func:`~study_helpers.full_space_too_large` meanwhile: what the tests using it check comes
+    after the space's check."""
+    with full_space_too_large():
+        yield
 
 
 def test_a_latin_batch_puts_one_design_in_each_stratum_of_every_parameter() -> None:

@@ -241,6 +241,7 @@ def _wait_for(predicate: object, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_study_then_resume(tmp_path: Path) -> None:
     """``dse run`` SIGKILLed as it appends its 31st completed trial, holding the journal's write
     lock (:mod:`stalling`: caught there, not raced for), then resumed: the lock was the kernel's
@@ -303,6 +304,7 @@ SLOW = "synthetic-production-a"
 """1,000 tables: trials of some milliseconds, so the second worker starts before the first is done."""
 
 
+@pytest.mark.slow
 def test_two_jobs_share_one_study(tmp_path: Path) -> None:
     journal = tmp_path / "j.journal"
     path = study_file(tmp_path, "j", workload=SLOW, budget=200, seed=3, storage=str(journal))

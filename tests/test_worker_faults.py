@@ -258,6 +258,7 @@ def completed_of(study: optuna.Study) -> int:
     return sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["postgres", "grpc"])
 def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tuple[Path, str],
                                                      proxies: list[Proxy], kind: str) -> None:
@@ -282,6 +283,7 @@ def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tup
         assert not err.strip(), err  # no traceback of the lost database on the proxy's side
 
 
+@pytest.mark.slow
 def test_a_server_that_stays_down_ends_the_worker_after_the_window(
         tmp_path: Path, server: tuple[Path, str]) -> None:
     folder, url = server
@@ -313,6 +315,7 @@ def test_a_server_that_stays_down_ends_the_worker_after_the_window(
     assert_exact(url, path.stem)
 
 
+@pytest.mark.slow
 def test_workers_reconnect_across_a_proxy_restart(tmp_path: Path, server: tuple[Path, str],
                                                   proxies: list[Proxy]) -> None:
     _, url = server
@@ -367,6 +370,7 @@ def test_a_call_the_stopping_proxy_cancels_is_a_lost_storage() -> None:
 # --- a hung proxy ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
         tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy]) -> None:
     """The issue's two workers behind a SIGSTOPped proxy sat silent for over 300 s: every call
@@ -421,6 +425,7 @@ def fail_as_abandoned(study: optuna.Study) -> Callable[[FrozenTrial], None]:
     return fail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["postgres", "grpc"])
 def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
         tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy], kind: str,

@@ -41,6 +41,7 @@ def _study(tmp_path: Path, budget: int) -> Path:
                        storage=str(tmp_path / "w.journal"))
 
 
+@pytest.mark.slow
 def test_two_workers_do_not_repeat_each_others_designs(tmp_path: Path) -> None:
     path = _study(tmp_path, 120)
     result = subprocess.run([sys.executable, "-m", "dse", "run", str(path), "--jobs", "2",
@@ -77,6 +78,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_jobs_children_stop_when_the_parent_is_killed(tmp_path: Path) -> None:
     if not Path("/proc/self/stat").exists():
         pytest.skip("needs /proc to find the worker processes")
