@@ -498,6 +498,13 @@ def require(module: str) -> None:
         pytest.skip(f"{module} is not installed")
 
 
+DOWN_LIMIT_S = 30.0
+"""Issue 16's bound for a worker on a storage that is down: the silent ones wait out their
+connection deadline (10 s: ``CONNECT_TIMEOUT_S``, ``GRPC_READY_TIMEOUT_S``), the refused ones
+none; the other 20 s are for four interpreters starting at once, and importing dse, on a loaded
+machine."""
+
+
 @pytest.mark.slow
 def test_a_worker_on_a_storage_that_is_down_fails_fast(tmp_path: Path) -> None:
     require("psycopg")
@@ -519,7 +526,7 @@ def test_a_worker_on_a_storage_that_is_down_fails_fast(tmp_path: Path) -> None:
                  for case, url in cases.items()}
         for case, proc in procs.items():
             out, err = proc.communicate(timeout=60)
-            assert time.monotonic() - start < 30, case
+            assert time.monotonic() - start < DOWN_LIMIT_S, case
             assert proc.returncode == 2, (case, out, err)
             lines = err.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("dse: error: "), (case, err)

@@ -100,6 +100,8 @@ def test_jobs_children_stop_when_the_parent_is_killed(tmp_path: Path) -> None:
         assert workers, "the worker process never started"
         parent.send_signal(signal.SIGKILL)
         parent.wait()
+        # A worker looks for its parent every PARENT_POLL_S (0.5 s) and stops after its running
+        # trial (milliseconds): 15 s is the tolerance of a loaded machine, not the behaviour.
         stop_by = time.monotonic() + 15
         while time.monotonic() < stop_by and any(_alive(w) for w in workers):
             time.sleep(0.2)
