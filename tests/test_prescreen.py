@@ -141,8 +141,9 @@ def test_the_pre_screen_draws_with_the_study_seed(tmp_path: Path,
 
     monkeypatch.setattr(refine_mod, "prescreen", recorded)
     for name, seed in (("a", 7), ("b", 8), ("c", None)):
+        # The first batch is all this looks at: a budget that stops after it, and its refinement.
         spec = make_spec(tmp_path, name=name, space=FULL, sampler="auto", budget=50,
-                         prescreen_s=TINY_S, seed=seed)
+                         prescreen_s=0.01, seed=seed)
         study = open_study(spec, open_storage(None, spec))
         assert study.user_attrs[PRESCREEN_KEY]["seed"] == (0 if seed is None else seed)
     assert sorted(drawn) == [0, 7, 8]
