@@ -189,6 +189,7 @@ def test_class_coverage_by_hand() -> None:
     assert class_coverage_of(holdouts[1], ens, shifted).covered == 2
 
 
+@pytest.mark.slow
 def test_packaged_class_coverage_is_recomputed_and_the_holdouts_are_refits() -> None:
     """The file states what its holdouts give; the Ada holdout's residuals are the errors of a
     refit without the two L40/L40S points (refitted here), over the fitted points (the state-change

@@ -160,6 +160,8 @@ def unpinned(calib: Calibration) -> dict[str, tuple[float, float]]:
     out = {name: rng for name, (rng, _) in DEFAULT_RANGES.items()}
     out.update(calib.ranges)
     return out
+
+
 FITTED_APART = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
 """Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`, each on its own points)
 that the ensemble's refits never move: outside the :func:`fingerprint`, and every member of the
