@@ -89,7 +89,7 @@ def full_space_too_large() -> Iterator[None]:
     created on the space, before anything these tests look at."""
     from unittest import mock
 
-    import dse.search.refine as refine
+    import dse.search.algorithms.refine as refine
 
     real = refine.sweep_allowed
 
