@@ -431,7 +431,7 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
     path = (folder or results_dir(spec)) / f"{spec.name}.html"
     check_targets(True, path)  # a link or a folder there is refused before the work
     journal = journal_file(storage or None, spec)
-    page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage),
+    page = render_report(stored, spec, objective_set_of(stored, spec), redact(storage),
                          retimings=retiming_cache(journal) if journal is not None else None,
                          cache=report_cache(journal) if journal is not None else None)
     write_or_fail(path, page)  # a report regenerated replaces its previous one, in one rename
@@ -681,7 +681,7 @@ def pareto_cmd(
         stored = load_stored_study(spec, storage)
         # The records of the front's frame, without pandas unless a file is written.
         rows = trial_rows(stored, only_front=True)
-        objectives = [(o.metric, o.direction) for o in objective_set_of(stored, spec.objectives).objectives]
+        objectives = [(o.metric, o.direction) for o in objective_set_of(stored, spec).objectives]
     except DseInputError as exc:
         fail(str(exc))
         return
@@ -716,7 +716,7 @@ def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parqu
     try:
         stored = load_stored_study(spec, storage)
         spec = as_recorded(spec, stored.user_attrs)
-        objectives = objective_set_of(stored, spec.objectives)
+        objectives = objective_set_of(stored, spec)
         result = robust_front(stored, spec, objectives,
                               cache=retiming_cache(journal) if journal is not None else None)
     except DseInputError as exc:
@@ -794,7 +794,7 @@ def plot_cmd(
     try:
         stored = load_stored_study(spec, storage)
         spec = as_recorded(spec, stored.user_attrs)
-        objectives = objective_set_of(stored, spec.objectives)
+        objectives = objective_set_of(stored, spec)
     except DseInputError as exc:
         fail(str(exc))
         return

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -16,6 +17,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
+from dse.records import OBJECTIVES
 from dse.search.algorithms.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
 from dse.search.algorithms.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.algorithms.reference import convergence
@@ -40,7 +42,7 @@ from dse.search.study.attribute_keys import (
     VERSION_KEY,
 )
 from dse.search.study.objective_sets import ObjectiveSet, load_objectives, objectives_from_mapping
-from dse.search.study.study_file import StudySpec
+from dse.search.study.study_file import StudySpec, resolved, study_objectives
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -238,26 +240,37 @@ def _rows(study: Study, only_front: bool, distinct: bool) -> list[dict[str, Any]
     return rows
 
 
-def objective_set_of(study: Study, fallback: str) -> ObjectiveSet:
+def objective_set_of(study: Study, spec: StudySpec) -> ObjectiveSet:
     """The objective set the study was made with, wherever its file lives now.
 
     Tried in order: the file recorded in ``dse:files`` (a study made from the user's own files),
-    ``fallback`` (the study file's ``objectives``, resolved), the recorded set's name; when none
-    of them loads the set the study recorded, the recorded set itself (without its description).
-    """
+    the study file's ``objectives`` (resolved beside it, :func:`resolved`), the packaged preset of
+    the recorded set's name; when none of them loads the set the study recorded, the recorded set
+    itself (without its description). Never a file of the working directory."""
     attrs = study.user_attrs
     recorded: dict[str, Any] = json.loads(attrs.get(OBJECTIVES_KEY, "{}"))
     files: dict[str, str] = json.loads(attrs.get(FILES_KEY, "{}"))
-    candidates = [c for c in (files.get("objectives"), fallback, recorded.get("name")) if c]
+    def packaged(name: str) -> str:
+        """A recorded file (an absolute path), or the packaged preset a recorded name is."""
+        if not name or name.endswith(".toml"):
+            return name
+        path = OBJECTIVES.builtin / f"{name}.toml"
+        return str(path) if path.is_file() else ""
+
+    candidates: list[Callable[[], str]] = [
+        lambda: packaged(files.get("objectives", "")),
+        lambda: resolved(spec, spec.objectives, OBJECTIVES),
+        lambda: packaged(str(recorded.get("name", "")))]
     for candidate in candidates:
         try:
-            found = load_objectives(candidate)
+            path = candidate()
+            found = load_objectives(path) if path else None
         except DseInputError:
             continue
-        if not recorded or found.to_dict() == recorded:
+        if found is not None and (not recorded or found.to_dict() == recorded):
             return found
     if not recorded:
-        return load_objectives(fallback)  # raises the one-line error naming it
+        return study_objectives(spec)  # raises the one-line error naming it
     return objectives_from_mapping(recorded, f"study {study.study_name}")
 
 

@@ -371,7 +371,7 @@ def max_accelerators(space: SearchSpace) -> int:
         p = space.parameters.get(key)
         return base if p is None else max(int(v) for v in probe_values(p))
 
-    specs = (load_system_spec(b, tuple(space.fixed.items())) for b in space.bases())
+    specs = (space.system_spec(b, tuple(space.fixed.items())) for b in space.bases())
     return max(highest(s.nodes, "nodes") * highest(s.node.accelerators, "node.accelerators")
                for s in specs)
 

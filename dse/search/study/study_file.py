@@ -115,14 +115,9 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     if not NAME_PATTERN.fullmatch(spec.name):
         raise DseInputError(source, "name", f"expected a plain name of letters, digits, '.', '_' "
                             f"and '-' (at most 100, not starting with '.'), got {spec.name!r}")
-    # A file named by a relative path is looked for beside the study file first.
-    def beside(v: str) -> str:
-        near = path.parent / v
-        return str(near) if v.endswith(".toml") and not Path(v).is_absolute() and near.exists() else v
-
-    spec = dataclasses.replace(spec, workload=beside(spec.workload), space=beside(spec.space),
-                               objectives=beside(spec.objectives),
-                               storage=storage_beside(spec.storage, path),
+    # The workload, space and objectives keep the words the file gives (recorded as the study's
+    # definition, the same from every folder); :func:`resolved` finds their files beside it.
+    spec = dataclasses.replace(spec, storage=storage_beside(spec.storage, path),
                                catalog=str(path.parent / spec.catalog) if spec.catalog and not
                                Path(spec.catalog).is_absolute() else spec.catalog,
                                file=str(path))
@@ -192,13 +187,12 @@ def study_catalog(spec: StudySpec) -> UserCatalog:
 
 
 def resolved(spec: StudySpec, value: str, kind: FileKind) -> str:
-    """Where a name the study file gives (``workload``, ``space``, ``objectives``) resolves,
-    whatever the working directory: beside the study file, then the packaged presets
-    (:func:`dse.records.named_beside`). A path is kept: :func:`load_study_spec` already took it
-    from the study file's folder."""
-    if not spec.file or value.endswith(".toml") or "/" in value:
-        return value
-    return str(named_beside(value, kind, Path(spec.file)))
+    """Where a name or path the study file gives (``workload``, ``space``, ``objectives``)
+    resolves: the one rule for every file a study names, in every command and check. Beside the
+    study file (a relative path from its folder; a name in its folder's or its project's kind
+    folder), then the packaged presets (:func:`dse.records.named_beside`), never the working
+    directory. A spec built in code (no file) looks a name up as the command line does."""
+    return str(named_beside(value, kind, Path(spec.file) if spec.file else None))
 
 
 def study_files(spec: StudySpec) -> dict[str, str]:
@@ -206,7 +200,7 @@ def study_files(spec: StudySpec) -> dict[str, str]:
     the study and of every file it names, or the preset name of a built-in one."""
     def where(value: str, kind: FileKind) -> str:
         try:
-            path = named_file(resolved(spec, value, kind), kind)
+            path = Path(resolved(spec, value, kind))
         except DseInputError:
             return value
         return value if kind.is_builtin(path) else str(path.resolve())
