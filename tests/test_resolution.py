@@ -303,3 +303,4 @@ def test_a_study_names_no_file_of_the_working_folder(tmp_path: Path,
     spec = load_study_spec(str(study))
     assert Path(resolved(spec, "mymodel", WORKLOAD)) == mine
     assert max_accelerators(study_space(spec)) == 64 * 4
+

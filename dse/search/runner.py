@@ -210,8 +210,7 @@ def _resume(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any], describ
     catalog and systems whose files moved unless ``force``; what changed, and a new model,
     calibration or dse version, is recorded in ``dse:changes`` with the trial it starts from."""
     objectives = study_objectives(spec)
-    changed = [k.removeprefix(KEY_PREFIX) for k, v in described.items()
-               if not _same_definition(k, attrs.get(k), v)]
+    changed = [k.removeprefix(KEY_PREFIX) for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
                   else optuna.study.StudyDirection.MINIMIZE for d in objectives.directions]
     if list(study.directions) != directions:
@@ -245,19 +244,6 @@ def _resume(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any], describ
         study.set_user_attr(CONTENTS_KEY, recorded)
     _record_versions(study, attrs, log, now)
     _record_rest(study, spec, attrs, objectives)
-
-
-def _same_definition(key: str, recorded: str | None, now: str) -> bool:
-    """Whether a recorded part of a study's definition is ``now``'s. A workload named by a path
-    is compared by its file name: before studies kept the words of their file, the name was
-    recorded as a path from the working directory of the run (``my-dse/my-workload.toml``)."""
-    if recorded == now or key != WORKLOAD_KEY or recorded is None:
-        return recorded == now
-    was, new = json.loads(recorded), json.loads(now)
-    for entry in (was, new):
-        name = str(entry.get("name", ""))
-        entry["name"] = Path(name).name if name.endswith(".toml") else name
-    return bool(was == new)
 
 
 def _record_versions(study: optuna.Study, attrs: dict[str, Any], log: list[dict[str, Any]],
