@@ -18,7 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
 from dse.records import OBJECTIVES
-from dse.search.algorithms.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
+from dse.search.algorithms.dedup import DUPLICATE_KEY, design_key, group_by_design, trial_numbers
 from dse.search.algorithms.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.algorithms.reference import convergence
 from dse.search.storage.journal_snapshot import read_journal, read_snapshot
@@ -130,8 +130,16 @@ def status(study: Study) -> dict[str, Any]:
         "model": attrs.get(MODEL_KEY),
         "running_trials": [t.number for t in trials if t.state == TrialState.RUNNING],
         "failed_trials": [t.number for t in trials if t.state == TrialState.FAIL],
-        "front": [{**_row(g[0]), "trials": trial_numbers(g)} for g in front[:10]],
+        "front": [{**_row(g[0]), "trials": trial_numbers(g), "equivalents": equivalents(g)}
+                  for g in front[:10]],
     }
+
+
+def equivalents(group: list[FrozenTrial]) -> int:
+    """How many designs as drawn one design's trials stand for (at least 1): those that differ
+    only in settings the model finds inert (:func:`dse.search.study.encoding.canonical_design`)
+    were scored once and their repeats pruned, so the row is shown once with this count."""
+    return max(1, len({design_key(t.params) for t in group if t.params}))
 
 
 def _with_repeats(groups: list[list[FrozenTrial]], trials: list[FrozenTrial]) -> list[list[FrozenTrial]]:
@@ -236,6 +244,7 @@ def _rows(study: Study, only_front: bool, distinct: bool) -> list[dict[str, Any]
         row["reasons"] = "; ".join(t.user_attrs.get("infeasible_reasons") or [])
         if distinct:
             row["trials"] = trial_numbers(group)
+            row["equivalents"] = equivalents(group)
         rows.append(row)
     return rows
 
