@@ -43,6 +43,7 @@ from dse.search.algorithms.prescreen import REFINE_SHARE
 from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, convergence
 from dse.search.algorithms.refine import seed_new_study
 from dse.search.algorithms.samplers import make_sampler, worker_seed
+from dse.search.broken_rules import RuleWatch
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
 from dse.search.fingerprint import model_fingerprint
 from dse.search.fingerprint import model_sources as model_sources
@@ -557,6 +558,7 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
     objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
                                 catalog=study_catalog(spec).catalog, heartbeat=heartbeat_enabled(study))
     tracker = _Tracker(study, budget, on_trial, study_space(spec))
+    watch = RuleWatch(objective.space.base_for)
     last_recovery = time.monotonic()
 
     def recover_now(every: float) -> None:
@@ -571,6 +573,8 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
         # over_budget, at the start of every trial), so the O(trials) read is skipped while the
         # trial numbers say the budget is still far.
         tracker.update()
+        for line in watch.update(finished):
+            log.warning(line)
         quota.own += finished.state == TrialState.COMPLETE
         if STOP.is_set() or not quota.left():
             st.stop()

@@ -321,10 +321,12 @@ def _check_keys(space: SearchSpace, source: str) -> None:
         try:
             space.system_spec(base, tuple(space.fixed.items()))
         except DseInputError as exc:
+            # The system file and its key, not just the message: "required key is missing" alone
+            # names neither the file nor the key.
             if system is None:
-                raise DseInputError(source, f"fixed ({exc.key})", exc.message) from None
+                raise DseInputError(source, f"fixed ({exc.key})", str(exc)) from None
             raise DseInputError(source, f"parameters.{SYSTEM_PARAM}",
-                                f"choice {base!r}: {exc.message}") from None
+                                f"choice {base!r}: {exc}") from None
         for name, p in space.parameters.items():
             if name == SYSTEM_PARAM or base not in p.when.get(SYSTEM_PARAM, (base,)):
                 continue  # a parameter that only exists on other base systems (racks on an NVL72)
