@@ -24,7 +24,7 @@ from dse.model.racks import rack_count, rack_phrase, racks_of
 from dse.model.system import System, load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
-from dse.model.workload import load_workload, workload_presets
+from dse.model.workload import load_workload, with_batch, workload_presets
 from dse.outputs.labels import header, human_number, show
 from dse.records import parse_override, to_mapping
 
@@ -96,12 +96,16 @@ def evaluate_cmd(
         from dse.model.defaults import sensitive_defaults
         leaned_on = sensitive_defaults(wl, system, sys_over, catalog=user.catalog)
         summary = plan_summary(ev, load_calibration()) if plan else None
+        larger = _at_larger_batch(ev, user.catalog)
     except DseInputError as exc:
         fail(str(exc))
         return
     iv, iv_note = design_interval(ev, ensemble)
     if as_json:
         extra: dict[str, Any] = {"plan": summary.to_dict()} if summary else {}
+        extra["larger_batch"] = ({"global_batch": larger.workload.global_batch,
+                                  "throughput_samples_per_s": larger.throughput_samples_per_s,
+                                  "note": _larger_batch_note(ev, larger)} if larger else None)
         if what_if_:
             extra["step_s_if_2x_faster"] = what_if(ev)
         if user.changes:
@@ -119,6 +123,8 @@ def evaluate_cmd(
             print_what_if(ev, Console())
         for d in leaned_on:
             Console().print(escape(f"note: {d.describe()}"))
+        if larger is not None:
+            Console().print(escape(f"note: {_larger_batch_note(ev, larger)}"))
         for change in user.changes:
             Console().print(escape(f"catalog: {change.describe()}"))
     if html is not None:
@@ -128,6 +134,28 @@ def evaluate_cmd(
         typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)
+
+
+def _at_larger_batch(ev: Evaluation, catalog: Catalog) -> Evaluation | None:
+    """The design at the larger batch its workload's curve allows, when it runs on more devices
+    than the workload's batch was measured on (:meth:`dse.model.workload.Workload.larger_batch`):
+    ``dse evaluate -s dgx-h100 -w mlperf-dlrm-dcnv2 --set nodes=16`` runs one node's batch."""
+    batch = ev.workload.larger_batch(ev.system.accelerators_total)
+    if batch is None:
+        return None
+    return evaluate(with_batch(ev.workload, batch), ev.system, catalog=catalog)
+
+
+def _larger_batch_note(ev: Evaluation, larger: Evaluation) -> str:
+    """The note of :func:`_at_larger_batch`: the batch, where it comes from, what it gives."""
+    wl, curve = ev.workload, ev.workload.curve()
+    assert curve is not None
+    return (f"global batch {wl.global_batch:,} is {wl.name}'s batch on "
+            f"{wl.global_batch_accelerators} accelerators; on {ev.system.accelerators_total:,} its "
+            f"convergence curve ({curve.short_source}) reaches {larger.workload.global_batch:,}: "
+            f"{larger.throughput_samples_per_s / 1e6:.1f} M samples/s there, against "
+            f"{ev.throughput_samples_per_s / 1e6:.1f} M (--set workload.global_batch="
+            f"{larger.workload.global_batch})")
 
 
 def print_what_if(ev: Evaluation, console: Console) -> None:

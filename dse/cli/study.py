@@ -50,6 +50,7 @@ from dse.search.study.study_file import (
     DEFAULT_STUDY,
     StudySpec,
     as_recorded,
+    batch_without_curve,
     load_study_spec,
     results_dir,
     with_catalog,
@@ -202,6 +203,7 @@ def run_cmd(
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
     _warn_catalog(spec)
+    warn(spec.name, [note] if (note := batch_without_curve(spec)) else [])
     if jobs > 1 and url.startswith("sqlite"):
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")

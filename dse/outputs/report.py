@@ -61,7 +61,7 @@ from dse.search.study.attribute_keys import (
     WORKLOAD_KEY,
 )
 from dse.search.study.objective_sets import ObjectiveSet
-from dse.search.study.study_file import StudySpec
+from dse.search.study.study_file import BATCH_PARAMS, StudySpec, batch_without_curve
 
 FADED = "rgba(120,120,120,0.25)"
 
@@ -455,6 +455,15 @@ def convergence_line(study: Study, data: ReportData) -> str:
     return f"hypervolume {conv.hypervolume:.3f} ({text(against)}); {trend}"
 
 
+def _batch_note(spec: StudySpec) -> str:
+    """:func:`~dse.search.study.study_file.batch_without_curve`, or nothing when the study's files
+    no longer load (the rest of the page comes from what the study recorded)."""
+    try:
+        return batch_without_curve(spec)
+    except DseInputError:
+        return ""
+
+
 def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
@@ -464,13 +473,17 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     own = spec.file and not STUDY.is_builtin(Path(spec.file))
     command = f"dse run {spec.file if own else spec.name}" + (f" --storage {storage}" if storage else "")
     # Every row is HTML: the plain ones escaped here, the others (markup of their own) where made.
+    searched = next((p for p in BATCH_PARAMS if p in data.params), "")
+    batch = (f"batch searched ({searched})" if searched
+             else f"batch {int(wl.get('global_batch') or 0):,}")
     plain = [
         ("study", f"{spec.name}: {spec.description}"),
         ("workload", f"{wl.get('name')}: {wl.get('tables')} tables, "
                      f"{float(wl.get('embedding_params', 0)) / 1e9:.1f} B embedding parameters, "
-                     f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, batch "
-                     f"{wl.get('global_batch')}, {wl.get('precision')}"),
+                     f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, {batch}, "
+                     f"{wl.get('precision')}"),
         ("space", f"{spec.space}: " + ", ".join(data.params)),
+        *((("time to train", note),) if (note := _batch_note(spec)) else ()),
     ]
     rows = [
         *((k, text(v)) for k, v in plain),

@@ -36,6 +36,7 @@ from dse import __version__
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.parameters import load_calibration
+from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search.algorithms.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.algorithms.pareto import is_feasible, pareto_trials
@@ -130,11 +131,23 @@ def _describe(spec: StudySpec) -> dict[str, str]:
         WORKLOAD_KEY: json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
                                     **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
                                        else {}),
-                                    **wl.summary()}, sort_keys=True),
+                                    **_own_curve(wl), **wl.summary()}, sort_keys=True),
         SPACE_KEY: json.dumps(study_space(spec).to_dict(), sort_keys=True),
         OBJECTIVES_KEY: json.dumps(study_objectives(spec).to_dict(), sort_keys=True),
         **catalog,
     }
+
+
+def _own_curve(wl: Workload) -> dict[str, Any]:
+    """A workload's own convergence curve as a study records it (only a workload with one: the
+    studies made before workloads could carry one resume), so a changed curve is a changed
+    definition."""
+    curve = wl.convergence_curve
+    if curve is None:
+        return {}
+    return {"convergence_curve": {"source": curve.reference, "samples_per_epoch": curve.samples_per_epoch,
+                                  "points": [[p.global_batch, list(p.epochs_to_converge)]
+                                             for p in curve.points]}}
 
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,

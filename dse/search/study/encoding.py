@@ -19,7 +19,7 @@ from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.equivalence import INERT_VALUES, inert_at
 from dse.model.system import System, resolve_system, system_spec_from_mapping
-from dse.model.workload import Workload, with_fields
+from dse.model.workload import PER_DEVICE_FIELDS, Workload, with_fields
 from dse.records import apply_override
 from dse.search.study.search_space import Parameter, SearchSpace, is_workload_param
 
@@ -195,7 +195,16 @@ def canonical_value(p: Parameter) -> Any:
 
 def design_workload(space: SearchSpace, design: Mapping[str, Any], workload: Workload) -> Workload:
     """The workload one design of ``space`` trains: ``workload`` with the design's workload
-    parameters (``workload.global_batch``...) applied; ``workload`` itself when it has none.
-    Raises :class:`DseInputError` for a value the workload schema refuses."""
-    return with_fields(workload, space.workload_overrides(design), f"space {space.name}")
+    parameters (``workload.global_batch``...; ``workload.batch_per_accelerator`` times the
+    design's training devices) applied; ``workload`` itself when it has none. Raises
+    :class:`DseInputError` for a value the workload schema refuses."""
+    changes = space.workload_overrides(design)
+    devices = 1
+    if any(k in PER_DEVICE_FIELDS for k, _ in changes):
+        size = _size(_design_table(space, design))
+        if size is None:
+            raise DseInputError(f"space {space.name}", "nodes", "the design is no system")
+        nodes, _, accelerators, _ = size
+        devices = nodes * max(accelerators, 1)  # a node without accelerators: one CPU device
+    return with_fields(workload, changes, f"space {space.name}", devices)
 

@@ -42,7 +42,7 @@ from dse.model.system import (
     load_system_spec,
     system_spec_from_mapping,
 )
-from dse.model.workload import searchable_value, workload_presets
+from dse.model.workload import PER_DEVICE_FIELDS, searchable_value, workload_presets
 from dse.records import (
     SPACE,
     SYSTEM,
@@ -312,6 +312,11 @@ def _check_workload_param(p: Parameter, source: str) -> None:
 
 
 def _check_keys(space: SearchSpace, source: str) -> None:
+    for name in PER_DEVICE_FIELDS:
+        field_name = PER_DEVICE_FIELDS[name][0]
+        if {WORKLOAD_PREFIX + name, WORKLOAD_PREFIX + field_name} <= set(space.parameters):
+            raise DseInputError(source, f"parameters.{WORKLOAD_PREFIX}{name}", "sets "
+                                f"{field_name} too: search {WORKLOAD_PREFIX}{field_name} or it")
     system = space.parameters.get(SYSTEM_PARAM)
     if system is not None and (system.type != "categorical" or system.when
                                or not all(isinstance(c, str) for c in system.choices)):

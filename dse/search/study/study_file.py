@@ -16,7 +16,7 @@ from typing import Any
 from dse.errors import DseInputError
 from dse.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, check_placement_work, upto
 from dse.model.user_catalog import UserCatalog, load_user_catalog
-from dse.model.workload import Workload, load_workload, scale_tables
+from dse.model.workload import PER_DEVICE_FIELDS, Workload, load_workload, scale_tables
 from dse.records import (
     OBJECTIVES,
     SPACE,
@@ -31,7 +31,13 @@ from dse.records import (
 from dse.search.study.attribute_keys import CONTENTS_KEY
 from dse.search.study.encoding import grid_of
 from dse.search.study.objective_sets import ObjectiveSet, load_objectives, needs_dataset
-from dse.search.study.search_space import SearchSpace, load_space, max_accelerators, with_recorded_systems
+from dse.search.study.search_space import (
+    WORKLOAD_PREFIX,
+    SearchSpace,
+    load_space,
+    max_accelerators,
+    with_recorded_systems,
+)
 from dse.search.study.seeding import MAX_PRESCREEN_S, PRESCREEN_S
 
 STUDIES_DIR = Path(STUDY.folder)
@@ -193,6 +199,33 @@ def resolved(spec: StudySpec, value: str, kind: FileKind) -> str:
     folder), then the packaged presets (:func:`dse.records.named_beside`), never the working
     directory. A spec built in code (no file) looks a name up as the command line does."""
     return str(named_beside(value, kind, Path(spec.file) if spec.file else None))
+
+
+BATCH_PARAMS = ("workload.global_batch", *(WORKLOAD_PREFIX + k for k in PER_DEVICE_FIELDS
+                                           if PER_DEVICE_FIELDS[k][0] == "global_batch"))
+"""The space parameters that set the global batch."""
+
+
+def searched_batch(space: SearchSpace) -> str:
+    """The parameter of ``space`` that sets the global batch (empty when it keeps the workload's)."""
+    return next((p for p in BATCH_PARAMS if p in space.parameters), "")
+
+
+def batch_without_curve(spec: StudySpec) -> str:
+    """One line when ``spec`` searches the batch but its workload has no convergence curve:
+    then time to train holds the samples fixed whatever the batch, so the largest batch always
+    trains fastest; empty otherwise (no batch searched, or a curve charges a larger batch its
+    extra samples)."""
+    param = searched_batch(study_space(spec))
+    wl = study_workload(spec)
+    if not param or wl.curve() is not None:
+        return ""
+    held = (f"one epoch ({wl.samples_per_epoch:,} samples)" if wl.samples_per_epoch
+            else "nothing (no samples_per_epoch: no time to train)")
+    return (f"{param} is searched, but workload {wl.name} has no convergence curve: time to train "
+            f"holds the samples to train at {held} whatever the batch, so a larger batch is never "
+            "charged the samples it needs to converge and the search favours the largest (give "
+            "the workload a [convergence_curve], samples to its target by batch)")
 
 
 def study_files(spec: StudySpec) -> dict[str, str]:
