@@ -102,3 +102,142 @@ def test_a_rule_every_trial_breaks_is_named_by_dse_run(tmp_path: Path,
     assert "of system mynode so far break the rule " in lines[0]
     assert "pcie_lanes (8 accelerators and 8 NICs need 256 PCIe lanes" in lines[0]
     assert "node.pcie_switch_share = 2" in lines[0] and "dgx-h100" not in lines[0]
+
+
+# --- item 7: the smaller defects, each with a test ---------------------------------------------------
+
+
+def test_one_label_one_figure_in_evaluate() -> None:
+    """``allreduce_exposed`` was 7.119 ms in the critical-path table and 3.444 ms in the table of
+    durations before overlap: the second is the allreduce beyond the backward, and says so."""
+    import dse
+
+    wl = dse.load_workload("mlperf-dlrm-dcnv2")
+    ev = dse.evaluate(wl, dse.load_system("dgx-h100", (("nodes", 16),)))
+    assert ev.breakdown_s["allreduce_exposed"] != ev.timing.stages_s["allreduce_exposed"]
+    out = run_cli("evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--set", "nodes=16").output
+    rows = re.findall(r"│ (allreduce[ a-z_]*?)\s+│\s+([\d.]+) │", out)
+    shown: dict[str, set[str]] = {}
+    for name, ms in rows:
+        shown.setdefault(name, set()).add(ms)
+    assert all(len(values) == 1 for values in shown.values()), shown
+    assert shown["allreduce_exposed"] == {f"{ev.breakdown_s['allreduce_exposed'] * 1e3:.3f}"}
+    assert shown["allreduce beyond backward"] == {f"{ev.timing.stages_s['allreduce_exposed'] * 1e3:.3f}"}
+
+
+def test_compare_says_whose_change_it_shows() -> None:
+    """``dse compare A B``: the change is B's relative to A, and the title and column say so (the
+    cheaper trial read as "+44% capex")."""
+    out = run_cli("compare", "dgx-h100", "hgx-h200", "-w", "mlperf-dlrm-v1").output
+    assert "hgx-h200 relative to dgx-h100" in out and "hgx-h200 vs dgx-h100" in out
+    import dse
+
+    wl = dse.load_workload("mlperf-dlrm-v1")
+    a, b = (dse.evaluate(wl, dse.load_system(s)) for s in ("dgx-h100", "hgx-h200"))
+    line = next(x for x in out.splitlines() if x.startswith("│ capex USD"))
+    assert line.rstrip(" │").endswith(f"{b.cost.capex_usd / a.cost.capex_usd - 1:+.1%}")
+
+
+def _small_study(folder: Path, objectives: str = "throughput-vs-capex") -> Path:
+    study = folder / "s.toml"
+    study.write_text(f'name = "s"\nworkload = "mlperf-dlrm-v1"\nspace = "scale-out"\n'
+                     f'objectives = "{objectives}"\nsampler = "random"\nbudget = 8\nseed = 2\n',
+                     encoding="utf-8")
+    return study
+
+
+def test_another_storage_never_writes_over_the_study_pages(tmp_path: Path) -> None:
+    """``dse run zion-2020 --storage other.journal`` wrote ``studies/zion-2020.html``: pages of
+    another storage go beside its journal, under its name."""
+    study = _small_study(tmp_path)
+    assert run_cli("run", str(study), "--trials", "3", "--quiet").exit_code == 0
+    own = tmp_path / "s.html"
+    before = own.read_bytes()
+    other = tmp_path / "runs" / "other.journal"
+    other.parent.mkdir()
+    result = run_cli("run", str(study), "--storage", str(other), "--trials", "2", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert (other.parent / "other.html").is_file() and own.read_bytes() == before
+    assert run_cli("plot", str(study), "--storage", str(other)).exit_code == 0
+    assert (other.parent / "other-front.html").is_file() and not (tmp_path / "s-front.html").exists()
+    assert run_cli("report", str(study), "--storage", str(other), "--out", str(tmp_path / "pages")
+                   ).exit_code == 0
+    assert (tmp_path / "pages" / "other.html").is_file()
+
+
+def test_a_front_of_three_objectives_is_not_joined_in_a_plane(tmp_path: Path) -> None:
+    from dse.outputs.report import gather, pair_figure
+    from dse.search.results import load_stored_study, objective_set_of
+    from dse.search.study.study_file import load_study_spec
+
+    for objectives, mode in (("throughput-capex-power", "markers"), ("throughput-vs-capex",
+                                                                     "lines+markers")):
+        folder = tmp_path / objectives
+        folder.mkdir()
+        study = _small_study(folder, objectives)
+        assert run_cli("run", str(study), "--quiet", "--no-report").exit_code == 0
+        spec = load_study_spec(str(study))
+        stored = load_stored_study(spec)
+        fig = pair_figure(gather(stored, spec, objective_set_of(stored, spec)),
+                          "throughput_samples_per_s", "capex_usd")
+        front = next(t for t in fig["data"] if str(t["name"]).startswith("Pareto front"))
+        assert front["mode"] == mode, objectives
+
+
+def test_a_timeline_page_carries_plotly_packed(tmp_path: Path) -> None:
+    """One design's ``--html`` timeline was 4.8 MB (plotly.js inline, as Plotly writes it)."""
+    page = tmp_path / "step.html"
+    result = run_cli("evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--html", str(page))
+    assert result.exit_code == 0, result.output
+    size = page.stat().st_size
+    assert size < 2.2e6, size
+    text = page.read_text(encoding="utf-8")
+    assert "<title>dse timeline: mlperf-dlrm-dcnv2 on 1 x 8 NVIDIA H100" in text
+    assert "plotlyjs-gz" in text and "dse/figure" in text
+
+
+def _robust(ratio: float, kept: float) -> object:
+    """A two-design robust front whose throughputs differ by ``ratio``, intervals overlapping,
+    whose order ``kept`` share of the members keep."""
+    import numpy as np
+
+    from dse.calibration.ensemble import PredictionInterval
+    from dse.search.robust_front import RobustDesign, _compare_neighbours
+
+    def design(trial: int, point: float) -> RobustDesign:
+        iv = PredictionInterval(0.8, point, point / 1.6, point * 1.6, 0.7, 1.3, 100)
+        return RobustDesign((trial,), {"nodes": trial}, (point, 1.0), (None, None), 1.0, iv)
+
+    a, b = design(1, 1e6), design(2, 1e6 * ratio)
+    members = 100
+    moved = round(members * (1 - kept))
+    dev_a = np.zeros(members)
+    dev_b = np.zeros(members)
+    dev_b[:moved] = -2 * np.log(ratio)  # these members reverse the order
+    return _compare_neighbours(a, b, dev_a, dev_b)
+
+
+def test_within_the_model_s_error_means_the_order_is_not_kept() -> None:
+    """Pairs 1.49x apart were "within the model's error" (their intervals overlap) while every
+    member kept their order: within the error now means fewer than 80% of members keep it."""
+    apart = _robust(1.49, 1.0)
+    close = _robust(1.05, 0.6)
+    assert apart.order_kept == 1.0 and not apart.within_error  # type: ignore[attr-defined]
+    assert close.order_kept == pytest.approx(0.6) and close.within_error  # type: ignore[attr-defined]
+
+
+def test_the_robust_table_spells_its_directions() -> None:
+    """"train h (min)" read as minutes: the direction is written out."""
+    from rich.console import Console
+
+    from dse.cli.robust import print_robust
+    from dse.search.robust_front import RobustDesign, RobustFront
+
+    designs = tuple(RobustDesign((i,), {"nodes": i}, (3600.0 * i, 1e6 / i), (None, None), 0.9, None)
+                    for i in (1, 2))
+    front = RobustFront((("time_to_train_s", "minimize"), ("capex_usd", "minimize")), designs,
+                        (), 100, 2, "test")
+    console = Console(width=200, record=True)
+    print_robust(console, front, "robust")
+    out = console.export_text()
+    assert ", minimized" in out and "(min)" not in out

@@ -158,6 +158,12 @@ def _larger_batch_note(ev: Evaluation, larger: Evaluation) -> str:
             f"{larger.workload.global_batch})")
 
 
+RAW_LABELS = {"allreduce_exposed": "allreduce beyond backward"}
+"""Rows of the durations-before-overlap table named apart from the critical-path table's stage of
+the same key: ``stages_s["allreduce_exposed"]`` is the allreduce beyond the backward phase it
+runs beside, not the allreduce's share of the critical path (``breakdown_s``)."""
+
+
 def print_what_if(ev: Evaluation, console: Console) -> None:
     """``dse evaluate --what-if``: the step were each stage twice as fast, best first."""
     table = Table(title="step time were one stage 2x faster")
@@ -245,9 +251,11 @@ def _trial_pair(study: str, storage: str | None, first: str,
 
 def print_comparison(c: DesignComparison, console: Console) -> None:
     """The side-by-side table of ``dse compare``."""
-    table = Table(title=f"{c.labels[0]} against {c.labels[1]}")
+    # The change is the second design's, relative to the first (as given): said in the title and
+    # the column, so "+44% capex" cannot be read as the first design's.
+    table = Table(title=f"{c.labels[1]} relative to {c.labels[0]}")
     table.add_column("")
-    for head in (*c.labels, "change"):
+    for head in (*c.labels, f"{c.labels[1]} vs {c.labels[0]}"):
         table.add_column(head, justify="right")
     for row in c.metrics:
         change = row.change
@@ -346,7 +354,7 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
     raw.add_column("stage")
     raw.add_column("ms", justify="right")
     for name, sec in ev.timing.stages_s.items():
-        raw.add_row(name, f"{sec * 1e3:.3f}")
+        raw.add_row(RAW_LABELS.get(name, name), f"{sec * 1e3:.3f}")
     console.print(raw)
     console.print("critical path: " + " -> ".join(ev.timing.critical_path))
     mem = Table(title="memory")

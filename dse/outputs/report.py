@@ -139,8 +139,10 @@ def _value(t: FrozenTrial, metric: str, data: ReportData) -> float:
 
 
 def pair_figure(data: ReportData, x: str, y: str) -> Figure:
-    """Front of objectives ``x`` against ``y``: dominated faded, infeasible apart, front joined,
-    baselines labelled (a plain figure, :mod:`dse.outputs.figures`)."""
+    """Front of objectives ``x`` against ``y``: dominated faded, infeasible apart, front joined
+    when ``x`` and ``y`` are the study's only objectives (a front of more is no line in their
+    plane: joined, it zig-zags), baselines labelled (a plain figure, :mod:`dse.outputs.figures`)."""
+    joined = sorted((x, y)) == sorted(o.metric for o in data.objectives.objectives)
     on_front = {t.number for t in data.front}
     dominated = [t for t in data.feasible if t.number not in on_front]
 
@@ -160,8 +162,10 @@ def pair_figure(data: ReportData, x: str, y: str) -> Figure:
               marker={"color": FADED, "size": 6}, mode="markers"),
         trace(data.infeasible, f"infeasible ({len(data.infeasible)})",
               marker={"color": "rgba(214,39,40,0.45)", "size": 7, "symbol": "x"}, mode="markers"),
-        trace(ordered, f"Pareto front ({len(ordered)})", line={"color": "#1f77b4"},
-              marker={"color": "#1f77b4", "size": 9}, mode="lines+markers"),
+        trace(ordered, f"Pareto front ({len(ordered)})" if joined else
+              f"Pareto front of {len(data.objectives.objectives)} objectives ({len(ordered)})",
+              line={"color": "#1f77b4"}, marker={"color": "#1f77b4", "size": 9},
+              mode="lines+markers" if joined else "markers"),
         {**trace(base, "baselines", marker={"color": "#2ca02c", "size": 12, "symbol": "diamond"},
                  mode="markers+text", textposition="top center"),
          "text": [plot_text(t.user_attrs[BASELINE_KEY]) for t in base]},
