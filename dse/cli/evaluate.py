@@ -21,6 +21,7 @@ from dse.model.catalog import LISTED_SECTIONS, Catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.parameters import load_calibration
 from dse.model.racks import rack_count, rack_phrase, racks_of
+from dse.model.stages import Stage
 from dse.model.system import System, load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
@@ -158,7 +159,7 @@ def _larger_batch_note(ev: Evaluation, larger: Evaluation) -> str:
             f"{larger.workload.global_batch})")
 
 
-RAW_LABELS = {"allreduce_exposed": "allreduce beyond backward"}
+RAW_LABELS = {str(Stage.allreduce_exposed): "allreduce beyond backward"}
 """Rows of the durations-before-overlap table named apart from the critical-path table's stage of
 the same key: ``stages_s["allreduce_exposed"]`` is the allreduce beyond the backward phase it
 runs beside, not the allreduce's share of the critical path (``breakdown_s``)."""

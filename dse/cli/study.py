@@ -431,12 +431,13 @@ def output_base(spec: StudySpec, storage: str) -> Path:
     (``runs/other.journal``: ``runs/other``), so a study run into another storage never writes
     over the pages of its own (``dse run zion-2020 --storage other.journal`` wrote
     ``studies/zion-2020.html``); a database other than the study's own: ``NAME@HOST-DB`` beside
-    the study file; else ``NAME`` there (:func:`results_dir`)."""
-    journal = journal_file(storage or None, spec)
-    if journal is not None:
-        return journal.with_suffix("")
+    the study file; the study's own storage (its file's key, or the default): ``NAME`` there
+    (:func:`results_dir`)."""
     if not storage or storage == spec.storage:
         return results_dir(spec) / spec.name
+    journal = journal_file(storage, spec)
+    if journal is not None:
+        return journal.with_suffix("")
     where = urlsplit(redact(storage))
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{where.hostname or ''}{where.path}").strip("-")
     return results_dir(spec) / f"{spec.name}@{slug or where.scheme}"
