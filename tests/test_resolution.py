@@ -304,3 +304,26 @@ def test_a_study_names_no_file_of_the_working_folder(tmp_path: Path,
     assert Path(resolved(spec, "mymodel", WORKLOAD)) == mine
     assert max_accelerators(study_space(spec)) == 64 * 4
 
+
+
+def test_init_from_a_user_study_copies_the_systems_its_space_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dse init --from`` a study whose space names the user's own system (by name, and by a
+    path): the copy carries them under ``systems/`` and runs where it lands."""
+    study = _newcomer_project(tmp_path / "projA", 4)
+    _system(tmp_path / "projA", 2, "other")
+    space = study.parent.parent / "search_spaces" / "sp.toml"
+    space.write_text(space.read_text().replace(
+        'base_system = "mynode"\n', 'base_system = "mynode"\n[parameters.system]\n'
+        'type = "categorical"\nchoices = ["mynode", "../systems/other.toml", "dgx-h100"]\n'))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["init", "copy", "--from", str(study)])
+    assert result.exit_code == 0, result.output
+    copied = tmp_path / "copy"
+    assert sorted(p.name for p in (copied / "systems").iterdir()) == ["mynode.toml", "other.toml"]
+    assert '"other"' in (copied / "my-space.toml").read_text()
+    spec = load_study_spec(str(copied / "my-study.toml"))
+    systems = study_space(spec).systems
+    assert systems["mynode"].path == str((copied / "systems" / "mynode.toml").resolve())
+    assert study_space(spec).system_spec("other").node.accelerators == 2
+    assert systems["dgx-h100"].path == str((SYSTEM.builtin / "dgx-h100.toml").resolve())
