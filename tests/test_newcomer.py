@@ -241,3 +241,18 @@ def test_the_robust_table_spells_its_directions() -> None:
     print_robust(console, front, "robust")
     out = console.export_text()
     assert ", minimized" in out and "(min)" not in out
+
+
+def test_a_base_system_missing_a_key_is_named_with_its_file(tmp_path: Path) -> None:
+    """Without a ``system`` parameter the error names the space's base_system (not a fixed
+    value it does not have), the system file and the key."""
+    (tmp_path / "systems").mkdir()
+    lines = [line for line in _template().splitlines() if not line.startswith("nic_gbit_s")]
+    (tmp_path / "systems" / "mynode.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    space = tmp_path / "sp.toml"
+    space.write_text('name = "sp"\nbase_system = "mynode"\n[parameters.nodes]\ntype = "int"\n'
+                     'low = 1\nhigh = 2\n', encoding="utf-8")
+    with pytest.raises(DseInputError) as info:
+        load_space(str(space))
+    assert str(info.value) == (f"{space}: base_system: {tmp_path / 'systems' / 'mynode.toml'}: "
+                               "node.nic_gbit_s: required key is missing")

@@ -329,7 +329,8 @@ def _check_keys(space: SearchSpace, source: str) -> None:
             # The system file and its key, not just the message: "required key is missing" alone
             # names neither the file nor the key.
             if system is None:
-                raise DseInputError(source, f"fixed ({exc.key})", str(exc)) from None
+                key = f"fixed ({exc.key})" if exc.key in space.fixed else "base_system"
+                raise DseInputError(source, key, str(exc)) from None
             raise DseInputError(source, f"parameters.{SYSTEM_PARAM}",
                                 f"choice {base!r}: {exc}") from None
         for name, p in space.parameters.items():
