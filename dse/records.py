@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import tomllib
 import types
 import typing
@@ -279,10 +280,12 @@ def named_beside(name_or_path: str, kind: FileKind, naming: Path | None) -> Path
     :class:`DseInputError` listing the known ones."""
     if naming is None:
         return named_file(name_or_path, kind)
+    # Absolute, so that a file named by a bare relative path (``dse status s1.toml`` inside
+    # ``studies/``) still knows the kind folder it sits in.
+    here = Path(os.path.abspath(naming)).parent
     path = Path(name_or_path)
     if name_or_path.endswith(".toml") or "/" in name_or_path:
-        return path if path.is_absolute() else naming.parent / path
-    here = naming.parent
+        return path if path.is_absolute() else here / path
     folders = [] if _is_packaged(naming) else [here / kind.folder]
     if here.name in KIND_FOLDERS and folders:
         folders.append(here.parent / kind.folder)

@@ -122,7 +122,7 @@ def test_workload_without_a_curve_says_so_and_uses_one_epoch() -> None:
     assert need.samples == CRITEO and not need.on_curve
     assert "no convergence curve" in need.basis
     assert ev.metrics()["time_to_train_s"] == pytest.approx(float(ev.metrics()["epoch_time_s"]))
-    none = training_samples("x", "", 1024, 0)
+    none = training_samples("x", None, 1024, 0)
     assert none.samples is None and "no dataset size" in none.basis
     result = runner.invoke(app, ["evaluate", "-w", "criteo-1tb-large", "-s", "dgx-h100"],
                            env={"COLUMNS": "200"})
@@ -205,3 +205,116 @@ def test_objectives_accept_the_to_train_metrics() -> None:
     assert violations[TO_TRAIN_CONSTRAINT] == 0.0
     seconds = float(ev.metrics()["time_to_train_s"])
     assert violations["time_to_train_s"] == pytest.approx((seconds - 1800.0) / 1800.0)
+
+
+# --- a workload's own curve, the batch at scale, the batch per accelerator (issue 41 item 2) -------
+
+OWN = {"source": "our runs to AUC 0.80 (report R-1)", "samples_per_epoch": 10_000_000_000,
+       "points": [{"global_batch": 32768, "samples_to_converge": 1.6e10},
+                  {"global_batch": 131072, "epochs_to_converge": [2.3, 2.4, 2.6, 3.9]}]}
+"""Two points: samples at 32,768; four runs at 131,072 (olympic mean 2.5 epochs of 1e10)."""
+
+
+def _own(curve: dict[str, object]) -> object:
+    data = read_toml(Path(__file__).parents[1] / "dse/data/workloads/criteo-1tb-large.toml")
+    return workload_from_mapping({**data, "convergence_curve": curve}, "mine.toml")
+
+
+def test_a_workload_carries_its_own_curve_with_its_source() -> None:
+    wl = _own(OWN)
+    curve = wl.curve()  # type: ignore[attr-defined]
+    assert curve is not None and curve.source == OWN["source"]
+    assert samples_to_converge(curve, 32768) == pytest.approx(1.6e10)
+    assert samples_to_converge(curve, 131072) == pytest.approx(2.5e10)  # olympic: 2.4 and 2.6
+    assert samples_to_converge(curve, 81920) == pytest.approx((1.6e10 + 2.5e10) / 2)
+    assert samples_to_converge(curve, 16384) == pytest.approx(1.6e10)  # flat below
+    assert samples_to_converge(curve, 131073) is None  # none beyond
+    ev = evaluate(wl, load_system("dgx-h100"))  # type: ignore[arg-type]
+    need = ev.training_samples()
+    assert need.on_curve and need.samples == pytest.approx(samples_to_converge(curve, 65536))
+    assert "report R-1" in need.basis
+    assert ev.metrics()["time_to_train_s"] == pytest.approx(need.samples / ev.throughput_samples_per_s)
+
+
+@pytest.mark.parametrize(("change", "key", "words"), [
+    ({"source": ""}, "convergence_curve.source", "say where"),
+    ({"points": []}, "convergence_curve.points", "at least one point"),
+    ({"points": [{"global_batch": 1024}]}, "convergence_curve.points[0]", "one of them"),
+    ({"points": [{"global_batch": 1024, "samples_to_converge": 1e9, "epochs_to_converge": [1.0]}]},
+     "convergence_curve.points[0]", "one of them"),
+    ({"points": [{"global_batch": 8, "samples_to_converge": 1.0},
+                 {"global_batch": 8, "samples_to_converge": 2.0}]}, "convergence_curve.points",
+     "one global_batch"),
+])
+def test_a_bad_own_curve_names_the_file_and_key(change: dict[str, object], key: str,
+                                                 words: str) -> None:
+    with pytest.raises(DseInputError) as err:
+        _own({**OWN, **change})
+    assert (err.value.source, err.value.key) == ("mine.toml", key) and words in err.value.message
+
+
+def test_a_packaged_and_an_own_curve_are_refused_together() -> None:
+    data = read_toml(Path(__file__).parents[1] / "dse/data/workloads/mlperf-dlrm-v1.toml")
+    with pytest.raises(DseInputError) as err:
+        workload_from_mapping({**data, "convergence_curve": OWN}, "mine.toml")
+    assert err.value.key == "convergence_curve" and "not both" in err.value.message
+
+
+def test_a_preset_at_more_nodes_than_its_batch_serves_gets_a_note() -> None:
+    """``--set nodes=16`` ran one node's batch (55,296) without a word: 128 GPUs get the note
+    with the batch the curve reaches (135,168) and the throughput there; 8 GPUs get none."""
+    import json
+
+    result = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--set",
+                                 "nodes=16", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    at_scale = evaluate(load_workload("mlperf-dlrm-dcnv2", (("global_batch", 135168),)),
+                        load_system("dgx-h100", (("nodes", 16),)))
+    assert out["larger_batch"]["global_batch"] == 135168
+    assert out["larger_batch"]["throughput_samples_per_s"] == pytest.approx(
+        at_scale.throughput_samples_per_s, rel=1e-12)
+    assert out["larger_batch"]["throughput_samples_per_s"] > 1.4 * out["throughput_samples_per_s"]
+    shown = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--set",
+                                "nodes=16"], env={"COLUMNS": "300"})
+    assert ("note: global batch 55,296 is mlperf-dlrm-dcnv2's batch on 8 accelerators; on 128 "
+            "its convergence curve") in shown.output
+    one = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-dcnv2", "--json"])
+    assert json.loads(one.output)["larger_batch"] is None
+
+
+def test_batch_per_accelerator_scales_with_the_design() -> None:
+    space = space_from_mapping({**SPACE_HEAD_DICT, "parameters": {
+        "nodes": {"type": "int", "low": 1, "high": 4},
+        "workload.batch_per_accelerator": {"type": "ordinal", "choices": [2048, 4096]}}}, "s.toml")
+    base = load_workload("mlperf-dlrm-dcnv2")
+    for nodes, per, total in ((1, 4096, 32768), (4, 4096, 131072), (3, 2048, 49152)):
+        wl = design_workload(space, {"nodes": nodes, "workload.batch_per_accelerator": per}, base)
+        assert wl.global_batch == total == nodes * 8 * per
+    with pytest.raises(DseInputError) as err:
+        space_from_mapping({**SPACE_HEAD_DICT, "parameters": {
+            "workload.global_batch": {"type": "ordinal", "choices": [2048]},
+            "workload.batch_per_accelerator": {"type": "ordinal", "choices": [2048]}}}, "s.toml")
+    assert "sets global_batch too" in err.value.message
+
+
+def test_a_study_searching_batch_without_a_curve_says_so(tmp_path: Path) -> None:
+    """Without a curve the samples to train stay one epoch whatever the batch: ``dse run`` says so
+    in one line (the report too), and with a curve it says nothing."""
+    (tmp_path / "b.toml").write_text(
+        'name = "b"\nbase_system = "dgx-h100"\n[parameters.nodes]\ntype = "int"\nlow = 1\nhigh = 2\n'
+        '[parameters."workload.batch_per_accelerator"]\ntype = "ordinal"\nchoices = [1024, 8192]\n',
+        encoding="utf-8")
+    for workload, said in (("criteo-1tb-large", True), ("mlperf-dlrm-v1", False)):
+        study = tmp_path / f"{workload}.toml"
+        study.write_text(f'name = "s-{workload}"\nworkload = "{workload}"\nspace = "b.toml"\n'
+                         'objectives = "time-to-train-capex"\nsampler = "random"\nbudget = 4\n'
+                         'seed = 1\n', encoding="utf-8")
+        result = runner.invoke(app, ["run", str(study), "--quiet"], env={"COLUMNS": "400"})
+        assert result.exit_code == 0, result.output
+        line = (f"workload.batch_per_accelerator is searched, but workload {workload} has no "
+                "convergence curve: time to train holds the samples to train at one epoch "
+                "(4,195,197,692 samples) whatever the batch")
+        assert (line in result.output) == said
+        page = (tmp_path / f"s-{workload}.html").read_text(encoding="utf-8")
+        assert (line in page) == said and "batch searched (workload.batch_per_accelerator)" in page

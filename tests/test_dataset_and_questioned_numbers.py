@@ -240,11 +240,13 @@ def test_one_node_network_parameters_change_nothing(name: str) -> None:
     assert results[0] == results[1] == results[2]
 
 
-_SPACE = SPACE_HEAD + (GRID_PARAMS.replace("high = 3", "high = 2")
+_SPACE = SPACE_HEAD + (GRID_PARAMS.replace('type = "int"\nlow = 1\nhigh = 3', 'type = "ordinal"\n'
+                                           'choices = [1, 16]')
                        .replace('["fat_tree", "rail_optimized"]', '["rail_optimized", "fat_tree"]')
                        .replace("[1.0, 2.0]", "[2.0, 3.0, 1.0]"))
-"""Nodes 1-2, both topologies (the schema's default last) and oversubscription 2, 3 or 1 (the
-default last): 12 points, 7 designs."""
+"""1 or 16 DGX H100 nodes (16 x 8 = 128 NIC ports: a fat tree of two tiers, rails of one, so
+the topology counts), both topologies (the schema's default last) and oversubscription 2, 3 or 1
+(the default last): 12 points, 7 designs."""
 
 
 def test_canonical_design_on_one_node_only(tmp_path: Path) -> None:
@@ -253,7 +255,7 @@ def test_canonical_design_on_one_node_only(tmp_path: Path) -> None:
     one = {"nodes": 1, "network.topology": "rail_optimized", "network.oversubscription": 3.0}
     assert canonical_design(space, one) == {"nodes": 1, "network.topology": "fat_tree",
                                             "network.oversubscription": 1.0}
-    two = {**one, "nodes": 2}
+    two = {**one, "nodes": 16}
     assert canonical_design(space, two) == two
     # A range without the schema's default canonicalises to its low end (a value it can enqueue).
     narrow = tmp_path / "narrow.toml"
@@ -275,16 +277,18 @@ def test_equal_one_node_designs_are_one_row_of_a_study(tmp_path: Path) -> None:
     rows = trial_rows(stored, distinct=True)
     designs = [(r["param:nodes"], r["param:network.topology"], r["param:network.oversubscription"])
                for r in rows if r.get("state", "COMPLETE") == "COMPLETE" and "param:nodes" in r]
-    # 1 one-node design + 2 x 3 two-node designs: the space is done at 7, each once.
+    # 1 one-node design + 2 x 3 16-node designs: the space is done at 7, each once.
     assert sorted(designs) == sorted([(1, "fat_tree", 1.0)] + [
-        (2, t, o) for t in ("rail_optimized", "fat_tree") for o in (2.0, 3.0, 1.0)])
+        (16, t, o) for t in ("rail_optimized", "fat_tree") for o in (2.0, 3.0, 1.0)])
 
 
 def test_grid_designs_counts_canonical_designs(tmp_path: Path) -> None:
     """A grid study is covered at its distinct canonical designs: by hand, and by brute force."""
     (tmp_path / "net.toml").write_text(_SPACE, encoding="utf-8")
     (tmp_path / "grid.toml").write_text(SPACE_HEAD + GRID_PARAMS, encoding="utf-8")
-    for name, by_hand in (("net", 1 + 2 * 3), ("grid", 1 + 2 * 2 * 2)):
+    # grid: 1-3 DGX H100 nodes (at most 24 NIC ports: one leaf either way, so the topology
+    # counts on none of them) and oversubscription 1 or 2.
+    for name, by_hand in (("net", 1 + 2 * 3), ("grid", 1 + 2 * 2)):
         space = load_space(str(tmp_path / f"{name}.toml"))
         grid = grid_of(space)
         assert grid is not None
@@ -305,7 +309,7 @@ def test_equal_one_node_designs_are_one_row_of_a_sweep_and_a_refinement(tmp_path
     (tmp_path / "net.toml").write_text(_SPACE, encoding="utf-8")
     space = load_space(str(tmp_path / "net.toml"))
     canonical = sorted([(1, "fat_tree", 1.0)] + [
-        (2, t, o) for t in ("rail_optimized", "fat_tree") for o in (2.0, 3.0, 1.0)])
+        (16, t, o) for t in ("rail_optimized", "fat_tree") for o in (2.0, 3.0, 1.0)])
     result = run_cli("sweep", str(tmp_path / "net.toml"), "-w", "mlperf-dlrm-v1", "--jobs", "1",
                      "--json", "--quiet")
     assert result.exit_code == 0, result.output

@@ -87,10 +87,11 @@ def test_budget_counts_distinct_designs(tmp_path: Path) -> None:
 
 def test_small_space_stops_when_every_design_is_done(tmp_path: Path) -> None:
     """A space of 4 combinations and 3 designs (one node has no network, so its topology is one
-    canonical value) with a budget of 10: three evaluations, then the study stops."""
+    canonical value; 16 DGX H100 nodes are 128 NIC ports, two tiers of fat tree or one of rails,
+    so there the topology counts) with a budget of 10: three evaluations, then the study stops."""
     space_file = tmp_path / "tiny.toml"
     space_file.write_text('name = "tiny"\nbase_system = "dgx-h100"\n'
-                          '[parameters.nodes]\ntype = "int"\nlow = 1\nhigh = 2\n'
+                          '[parameters.nodes]\ntype = "ordinal"\nchoices = [1, 16]\n'
                           '[parameters."network.topology"]\ntype = "categorical"\n'
                           'choices = ["fat_tree", "rail_optimized"]\n')
     spec = make_spec(tmp_path, "journal", budget=10, space=str(space_file), sampler="tpe")
@@ -99,8 +100,8 @@ def test_small_space_stops_when_every_design_is_done(tmp_path: Path) -> None:
     assert len(done) == 3
     assert {design_key(t.user_attrs["design"]) for t in done} == {
         design_key({"nodes": 1, "network.topology": "fat_tree"}),
-        design_key({"nodes": 2, "network.topology": "fat_tree"}),
-        design_key({"nodes": 2, "network.topology": "rail_optimized"})}
+        design_key({"nodes": 16, "network.topology": "fat_tree"}),
+        design_key({"nodes": 16, "network.topology": "rail_optimized"})}
 
 
 def test_duplicate_of_running_trial_with_lower_number() -> None:

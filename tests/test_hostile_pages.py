@@ -155,7 +155,7 @@ def test_study_report(hostile_study: Path, tmp_path: Path) -> None:
     study = optuna.load_study(study_name=spec.name, storage=open_storage(None, spec))
     named = tmp_path / "named.html"
     named.write_text(render_report(study, dataclasses.replace(spec, name=HOSTILE),
-                                   objective_set_of(study, spec.objectives)), encoding="utf-8")
+                                   objective_set_of(study, spec)), encoding="utf-8")
     for page, names in ((tmp_path / "hostile.html", False), (named, True)):
         facts = open_page(page, REPORT_FIGURES, hover=True)
         assert_safe(facts, REPORT_FIGURES)

@@ -19,10 +19,16 @@ from typer.testing import CliRunner
 from dse.cli import app
 from dse.errors import DseInputError
 from dse.model.system import load_system_spec
-from dse.records import SYSTEM, WORKLOAD, named_beside, table_digest
+from dse.records import OBJECTIVES, SYSTEM, WORKLOAD, named_beside, table_digest
 from dse.search.study.attribute_keys import CHANGES_KEY, CONTENTS_KEY
-from dse.search.study.search_space import load_space
-from dse.search.study.study_file import as_recorded, load_study_spec, study_space, study_workload
+from dse.search.study.search_space import load_space, max_accelerators
+from dse.search.study.study_file import (
+    as_recorded,
+    load_study_spec,
+    resolved,
+    study_space,
+    study_workload,
+)
 
 runner = CliRunner()
 PACKAGED = (SYSTEM.builtin / "dgx-h100.toml").read_text(encoding="utf-8")
@@ -58,8 +64,13 @@ def _run(study: Path, *more: str) -> tuple[int, str]:
 
 def _stored(journal: Path) -> optuna.Study:
     """The study as Optuna's own journal storage reads it."""
+    return _stored_named(journal, "two")
+
+
+def _stored_named(journal: Path, name: str) -> optuna.Study:
+    """Study ``name`` as Optuna's own journal storage reads it."""
     backend = optuna.storages.journal.JournalFileBackend(str(journal))
-    return optuna.load_study(study_name="two", storage=optuna.storages.JournalStorage(backend))
+    return optuna.load_study(study_name=name, storage=optuna.storages.JournalStorage(backend))
 
 
 def _contents(journal: Path) -> dict[str, dict[str, str]]:
@@ -212,3 +223,107 @@ def test_a_workload_name_beside_the_study_and_its_change_named_with_both_files(
     assert out.startswith("dse: error: two: workload: differs from what the stored study was "
                           f"created with (workload: {(tmp_path / 'b' / 'workloads' / 'mine.toml').resolve()}")
     assert f"recorded: {(tmp_path / 'a' / 'workloads' / 'mine.toml').resolve()} (sha256 " in out
+
+
+def _newcomer_project(root: Path, accelerators: int) -> Path:
+    """A project laid out as dse's own (issue 41 item 4): ``studies/s1.toml`` naming the space
+    ``sp`` (``search_spaces/``), whose base system ``mynode`` is the project's
+    ``systems/mynode.toml`` (a DGX H100 of ``accelerators`` GPUs), the workload ``mymodel``
+    (``workloads/``) and the objectives ``obj`` (``objectives/``), all by name."""
+    for folder in ("studies", "search_spaces", "workloads", "objectives"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    _system(root, accelerators, "mynode")
+    (root / "search_spaces" / "sp.toml").write_text(
+        'name = "sp"\nbase_system = "mynode"\n[parameters.nodes]\ntype = "int"\nlow = 1\nhigh = 64\n'
+        '[parameters."network.oversubscription"]\ntype = "ordinal"\nchoices = [1.0, 2.0, 3.0]\n',
+        encoding="utf-8")
+    shipped = (WORKLOAD.builtin / "mlperf-dlrm-v1.toml").read_text(encoding="utf-8")
+    (root / "workloads" / "mymodel.toml").write_text(
+        shipped.replace('name = "mlperf-dlrm-v1"', 'name = "mymodel"'), encoding="utf-8")
+    (root / "objectives" / "obj.toml").write_text(
+        (OBJECTIVES.builtin / "throughput-vs-capex.toml").read_text(encoding="utf-8")
+        .replace('name = "throughput-vs-capex"', 'name = "obj"'), encoding="utf-8")
+    return write_study(root / "studies" / "s1.toml", name="s1", workload="mymodel", space="sp",
+                       objectives="obj", sampler="random", budget=30, seed=1)
+
+
+def test_every_study_command_works_from_three_folders(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41 item 4: the study's own folder (``s1.toml``), its project (``studies/s1.toml``)
+    and another project whose own ``mynode``, ``sp`` and ``mymodel`` are other files (an
+    absolute path): each command resolves the study's files beside it, never the working
+    folder's."""
+    study = _newcomer_project(tmp_path / "projA", 4)
+    decoy = tmp_path / "projC"
+    _newcomer_project(decoy, 2)  # another project: the same names, another machine
+    (decoy / "search_spaces" / "sp.toml").write_text('name = "sp"\nbase_system = "no-such"\n')
+    (decoy / "workloads" / "mymodel.toml").write_text("not toml [")
+    folders = ((study.parent, "s1.toml"), (study.parent.parent, "studies/s1.toml"),
+               (decoy, str(study)))
+    journal = study.parent / "s1.journal"
+    for number, (cwd, named) in enumerate(folders, 1):
+        monkeypatch.chdir(cwd)
+        run = runner.invoke(app, ["run", named, "--trials", "2", "--quiet"])
+        assert run.exit_code == 0, (cwd, run.output)
+        assert f"{2 * number} of 30 trials complete" in run.output
+        status = runner.invoke(app, ["status", named, "--json"])
+        assert status.exit_code == 0 and json.loads(status.output)["complete"] == 2 * number
+        front = runner.invoke(app, ["pareto", named, "--json"])
+        assert front.exit_code == 0, front.output
+        assert {row["accelerators"] / row["nodes"] for row in json.loads(front.output)} == {4}
+        out = tmp_path / f"all-{number}.csv"
+        assert runner.invoke(app, ["export", named, "--out", str(out)]).exit_code == 0
+        assert len(out.read_text().splitlines()) == 1 + 2 * number
+        report = runner.invoke(app, ["report", named])
+        assert report.exit_code == 0 and (study.parent / "s1.html").is_file(), report.output
+        plot = runner.invoke(app, ["plot", named, "--out", str(tmp_path / "front.html")])
+        assert plot.exit_code == 0, plot.output
+    done = [t for t in _stored_named(journal, "s1").trials
+            if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 6 and all(t.user_attrs["accelerators"] == 4 * t.params["nodes"] for t in done)
+    assert not list(decoy.rglob("*.journal")) and not list(decoy.rglob("*.html"))
+
+
+def test_a_study_names_no_file_of_the_working_folder(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name the study's folders lack is a packaged preset or an error naming the study file,
+    even when the working folder holds a file of that name; the space's size check reads the
+    study's own systems (it read the working folder's ``mynode`` before)."""
+    study = _newcomer_project(tmp_path / "projA", 4)
+    (study.parent.parent / "workloads" / "mymodel.toml").unlink()
+    other = tmp_path / "projB"
+    _newcomer_project(other, 2)
+    monkeypatch.chdir(other)
+    with pytest.raises(DseInputError) as info:
+        load_study_spec(str(study))
+    assert str(info.value).startswith(f"{study}: workload: mymodel: unknown workload preset beside")
+    (study.parent / "workloads").mkdir()
+    mine = study.parent / "workloads" / "mymodel.toml"
+    mine.write_text((other / "workloads" / "mymodel.toml").read_text())
+    spec = load_study_spec(str(study))
+    assert Path(resolved(spec, "mymodel", WORKLOAD)) == mine
+    assert max_accelerators(study_space(spec)) == 64 * 4
+
+
+
+def test_init_from_a_user_study_copies_the_systems_its_space_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dse init --from`` a study whose space names the user's own system (by name, and by a
+    path): the copy carries them under ``systems/`` and runs where it lands."""
+    study = _newcomer_project(tmp_path / "projA", 4)
+    _system(tmp_path / "projA", 2, "other")
+    space = study.parent.parent / "search_spaces" / "sp.toml"
+    space.write_text(space.read_text().replace(
+        'base_system = "mynode"\n', 'base_system = "mynode"\n[parameters.system]\n'
+        'type = "categorical"\nchoices = ["mynode", "../systems/other.toml", "dgx-h100"]\n'))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["init", "copy", "--from", str(study)])
+    assert result.exit_code == 0, result.output
+    copied = tmp_path / "copy"
+    assert sorted(p.name for p in (copied / "systems").iterdir()) == ["mynode.toml", "other.toml"]
+    assert '"other"' in (copied / "my-space.toml").read_text()
+    spec = load_study_spec(str(copied / "my-study.toml"))
+    systems = study_space(spec).systems
+    assert systems["mynode"].path == str((copied / "systems" / "mynode.toml").resolve())
+    assert study_space(spec).system_spec("other").node.accelerators == 2
+    assert systems["dgx-h100"].path == str((SYSTEM.builtin / "dgx-h100.toml").resolve())

@@ -13,11 +13,12 @@ from study_helpers import CHEAP, GRID_PARAMS, SPACE_HEAD, write_study
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
 from dse.model.rules import RULE_NAMES
+from dse.records import SPACE
 from dse.search.algorithms.samplers import make_sampler
 from dse.search.study.encoding import decode_params, encode_design, grid_of
 from dse.search.study.objective_sets import METRICS, Constraint, load_objectives, objective_names
 from dse.search.study.search_space import load_space, preset_params, space_names
-from dse.search.study.study_file import SAMPLERS, load_study_spec, study_names
+from dse.search.study.study_file import SAMPLERS, load_study_spec, resolved, study_names
 
 
 def test_every_shipped_space_objective_set_and_study_loads() -> None:
@@ -143,7 +144,8 @@ def test_study_files_find_their_space_and_objectives_beside_them(tmp_path: Path)
     study = write_study(tmp_path / "sub" / "study.toml", name="rel", workload="mlperf-dlrm-v1",
                         space="my-space.toml", objectives="throughput-vs-capex", budget=3)
     spec = load_study_spec(str(study))
-    assert Path(spec.space) == tmp_path / "sub" / "my-space.toml"
+    assert spec.space == "my-space.toml"  # the study file's words, recorded the same from anywhere
+    assert Path(resolved(spec, spec.space, SPACE)) == tmp_path / "sub" / "my-space.toml"
 
 
 # --- spaces ---------------------------------------------------------------------------------------

@@ -413,12 +413,13 @@ def test_grid_covers_a_small_discrete_space(tmp_path: Path) -> None:
     study = run_study(spec)
     done = complete(study)
     # The grid, not the budget: 12 points, of which the 4 on one node are one design (no network
-    # there, so topology and oversubscription are canonical): 9 designs, each evaluated once, and
-    # no point drawn twice.
-    assert len(done) == 9 and len(study.trials) <= 12
+    # there, so topology and oversubscription are canonical) and on 2 or 3 DGX H100 nodes (16 or
+    # 24 NIC ports: one leaf switch either way) the topology is one: 5 designs, each evaluated
+    # once, and no point drawn twice.
+    assert len(done) == 5 and len(study.trials) <= 12
     designs = {tuple(sorted(t.user_attrs["design"].items())) for t in done}
-    expected = {(("network.oversubscription", o), ("network.topology", topo), ("nodes", n))
-                for n in (2, 3) for topo in ("fat_tree", "rail_optimized") for o in (1.0, 2.0)}
+    expected = {(("network.oversubscription", o), ("network.topology", "fat_tree"), ("nodes", n))
+                for n in (2, 3) for o in (1.0, 2.0)}
     expected.add((("network.oversubscription", 1.0), ("network.topology", "fat_tree"), ("nodes", 1)))
     assert designs == expected
     trials = len(study.trials)

@@ -33,10 +33,12 @@ LINES = {
         "node.nics": {"type": "ordinal", "choices": [1, 2, 4, 8]},
     },
 }
-"""448 designs (16 accelerator counts x (no fabric + 2 fabrics x 3 bandwidths) x 4 NIC counts);
-with at most 60 coarse designs the coarse grid keeps 2 levels: 1 or 16 accelerators, 50 or
-400 GB/s, 1 or 8 NICs (20 designs)."""
-COARSE_MAX = 60
+"""448 combinations (16 accelerator counts x (no fabric + 2 fabrics x 3 bandwidths) x 4 NIC
+counts), 424 designs: one accelerator has no fabric, so its 7 fabrics are one design (4 x 6
+fewer). With at most 40 coarse designs the coarse grid keeps 2 levels: 1 or 16 accelerators,
+50 or 400 GB/s, 1 or 8 NICs (20 combinations, 12 designs: one accelerator's 5 are one; 3 levels
+would be 63 combinations, 45 designs)."""
+COARSE_MAX = 40
 
 
 def lines_space() -> SearchSpace:
@@ -69,7 +71,7 @@ def swept() -> Swept:
 
 def test_refinement_finds_the_front_the_coarse_grid_misses(swept: Swept) -> None:
     full, coarse, refined = swept.full, swept.coarse, swept.refined
-    assert len(full.frame) == 448 and len(coarse.frame) == 20
+    assert len(full.frame) == 424 and len(coarse.frame) == 12
     exact = front_points(full.losses())
     found_coarse = exact & front_points(coarse.losses())
     found = exact & front_points(refined.losses())
@@ -79,8 +81,8 @@ def test_refinement_finds_the_front_the_coarse_grid_misses(swept: Swept) -> None
     fastest = refined.front_designs()[0]
     assert fastest == {"node.accelerators": 14, "node.scaleup": "ring", "node.scaleup_gb_s": 150.0,
                        "node.nics": 1}
-    # Fewer designs than the whole space: 20 coarse, the rest lines through the front.
-    assert 20 < len(refined.frame) < 448
+    # Fewer designs than the whole space: 12 coarse, the rest lines through the front.
+    assert 12 < len(refined.frame) < 424
     assert refined.method == METHOD
 
 
@@ -109,10 +111,10 @@ def test_refinement_is_deterministic(swept: Swept) -> None:
 def test_refinement_cap_is_honoured(swept: Swept) -> None:
     capped = coarse_to_fine(swept.space, swept.wl, swept.objectives,
                             coarse_max_designs=COARSE_MAX, max_designs=25)
-    assert len(capped.frame) == 20 + 25
+    assert len(capped.frame) == 12 + 25
     none = coarse_to_fine(swept.space, swept.wl, swept.objectives,
                           coarse_max_designs=COARSE_MAX, max_designs=0)
-    assert len(none.frame) == 20
+    assert len(none.frame) == 12
 
 
 def test_explicit_grid_orders_for_the_memo() -> None:
@@ -139,8 +141,9 @@ def test_new_study_reference_and_warm_start_come_from_the_refinement() -> None:
     info = study.user_attrs[WARM_START_KEY]
     assert ref is not None and ref.method == METHOD and ref.designs == info["designs"]
     assert info["method"] == METHOD and info["seconds"] > 0 and 1 <= len(enqueued) <= 20
-    # The coarse grid at 6 levels (6 x 7 x 4 = 168 designs), then lines through its front.
-    assert 168 < info["designs"] < 448
+    # The coarse grid at 6 levels (6 x 7 x 4 = 168 combinations, 144 designs: one accelerator's
+    # 7 fabrics are one), then lines through its front.
+    assert 144 < info["designs"] < 424
     assert seed_new_study(study, space, wl, objectives, budget=100, warm=True) == []
 
 

@@ -21,10 +21,11 @@ from dse.model.catalog import LISTED_SECTIONS, Catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.parameters import load_calibration
 from dse.model.racks import rack_count, rack_phrase, racks_of
+from dse.model.stages import Stage
 from dse.model.system import System, load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
 from dse.model.whatif import what_if
-from dse.model.workload import load_workload, workload_presets
+from dse.model.workload import load_workload, with_batch, workload_presets
 from dse.outputs.labels import header, human_number, show
 from dse.records import parse_override, to_mapping
 
@@ -96,12 +97,16 @@ def evaluate_cmd(
         from dse.model.defaults import sensitive_defaults
         leaned_on = sensitive_defaults(wl, system, sys_over, catalog=user.catalog)
         summary = plan_summary(ev, load_calibration()) if plan else None
+        larger = _at_larger_batch(ev, user.catalog)
     except DseInputError as exc:
         fail(str(exc))
         return
     iv, iv_note = design_interval(ev, ensemble)
     if as_json:
         extra: dict[str, Any] = {"plan": summary.to_dict()} if summary else {}
+        extra["larger_batch"] = ({"global_batch": larger.workload.global_batch,
+                                  "throughput_samples_per_s": larger.throughput_samples_per_s,
+                                  "note": _larger_batch_note(ev, larger)} if larger else None)
         if what_if_:
             extra["step_s_if_2x_faster"] = what_if(ev)
         if user.changes:
@@ -119,6 +124,8 @@ def evaluate_cmd(
             print_what_if(ev, Console())
         for d in leaned_on:
             Console().print(escape(f"note: {d.describe()}"))
+        if larger is not None:
+            Console().print(escape(f"note: {_larger_batch_note(ev, larger)}"))
         for change in user.changes:
             Console().print(escape(f"catalog: {change.describe()}"))
     if html is not None:
@@ -128,6 +135,34 @@ def evaluate_cmd(
         typer.echo(f"timeline written to {html}", err=as_json)
     if not ev.feasible:
         raise typer.Exit(code=0)
+
+
+def _at_larger_batch(ev: Evaluation, catalog: Catalog) -> Evaluation | None:
+    """The design at the larger batch its workload's curve allows, when it runs on more devices
+    than the workload's batch was measured on (:meth:`dse.model.workload.Workload.larger_batch`):
+    ``dse evaluate -s dgx-h100 -w mlperf-dlrm-dcnv2 --set nodes=16`` runs one node's batch."""
+    batch = ev.workload.larger_batch(ev.system.accelerators_total)
+    if batch is None:
+        return None
+    return evaluate(with_batch(ev.workload, batch), ev.system, catalog=catalog)
+
+
+def _larger_batch_note(ev: Evaluation, larger: Evaluation) -> str:
+    """The note of :func:`_at_larger_batch`: the batch, where it comes from, what it gives."""
+    wl, curve = ev.workload, ev.workload.curve()
+    assert curve is not None
+    return (f"global batch {wl.global_batch:,} is {wl.name}'s batch on "
+            f"{wl.global_batch_accelerators} accelerators; on {ev.system.accelerators_total:,} its "
+            f"convergence curve ({curve.short_source}) reaches {larger.workload.global_batch:,}: "
+            f"{larger.throughput_samples_per_s / 1e6:.1f} M samples/s there, against "
+            f"{ev.throughput_samples_per_s / 1e6:.1f} M (--set workload.global_batch="
+            f"{larger.workload.global_batch})")
+
+
+RAW_LABELS = {str(Stage.allreduce_exposed): "allreduce beyond backward"}
+"""Rows of the durations-before-overlap table named apart from the critical-path table's stage of
+the same key: ``stages_s["allreduce_exposed"]`` is the allreduce beyond the backward phase it
+runs beside, not the allreduce's share of the critical path (``breakdown_s``)."""
 
 
 def print_what_if(ev: Evaluation, console: Console) -> None:
@@ -217,9 +252,11 @@ def _trial_pair(study: str, storage: str | None, first: str,
 
 def print_comparison(c: DesignComparison, console: Console) -> None:
     """The side-by-side table of ``dse compare``."""
-    table = Table(title=f"{c.labels[0]} against {c.labels[1]}")
+    # The change is the second design's, relative to the first (as given): said in the title and
+    # the column, so "+44% capex" cannot be read as the first design's.
+    table = Table(title=f"{c.labels[1]} relative to {c.labels[0]}")
     table.add_column("")
-    for head in (*c.labels, "change"):
+    for head in (*c.labels, f"{c.labels[1]} vs {c.labels[0]}"):
         table.add_column(head, justify="right")
     for row in c.metrics:
         change = row.change
@@ -336,7 +373,7 @@ def _print_stages(ev: Evaluation, console: Console) -> None:
     raw.add_column("stage")
     raw.add_column("ms", justify="right")
     for name, sec in ev.timing.stages_s.items():
-        raw.add_row(name, f"{sec * 1e3:.3f}")
+        raw.add_row(RAW_LABELS.get(name, name), f"{sec * 1e3:.3f}")
     console.print(raw)
     console.print("critical path: " + " -> ".join(ev.timing.critical_path))
 

@@ -45,7 +45,8 @@ def print_robust(console: Console, front: RobustFront, title: str) -> None:
                                  for d in front.designs], False, "left")]
     for i, (metric, direction) in enumerate(front.objectives):
         # Wraps between the value and its interval, kept to the right like a number.
-        columns.append(Column(f"{header(metric)} ({direction[:3]})",
+        # The direction in full: "(min)" beside "train h" read as minutes.
+        columns.append(Column(f"{header(metric)}, {direction}d",
                               [_cell(metric, d.values[i], d.intervals[i]) for d in front.designs],
                               True, "right"))
     columns.append(Column("design", [design_phrase({k: d.design.get(k) for k in varying})
@@ -58,8 +59,9 @@ def print_robust(console: Console, front: RobustFront, title: str) -> None:
     if front.comparisons:
         pairs = "; ".join(f"{c.first}-{c.second} x{c.throughput_ratio:.3f} (order kept by "
                           f"{c.order_kept:.0%})" for c in close)
-        console.print(f"within the model's error ({front.level:.0%} throughput intervals "
-                      f"overlap): {len(close)} of {len(front.comparisons)} neighbouring pairs"
+        console.print(f"within the model's error (fewer than {front.level:.0%} of the "
+                      f"calibrations keep their order): {len(close)} of {len(front.comparisons)} "
+                      "neighbouring pairs"
                       + (f": {pairs}" if pairs else ""))
     for note in front.notes:
         console.print(f"note: {escape(note)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import shlex
 import signal
 import socket
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -50,6 +52,7 @@ from dse.search.study.study_file import (
     DEFAULT_STUDY,
     StudySpec,
     as_recorded,
+    batch_without_curve,
     load_study_spec,
     results_dir,
     with_catalog,
@@ -176,7 +179,8 @@ def run_cmd(
                                         "space or objectives changed (the change is recorded).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report",
-                                         help="Write NAME.html beside the journal when done.")] = True,
+                                         help="Write the report beside the journal when done (NAME.html; for "
+                                         "another --storage, the journal's name).")] = True,
     warm_start: Annotated[str | None, typer.Option(
         "--warm-start", help=f"'{WarmStart.SWEEP}': before the sampler starts, enqueue designs of a "
         f"sweep's front (at most {WARM_BUDGET_SHARE} of the budget), whatever the sampler: the "
@@ -200,6 +204,7 @@ def run_cmd(
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
     _warn_catalog(spec)
+    warn(spec.name, [note] if (note := batch_without_curve(spec)) else [])
     if jobs > 1 and url.startswith("sqlite"):
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
@@ -434,17 +439,35 @@ def _interrupted(spec: StudySpec, study: str, url: str) -> None:
     raise typer.Exit(code=130)
 
 
+def output_base(spec: StudySpec, storage: str) -> Path:
+    """Where a study's pages go, without their suffix: beside its journal and named after it
+    (``runs/other.journal``: ``runs/other``), so a study run into another storage never writes
+    over the pages of its own (``dse run zion-2020 --storage other.journal`` wrote
+    ``studies/zion-2020.html``); a database other than the study's own: ``NAME@HOST-DB`` beside
+    the study file; the study's own storage (its file's key, or the default): ``NAME`` there
+    (:func:`results_dir`)."""
+    if not storage or storage == spec.storage:
+        return results_dir(spec) / spec.name
+    journal = journal_file(storage, spec)
+    if journal is not None:
+        return journal.with_suffix("")
+    where = urlsplit(redact(storage))
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{where.hostname or ''}{where.path}").strip("-")
+    return results_dir(spec) / f"{spec.name}@{slug or where.scheme}"
+
+
 def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | None) -> Path:
-    """Render the study's report into ``folder`` (default: beside the journal, :func:`results_dir`)
-    as NAME.html."""
+    """Render the study's report into ``folder`` (default: beside the journal, :func:`output_base`)
+    as NAME.html (the journal's name, for another storage)."""
     from dse.outputs.report import render_report, report_cache
     from dse.search.results import objective_set_of
     from dse.search.robust_front import retiming_cache
 
-    path = (folder or results_dir(spec)) / f"{spec.name}.html"
+    base = output_base(spec, storage)
+    path = (folder / base.name if folder else base).with_name(f"{base.name}.html")
     check_targets(True, path)  # a link or a folder there is refused before the work
     journal = journal_file(storage or None, spec)
-    page = render_report(stored, spec, objective_set_of(stored, spec.objectives), redact(storage),
+    page = render_report(stored, spec, objective_set_of(stored, spec), redact(storage),
                          retimings=retiming_cache(journal) if journal is not None else None,
                          cache=report_cache(journal) if journal is not None else None)
     write_or_fail(path, page)  # a report regenerated replaces its previous one, in one rename
@@ -694,7 +717,7 @@ def pareto_cmd(
         stored = load_stored_study(spec, storage)
         # The records of the front's frame, without pandas unless a file is written.
         rows = trial_rows(stored, only_front=True)
-        objectives = [(o.metric, o.direction) for o in objective_set_of(stored, spec.objectives).objectives]
+        objectives = [(o.metric, o.direction) for o in objective_set_of(stored, spec).objectives]
     except DseInputError as exc:
         fail(str(exc))
         return
@@ -729,7 +752,7 @@ def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parqu
     try:
         stored = load_stored_study(spec, storage)
         spec = as_recorded(spec, stored.user_attrs)
-        objectives = objective_set_of(stored, spec.objectives)
+        objectives = objective_set_of(stored, spec)
         result = robust_front(stored, spec, objectives,
                               cache=retiming_cache(journal) if journal is not None else None)
     except DseInputError as exc:
@@ -807,7 +830,7 @@ def plot_cmd(
     try:
         stored = load_stored_study(spec, storage)
         spec = as_recorded(spec, stored.user_attrs)
-        objectives = objective_set_of(stored, spec.objectives)
+        objectives = objective_set_of(stored, spec)
     except DseInputError as exc:
         fail(str(exc))
         return
@@ -817,11 +840,13 @@ def plot_cmd(
     for flag, metric in (("--x", x), ("--y", y)):
         if metric not in names and metric not in METRIC_NAMES:
             fail(f"{flag}: unknown metric {metric!r}")
-    fig = to_graph_object(pair_figure(gather(stored, spec, objectives), x, y))
+    plain = pair_figure(gather(stored, spec, objectives), x, y)
+    fig = to_graph_object(plain)
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
-        path = out or results_dir(spec) / f"{spec.name}-front.html"
-        write_or_fail(path, titled_page(fig, f"dse front: {spec.name}, {y} by {x}"))
+        base = output_base(spec, storage or "")
+        path = out or base.with_name(f"{base.name}-front.html")
+        write_or_fail(path, titled_page(plain, f"dse front: {spec.name}, {y} by {x}"))
         written.append(path)
     for target, kind in ((png, "png"), (svg, "svg")):
         if target is None:

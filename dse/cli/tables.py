@@ -94,9 +94,11 @@ def _cell(design: DesignRow, column: str, constant: dict[str, Any]) -> str:
         numbers = ", ".join(str(n) for n in design.trials)
         return f"{numbers} {design.baseline}" if design.baseline else numbers
     if column == "design":
-        return design_phrase({k: v for k, v in design.values.items()
-                              if k.startswith("param:") and k not in constant},
-                             design.values.get("racks"))
+        phrase = design_phrase({k: v for k, v in design.values.items()
+                                if k.startswith("param:") and k not in constant},
+                               design.values.get("racks"))
+        same = int(design.values.get("equivalents") or 1)
+        return f"{phrase} ({same} equivalent settings)" if same > 1 else phrase
     value = _value(design, column)
     return show(column, value).replace("_", " ") if column == "bottleneck" else show(column, value)
 

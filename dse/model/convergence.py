@@ -64,21 +64,81 @@ class ConvergenceCurve:
     description: str = ""
     name: str = ""
     """The curve's key in the file (set on loading)."""
+    reference: str = ""
+    """Where a workload's own curve comes from, in its file's words (:class:`OwnCurve`); empty
+    for a packaged curve, whose source is its repository file."""
 
     @property
     def source(self) -> str:
-        """``repository/path@commit``: the file the points were copied from."""
-        return f"{self.repository}/{self.path}@{self.commit}"
+        """``repository/path@commit``: the file the points were copied from (a workload's own
+        curve: its ``source``)."""
+        return self.reference or f"{self.repository}/{self.path}@{self.commit}"
 
     @property
     def short_source(self) -> str:
-        """The source file's last two path parts (``training_3.1.0/rcps_dlrm_dcnv2.json``)."""
-        return "/".join(self.path.split("/")[-2:])
+        """The source file's last two path parts (``training_3.1.0/rcps_dlrm_dcnv2.json``), or a
+        workload's own curve's ``source``."""
+        return self.reference or "/".join(self.path.split("/")[-2:])
 
     @property
     def max_batch(self) -> int:
         """The largest batch with a reference point: the curve ends there."""
         return self.points[-1].global_batch
+
+
+@dataclass(frozen=True, slots=True)
+class OwnPoint:
+    """A point of a workload's own curve: a global batch and either each run's epochs to the
+    target (read by MLPerf's rule, as the packaged curves are) or the samples to it."""
+
+    global_batch: int = field(metadata={"min": 1})
+    epochs_to_converge: tuple[float, ...] = field(default=(), metadata={"min": 0.0,
+                                                                        "min_exclusive": True})
+    samples_to_converge: float = field(default=0.0, metadata={"min": 0.0})
+
+
+@dataclass(frozen=True, slots=True)
+class OwnCurve:
+    """A workload's own convergence curve (its file's ``[convergence_curve]`` table): samples to
+    its quality target by global batch, for a model no published reference covers. Read by the
+    packaged curves' rule (module docstring): olympic mean of a point's runs, linear in batch
+    between points, flat below the smallest, none above the largest."""
+
+    source: str
+    """Where the points come from (a report, the runs' logs): required, and shown with every
+    time to train."""
+    points: tuple[OwnPoint, ...]
+    samples_per_epoch: int = field(default=0, metadata={"min": 0})
+    """Samples of one epoch of ``epochs_to_converge``; 0: the workload's ``samples_per_epoch``."""
+    description: str = ""
+
+
+def own_curve(raw: OwnCurve, name: str, samples_per_epoch: int, source: str) -> ConvergenceCurve:
+    """The :class:`ConvergenceCurve` of a workload's own curve ``raw`` (the workload ``name``,
+    whose file ``source`` names errors); ``samples_per_epoch``: the workload's."""
+    key = "convergence_curve"
+    if not raw.source.strip():
+        raise DseInputError(source, f"{key}.source", "say where the points come from")
+    if not raw.points:
+        raise DseInputError(source, f"{key}.points", "needs at least one point")
+    epoch = raw.samples_per_epoch or samples_per_epoch
+    points = []
+    for i, p in enumerate(raw.points):
+        where = f"{key}.points[{i}]"
+        if bool(p.epochs_to_converge) == bool(p.samples_to_converge):
+            raise DseInputError(source, where, "give epochs_to_converge (each run's epochs) or "
+                                "samples_to_converge, one of them")
+        if p.epochs_to_converge and not epoch:
+            raise DseInputError(source, f"{where}.epochs_to_converge", "epochs need the samples "
+                                f"of one epoch: {key}.samples_per_epoch or samples_per_epoch")
+        runs = p.epochs_to_converge or (p.samples_to_converge / (epoch or 1),)
+        points.append(ConvergencePoint(p.global_batch, runs))
+    batches = [p.global_batch for p in points]
+    if len(set(batches)) != len(batches):
+        raise DseInputError(source, f"{key}.points", "two points have one global_batch")
+    return ConvergenceCurve(tuple(sorted(points, key=lambda p: p.global_batch)), epoch or 1,
+                            description=raw.description, name=f"{name}'s own curve",
+                            reference=raw.source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,20 +217,31 @@ class TrainingSamples:
     """True when a convergence curve gave the number."""
 
 
-def training_samples(workload_name: str, convergence: str, global_batch: int,
+def training_samples(workload_name: str, curve: ConvergenceCurve | None, global_batch: int,
                      samples_per_epoch: int) -> TrainingSamples:
-    """Samples to train a workload: its convergence curve at ``global_batch`` when it names one
-    (``convergence``), else one epoch of its dataset (``samples_per_epoch``), else none."""
-    if convergence:
-        curve = load_curve(convergence)
+    """Samples to train a workload: its convergence ``curve`` at ``global_batch`` when it has one
+    (packaged or its own), else one epoch of its dataset (``samples_per_epoch``), else none."""
+    if curve is not None:
         samples = samples_to_converge(curve, global_batch)
         if samples is None:
             return TrainingSamples(None, beyond_curve(curve, global_batch), True)
+        what = "reference convergence points" if not curve.reference else "points"
         return TrainingSamples(samples, f"samples to converge at batch {global_batch:,}: "
-                               f"{curve.name} reference convergence points ({curve.short_source})",
-                               True)
+                               f"{curve.name} {what} ({curve.short_source})", True)
     if samples_per_epoch:
         return TrainingSamples(float(samples_per_epoch), f"{workload_name} has no convergence "
                                f"curve: one epoch ({samples_per_epoch:,} samples) stands in", False)
     return TrainingSamples(None, f"{workload_name} has no convergence curve and states no "
                            "dataset size (samples_per_epoch)", False)
+
+
+def larger_batch(curve: ConvergenceCurve | None, global_batch: int, measured_on: int,
+                 devices: int) -> int | None:
+    """The largest batch ``curve`` allows (its last reference point) when a workload whose
+    ``global_batch`` was measured on ``measured_on`` devices (its file's
+    ``global_batch_accelerators``; 0: not said) runs on more, ``devices``, and the curve reaches
+    beyond that batch: what the reference runs themselves use at scale (MLPerf DLRM-DCNv2: 55,296
+    on one DGX node, 135,168 on 8 nodes and more). ``None`` when there is nothing to say."""
+    if curve is None or not measured_on or devices <= measured_on or curve.max_batch <= global_batch:
+        return None
+    return curve.max_batch

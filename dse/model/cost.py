@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from dse.model.catalog import Catalog, load_catalog
+from dse.model.equivalence import switch_tiers
 from dse.model.racks import rack_count
 from dse.model.system import System
 
@@ -63,14 +64,8 @@ def scaleout_tiers(system: System, catalog: Catalog) -> int:
     ports, 128 ports, two 64-port switches carrying 4 rails each), where a fat tree of the same
     128 ports needs a spine. The switch radix is the catalog's (``network_switch.radix``, 64 ports
     of a 51.2 Tb/s ASIC, docs/sources.md#scale-out-switches-and-optics)."""
-    if system.nodes <= 1 or system.spec.node.nics == 0:
-        return 0
-    rail = system.network.topology == "rail_optimized"
-    ports = system.nodes * (1 if rail else system.spec.node.nics)
-    radix = catalog.network_switch.radix
-    if ports <= radix:
-        return 1
-    return 2 if ports <= radix * radix // 2 else 3
+    return switch_tiers(system.nodes, system.spec.node.nics, system.network.topology,
+                        catalog.network_switch.radix)  # the rule, as dse.model.equivalence reads it
 
 
 def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
@@ -113,7 +108,9 @@ def _scaleup_switches(system: System, per_accelerator: float, per_tray: float) -
     trays = rack_count(system.spec) * system.spec.rack.switch_trays
     if trays:
         return trays * per_tray
-    return system.accelerators_total * per_accelerator if system.scaleup == "switch" else 0.0
+    # A domain of one device has no scale-up traffic, so no switch (dse.model.equivalence).
+    switched = system.scaleup == "switch" and system.scaleup_domain > 1
+    return system.accelerators_total * per_accelerator if switched else 0.0
 
 
 def _rack_shared(system: System, per_rack: float) -> dict[str, float]:

@@ -112,7 +112,7 @@ class Evaluation:
     def training_samples(self) -> TrainingSamples:
         """Samples to train this workload at its batch (its convergence curve, else one epoch)."""
         wl = self.workload
-        return training_samples(wl.name, wl.convergence, wl.global_batch, wl.samples_per_epoch)
+        return training_samples(wl.name, wl.curve(), wl.global_batch, wl.samples_per_epoch)
 
     def to_train(self) -> tuple[float, float]:
         """Seconds and TCO (USD) to train: :meth:`training_samples` over the throughput."""
@@ -195,7 +195,9 @@ class Evaluation:
         })
         need = self.training_samples()
         out.update({"samples_to_train": need.samples, "to_train_basis": need.basis,
-                    "convergence": self.workload.convergence or None})
+                    "convergence": self.workload.convergence or (
+                        self.workload.convergence_curve.name if self.workload.convergence_curve
+                        else None)})
         return out
 
 

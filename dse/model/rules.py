@@ -18,6 +18,7 @@ bandwidth-blind and a rule never changes a feasible design's score.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -190,9 +191,28 @@ def check_pcie_lanes(system: System, catalog: Catalog) -> RuleCheck:
     node = system.spec.node
     have = node.cpu_sockets * system.cpu.pcie_lanes
     cxl = f", {node.cxl_modules} CXL modules" if node.cxl_modules else ""
+    fits = _switch_share_that_fits(system, catalog, have) if need > have else None
+    hint = (f" (behind PCIe switches, node.pcie_switch_share = {fits[0]}, they need {fits[1]})"
+            if fits else "")
     return _check("pcie_lanes", need / have - 1,
                   f"{node.accelerators} accelerators and {node.nics} NICs{cxl} need {need} "
-                  f"PCIe lanes; {node.cpu_sockets} x {system.cpu.name} have {have}")
+                  f"PCIe lanes; {node.cpu_sockets} x {system.cpu.name} have {have}{hint}")
+
+
+def _switch_share_that_fits(system: System, catalog: Catalog, have: int) -> tuple[int, int] | None:
+    """The fewest accelerators a PCIe switch's uplink may share (2, 4, 8...) for the node's
+    devices to fit ``have`` root-port lanes, with the lanes they then need; ``None`` when sharing
+    more than now fits no better (what a user whose node breaks ``pcie_lanes`` can change)."""
+    node = system.spec.node
+    share = max(2, node.pcie_switch_share * 2)
+    while share <= max(node.accelerators, 1):
+        shared = dataclasses.replace(system, spec=dataclasses.replace(
+            system.spec, node=dataclasses.replace(node, pcie_switch_share=share)))
+        need = pcie_lanes_needed(shared, catalog)
+        if need <= have:
+            return share, need
+        share *= 2
+    return None
 
 
 _NO_CXL = RuleCheck("cxl_memory", 0.0)

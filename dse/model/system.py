@@ -55,6 +55,11 @@ GB = 1e9
 BITS_PER_BYTE = 8
 
 
+_NO_ACCELERATOR = "required key is missing (or set accelerators = 0)"
+"""A node of accelerators that names none: the schema's own check, since the field has a default
+(``""``) for nodes without accelerators."""
+
+
 def gbit_s_to_bytes_s(gbit_s: float) -> float:
     """Convert a link speed in Gb/s (decimal gigabits) to bytes/s: 400 Gb/s -> 50e9 B/s."""
     return gbit_s * 1e9 / BITS_PER_BYTE
@@ -448,7 +453,7 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
     if node.accelerators == 0:
         return _resolve_cpu_only(spec, cat, cpu, source)
     if not node.accelerator:
-        raise DseInputError(source, "node.accelerator", "required key is missing (or set accelerators = 0)")
+        raise DseInputError(source, "node.accelerator", _NO_ACCELERATOR)
     acc = cat.accelerator_named(node.accelerator, source, "node.accelerator")
     scaleup: Topology = node.scaleup or acc.default_scaleup
     scaleup_gb_s = node.scaleup_gb_s if node.scaleup_gb_s is not None else acc.scaleup_gb_s
@@ -578,6 +583,8 @@ def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:
     """Validate a system table (as read from TOML), including the cluster-size limit that no single
     field can express (:data:`~dse.limits.MAX_ACCELERATORS_TOTAL`)."""
     spec = with_racks(from_mapping(SystemSpec, data, source), source)
+    if spec.node.accelerators and not spec.node.accelerator:
+        raise DseInputError(source, "node.accelerator", _NO_ACCELERATOR)
     total = spec.nodes * spec.node.accelerators
     if total > MAX_ACCELERATORS_TOTAL:
         raise DseInputError(source, "nodes", f"{spec.nodes:,} nodes of {spec.node.accelerators:,} "

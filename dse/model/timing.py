@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from dse.model.catalog import Catalog
+from dse.model.equivalence import switch_hops
 from dse.model.parameters import Calibration
 from dse.model.placement import Plan
 from dse.model.stages import STAGES as STAGES
@@ -470,18 +472,12 @@ def topology_factor(topology: str, n: int) -> float:
     return 1.55 * math.log2(n) / 3.0
 
 
-def network_hops(system: System) -> int:
-    """Switch hops between two nodes: 1 through a single switch, 3 leaf-spine-leaf, 5 with a third
-    tier (radix from the catalog); a rail-optimised network keeps rail traffic on one switch tier."""
-    from dse.model.catalog import load_catalog
-
-    radix = load_catalog().network_switch.radix
-    ports = system.nodes * max(system.spec.node.nics, 1)
-    if system.network.topology == "rail_optimized":
-        return 1 if system.nodes <= radix else 3
-    if ports <= radix:
-        return 1
-    return 3 if ports <= radix * radix // 2 else 5
+def network_hops(system: System, catalog: Catalog) -> int:
+    """Switch hops between two nodes (:func:`dse.model.equivalence.switch_hops`): 1 through a
+    single switch, 3 leaf-spine-leaf, 5 with a third tier (radix from ``catalog``); a
+    rail-optimised network keeps rail traffic on one switch tier."""
+    return switch_hops(system.nodes, system.spec.node.nics, system.network.topology,
+                       catalog.network_switch.radix)
 
 
 KEY_EXCHANGE_ROUNDS = 2
@@ -575,7 +571,7 @@ def alltoall_seconds(send_same: float, send_cross: float, g: int, system: System
         path = system.nic_path_bytes_s * calib.fabric_efficiency
         t = max(per_node / rate, cross / path) if rate > 0 and path > 0 else math.inf
         sw = cat.network_switch
-        network = t + network_latency + 2 * sw.nic_latency_s + network_hops(system) * sw.hop_latency_s
+        network = t + network_latency + 2 * sw.nic_latency_s + network_hops(system, cat) * sw.hop_latency_s
     return LinkTimes(fabric=fabric, network=network)
 
 

@@ -40,7 +40,7 @@ from dse.limits import (
     upto,
 )
 from dse.model.catalog import Precision
-from dse.model.convergence import load_curve
+from dse.model.convergence import ConvergenceCurve, OwnCurve, larger_batch, load_curve, own_curve
 from dse.model.widths import INDEX_BYTES
 from dse.records import WORKLOAD, apply_override, convert, from_mapping, named_file, read_toml, source_name
 
@@ -180,6 +180,22 @@ class Workload:
     convergence: str = ""
     """The convergence curve (samples to converge by global batch, :mod:`dse.model.convergence`)
     of this model and dataset; empty when none is published."""
+    convergence_curve: ConvergenceCurve | None = None
+    """The workload's own curve (its file's ``[convergence_curve]``), in place of a packaged one."""
+    global_batch_accelerators: int = 0
+    """The accelerators ``global_batch`` was measured on (the reference run's); 0: not said. A
+    design of more gets a note with the larger batch the curve allows (:meth:`larger_batch`)."""
+
+    def curve(self) -> ConvergenceCurve | None:
+        """Samples to converge by batch: the workload's own curve, else its packaged one."""
+        if self.convergence_curve is not None:
+            return self.convergence_curve
+        return load_curve(self.convergence) if self.convergence else None
+
+    def larger_batch(self, devices: int) -> int | None:
+        """The largest batch the curve allows, when ``devices`` are more than the stated batch
+        was measured on and the curve reaches beyond it (:func:`dse.model.convergence.larger_batch`)."""
+        return larger_batch(self.curve(), self.global_batch, self.global_batch_accelerators, devices)
 
     # --- sizes -----------------------------------------------------------------------------------
     @_memo
@@ -333,6 +349,8 @@ class _WorkloadFile:
     access_zipf: float = field(default=1.05, metadata=upto(MAX_ZIPF, 0.0))
     samples_per_epoch: int = field(default=0, metadata={"min": 0})
     convergence: str = ""
+    convergence_curve: OwnCurve | None = None
+    global_batch_accelerators: int = field(default=0, metadata=upto(MAX_GLOBAL_BATCH))
     description: str = ""
     source: str = ""
 
@@ -403,8 +421,13 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
             raise DseInputError(source, "synthetic.dims", "needs at least one dim")
         tables = spec.synthetic.generate()
     _check_shape(spec, tables, source)
+    if spec.convergence and spec.convergence_curve is not None:
+        raise DseInputError(source, "convergence_curve", "give convergence (a packaged curve) or "
+                            "[convergence_curve] (the workload's own), not both")
     if spec.convergence:
         load_curve(spec.convergence, source)
+    own = (own_curve(spec.convergence_curve, spec.name, spec.samples_per_epoch, source)
+           if spec.convergence_curve is not None else None)
     if spec.interaction == "dcnv2" and (spec.dcn_layers < 1 or spec.dcn_rank < 1):
         raise DseInputError(source, "dcn_layers", "dcnv2 needs dcn_layers >= 1 and dcn_rank >= 1")
     # A dot interaction needs equal widths; tables of other dims are taken as projected to the
@@ -429,6 +452,8 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
         synthetic=spec.synthetic is not None,
         samples_per_epoch=spec.samples_per_epoch,
         convergence=spec.convergence,
+        convergence_curve=own,
+        global_batch_accelerators=spec.global_batch_accelerators,
     )
 
 
@@ -477,20 +502,46 @@ published convergence points), the model's shape (tables, MLPs, interaction: ano
 another design) and the dataset (``samples_per_epoch``, ``access_zipf``: facts about the data)."""
 
 
-def with_fields(workload: Workload, changes: tuple[tuple[str, Any], ...], source: str) -> Workload:
+PER_DEVICE_FIELDS: dict[str, tuple[str, str]] = {
+    "batch_per_accelerator": (
+        "global_batch", "the batch each training device (an accelerator, or a CPU node's sockets) "
+        "runs: the global batch grows with the design, as a cluster's operator sizes it"),
+}
+"""Searchable names that set a workload field to their value times the design's training
+devices (``workload.batch_per_accelerator = 4096`` on 16 GPUs is a global batch of 65,536), with
+the field they set and why each is a design choice."""
+
+
+def with_fields(workload: Workload, changes: tuple[tuple[str, Any], ...], source: str,
+                devices: int = 1) -> Workload:
     """A copy of ``workload`` with searchable fields (:data:`SEARCHABLE_FIELDS`) changed, each
-    value checked as a workload file's would be; anything else is a :class:`DseInputError`."""
+    value checked as a workload file's would be, and per-device ones (:data:`PER_DEVICE_FIELDS`)
+    set to their value times ``devices``; anything else is a :class:`DseInputError`."""
     if not changes:
         return workload
-    return dataclasses.replace(workload, **{k: searchable_value(k, v, source) for k, v in changes})
+    fields: dict[str, Any] = {}
+    for key, value in changes:
+        if key in PER_DEVICE_FIELDS:
+            field_name = PER_DEVICE_FIELDS[key][0]
+            fields[field_name] = searchable_value(field_name, searchable_value(key, value, source)
+                                                  * devices, source)
+        else:
+            fields[key] = searchable_value(key, value, source)
+    return dataclasses.replace(workload, **fields)
 
 
 def searchable_value(key: str, value: Any, source: str) -> Any:
-    """``value`` checked (and converted) as the workload field ``key`` of a file would be; a
-    :class:`DseInputError` for a field not in :data:`SEARCHABLE_FIELDS` or a bad value."""
+    """``value`` checked (and converted) as the workload field ``key`` of a file would be (a
+    per-device one as its field's, a whole number of at least 1); a :class:`DseInputError` for a
+    field not in :data:`SEARCHABLE_FIELDS` or :data:`PER_DEVICE_FIELDS`, or a bad value."""
+    if key in PER_DEVICE_FIELDS:
+        key_of = PER_DEVICE_FIELDS[key][0]
+        bounds = next(f.metadata for f in dataclasses.fields(_WorkloadFile) if f.name == key_of)
+        return convert(int, value, source, f"workload.{key}", bounds)
     if key not in SEARCHABLE_FIELDS:
+        names = (*SEARCHABLE_FIELDS, *PER_DEVICE_FIELDS)
         raise DseInputError(source, f"workload.{key}", "not a searchable workload field "
-                            f"(searchable: {', '.join('workload.' + f for f in SEARCHABLE_FIELDS)})")
+                            f"(searchable: {', '.join('workload.' + f for f in names)})")
     meta = {f.name: f.metadata for f in dataclasses.fields(_WorkloadFile)}
     hint = typing.get_type_hints(_WorkloadFile)[key]
     return convert(hint, value, source, f"workload.{key}", meta[key])

@@ -208,10 +208,13 @@ def deferred(page_body: str) -> str:
             f"{pack(json.dumps(scripts))}</script>")
 
 
-def titled_page(fig: go.Figure, title: str) -> str:
-    """``fig`` as a whole page with plotly.js inline (Plotly's ``to_html``) and a ``<title>``,
-    which Plotly leaves out: the browser's tab and history name the page."""
+def titled_page(fig: Figure, title: str) -> str:
+    """``fig`` as a whole page with a ``<title>`` (the browser's tab and history name it), its
+    plotly.js and figure script packed as the report's are (:func:`packed_plotlyjs`,
+    :func:`deferred`): about 1.9 MB where Plotly's own page with plotly.js inline is 4.8 MB."""
     from dse.outputs.markup import text
 
-    page: str = fig.to_html(include_plotlyjs=True)
-    return page.replace("<head>", f"<head><title>{text(title)}</title>", 1)
+    body = figure_html(fig, "figure")
+    return "\n".join(["<!doctype html><html><head><meta charset='utf-8'>",
+                      f"<title>{text(title)}</title></head><body>", deferred(body),
+                      packed_plotlyjs(), PACKED_LOADER, "</body></html>"])

@@ -64,6 +64,8 @@ LABELS: Mapping[str, Label] = {
     # Design parameters (search-space keys; nodes is both).
     "nodes": Label("nodes", "nodes", phrase="{} nodes"),
     "workload.global_batch": Label("batch", "global batch (samples)", phrase="batch {}"),
+    "workload.batch_per_accelerator": Label("batch/acc", "batch per accelerator (samples)",
+                                            phrase="batch {} an accelerator"),
     "racks": Label("racks", "racks", phrase="{} racks"),
     "system": Label("system", "system", phrase="{}"),
     "node.accelerator": Label("accelerator", "accelerator", phrase="{}"),

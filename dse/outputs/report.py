@@ -61,7 +61,7 @@ from dse.search.study.attribute_keys import (
     WORKLOAD_KEY,
 )
 from dse.search.study.objective_sets import ObjectiveSet
-from dse.search.study.study_file import StudySpec
+from dse.search.study.study_file import BATCH_PARAMS, StudySpec, batch_without_curve
 
 FADED = "rgba(120,120,120,0.25)"
 
@@ -139,8 +139,10 @@ def _value(t: FrozenTrial, metric: str, data: ReportData) -> float:
 
 
 def pair_figure(data: ReportData, x: str, y: str) -> Figure:
-    """Front of objectives ``x`` against ``y``: dominated faded, infeasible apart, front joined,
-    baselines labelled (a plain figure, :mod:`dse.outputs.figures`)."""
+    """Front of objectives ``x`` against ``y``: dominated faded, infeasible apart, front joined
+    when ``x`` and ``y`` are the study's only objectives (a front of more is no line in their
+    plane: joined, it zig-zags), baselines labelled (a plain figure, :mod:`dse.outputs.figures`)."""
+    joined = sorted((x, y)) == sorted(o.metric for o in data.objectives.objectives)
     on_front = {t.number for t in data.front}
     dominated = [t for t in data.feasible if t.number not in on_front]
 
@@ -160,8 +162,10 @@ def pair_figure(data: ReportData, x: str, y: str) -> Figure:
               marker={"color": FADED, "size": 6}, mode="markers"),
         trace(data.infeasible, f"infeasible ({len(data.infeasible)})",
               marker={"color": "rgba(214,39,40,0.45)", "size": 7, "symbol": "x"}, mode="markers"),
-        trace(ordered, f"Pareto front ({len(ordered)})", line={"color": "#1f77b4"},
-              marker={"color": "#1f77b4", "size": 9}, mode="lines+markers"),
+        trace(ordered, f"Pareto front ({len(ordered)})" if joined else
+              f"Pareto front of {len(data.objectives.objectives)} objectives ({len(ordered)})",
+              line={"color": "#1f77b4"}, marker={"color": "#1f77b4", "size": 9},
+              mode="lines+markers" if joined else "markers"),
         {**trace(base, "baselines", marker={"color": "#2ca02c", "size": 12, "symbol": "diamond"},
                  mode="markers+text", textposition="top center"),
          "text": [plot_text(t.user_attrs[BASELINE_KEY]) for t in base]},
@@ -455,6 +459,15 @@ def convergence_line(study: Study, data: ReportData) -> str:
     return f"hypervolume {conv.hypervolume:.3f} ({text(against)}); {trend}"
 
 
+def _batch_note(spec: StudySpec) -> str:
+    """:func:`~dse.search.study.study_file.batch_without_curve`, or nothing when the study's files
+    no longer load (the rest of the page comes from what the study recorded)."""
+    try:
+        return batch_without_curve(spec)
+    except DseInputError:
+        return ""
+
+
 def header(study: Study, data: ReportData, storage: str) -> str:
     """Study, workload, space, objectives, trial counts, versions and the reproducing command."""
     attrs = study.user_attrs
@@ -464,13 +477,17 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     own = spec.file and not STUDY.is_builtin(Path(spec.file))
     command = f"dse run {spec.file if own else spec.name}" + (f" --storage {storage}" if storage else "")
     # Every row is HTML: the plain ones escaped here, the others (markup of their own) where made.
+    searched = next((p for p in BATCH_PARAMS if p in data.params), "")
+    batch = (f"batch searched ({searched})" if searched
+             else f"batch {int(wl.get('global_batch') or 0):,}")
     plain = [
         ("study", f"{spec.name}: {spec.description}"),
         ("workload", f"{wl.get('name')}: {wl.get('tables')} tables, "
                      f"{float(wl.get('embedding_params', 0)) / 1e9:.1f} B embedding parameters, "
-                     f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, batch "
-                     f"{wl.get('global_batch')}, {wl.get('precision')}"),
+                     f"{float(wl.get('forward_mflop_per_sample', 0)):.1f} MFLOP/sample, {batch}, "
+                     f"{wl.get('precision')}"),
         ("space", f"{spec.space}: " + ", ".join(data.params)),
+        *((("time to train", note),) if (note := _batch_note(spec)) else ()),
     ]
     rows = [
         *((k, text(v)) for k, v in plain),

@@ -3,7 +3,8 @@
 A front plot of the first two objectives with each front design's 80% interval as error bars and
 its marker shaded by its probability of staying on the front across the calibration ensemble; the
 robust front (probability >= 80%) outlined; a table of the probabilities; and, in words, which
-neighbouring front designs the model cannot tell apart (their throughput intervals overlap).
+neighbouring front designs the model cannot tell apart (fewer than 80% of the ensemble's
+calibrations keep their order).
 Without a usable ensemble the section says why in one line, and shows no intervals.
 """
 
@@ -93,7 +94,8 @@ def _comparisons(front: RobustFront) -> str:
              "calibrations)</li>" for c in close if math.isfinite(c.throughput_ratio)]
     return (f"<p>Of the {len(front.comparisons)} comparisons between neighbouring front designs "
             f"(in {text(title(front.objectives[0][0]))} order), {len(close)} are within the "
-            f"model's error (their {front.level:.0%} throughput intervals overlap) and {len(apart)} "
+            f"model's error (fewer than {front.level:.0%} of the calibrations keep their order) "
+            f"and {len(apart)} "
             "are not.</p>" + (f"<ul>{''.join(items)}</ul>" if items else ""))
 
 

@@ -11,11 +11,11 @@ from dse.model.evaluate import Evaluation
 from dse.model.stages import Stage
 from dse.model.timing import Leaf, Node, Seq, step_tree
 from dse.model.whatif import bottom_mlp_leads
-from dse.outputs.figures import STAGE_COLOURS, Figure, titled_page, to_graph_object
+from dse.outputs.figures import STAGE_COLOURS, Figure, titled_page
 from dse.outputs.markup import plot_text
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
+    pass
 
 @dataclass(frozen=True, slots=True)
 class Bar:
@@ -90,13 +90,8 @@ def timeline_plot(ev: Evaluation) -> Figure:
     return {"data": traces, "layout": layout}
 
 
-def timeline_figure(ev: Evaluation) -> go.Figure:
-    """:func:`timeline_plot` as a ``go.Figure`` (``dse evaluate --html`` writes it as a page)."""
-    return to_graph_object(timeline_plot(ev))
-
-
 def timeline_page(ev: Evaluation) -> str:
     """The page of ``dse evaluate --html``: the timeline, titled by the design it shows."""
     s = ev.system
-    return titled_page(timeline_figure(ev), f"dse timeline: {ev.workload.name} on {s.nodes} x "
+    return titled_page(timeline_plot(ev), f"dse timeline: {ev.workload.name} on {s.nodes} x "
                        f"{s.accelerators_per_node} {s.accelerator.name}")

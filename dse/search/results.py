@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -16,7 +17,8 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
-from dse.search.algorithms.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
+from dse.records import OBJECTIVES
+from dse.search.algorithms.dedup import DUPLICATE_KEY, design_key, group_by_design, trial_numbers
 from dse.search.algorithms.pareto import hypervolume, is_feasible, pareto_trials
 from dse.search.algorithms.reference import convergence
 from dse.search.storage.journal_snapshot import read_journal, read_snapshot
@@ -40,7 +42,7 @@ from dse.search.study.attribute_keys import (
     VERSION_KEY,
 )
 from dse.search.study.objective_sets import ObjectiveSet, load_objectives, objectives_from_mapping
-from dse.search.study.study_file import StudySpec
+from dse.search.study.study_file import StudySpec, resolved, study_objectives
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,8 +130,16 @@ def status(study: Study) -> dict[str, Any]:
         "model": attrs.get(MODEL_KEY),
         "running_trials": [t.number for t in trials if t.state == TrialState.RUNNING],
         "failed_trials": [t.number for t in trials if t.state == TrialState.FAIL],
-        "front": [{**_row(g[0]), "trials": trial_numbers(g)} for g in front[:10]],
+        "front": [{**_row(g[0]), "trials": trial_numbers(g), "equivalents": equivalents(g)}
+                  for g in front[:10]],
     }
+
+
+def equivalents(group: list[FrozenTrial]) -> int:
+    """How many designs as drawn one design's trials stand for (at least 1): those that differ
+    only in settings the model finds inert (:func:`dse.search.study.encoding.canonical_design`)
+    were scored once and their repeats pruned, so the row is shown once with this count."""
+    return max(1, len({design_key(t.params) for t in group if t.params}))
 
 
 def _with_repeats(groups: list[list[FrozenTrial]], trials: list[FrozenTrial]) -> list[list[FrozenTrial]]:
@@ -234,30 +244,42 @@ def _rows(study: Study, only_front: bool, distinct: bool) -> list[dict[str, Any]
         row["reasons"] = "; ".join(t.user_attrs.get("infeasible_reasons") or [])
         if distinct:
             row["trials"] = trial_numbers(group)
+            row["equivalents"] = equivalents(group)
         rows.append(row)
     return rows
 
 
-def objective_set_of(study: Study, fallback: str) -> ObjectiveSet:
+def objective_set_of(study: Study, spec: StudySpec) -> ObjectiveSet:
     """The objective set the study was made with, wherever its file lives now.
 
     Tried in order: the file recorded in ``dse:files`` (a study made from the user's own files),
-    ``fallback`` (the study file's ``objectives``, resolved), the recorded set's name; when none
-    of them loads the set the study recorded, the recorded set itself (without its description).
-    """
+    the study file's ``objectives`` (resolved beside it, :func:`resolved`), the packaged preset of
+    the recorded set's name; when none of them loads the set the study recorded, the recorded set
+    itself (without its description). Never a file of the working directory."""
     attrs = study.user_attrs
     recorded: dict[str, Any] = json.loads(attrs.get(OBJECTIVES_KEY, "{}"))
     files: dict[str, str] = json.loads(attrs.get(FILES_KEY, "{}"))
-    candidates = [c for c in (files.get("objectives"), fallback, recorded.get("name")) if c]
+    def packaged(name: str) -> str:
+        """A recorded file (an absolute path), or the packaged preset a recorded name is."""
+        if not name or name.endswith(".toml"):
+            return name
+        path = OBJECTIVES.builtin / f"{name}.toml"
+        return str(path) if path.is_file() else ""
+
+    candidates: list[Callable[[], str]] = [
+        lambda: packaged(files.get("objectives", "")),
+        lambda: resolved(spec, spec.objectives, OBJECTIVES),
+        lambda: packaged(str(recorded.get("name", "")))]
     for candidate in candidates:
         try:
-            found = load_objectives(candidate)
+            path = candidate()
+            found = load_objectives(path) if path else None
         except DseInputError:
             continue
-        if not recorded or found.to_dict() == recorded:
+        if found is not None and (not recorded or found.to_dict() == recorded):
             return found
     if not recorded:
-        return load_objectives(fallback)  # raises the one-line error naming it
+        return study_objectives(spec)  # raises the one-line error naming it
     return objectives_from_mapping(recorded, f"study {study.study_name}")
 
 

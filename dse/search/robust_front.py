@@ -103,7 +103,7 @@ RETIMING_FORMAT = 1
 FRONT_SUFFIX = ".front"
 """The cache of a journal's last robust front, beside its retimings: ``NAME.journal.retiming.front``
 (:func:`front_cache`)."""
-FRONT_FORMAT = 2
+FRONT_FORMAT = 3
 """Version of that cache's layout; raise it when the layout or :class:`RobustFront` changes."""
 
 
@@ -140,7 +140,10 @@ class NeighbourComparison:
     order_kept: float
     """Share of ensemble members that keep the order of their throughputs."""
     within_error: bool
-    """Their 80% throughput intervals overlap: the model cannot tell them apart."""
+    """Fewer than :data:`LEVEL` (80%) of the ensemble's members keep their order: the model
+    cannot tell them apart. Not whether their 80% intervals overlap: the members move
+    neighbouring designs together, so two designs 1.49x apart whose intervals overlap kept their
+    order in every member."""
 
 
 @dataclass(frozen=True)
@@ -661,5 +664,4 @@ def _compare_neighbours(a: RobustDesign, b: RobustDesign, dev_a: np.ndarray,
     base = math.log(ratio)
     member = base + dev_b - dev_a
     kept = float(np.mean(np.sign(member) == np.sign(base))) if base else 1.0
-    overlap = ia.throughput_low <= ib.throughput_high and ib.throughput_low <= ia.throughput_high
-    return NeighbourComparison(a.trial, b.trial, ratio, kept, bool(overlap))
+    return NeighbourComparison(a.trial, b.trial, ratio, kept, kept < LEVEL)

@@ -36,6 +36,7 @@ from dse import __version__
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.parameters import load_calibration
+from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search.algorithms.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.algorithms.pareto import is_feasible, pareto_trials
@@ -43,6 +44,7 @@ from dse.search.algorithms.prescreen import REFINE_SHARE
 from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, convergence
 from dse.search.algorithms.refine import seed_new_study
 from dse.search.algorithms.samplers import make_sampler, worker_seed
+from dse.search.broken_rules import RuleWatch
 from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
 from dse.search.fingerprint import model_fingerprint
 from dse.search.fingerprint import model_sources as model_sources
@@ -129,11 +131,23 @@ def _describe(spec: StudySpec) -> dict[str, str]:
         WORKLOAD_KEY: json.dumps({"name": spec.workload, "overrides": spec.workload_overrides,
                                     **({"table_scale": spec.table_scale} if spec.table_scale != 1.0
                                        else {}),
-                                    **wl.summary()}, sort_keys=True),
+                                    **_own_curve(wl), **wl.summary()}, sort_keys=True),
         SPACE_KEY: json.dumps(study_space(spec).to_dict(), sort_keys=True),
         OBJECTIVES_KEY: json.dumps(study_objectives(spec).to_dict(), sort_keys=True),
         **catalog,
     }
+
+
+def _own_curve(wl: Workload) -> dict[str, Any]:
+    """A workload's own convergence curve as a study records it (only a workload with one: the
+    studies made before workloads could carry one resume), so a changed curve is a changed
+    definition."""
+    curve = wl.convergence_curve
+    if curve is None:
+        return {}
+    return {"convergence_curve": {"source": curve.reference, "samples_per_epoch": curve.samples_per_epoch,
+                                  "points": [[p.global_batch, list(p.epochs_to_converge)]
+                                             for p in curve.points]}}
 
 
 def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
@@ -557,6 +571,7 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
     objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
                                 catalog=study_catalog(spec).catalog, heartbeat=heartbeat_enabled(study))
     tracker = _Tracker(study, budget, on_trial, study_space(spec))
+    watch = RuleWatch(objective.space.base_for)
     last_recovery = time.monotonic()
 
     def recover_now(every: float) -> None:
@@ -571,6 +586,8 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
         # over_budget, at the start of every trial), so the O(trials) read is skipped while the
         # trial numbers say the budget is still far.
         tracker.update()
+        for line in watch.update(finished):
+            log.warning(line)
         quota.own += finished.state == TrialState.COMPLETE
         if STOP.is_set() or not quota.left():
             st.stop()

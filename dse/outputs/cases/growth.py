@@ -9,13 +9,14 @@ the tables only.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from dse.model.stages import Stage
-from dse.model.workload import Workload, load_workload
+from dse.model.workload import Workload
 from dse.outputs.cases.common import THROUGHPUT, nodes_point, with_workload
 from dse.outputs.cases.framework import (
     CaseData,
@@ -34,6 +35,7 @@ from dse.outputs.cases.today import (
     analyse_today,
     systems_list,
 )
+from dse.search.study.study_file import study_workload
 
 GRID_NODES = (1, 2, 4, 8, 16)
 GRID_NIC = (200.0, 400.0, 800.0)
@@ -109,7 +111,7 @@ def _single_node_slowdown(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataF
 def analyse_growth(data: CaseData) -> GrowthFindings:
     """The 4x study's fronts, and which designs of one grid stay on the front when tables grow 4x."""
     today = analyse_today(data)
-    base_wl = load_workload(data.spec.workload, tuple(data.spec.workload_overrides.items()))
+    base_wl = study_workload(dataclasses.replace(data.spec, table_scale=1.0))
     before, after = _grid_frame(data, base_wl), _grid_frame(data, data.workload)
     moves_frame = _front_moves(data, before, after)
     slowdown = _single_node_slowdown(before, after)

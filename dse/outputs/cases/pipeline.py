@@ -89,7 +89,7 @@ def write_case_report(study: Study, spec: StudySpec, storage: str | None, out: P
     from dse.search.results import objective_set_of
     from dse.search.storage.servers import redact
 
-    html = render_report(study, spec, objective_set_of(study, spec.objectives),
+    html = render_report(study, spec, objective_set_of(study, spec),
                          redact(storage or ""), plotlyjs="cdn")
     write_file(out / f"{name}.html", html)
     return f"{name}.html"

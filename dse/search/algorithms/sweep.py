@@ -39,6 +39,7 @@ import pandas as pd
 
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
+from dse.model.equivalence import INERT_VALUES
 from dse.model.evaluate import Memo, evaluate
 from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import plan_key
@@ -51,12 +52,11 @@ from dse.search.algorithms.pareto import best_row, loss_box, non_dominated
 from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET, reference_from_front
 from dse.search.study.attribute_keys import REFERENCE_KEY, WARM_START_KEY
 from dse.search.study.encoding import (
-    ONE_NODE_INERT,
     canonical_value,
     design_system,
     design_workload,
     encode_design,
-    inert_params,
+    inert_keys,
 )
 from dse.search.study.objective_sets import UNSCORABLE_CONSTRAINTS, ObjectiveSet
 from dse.search.study.search_space import Parameter, SearchSpace, probe_values
@@ -168,29 +168,47 @@ def design_grid(space: SearchSpace, order: Sequence[str] | None = None) -> Desig
 
 def canonical_grid(space: SearchSpace, grid: DesignGrid) -> DesignGrid:
     """``grid`` with every design made canonical (:func:`~dse.search.study.encoding.canonical_design`:
-    on one node, oversubscription and topology at one value) and each kept once, where it first
-    occurs, so designs the model cannot tell apart are one row of a sweep and of its front. The
-    node count depends on the other parameters only, so it is asked once per combination of
-    them."""
-    inert = [j for j, n in enumerate(grid.names) if n in ONE_NODE_INERT]
-    if not inert or not len(grid):
+    the parameters the model finds inert for a design at one value, and those that leaves
+    inactive dropped) and each kept once, where it first occurs, so designs the model cannot tell
+    apart are one row of a sweep and of its front. Which parameters are inert depends on the
+    others only, so it is asked once per combination of them."""
+    inertable = [j for j, n in enumerate(grid.names) if n in INERT_VALUES]
+    if not inertable or not len(grid):
         return grid
     codes = grid.codes.copy()
     choices = [list(c) for c in grid.choices]
-    others = [j for j in range(len(grid.names)) if j not in inert]
+    others = [j for j in range(len(grid.names)) if j not in inertable]
     _, first, group = np.unique(codes[:, others], axis=0, return_index=True, return_inverse=True)
     order = np.argsort(group.reshape(-1), kind="stable")
     bounds = np.searchsorted(group.reshape(-1)[order], np.arange(len(first) + 1))
     for g, i in enumerate(first):
         rows = order[bounds[g]:bounds[g + 1]]
-        for name in inert_params(space, grid.design(int(i))):
+        for name in inert_keys(space, grid.design(int(i))):
             j = grid.names.index(name)
             value = canonical_value(space.parameters[name])
             if value not in choices[j]:
                 choices[j].append(value)
             codes[rows[codes[rows, j] >= 0], j] = choices[j].index(value)
+    _drop_inactive(space, grid.names, choices, codes)
     _, kept = np.unique(codes, axis=0, return_index=True)
     return DesignGrid(grid.names, tuple(tuple(c) for c in choices), codes[np.sort(kept)])
+
+
+def _drop_inactive(space: SearchSpace, names: tuple[str, ...], choices: list[list[Any]],
+                   codes: np.ndarray) -> None:
+    """Mark inactive (-1), in place, every conditional parameter whose condition a canonical value
+    no longer meets (no fabric: no fabric bandwidth), in space order (a condition may itself be
+    conditional)."""
+    for j, name in enumerate(names):
+        when = space.parameters[name].when
+        if not when or not any(c in INERT_VALUES for c in when):
+            continue
+        active = codes[:, j] >= 0
+        for cond, values in when.items():
+            c = names.index(cond)
+            allowed = [k for k, v in enumerate(choices[c]) if v in values]
+            active &= np.isin(codes[:, c], allowed)
+        codes[~active, j] = -1
 
 
 def sobol_designs(space: SearchSpace, n: int, seed: int | None = 0) -> DesignGrid:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dse.records import OBJECTIVES, SPACE, WORKLOAD, NamedFile, named_file, read_named
+from dse.records import OBJECTIVES, SPACE, WORKLOAD, NamedFile, read_named
 from dse.search.study.search_space import SYSTEM_LABEL
 from dse.search.study.study_file import StudySpec, resolved, study_space
 
@@ -25,7 +25,7 @@ from dse.search.study.study_file import StudySpec, resolved, study_space
 def study_contents(spec: StudySpec) -> dict[str, NamedFile]:
     """Every file ``spec`` resolves, read now: ``workload``, ``space``, ``objectives``,
     ``catalog`` (when the study has one) and ``system NAME`` for each system its space names."""
-    out = {key: read_named(named_file(resolved(spec, value, kind), kind), kind)
+    out = {key: read_named(Path(resolved(spec, value, kind)), kind)
            for key, value, kind in (("workload", spec.workload, WORKLOAD), ("space", spec.space, SPACE),
                                     ("objectives", spec.objectives, OBJECTIVES))}
     if spec.catalog:

@@ -11,15 +11,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from optuna.trial import Trial
 
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
+from dse.model.equivalence import INERT_VALUES, inert_at
 from dse.model.system import System, resolve_system, system_spec_from_mapping
-from dse.model.workload import Workload, with_fields
+from dse.model.workload import PER_DEVICE_FIELDS, Workload, with_fields
 from dse.records import apply_override
 from dse.search.study.search_space import Parameter, SearchSpace, is_workload_param
 
@@ -89,23 +89,22 @@ def grid_of(space: SearchSpace) -> dict[str, list[Any]] | None:
 
 def grid_designs(space: SearchSpace, grid: Mapping[str, list[Any]]) -> int:
     """Distinct designs of the grid ``grid_of(space)``: its points, less those that repeat another
-    once canonical (:func:`canonical_design`: on one node, every combination of the
-    :data:`ONE_NODE_INERT` parameters is one design). A grid study is covered at this count."""
-    inert = [k for k in grid if k.removesuffix(ORDINAL_SUFFIX) in ONE_NODE_INERT]
-    points = math.prod(len(v) for v in grid.values())
-    if not inert:
-        return points
-    others = [k for k in grid if k not in inert]
-    per_combo = math.prod(len(grid[k]) for k in inert)
-    first = {k: grid[k][0] for k in inert}
-    one_node = 0
+    once canonical (:func:`canonical_design`: every combination of the parameters the model finds
+    inert for a design is one design). Which parameters are inert depends only on the others
+    (:func:`dse.model.equivalence.inert_settings` reads nodes, NICs, accelerators and the pod),
+    so it is asked once per combination of them. A grid study is covered at this count."""
+    inertable = [k for k in grid if k.removesuffix(ORDINAL_SUFFIX) in INERT_VALUES]
+    if not inertable:
+        return math.prod(len(v) for v in grid.values())
+    others = [k for k in grid if k not in inertable]
+    first = {k: grid[k][0] for k in inertable}
+    count = 0
     for values in itertools.product(*(grid[k] for k in others)):
         design = decode_params(space, {**dict(zip(others, values, strict=True)), **first})
-        try:
-            one_node += _design_table(space, design).get("nodes", 1) == 1
-        except DseInputError:
-            continue
-    return points - one_node * (per_combo - 1)
+        inert = inert_keys(space, design)
+        count += math.prod(1 if k.removesuffix(ORDINAL_SUFFIX) in inert else len(grid[k])
+                           for k in inertable)
+    return count
 
 
 def design_system(space: SearchSpace, design: Mapping[str, Any], catalog: Catalog | None = None,
@@ -129,53 +128,83 @@ def _design_table(space: SearchSpace, design: Mapping[str, Any], base: str | Non
     return data
 
 
-ONE_NODE_INERT: Mapping[str, Any] = MappingProxyType(
-    {"network.oversubscription": 1.0, "network.topology": "fat_tree"})
-"""Parameters that change nothing on one node, with the value they take there (the schema's
-defaults): one node has no scale-out network (``dse.model.cost.scaleout_tiers`` is 0, so no
-switch ports or optics are bought) and no traffic crosses a NIC, so neither its oversubscription
-nor its topology enters the step, cost or power (checked for every system preset in
-tests/test_dataset_and_questioned_numbers.py)."""
-
-
-def inert_params(space: SearchSpace, design: Mapping[str, Any]) -> list[str]:
-    """The parameters of ``design`` that change nothing for it (:data:`ONE_NODE_INERT`, when it
-    has one node), in :data:`ONE_NODE_INERT`'s order; none for a design that is not a system at
-    all (scoring reports why)."""
-    inert = [k for k in ONE_NODE_INERT if k in design and k in space.parameters]
-    if not inert:
-        return []
+def inert_keys(space: SearchSpace, design: Mapping[str, Any]) -> tuple[str, ...]:
+    """The parameters of ``space`` that change nothing for ``design``'s system, by the model's own
+    reading (:func:`dse.model.equivalence.inert_settings`), whether or not the design holds them;
+    none for a design that is not a system at all (scoring reports why)."""
+    if not any(k in space.parameters for k in INERT_VALUES):
+        return ()
     try:
-        nodes = _design_table(space, design).get("nodes", 1)
+        size = _size(_design_table(space, design))
     except DseInputError:
-        return []
-    return inert if nodes == 1 else []
+        return ()
+    if size is None:
+        return ()
+    radix = load_catalog().network_switch.radix  # a user catalog cannot change the switch
+    return tuple(k for k in inert_at(*size, radix) if k in space.parameters)
+
+
+def _size(table: Mapping[str, Any]) -> tuple[int, int, int, int] | None:
+    """What :func:`~dse.model.equivalence.inert_at` reads of a system table: nodes (``racks`` whole
+    racks when given, as :func:`~dse.model.system.with_racks` reads them), NICs and accelerators
+    a node, nodes a pod; ``None`` for a table that is no system (scoring says why). Read from the
+    table, not a validated spec: a search asks it for every design it draws or moves to."""
+    def part(key: str) -> Mapping[str, Any]:
+        value = table.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    node, rack, pod = part("node"), part("rack"), part("pod")
+    racks = table.get("racks")
+    nodes = racks * rack.get("nodes", 0) if isinstance(racks, int) else table.get("nodes")
+    size = (nodes, node.get("nics"), node.get("accelerators"), pod.get("nodes", 1))
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in size):
+        return None
+    return size  # type: ignore[return-value]
 
 
 def canonical_design(space: SearchSpace, design: Mapping[str, Any]) -> dict[str, Any]:
-    """``design`` with every parameter that changes nothing for it (:func:`inert_params`) set to
-    one canonical value (:func:`canonical_value`), so designs the model cannot tell apart are one
-    design (one trial, one row of a study, a sweep or a refinement). Values of a design are
-    otherwise kept as drawn."""
-    out = dict(design)
-    for key in inert_params(space, design):
-        out[key] = canonical_value(space.parameters[key])
+    """``design`` with every parameter that changes nothing for it (:func:`inert_keys`) at one
+    canonical value (:func:`canonical_value`), and the parameters that value leaves inactive
+    dropped (no fabric: no fabric bandwidth), so designs the model cannot tell apart are one
+    design (one trial, one row of a study, a sweep or a refinement). Other values are kept as
+    drawn, keys outside the space too."""
+    inert = inert_keys(space, design)
+    if not inert:
+        return dict(design)
+    out: dict[str, Any] = {}
+    for name, p in space.parameters.items():
+        if not space.active(name, out):
+            continue
+        if name in inert:
+            out[name] = canonical_value(p)
+        elif name in design:
+            out[name] = design[name]
+    out.update({k: v for k, v in design.items() if k not in space.parameters})
     return out
 
 
 def canonical_value(p: Parameter) -> Any:
-    """The value an inert parameter ``p`` takes (:data:`ONE_NODE_INERT`): the schema's default
-    when ``p`` can take it, else its first choice or its low bound (a value the space can
-    enqueue)."""
-    default = ONE_NODE_INERT[p.name]
-    if p.contains(default):
+    """The value an inert parameter ``p`` takes (:data:`~dse.model.equivalence.INERT_VALUES`):
+    the model's canonical value when ``p`` can take it, else its first choice or its low bound
+    (a value the space can enqueue; any value scores the same)."""
+    default = INERT_VALUES[p.name]
+    if default is not None and p.contains(default):
         return default
     return p.choices[0] if p.choices else p.low
 
 
 def design_workload(space: SearchSpace, design: Mapping[str, Any], workload: Workload) -> Workload:
     """The workload one design of ``space`` trains: ``workload`` with the design's workload
-    parameters (``workload.global_batch``...) applied; ``workload`` itself when it has none.
-    Raises :class:`DseInputError` for a value the workload schema refuses."""
-    return with_fields(workload, space.workload_overrides(design), f"space {space.name}")
+    parameters (``workload.global_batch``...; ``workload.batch_per_accelerator`` times the
+    design's training devices) applied; ``workload`` itself when it has none. Raises
+    :class:`DseInputError` for a value the workload schema refuses."""
+    changes = space.workload_overrides(design)
+    devices = 1
+    if any(k in PER_DEVICE_FIELDS for k, _ in changes):
+        size = _size(_design_table(space, design))
+        if size is None:
+            raise DseInputError(f"space {space.name}", "nodes", "the design is no system")
+        nodes, _, accelerators, _ = size
+        devices = nodes * max(accelerators, 1)  # a node without accelerators: one CPU device
+    return with_fields(workload, changes, f"space {space.name}", devices)
 

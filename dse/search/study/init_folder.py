@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dse.errors import DseInputError
-from dse.records import OBJECTIVES, SPACE, WORKLOAD, named_beside, read_toml
+from dse.records import OBJECTIVES, SPACE, SYSTEM, WORKLOAD, named_beside, read_toml
 from dse.safe_write import check_target, write_file
+from dse.search.study.search_space import load_space
 from dse.search.study.study_file import study_path
 
 INIT_STUDY = "todays-hardware"
@@ -64,13 +65,30 @@ def _rename(text: str, key: str, value: str) -> str:
     return pattern.sub(f'{key} = "{value}"', text, count=1)
 
 
+def _own_systems(space: Path, folder: Path, texts: dict[Path, str]) -> dict[Path, str]:
+    """The user's own systems the space ``space`` names (not packaged presets), copied into
+    ``folder/systems/`` where the copied space finds them by name; a choice named by a path is
+    rewritten to the copy's name in the space's copy (in ``texts``, changed in place)."""
+    copied = folder / f"{COPIES['space'][1]}.toml"
+    out: dict[Path, str] = {}
+    for name, named in load_space(str(space)).systems.items():
+        path = Path(named.path)
+        if SYSTEM.is_builtin(path):
+            continue
+        out[folder / "systems" / f"{path.stem}.toml"] = named.text
+        if name != path.stem:
+            texts[copied] = texts[copied].replace(f'"{name}"', f'"{path.stem}"')
+    return out
+
+
 def write_starter(folder: Path, start: str = INIT_STUDY) -> Starter:
     """Copy the study ``start`` (a name: ``./studies``, then the packaged studies; or a file) and
     the files it names into ``folder`` (created) for editing. Its names resolve as the study's
     own do (beside it, then the packaged presets); its catalog is copied too, and its storage
     left to the default (the copy's results land beside it).
 
-    Existing files are never overwritten: a folder that already holds one is refused.
+    The user's own systems the space names are copied into ``folder/systems/``, so the copy
+    finds them. Existing files are never overwritten: a folder that already holds one is refused.
     """
     source = study_path(start)
     spec = read_toml(source)
@@ -83,6 +101,8 @@ def write_starter(folder: Path, start: str = INIT_STUDY) -> Starter:
         original = named_beside(str(spec[key]), kind, source)
         texts[folder / f"{copy}.toml"] = _rename(original.read_text(encoding="utf-8"), "name", copy)
         texts[folder / STUDY_FILE] = _rename(texts[folder / STUDY_FILE], key, f"{copy}.toml")
+        if kind is SPACE:
+            texts.update(_own_systems(original, folder, texts))
     if "storage" in spec:  # the copy keeps its own results: NAME.journal beside it
         texts[folder / STUDY_FILE] = _rename(texts[folder / STUDY_FILE], "storage", "")
     if "catalog" in spec:

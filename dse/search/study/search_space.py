@@ -42,7 +42,7 @@ from dse.model.system import (
     load_system_spec,
     system_spec_from_mapping,
 )
-from dse.model.workload import searchable_value, workload_presets
+from dse.model.workload import PER_DEVICE_FIELDS, searchable_value, workload_presets
 from dse.records import (
     SPACE,
     SYSTEM,
@@ -312,6 +312,11 @@ def _check_workload_param(p: Parameter, source: str) -> None:
 
 
 def _check_keys(space: SearchSpace, source: str) -> None:
+    for name in PER_DEVICE_FIELDS:
+        field_name = PER_DEVICE_FIELDS[name][0]
+        if {WORKLOAD_PREFIX + name, WORKLOAD_PREFIX + field_name} <= set(space.parameters):
+            raise DseInputError(source, f"parameters.{WORKLOAD_PREFIX}{name}", "sets "
+                                f"{field_name} too: search {WORKLOAD_PREFIX}{field_name} or it")
     system = space.parameters.get(SYSTEM_PARAM)
     if system is not None and (system.type != "categorical" or system.when
                                or not all(isinstance(c, str) for c in system.choices)):
@@ -321,10 +326,13 @@ def _check_keys(space: SearchSpace, source: str) -> None:
         try:
             space.system_spec(base, tuple(space.fixed.items()))
         except DseInputError as exc:
+            # The system file and its key, not just the message: "required key is missing" alone
+            # names neither the file nor the key.
             if system is None:
-                raise DseInputError(source, f"fixed ({exc.key})", exc.message) from None
+                key = f"fixed ({exc.key})" if exc.key in space.fixed else "base_system"
+                raise DseInputError(source, key, str(exc)) from None
             raise DseInputError(source, f"parameters.{SYSTEM_PARAM}",
-                                f"choice {base!r}: {exc.message}") from None
+                                f"choice {base!r}: {exc}") from None
         for name, p in space.parameters.items():
             if name == SYSTEM_PARAM or base not in p.when.get(SYSTEM_PARAM, (base,)):
                 continue  # a parameter that only exists on other base systems (racks on an NVL72)
@@ -371,7 +379,7 @@ def max_accelerators(space: SearchSpace) -> int:
         p = space.parameters.get(key)
         return base if p is None else max(int(v) for v in probe_values(p))
 
-    specs = (load_system_spec(b, tuple(space.fixed.items())) for b in space.bases())
+    specs = (space.system_spec(b, tuple(space.fixed.items())) for b in space.bases())
     return max(highest(s.nodes, "nodes") * highest(s.node.accelerators, "node.accelerators")
                for s in specs)
 

@@ -16,7 +16,7 @@ from typing import Any
 from dse.errors import DseInputError
 from dse.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, check_placement_work, upto
 from dse.model.user_catalog import UserCatalog, load_user_catalog
-from dse.model.workload import Workload, load_workload, scale_tables
+from dse.model.workload import PER_DEVICE_FIELDS, Workload, load_workload, scale_tables
 from dse.records import (
     OBJECTIVES,
     SPACE,
@@ -31,7 +31,13 @@ from dse.records import (
 from dse.search.study.attribute_keys import CONTENTS_KEY
 from dse.search.study.encoding import grid_of
 from dse.search.study.objective_sets import ObjectiveSet, load_objectives, needs_dataset
-from dse.search.study.search_space import SearchSpace, load_space, max_accelerators, with_recorded_systems
+from dse.search.study.search_space import (
+    WORKLOAD_PREFIX,
+    SearchSpace,
+    load_space,
+    max_accelerators,
+    with_recorded_systems,
+)
 from dse.search.study.seeding import MAX_PRESCREEN_S, PRESCREEN_S
 
 STUDIES_DIR = Path(STUDY.folder)
@@ -115,14 +121,9 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     if not NAME_PATTERN.fullmatch(spec.name):
         raise DseInputError(source, "name", f"expected a plain name of letters, digits, '.', '_' "
                             f"and '-' (at most 100, not starting with '.'), got {spec.name!r}")
-    # A file named by a relative path is looked for beside the study file first.
-    def beside(v: str) -> str:
-        near = path.parent / v
-        return str(near) if v.endswith(".toml") and not Path(v).is_absolute() and near.exists() else v
-
-    spec = dataclasses.replace(spec, workload=beside(spec.workload), space=beside(spec.space),
-                               objectives=beside(spec.objectives),
-                               storage=storage_beside(spec.storage, path),
+    # The workload, space and objectives keep the words the file gives (recorded as the study's
+    # definition, the same from every folder); :func:`resolved` finds their files beside it.
+    spec = dataclasses.replace(spec, storage=storage_beside(spec.storage, path),
                                catalog=str(path.parent / spec.catalog) if spec.catalog and not
                                Path(spec.catalog).is_absolute() else spec.catalog,
                                file=str(path))
@@ -192,13 +193,39 @@ def study_catalog(spec: StudySpec) -> UserCatalog:
 
 
 def resolved(spec: StudySpec, value: str, kind: FileKind) -> str:
-    """Where a name the study file gives (``workload``, ``space``, ``objectives``) resolves,
-    whatever the working directory: beside the study file, then the packaged presets
-    (:func:`dse.records.named_beside`). A path is kept: :func:`load_study_spec` already took it
-    from the study file's folder."""
-    if not spec.file or value.endswith(".toml") or "/" in value:
-        return value
-    return str(named_beside(value, kind, Path(spec.file)))
+    """Where a name or path the study file gives (``workload``, ``space``, ``objectives``)
+    resolves: the one rule for every file a study names, in every command and check. Beside the
+    study file (a relative path from its folder; a name in its folder's or its project's kind
+    folder), then the packaged presets (:func:`dse.records.named_beside`), never the working
+    directory. A spec built in code (no file) looks a name up as the command line does."""
+    return str(named_beside(value, kind, Path(spec.file) if spec.file else None))
+
+
+BATCH_PARAMS = ("workload.global_batch", *(WORKLOAD_PREFIX + k for k in PER_DEVICE_FIELDS
+                                           if PER_DEVICE_FIELDS[k][0] == "global_batch"))
+"""The space parameters that set the global batch."""
+
+
+def searched_batch(space: SearchSpace) -> str:
+    """The parameter of ``space`` that sets the global batch (empty when it keeps the workload's)."""
+    return next((p for p in BATCH_PARAMS if p in space.parameters), "")
+
+
+def batch_without_curve(spec: StudySpec) -> str:
+    """One line when ``spec`` searches the batch but its workload has no convergence curve:
+    then time to train holds the samples fixed whatever the batch, so the largest batch always
+    trains fastest; empty otherwise (no batch searched, or a curve charges a larger batch its
+    extra samples)."""
+    param = searched_batch(study_space(spec))
+    wl = study_workload(spec)
+    if not param or wl.curve() is not None:
+        return ""
+    held = (f"one epoch ({wl.samples_per_epoch:,} samples)" if wl.samples_per_epoch
+            else "nothing (no samples_per_epoch: no time to train)")
+    return (f"{param} is searched, but workload {wl.name} has no convergence curve: time to train "
+            f"holds the samples to train at {held} whatever the batch, so a larger batch is never "
+            "charged the samples it needs to converge and the search favours the largest (give "
+            "the workload a [convergence_curve], samples to its target by batch)")
 
 
 def study_files(spec: StudySpec) -> dict[str, str]:
@@ -206,7 +233,7 @@ def study_files(spec: StudySpec) -> dict[str, str]:
     the study and of every file it names, or the preset name of a built-in one."""
     def where(value: str, kind: FileKind) -> str:
         try:
-            path = named_file(resolved(spec, value, kind), kind)
+            path = Path(resolved(spec, value, kind))
         except DseInputError:
             return value
         return value if kind.is_builtin(path) else str(path.resolve())
