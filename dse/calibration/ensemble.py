@@ -784,6 +784,33 @@ def load_ensemble(path: Path | None = None, calibration: Calibration | None = No
     return with_drawn_ranges(_with_fitted_apart(ens, calib), calib)
 
 
+def ensemble_beside(calibration_file: Path) -> Path:
+    """Where the ensemble of the calibration file ``calibration_file`` lives: ``NAME_ensemble.json``
+    beside ``NAME.toml`` (the packaged ``calibration.toml``'s is :data:`ENSEMBLE_FILE`), where
+    ``dse calibrate --ensemble N`` writes it."""
+    return calibration_file.with_name(f"{calibration_file.stem}_ensemble.json")
+
+
+def ensemble_of(calibration_file: Path | None, calibration: Calibration | None = None
+                ) -> CalibrationEnsemble:
+    """The ensemble of a calibration: the one beside its file (:func:`ensemble_beside`), or the
+    packaged one for the packaged calibration (``calibration_file`` None), checked against
+    ``calibration`` (default: the file's, or the packaged one) as :func:`load_ensemble` does. A
+    calibration fitted to a user's rows without ``--ensemble`` has none: the message says how to
+    build it."""
+    if calibration_file is None:
+        return load_ensemble(None, calibration)
+    calib = calibration or load_calibration(calibration_file)
+    path = ensemble_beside(calibration_file)
+    if not path.exists():
+        data = " --data YOUR.csv" if calib.based_on else ""
+        raise EnsembleUnavailable(str(path), "", (
+            f"no ensemble of calibration {calib.version}; no intervals (build it beside "
+            f"{calibration_file.name}: dse calibrate{data} --out {calibration_file} "
+            "--ensemble 100)"))
+    return load_ensemble(path, calib)
+
+
 RANGE_DRAW_STREAM = 39
 """Second seed word of the ranges' draws (the first is the ensemble's seed), so they are
 independent of the bootstrap's resamples."""

@@ -19,7 +19,7 @@ from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.catalog import LISTED_SECTIONS, Catalog
 from dse.model.evaluate import Evaluation, evaluate
-from dse.model.parameters import load_calibration
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.racks import rack_count, rack_phrase, racks_of
 from dse.model.stages import Stage
 from dse.model.system import System, load_system, system_presets
@@ -39,6 +39,21 @@ Overrides = tuple[tuple[str, Any], ...]
 CatalogOpt = Annotated[Path | None, typer.Option(
     "--catalog", help="A user catalog: your own accelerators, CPUs, NICs, prices and facility "
     "figures on top of the packaged catalog.")]
+CalibrationOpt = Annotated[Path | None, typer.Option(
+    "--calibration", help="A calibration file to score with instead of the packaged one (dse "
+    "calibrate --data mine.csv writes one from your own measurements); the 80% intervals come "
+    "from the ensemble beside it (NAME_ensemble.json, dse calibrate --ensemble N).")]
+
+
+def calibration_option(path: Path | None) -> Calibration:
+    """The calibration ``--calibration`` names (the packaged one without it); a file that does not
+    load is one line naming ``--calibration`` and the file."""
+    if path is None:
+        return load_calibration()
+    try:
+        return load_calibration(path)
+    except DseInputError as exc:
+        raise DseInputError("--calibration", "", str(exc)) from None
 
 
 def split_overrides(items: list[str]) -> tuple[Overrides, Overrides, Overrides]:
@@ -79,7 +94,8 @@ def evaluate_cmd(
     catalog: CatalogOpt = None,
     ensemble: Annotated[Path | None, typer.Option(
         "--ensemble", help="A calibration ensemble file for the 80% intervals instead of the "
-        "packaged one (dse calibrate --ensemble writes one).")] = None,
+        "calibration's own (dse calibrate --ensemble writes one).")] = None,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Score one design: step time by stage, bottleneck, memory, cost and power, with the 80%
     prediction interval of everything that scales with throughput."""
@@ -92,16 +108,17 @@ def evaluate_cmd(
         wl = load_workload(workload, wl_over)
         sysm = load_system(system, sys_over, user.catalog)
         _warn_implausible(user.catalog, catalog, [sysm], system)
-        ev = evaluate(wl, sysm, catalog=user.catalog)
+        calib = calibration_option(calibration)
+        ev = evaluate(wl, sysm, calib, catalog=user.catalog)
         # Defaults that decide the answer are listed, never applied silently (issue 13).
         from dse.model.defaults import sensitive_defaults
-        leaned_on = sensitive_defaults(wl, system, sys_over, catalog=user.catalog)
-        summary = plan_summary(ev, load_calibration()) if plan else None
-        larger = _at_larger_batch(ev, user.catalog)
+        leaned_on = sensitive_defaults(wl, system, sys_over, calib, catalog=user.catalog)
+        summary = plan_summary(ev, calib) if plan else None
+        larger = _at_larger_batch(ev, user.catalog, calib)
     except DseInputError as exc:
         fail(str(exc))
         return
-    iv, iv_note = design_interval(ev, ensemble)
+    iv, iv_note = design_interval(ev, ensemble, calib, calibration)
     if as_json:
         extra: dict[str, Any] = {"plan": summary.to_dict()} if summary else {}
         extra["larger_batch"] = ({"global_batch": larger.workload.global_batch,
@@ -137,14 +154,14 @@ def evaluate_cmd(
         raise typer.Exit(code=0)
 
 
-def _at_larger_batch(ev: Evaluation, catalog: Catalog) -> Evaluation | None:
+def _at_larger_batch(ev: Evaluation, catalog: Catalog, calib: Calibration) -> Evaluation | None:
     """The design at the larger batch its workload's curve allows, when it runs on more devices
     than the workload's batch was measured on (:meth:`dse.model.workload.Workload.larger_batch`):
     ``dse evaluate -s dgx-h100 -w mlperf-dlrm-dcnv2 --set nodes=16`` runs one node's batch."""
     batch = ev.workload.larger_batch(ev.system.accelerators_total)
     if batch is None:
         return None
-    return evaluate(with_batch(ev.workload, batch), ev.system, catalog=catalog)
+    return evaluate(with_batch(ev.workload, batch), ev.system, calib, catalog=catalog)
 
 
 def _larger_batch_note(ev: Evaluation, larger: Evaluation) -> str:
@@ -192,12 +209,15 @@ def compare_cmd(
         "--set", help="Override a field of both systems or the workload (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     catalog: CatalogOpt = None,
+    calibration: Annotated[Path | None, typer.Option(
+        "--calibration", help="A calibration file to score both with instead of the packaged "
+        "one (with --study: instead of the calibration the study was scored with).")] = None,
 ) -> None:
     """Two systems, or two trials of a study, side by side: metrics, the critical-path time of
     every stage and its difference, what binds each, and the stage to upgrade."""
     try:
         if study is not None:
-            (ev_a, ev_b), labels = _trial_pair(study, storage, first, second)
+            (ev_a, ev_b), labels = _trial_pair(study, storage, first, second, calibration)
         else:
             if workload is None:
                 fail("compare: give --workload for two systems (or --study for two trials)")
@@ -205,7 +225,8 @@ def compare_cmd(
             wl_over, sys_over, cat_over = split_overrides(set_ or [])
             user = load_user_catalog(catalog, cat_over)
             wl = load_workload(workload, wl_over)
-            ev_a, ev_b = (evaluate(wl, load_system(s, sys_over, user.catalog), catalog=user.catalog)
+            calib = calibration_option(calibration)
+            ev_a, ev_b = (evaluate(wl, load_system(s, sys_over, user.catalog), calib, user.catalog)
                           for s in (first, second))
             labels = (first, second)
     except DseInputError as exc:
@@ -220,14 +241,16 @@ def compare_cmd(
         print_comparison(result, Console())
 
 
-def _trial_pair(study: str, storage: str | None, first: str,
-                second: str) -> tuple[tuple[Evaluation, Evaluation], tuple[str, str]]:
-    """The evaluations of two trials of ``study`` (rebuilt from their designs, current calibration)."""
+def _trial_pair(study: str, storage: str | None, first: str, second: str,
+                calibration: Path | None = None) -> tuple[tuple[Evaluation, Evaluation], tuple[str, str]]:
+    """The evaluations of two trials of ``study``, rebuilt from their designs and scored with
+    ``calibration`` (default: the calibration the study was scored with)."""
     from dse.search.results import load_stored_study
     from dse.search.study.encoding import design_system, design_workload
     from dse.search.study.study_file import (
         as_recorded,
         load_study_spec,
+        study_calibration,
         study_catalog,
         study_space,
         study_workload,
@@ -238,6 +261,7 @@ def _trial_pair(study: str, storage: str | None, first: str,
     spec = as_recorded(spec, stored.user_attrs)  # the machines the trials were scored on
     trials = {t.number: t for t in stored.get_trials(deepcopy=False)}
     wl, space, cat = study_workload(spec), study_space(spec), study_catalog(spec).catalog
+    calib = calibration_option(calibration) if calibration is not None else study_calibration(spec)
     out = []
     for given in (first, second):
         trial = trials.get(int(given)) if given.isdigit() else None
@@ -246,7 +270,7 @@ def _trial_pair(study: str, storage: str | None, first: str,
                                 "dse pareto lists them)")
         design = trial.user_attrs["design"]
         out.append(evaluate(design_workload(space, design, wl), design_system(space, design, cat),
-                            catalog=cat))
+                            calib, cat))
     return (out[0], out[1]), (f"trial {first}", f"trial {second}")
 
 
@@ -276,17 +300,26 @@ def print_comparison(c: DesignComparison, console: Console) -> None:
     console.print(table)
 
 
-def design_interval(ev: Evaluation, path: Path | None = None
-                    ) -> tuple[PredictionInterval | None, str]:
-    """The 80% interval of ``ev`` from the ensemble in ``path`` (default: the packaged one), or
-    None and why there is none (no ensemble, or one built for another calibration: no interval
-    rather than a wrong one)."""
+def design_interval(ev: Evaluation, path: Path | None = None, calib: Calibration | None = None,
+                    calib_file: Path | None = None) -> tuple[PredictionInterval | None, str]:
+    """The 80% interval of ``ev`` (scored with ``calib``, default the packaged calibration, from
+    ``calib_file``) from the ensemble in ``path`` (default: the calibration's own, beside its
+    file, :func:`dse.calibration.ensemble.ensemble_of`), or None and why there is none (no
+    ensemble, or one built for another calibration: no interval rather than a wrong one)."""
     # Imported here: the ensemble module (with the fit and the measurements it needs) is the
     # CLI's largest import, and most commands never use it.
-    from dse.calibration.ensemble import EnsembleUnavailable, load_ensemble, prediction_interval
+    from dse.calibration.ensemble import (
+        EnsembleUnavailable,
+        ensemble_of,
+        load_ensemble,
+        prediction_interval,
+    )
 
+    calib = calib or load_calibration()
     try:
-        iv = prediction_interval(ev, load_ensemble(path) if path is not None else None)
+        ens = (None if ev.system.cpu_only else load_ensemble(path, calib) if path is not None
+               else ensemble_of(calib_file, calib))
+        iv = prediction_interval(ev, ens, calib)
     except EnsembleUnavailable as exc:
         return None, str(exc)
     return iv, "" if iv is not None else "no interval: the design has no finite throughput"
@@ -641,14 +674,20 @@ def _list_study_files(what: str) -> Table:
 
 @app.command("calibrate")
 def calibrate_cmd(
-    out: Annotated[Path, typer.Option("--out", help="Calibration file to write.")] = Path(
-        "dse/data/calibration.toml"),
-    data: Annotated[Path | None, typer.Option("--data", help="Measurement CSV (default: packaged).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help=(
+        "Calibration file to write (default: dse/data/calibration.toml; with --data, "
+        "NAME-calibration.toml beside NAME.csv, never inside the installed package)."))] = None,
+    data: Annotated[Path | None, typer.Option("--data", help=(
+        "Your own measurements (CSV: id, system, workload, set, samples_per_s, note; "
+        "docs/own-calibration.md): fit what they constrain on top of the packaged calibration. "
+        "A CSV in the published measurements' format is refitted from the priors instead."))] = None,
     version: Annotated[str, typer.Option("--version", help="Version label to record.")] = "",
     ensemble: Annotated[int, typer.Option(
         "--ensemble", help="Also refit on this many bootstrap resamples and once without each "
         "measurement, and write the ensemble (prediction intervals, robust fronts) beside the "
-        "calibration as calibration_ensemble.json; 0: none.", min=0)] = 0,
+        "calibration as NAME_ensemble.json (calibration_ensemble.json for calibration.toml); "
+        "with your own --data, this many members made from the packaged ensemble's; 0: none.",
+        min=0)] = 0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resamples.")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", help="Processes for the ensemble's refits.",
                                       min=1)] = 1,
@@ -659,7 +698,8 @@ def calibrate_cmd(
         "refits use the same.")] = None,
 ) -> None:
     """Fit the calibration parameters to the measurements and write a versioned calibration file
-    (with --ensemble, its ensemble too)."""
+    (with --ensemble, its ensemble too); with --data YOUR.csv, fit only what your own rows
+    constrain on top of the packaged calibration and write it beside your file."""
     from dse.calibration.cpu import fit_cpu, load_cpu_measurements
     from dse.calibration.fit import (
         FIT_LOSS,
@@ -671,8 +711,16 @@ def calibrate_cmd(
         validate,
     )
     from dse.calibration.measurements import fitted, load_measurements
+    from dse.cli.own_calibration import calibrate_own, is_own_csv, own_out
     from dse.model.parameters import Calibration, write_calibration
 
+    if data is not None and is_own_csv(data):
+        if loss is not None:
+            fail("--loss: a fit to your own rows is least squares; --loss is for the published "
+                 "measurements' fit")
+        calibrate_own(data, own_out(data, out), version, ensemble, seed)
+        return
+    out = own_out(data, out) if data is not None else out or Path("dse/data/calibration.toml")
     try:
         everything = load_measurements(data)
         measurements = fitted(everything)
@@ -718,15 +766,16 @@ def calibrate_cmd(
     for p, w in check.downweighted:
         console.print(f"weight {w:.2f}: {p.measurement.id} (|error| {p.abs_pct_error:.0f}%)")
     if ensemble:
-        _write_ensemble(measurements, calib, out.parent, ensemble, seed, jobs, console)
+        _write_ensemble(measurements, calib, out, ensemble, seed, jobs, console)
 
 
-def _write_ensemble(measurements: Any, calib: Any, folder: Path, members: int, seed: int,
+def _write_ensemble(measurements: Any, calib: Any, out: Path, members: int, seed: int,
                     jobs: int, console: Console) -> None:
-    """``dse calibrate --ensemble N``: build, write and summarise the calibration's ensemble."""
+    """``dse calibrate --ensemble N``: build, write (beside the calibration file ``out``) and
+    summarise the calibration's ensemble."""
     import time
 
-    from dse.calibration.ensemble import ENSEMBLE_FILE, build_ensemble, write_ensemble
+    from dse.calibration.ensemble import build_ensemble, ensemble_beside, write_ensemble
 
     start = time.perf_counter()
 
@@ -735,7 +784,7 @@ def _write_ensemble(measurements: Any, calib: Any, folder: Path, members: int, s
             typer.echo(f"ensemble: {done} of {total} refits", err=True)
 
     ens = build_ensemble(measurements, calib, members, seed, jobs, progress)
-    path = folder / ENSEMBLE_FILE
+    path = ensemble_beside(out)
     try:
         write_ensemble(ens, path)
     except DseInputError as exc:

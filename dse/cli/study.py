@@ -53,8 +53,10 @@ from dse.search.study.study_file import (
     StudySpec,
     as_recorded,
     batch_without_curve,
+    calibration_differs,
     load_study_spec,
     results_dir,
+    with_calibration,
     with_catalog,
 )
 
@@ -91,14 +93,32 @@ ForceOpt = Annotated[bool, typer.Option(
 CatalogOpt = Annotated[Path | None, typer.Option(
     "--catalog", help="A user catalog (your parts, prices, facility figures) instead of the "
     "study's own catalog key.")]
+CalibrationOpt = Annotated[Path | None, typer.Option(
+    "--calibration", help="A calibration file to score with instead of the study's own "
+    "calibration key (or the packaged calibration): dse calibrate --data mine.csv writes one "
+    "from your own measurements. Recorded by its content: a resume with another is refused "
+    "unless --force.")]
+ScoredWithOpt = Annotated[Path | None, typer.Option(
+    "--calibration", help="The calibration file the study was scored with (checked against what "
+    "it recorded; by default the recorded one is used): its ensemble, beside it, gives the "
+    "intervals and the front under the model's error.")]
 
 
-def _spec(study: str, catalog: Path | None = None) -> StudySpec:
+def _spec(study: str, catalog: Path | None = None, calibration: Path | None = None) -> StudySpec:
     try:
-        return with_catalog(load_study_spec(study), str(catalog) if catalog else "")
+        spec = with_catalog(load_study_spec(study), str(catalog) if catalog else "")
+        return with_calibration(spec, str(calibration) if calibration else "")
     except DseInputError as exc:
         fail(str(exc))
         raise  # unreachable: fail() exits
+
+
+def _scored_with(spec: StudySpec, stored: optuna.Study, calibration: Path | None) -> StudySpec:
+    """``spec`` as its stored study recorded it (:func:`as_recorded`); with ``--calibration``,
+    once that file is the calibration the study was scored with (else one line, exit 2)."""
+    if calibration is not None and (differs := calibration_differs(spec, stored.user_attrs)):
+        fail(f"--calibration {differs}")
+    return as_recorded(spec, stored.user_attrs)
 
 
 def _shown(url: str, spec: StudySpec) -> str:
@@ -190,6 +210,7 @@ def run_cmd(
         f"is seeded with up to {WARM_MAX_TRIALS} designs of that coarse-to-fine front; "
         f"'{WarmStart.NONE}' turns that off.")] = None,
     catalog: CatalogOpt = None,
+    calibration: CalibrationOpt = None,
     prescreen_s: Annotated[float | None, typer.Option(
         "--prescreen-s", min=0.0, max=MAX_PRESCREEN_S,
         help="CPU seconds of the space-filling pre-screen a new study runs before its first trial "
@@ -198,7 +219,7 @@ def run_cmd(
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
     write its report."""
-    spec = _spec(study, catalog)
+    spec = _spec(study, catalog, calibration)
     if prescreen_s is not None:
         spec = dataclasses.replace(spec, prescreen_s=prescreen_s)
     url = storage if storage is not None else spec.storage
@@ -216,7 +237,8 @@ def run_cmd(
                    f"complete, {info['waiting']} queued; workers join it with: dse worker "
                    f"{study}{join}")
         return
-    result = _work_until(spec, study, url, until, jobs, quiet, spec.catalog if catalog else "")
+    result = _work_until(spec, study, url, until, jobs, quiet, spec.catalog if catalog else "",
+                         spec.calibration if calibration else "")
     if result is None:
         return
     _after_run(result, spec, url, shown, until, report)
@@ -254,12 +276,12 @@ def _open_for_run(spec: StudySpec, study: str, url: str, force: bool, warm_start
 
 
 def _work_until(spec: StudySpec, study: str, url: str, until: int, jobs: int, quiet: bool,
-                catalog: str) -> tuple[optuna.Study, WorkerExits] | None:
+                catalog: str, calibration: str) -> tuple[optuna.Study, WorkerExits] | None:
     """:func:`_run_with_progress`, with Ctrl-C (also when it ends a trial, which Optuna re-raises
     as another error) ending the command with what was kept and how to resume."""
     try:
         with _quiet_interrupted_trials():
-            return _run_with_progress(spec, study, url, until, jobs, quiet, catalog)
+            return _run_with_progress(spec, study, url, until, jobs, quiet, catalog, calibration)
     except KeyboardInterrupt:
         _interrupted(spec, study, url)
         return None
@@ -284,14 +306,15 @@ def _warn_catalog(spec: StudySpec) -> None:
 
 
 def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: int,
-                       quiet: bool, catalog: str) -> tuple[optuna.Study, WorkerExits] | None:
-    """Work on the study (with ``jobs - 1`` helper processes, given the user ``catalog`` file or
-    "") under a progress bar; the stored study and the helpers' exits."""
+                       quiet: bool, catalog: str, calibration: str
+                       ) -> tuple[optuna.Study, WorkerExits] | None:
+    """Work on the study (with ``jobs - 1`` helper processes, given the user ``catalog`` and
+    ``calibration`` files or "") under a progress bar; the stored study and the helpers' exits."""
 
     from dse.search.parallel import join_workers, start_workers
     from dse.search.runner import run_study
 
-    workers = start_workers(study, url, until, jobs - 1, catalog)
+    workers = start_workers(study, url, until, jobs - 1, catalog, calibration)
     bar = progress_bar(Console(stderr=True), quiet, "detail")
     with bar:
         task = bar.add_task(spec.name, total=until, detail="")
@@ -482,6 +505,7 @@ def worker_cmd(
     trials: Annotated[int | None, typer.Option(
         "--trials", min=1, help="Complete at most this many trials in this worker.")] = None,
     catalog: CatalogOpt = None,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Join an existing study and work on it until its budget is complete (shared by all workers:
     together they stop at the total). Start any number, on any machines that reach the storage."""
@@ -490,7 +514,7 @@ def worker_cmd(
     from dse.search.parallel import stop_gracefully
     from dse.search.runner import STOP, read_after_run, run_study
 
-    spec = _spec(study, catalog)
+    spec = _spec(study, catalog, calibration)
     url = storage if storage is not None else spec.storage
     shown = _shown(url, spec)
     stopped_by = stop_gracefully()
@@ -703,18 +727,20 @@ def pareto_cmd(
         "calibration ensemble, its 80% intervals, and the front that holds with >= 80% "
         "probability (one row per distinct design).")] = False,
     force: ForceOpt = False,
+    calibration: ScoredWithOpt = None,
 ) -> None:
     """The Pareto front of a study: a table (one row per distinct design, best first by the first
     objective), or CSV / JSON / Parquet (every front trial)."""
     from dse.search.results import objective_set_of
 
-    spec = _spec(study)
+    spec = _spec(study, None, calibration)
     check_targets(force, csv, parquet)
     if robust:
-        _pareto_robust(spec, storage, csv, parquet, as_json, force)
+        _pareto_robust(spec, storage, csv, parquet, as_json, force, calibration)
         return
     try:
         stored = load_stored_study(spec, storage)
+        _scored_with(spec, stored, calibration)
         # The records of the front's frame, without pandas unless a file is written.
         rows = trial_rows(stored, only_front=True)
         objectives = [(o.metric, o.direction) for o in objective_set_of(stored, spec).objectives]
@@ -740,7 +766,7 @@ def _export(frame: pd.DataFrame, csv: Path | None, parquet: Path | None, force: 
 
 
 def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parquet: Path | None,
-                   as_json: bool, force: bool) -> None:
+                   as_json: bool, force: bool, calibration: Path | None) -> None:
     """``dse pareto STUDY --robust``: the front under the calibration ensemble
     (:mod:`dse.search.robust_front`)."""
     import pandas as pd
@@ -751,7 +777,7 @@ def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parqu
     journal = journal_file(storage, spec)
     try:
         stored = load_stored_study(spec, storage)
-        spec = as_recorded(spec, stored.user_attrs)
+        spec = _scored_with(spec, stored, calibration)
         objectives = objective_set_of(stored, spec)
         result = robust_front(stored, spec, objectives,
                               cache=retiming_cache(journal) if journal is not None else None)
@@ -795,12 +821,13 @@ def report_cmd(
     out: Annotated[Path | None, typer.Option(
         "--out", help="Folder for the page (default: beside the journal).")] = None,
     storage: StorageOpt = None,
+    calibration: ScoredWithOpt = None,
 ) -> None:
     """Write the study's interactive Pareto report: one self-contained HTML file."""
-    spec = _spec(study)
+    spec = _spec(study, None, calibration)
     try:
         stored = load_stored_study(spec, storage)
-        path = _write_report(stored, as_recorded(spec, stored.user_attrs), storage or "", out)
+        path = _write_report(stored, _scored_with(spec, stored, calibration), storage or "", out)
     except DseInputError as exc:
         fail(str(exc))
         return

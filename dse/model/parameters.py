@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
@@ -32,6 +33,14 @@ class Calibration:
     """Calibration parameters; see each field for its prior's source."""
 
     version: str = "prior"
+    based_on: str = ""
+    """The version of the calibration a user's own fit started from (``dse calibrate --data``,
+    :mod:`dse.calibration.own`); empty for a fit to the published measurements."""
+    own_fitted: tuple[str, ...] = ()
+    """The parameters fitted to a user's own measurements; every other parameter keeps the value
+    of the calibration ``based_on`` names. One stated as a range by default
+    (:data:`DEFAULT_RANGES`) is pinned by those measurements, so it is no range of this
+    calibration (:func:`unpinned`)."""
     dense_efficiency_simt: float = field(default=0.70, metadata=EFF)
     """fp32 (non tensor-core) GEMM efficiency at large sizes. Prior: cuBLAS SGEMM reaches 70-90% of
     fp32 peak on large square GEMMs (NVIDIA GEMM performance guide)."""
@@ -141,7 +150,7 @@ class Calibration:
         return replace(self, **values)  # type: ignore[arg-type]
 
 
-NOT_SCALARS = ("version", "software_factor", "fit", "ranges")
+NOT_SCALARS = ("version", "based_on", "own_fitted", "software_factor", "fit", "ranges")
 """The :class:`Calibration` fields that are not one number each."""
 FITTED_PARAMETERS: tuple[str, ...] = tuple(f.name for f in fields(Calibration) if f.name not in NOT_SCALARS)
 """Names of the scalar calibration parameters."""
@@ -156,8 +165,9 @@ def unpinned(calib: Calibration) -> dict[str, tuple[float, float]]:
     calibration file's ``[ranges]`` over the defaults (:data:`DEFAULT_RANGES`). Their point values
     are priors; the ensemble draws them across their ranges and every interval takes in the
     prediction at both ends (:mod:`dse.calibration.ensemble`), so a design shows exactly as much
-    more uncertainty as its step depends on them."""
-    out = {name: rng for name, (rng, _) in DEFAULT_RANGES.items()}
+    more uncertainty as its step depends on them. A parameter fitted to a user's own measurements
+    (:attr:`Calibration.own_fitted`) is pinned: no range."""
+    out = {name: rng for name, (rng, _) in DEFAULT_RANGES.items() if name not in calib.own_fitted}
     out.update(calib.ranges)
     return out
 
@@ -171,11 +181,12 @@ accelerator fit valid."""
 
 def fingerprint(calib: Calibration) -> str:
     """A short hash of a calibration's values (every scalar parameter but :data:`FITTED_APART` and
-    the unpinned ones, :data:`DEFAULT_RANGES`, which no refit moves either, and every software
+    the unpinned ones, :func:`unpinned`, which no refit moves either, and every software
     factor), so a refit that kept its version label still invalidates its ensemble
     (:mod:`dse.calibration.ensemble`) and the memos keyed by it."""
+    ranged = unpinned(calib)
     parts = [f"{name}={float(getattr(calib, name))!r}" for name in FITTED_PARAMETERS
-             if name not in FITTED_APART and name not in DEFAULT_RANGES]
+             if name not in FITTED_APART and name not in ranged]
     parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -183,19 +194,32 @@ def fingerprint(calib: Calibration) -> str:
 def load_calibration(path: Path | None = None) -> Calibration:
     """The calibration in ``path``, or the packaged one (priors when none has been fitted yet)."""
     if path is not None:
-        return checked_ranges(from_mapping(Calibration, read_toml(path), str(path)), str(path))
+        return calibration_from(read_toml(path), str(path))
     return _packaged()
+
+
+def calibration_from(data: dict[str, Any], source: str) -> Calibration:
+    """A calibration from its file's table (``source`` names it in errors), strictly."""
+    return checked_ranges(from_mapping(Calibration, data, source), source)
 
 
 def checked_ranges(calib: Calibration, source: str) -> Calibration:
     """``calib``, once every stated range names an unpinned parameter and holds its value
-    within the parameter's own bounds (one-line errors naming the file and ``ranges.NAME``)."""
+    within the parameter's own bounds, and every parameter ``own_fitted`` names is one (one-line
+    errors naming the file and ``ranges.NAME`` or ``own_fitted``)."""
     bounds = {f.name: f.metadata for f in fields(Calibration)}
+    for name in calib.own_fitted:
+        if name not in FITTED_PARAMETERS:
+            raise DseInputError(source, "own_fitted", f"unknown parameter {name!r} (known: "
+                                f"{', '.join(FITTED_PARAMETERS)})")
     for name, rng in calib.ranges.items():
         where = f"ranges.{name}"
         if name not in DEFAULT_RANGES:
             known = ", ".join(DEFAULT_RANGES)
             raise DseInputError(source, where, f"not a parameter stated as a range (those are: {known})")
+        if name in calib.own_fitted:
+            raise DseInputError(source, where, "fitted to your own measurements (own_fitted), so "
+                                "not a range")
         if len(rng) != 2 or not all(isinstance(x, int | float) for x in rng):
             raise DseInputError(source, where, "needs [low, high]")
         lo, hi = float(rng[0]), float(rng[1])
@@ -213,9 +237,7 @@ def _packaged() -> Calibration:
     if not ref.is_file():
         return Calibration()
     with resources.as_file(ref) as p:
-        data: dict[str, Any] = read_toml(p)
-        return checked_ranges(from_mapping(Calibration, data, "dse/data/calibration.toml"),
-                              "dse/data/calibration.toml")
+        return calibration_from(read_toml(p), "dse/data/calibration.toml")
 
 
 def write_calibration(calib: Calibration, path: Path) -> None:
@@ -224,6 +246,11 @@ def write_calibration(calib: Calibration, path: Path) -> None:
         "# dse calibration: written by `dse calibrate`; dse/model/parameters.py documents each value.",
         f'version = "{calib.version}"',
     ]
+    if calib.based_on or calib.own_fitted:
+        lines.append(f"based_on = {json.dumps(calib.based_on)}  # the calibration the own fit "
+                     "started from")
+        lines.append(f"own_fitted = {json.dumps(list(calib.own_fitted))}  # fitted to your own "
+                     "measurements; the rest keep based_on's values")
     for f in fields(Calibration):
         if f.name in NOT_SCALARS:
             continue

@@ -18,14 +18,20 @@ from typing import Any
 
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
-from dse.model.parameters import Calibration, load_calibration
+from dse.model.parameters import Calibration
 from dse.model.system import GB
 from dse.outputs.figures import AFTER_FIRST_SCREEN, INFLATE_SCRIPT, Figure, figure_html, pack
 from dse.outputs.markup import text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
 from dse.search.study.encoding import design_system, design_workload
-from dse.search.study.study_file import StudySpec, study_catalog, study_space, study_workload
+from dse.search.study.study_file import (
+    StudySpec,
+    study_calibration,
+    study_catalog,
+    study_space,
+    study_workload,
+)
 
 MAX_DESIGNS = 30
 """Designs offered in the list: each is scored again and carries its plan and timeline in the page,
@@ -48,7 +54,7 @@ def score_designs(spec: StudySpec, designs: Sequence[tuple[str, dict[str, Any]]]
     schema cannot express (none reaches the front) is left out."""
     space, workload = study_space(spec), study_workload(spec)
     catalog = study_catalog(spec).catalog
-    calib = calibration or load_calibration()
+    calib = calibration or study_calibration(spec)
     out = []
     for label, design in designs[:MAX_DESIGNS]:
         try:

@@ -574,9 +574,8 @@ def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], ca
     """The plan-and-timeline section (:mod:`dse.outputs.front_design_detail`) of ``designs``, kept
     in ``cache`` under a key of the model's fingerprint, the output code and Plotly's version, the
     study's workload, space, catalog and calibration, and the designs with their labels."""
-    from dse.model.parameters import load_calibration
     from dse.search.fingerprint import model_fingerprint
-    from dse.search.study.study_file import study_catalog, study_space, study_workload
+    from dse.search.study.study_file import study_calibration, study_catalog, study_space, study_workload
 
     digest = _sources_digest("dse.outputs.front_design_detail", "dse.outputs.plan",
                              "dse.outputs.timeline", "dse.outputs.figures", "dse.outputs.labels",
@@ -584,7 +583,7 @@ def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], ca
                              "dse.search.study.encoding")
     digest.update(model_fingerprint().encode())
     for item in (study_workload(spec), study_space(spec), study_catalog(spec).catalog,
-                 load_calibration()):
+                 study_calibration(spec)):
         digest.update(b"\0" + repr(item).encode())
     digest.update(json.dumps(designs, sort_keys=True, default=str).encode())
     page: str = _cached(cache, "chosen", digest.hexdigest(),

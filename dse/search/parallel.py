@@ -23,7 +23,7 @@ from dse.errors import DseInputError
 from dse.search.runner import STOP, run_study
 from dse.search.storage.failures import quiet_lost_storage, storage_failure
 from dse.search.storage.servers import redact
-from dse.search.study.study_file import load_study_spec, with_catalog
+from dse.search.study.study_file import load_study_spec, with_calibration, with_catalog
 
 PARENT_POLL_S = 0.5
 """How often a ``--jobs`` worker checks that its parent lives."""
@@ -42,16 +42,18 @@ class WorkerExits:
 
 
 def start_workers(study: str, storage: str | None, until: int, count: int,
-                  catalog: str = "") -> tuple[BaseProcess, ...]:
+                  catalog: str = "", calibration: str = "") -> tuple[BaseProcess, ...]:
     """Start ``count`` worker processes on the study file ``study`` (name or path) in ``storage``
     (``None``: the study's own), each working until ``until`` trials are complete in total;
-    ``catalog`` replaces the study's user catalog (``dse run --catalog``). Optuna logs in them
+    ``catalog`` replaces the study's user catalog (``dse run --catalog``), ``calibration`` its
+    calibration file (``dse run --calibration``). Optuna logs in them
     at this process's level (a spawned process starts at Optuna's default, every trial at INFO)."""
     ctx = multiprocessing.get_context("spawn")
     parent = os.getpid()
     verbosity = optuna.logging.get_verbosity()
     workers = tuple(ctx.Process(target=_work, daemon=True,
-                                args=(study, storage, until, i + 1, parent, catalog, verbosity))
+                                args=(study, storage, until, i + 1, parent, catalog, calibration,
+                                      verbosity))
                     for i in range(count))
     for w in workers:
         w.start()
@@ -68,7 +70,7 @@ def join_workers(workers: tuple[BaseProcess, ...]) -> WorkerExits:
 
 
 def _work(study: str, storage: str | None, until: int, index: int, parent: int,
-          catalog: str, verbosity: int) -> None:
+          catalog: str, calibration: str, verbosity: int) -> None:
     """Entry point of worker ``index`` (from 1; the parent is worker 0) of process ``parent``,
     Optuna logging at ``verbosity``: an input error or a lost storage is one line on stderr and
     exit code :data:`WORKER_ERROR_EXIT`. It stops after its running trial when the parent dies."""
@@ -77,8 +79,8 @@ def _work(study: str, storage: str | None, until: int, index: int, parent: int,
     _stop_with_parent(parent)
     try:
         with quiet_lost_storage():
-            run_study(with_catalog(load_study_spec(study), catalog), storage, until=until,
-                      worker=f"jobs-{index}")
+            spec = with_calibration(with_catalog(load_study_spec(study), catalog), calibration)
+            run_study(spec, storage, until=until, worker=f"jobs-{index}")
     except DseInputError as exc:
         _exit_with(str(exc))
     except Exception as exc:

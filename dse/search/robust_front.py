@@ -51,8 +51,8 @@ from dse.calibration.ensemble import (
     EnsembleMismatch,
     PredictionInterval,
     cpu_interval_at,
+    ensemble_of,
     interval_of_spread,
-    load_ensemble,
     log_throughputs,
     range_ends,
 )
@@ -62,7 +62,7 @@ from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Catalog
 from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
-from dse.model.parameters import Calibration, load_calibration
+from dse.model.parameters import Calibration
 from dse.model.system import System
 from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
@@ -75,7 +75,14 @@ from dse.search.storage.recovery import BASELINE_KEY
 from dse.search.study.attribute_keys import CALIBRATION_VERSION_KEY
 from dse.search.study.encoding import design_system, design_workload
 from dse.search.study.objective_sets import ObjectiveSet, losses_of
-from dse.search.study.study_file import StudySpec, study_catalog, study_space, study_workload
+from dse.search.study.study_file import (
+    StudySpec,
+    study_calibration,
+    study_calibration_file,
+    study_catalog,
+    study_space,
+    study_workload,
+)
 
 PRICE_EXPONENTS: dict[str, tuple[int, int]] = {
     "capex_usd": (1, 0),
@@ -500,8 +507,8 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     those they were made with (a retiming is deterministic), so a later report of the same study
     retimes only the designs it has not met; the front itself is kept beside them
     (:func:`front_cache`) and read back while nothing it depends on changed (:func:`_front_key`)."""
-    calib = calibration or load_calibration()
-    ens = ensemble or load_ensemble(calibration=calib)
+    calib = calibration or study_calibration(spec)
+    ens = ensemble or ensemble_of(study_calibration_file(spec), calib)
     scored = study.user_attrs.get(CALIBRATION_VERSION_KEY)
     if scored is not None and scored != ens.calibration_version:
         raise EnsembleMismatch(spec.name, "calibration", (

@@ -35,7 +35,7 @@ from optuna.trial import FrozenTrial, TrialState
 from dse import __version__
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
-from dse.model.parameters import load_calibration
+from dse.model.parameters import Calibration
 from dse.model.workload import Workload
 from dse.search import _optuna
 from dse.search.algorithms.dedup import DesignIndex, group_by_design, shared_index
@@ -75,13 +75,21 @@ from dse.search.study.attribute_keys import (
     VERSION_KEY,
     WORKLOAD_KEY,
 )
-from dse.search.study.contents import contents_json, moved_message, moved_systems, study_contents, where_from
+from dse.search.study.contents import (
+    contents_json,
+    moved_key,
+    moved_message,
+    moved_systems,
+    study_contents,
+    where_from,
+)
 from dse.search.study.encoding import encode_design, grid_designs, grid_of
 from dse.search.study.objective_sets import ObjectiveSet, loss_sign
 from dse.search.study.search_space import SearchSpace, preset_params
 from dse.search.study.seeding import WarmStart, warm_start_trials
 from dse.search.study.study_file import (
     StudySpec,
+    study_calibration,
     study_catalog,
     study_files,
     study_objectives,
@@ -243,7 +251,7 @@ def _resume(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any], describ
                             "rerun with --force to continue anyway (the change is recorded)")
     systems_moved = moved_systems(attrs.get(CONTENTS_KEY), contents)
     if systems_moved and not force:
-        raise DseInputError(spec.name, "space", moved_message(systems_moved))
+        raise DseInputError(spec.name, moved_key(systems_moved), moved_message(systems_moved))
     log = list(attrs.get(CHANGES_KEY, []))
     now = datetime.now(UTC).isoformat()
     if changed:
@@ -256,16 +264,16 @@ def _resume(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any], describ
     recorded = contents_json(contents)
     if attrs.get(CONTENTS_KEY) != recorded:  # forced, a comment edited, or recorded before contents
         study.set_user_attr(CONTENTS_KEY, recorded)
-    _record_versions(study, attrs, log, now)
+    _record_versions(study, attrs, log, now, study_calibration(spec))
     _record_rest(study, spec, attrs, objectives)
 
 
 def _record_versions(study: optuna.Study, attrs: dict[str, Any], log: list[dict[str, Any]],
-                     now: str) -> None:
-    """A new model (its code or data), calibration or dse version is not refused, but recorded:
-    trials after this point were scored by it. ``log`` (``dse:changes`` so far, this resume's
-    entries included) is written when it grew."""
-    versions = {CALIBRATION_VERSION_KEY: load_calibration().version, VERSION_KEY: __version__,
+                     now: str, calibration: Calibration) -> None:
+    """A new model (its code or data), calibration (``calibration``, the study's) or dse version
+    is not refused, but recorded: trials after this point were scored by it. ``log``
+    (``dse:changes`` so far, this resume's entries included) is written when it grew."""
+    versions = {CALIBRATION_VERSION_KEY: calibration.version, VERSION_KEY: __version__,
                 MODEL_KEY: model_fingerprint()}
     moved = {k: {"from": attrs.get(k), "to": v} for k, v in versions.items() if attrs.get(k) != v}
     if moved:
@@ -309,7 +317,7 @@ def _record_new(study: optuna.Study, spec: StudySpec, warm_start: WarmStart = Wa
     for key, value in _describe(spec).items():
         study.set_user_attr(key, value)
     study.set_user_attr(VERSION_KEY, __version__)
-    study.set_user_attr(CALIBRATION_VERSION_KEY, load_calibration().version)
+    study.set_user_attr(CALIBRATION_VERSION_KEY, study_calibration(spec).version)
     study.set_user_attr(MODEL_KEY, model_fingerprint())
     study.set_user_attr(STUDY_KEY, json.dumps(_spec_dict(spec), sort_keys=True))
     study.set_user_attr(FILES_KEY, json.dumps(study_files(spec), sort_keys=True))
@@ -324,7 +332,8 @@ def _record_new(study: optuna.Study, spec: StudySpec, warm_start: WarmStart = Wa
                        spec.budget, warm=asked or default, catalog=study_catalog(spec).catalog,
                        max_trials=warm_start_trials(spec.budget) if asked else None,
                        on_progress=on_sweep, prescreen_s=spec.prescreen_s,
-                       seed=0 if spec.seed is None else spec.seed)
+                       seed=0 if spec.seed is None else spec.seed,
+                       calibration=study_calibration(spec))
     study.set_user_attr(BUDGET_KEY, spec.budget)
 
 
@@ -569,6 +578,7 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
     """Work on ``study`` until ``budget`` trials are complete (or this worker's ``quota`` of
     completed trials is used up, counted in it)."""
     objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
+                                calibration=study_calibration(spec),
                                 catalog=study_catalog(spec).catalog, heartbeat=heartbeat_enabled(study))
     tracker = _Tracker(study, budget, on_trial, study_space(spec))
     watch = RuleWatch(objective.space.base_for)

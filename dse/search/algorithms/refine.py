@@ -273,7 +273,7 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
                    on_progress: Callable[[int, int], None] | None = None,
                    prescreen_s: float = PRESCREEN_S,
                    keep: list[SweepResult] | None = None,
-                   seed: int = 0) -> list[dict[str, Any]]:
+                   seed: int = 0, calibration: Calibration | None = None) -> list[dict[str, Any]]:
     """What a new study gets by default with a budget of at least
     :data:`~dse.search.algorithms.reference.REFERENCE_MIN_BUDGET`: one :func:`coarse_to_fine` sweep when
     :func:`~dse.search.algorithms.sweep.sweep_allowed`, else (a space too large for a coarse grid) one
@@ -287,14 +287,15 @@ def seed_new_study(study: Any, space: SearchSpace, workload: Workload, objective
     alone. Returns the enqueued designs; ``on_progress``: the sweep's; ``keep``: the sweep's
     result is appended to it (for a benchmark that measures the sweep's front itself);
     ``seed``: the pre-screen's (the study's seed, so that studies differing only in their seed
-    start from different samples)."""
+    start from different samples); ``calibration``: the study's (default: the packaged one)."""
     if REFERENCE_KEY in study.user_attrs:
         return []
     if sweep_allowed(space, budget):
-        result = coarse_to_fine(space, workload, objectives, catalog=catalog, on_progress=on_progress)
+        result = coarse_to_fine(space, workload, objectives, catalog=catalog, calibration=calibration,
+                                on_progress=on_progress)
     elif budget >= REFERENCE_MIN_BUDGET and prescreen_s > 0:
         screened = screen_to_fine(space, workload, objectives, prescreen_s, catalog=catalog,
-                                  on_progress=on_progress, seed=seed)
+                                  calibration=calibration, on_progress=on_progress, seed=seed)
         study.set_user_attr(PRESCREEN_KEY, screened.record(prescreen_s))
         result = screened.result
     else:

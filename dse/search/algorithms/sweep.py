@@ -63,6 +63,7 @@ from dse.search.study.search_space import Parameter, SearchSpace, probe_values
 from dse.search.study.seeding import warm_start_trials
 from dse.search.study.study_file import (
     StudySpec,
+    study_calibration,
     study_catalog,
     study_objectives,
     study_space,
@@ -718,10 +719,11 @@ def greedy_front(losses: np.ndarray, k: int, extremes: bool = False) -> list[int
 
 def coarse_front(space: SearchSpace, workload: Workload, objectives: ObjectiveSet,
                  max_designs: int = REFERENCE_MAX_DESIGNS, jobs: int | None = 1,
-                 catalog: Catalog | None = None) -> SweepResult:
+                 catalog: Catalog | None = None, calibration: Calibration | None = None) -> SweepResult:
     """The sweep of :func:`coarse_grid` (at most ``max_designs`` designs, or its 2-level grid)."""
     coarse, grid = coarse_grid(space, max_designs)
-    result = run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid, catalog=catalog)
+    result = run_sweep(coarse, workload, objectives, jobs=jobs, grid=grid, catalog=catalog,
+                       calibration=calibration)
     result.method = "coarse sweep"
     return result
 
@@ -745,6 +747,7 @@ def warm_start(
     jobs: int | None = 1,
     catalog: Catalog | None = None,
     result: SweepResult | None = None,
+    calibration: Calibration | None = None,
 ) -> list[dict[str, Any]]:
     """Enqueue the exact front of a coarse sweep of ``space`` (at most ``max_designs`` designs,
     or ``result`` when already swept) into the Optuna ``study``: at most ``max_trials`` designs
@@ -756,7 +759,7 @@ def warm_start(
     if WARM_START_KEY in study.user_attrs:
         return []
     if result is None:
-        result = coarse_front(space, workload, objectives, max_designs, jobs, catalog)
+        result = coarse_front(space, workload, objectives, max_designs, jobs, catalog, calibration)
     record_reference(study, result)
     designs = result.front_designs()
     if max_trials is not None:
@@ -775,7 +778,8 @@ def warm_start_study(study: Any, spec: StudySpec, max_trials: int | None = None)
     is spent on the coarse front."""
     cap = max_trials if max_trials is not None else warm_start_trials(spec.budget)
     return warm_start(study, study_space(spec), study_workload(spec), study_objectives(spec),
-                      max_trials=cap, catalog=study_catalog(spec).catalog)
+                      max_trials=cap, catalog=study_catalog(spec).catalog,
+                      calibration=study_calibration(spec))
 
 
 def sweep_allowed(space: SearchSpace, budget: int) -> bool:

@@ -8,13 +8,16 @@ and optionally a storage; :func:`load_study_spec` validates it and everything it
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dse.errors import DseInputError
 from dse.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, check_placement_work, upto
+from dse.model.parameters import Calibration, calibration_from, load_calibration
 from dse.model.user_catalog import UserCatalog, load_user_catalog
 from dse.model.workload import PER_DEVICE_FIELDS, Workload, load_workload, scale_tables
 from dse.records import (
@@ -26,9 +29,10 @@ from dse.records import (
     from_mapping,
     named_beside,
     named_file,
+    read_named,
     read_toml,
 )
-from dse.search.study.attribute_keys import CONTENTS_KEY
+from dse.search.study.attribute_keys import CALIBRATION_VERSION_KEY, CONTENTS_KEY
 from dse.search.study.encoding import grid_of
 from dse.search.study.objective_sets import ObjectiveSet, load_objectives, needs_dataset
 from dse.search.study.search_space import (
@@ -52,6 +56,8 @@ SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
 """The samplers a study file may name (``sampler``); :func:`dse.search.algorithms.samplers.make_sampler`
 makes each."""
 _TABLE_SCALE = "table_scale"
+CALIBRATION_LABEL = "calibration"
+"""The label of a study's calibration file in ``dse:contents`` and ``dse:files``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,11 @@ class StudySpec:
     catalog: str = ""
     """A user catalog file (:mod:`dse.model.user_catalog`) on top of the packaged catalog; empty =
     the packaged catalog. A relative path is looked for beside the study file."""
+    calibration: str = ""
+    """A calibration file to score with instead of the packaged calibration (``dse calibrate
+    --data mine.csv`` writes one from your own measurements); empty = the packaged one. A relative
+    path is looked for beside the study file. Recorded by its content (``dse:contents``) as the
+    systems are: a resume that finds other content there is refused unless forced."""
     prescreen_s: float = field(default=PRESCREEN_S, metadata=upto(MAX_PRESCREEN_S))
     """CPU seconds (one core) of the space-filling pre-screen a new study runs before its first
     trial when its space is too large for a coarse grid (:mod:`dse.search.algorithms.prescreen`); 0: none.
@@ -124,14 +135,14 @@ def load_study_spec(name_or_path: str) -> StudySpec:
     # The workload, space and objectives keep the words the file gives (recorded as the study's
     # definition, the same from every folder); :func:`resolved` finds their files beside it.
     spec = dataclasses.replace(spec, storage=storage_beside(spec.storage, path),
-                               catalog=str(path.parent / spec.catalog) if spec.catalog and not
-                               Path(spec.catalog).is_absolute() else spec.catalog,
-                               file=str(path))
+                               catalog=_beside(spec.catalog, path),
+                               calibration=_beside(spec.calibration, path), file=str(path))
     if spec.sampler not in SAMPLERS:
         raise DseInputError(source, "sampler", f"unknown sampler {spec.sampler!r} "
                             f"(known: {', '.join(SAMPLERS)})")
     loaders = (("workload", study_workload), ("space", study_space),
-               ("objectives", study_objectives), ("catalog", study_catalog))
+               ("objectives", study_objectives), ("catalog", study_catalog),
+               ("calibration", study_calibration))
     for key, loader in loaders:
         try:
             loader(spec)
@@ -149,6 +160,12 @@ def load_study_spec(name_or_path: str) -> StudySpec:
                             f"conditional parameters; space {spec.space!r} has float or "
                             "conditional parameters (give them choices, or use another sampler)")
     return spec
+
+
+def _beside(value: str, study_file: Path) -> str:
+    """A file a study file names by path (``catalog``, ``calibration``), taken from the study
+    file's folder when relative; empty stays empty."""
+    return str(study_file.parent / value) if value and not Path(value).is_absolute() else value
 
 
 def storage_beside(storage: str, study_file: Path) -> str:
@@ -190,6 +207,68 @@ def study_objectives(spec: StudySpec) -> ObjectiveSet:
 def study_catalog(spec: StudySpec) -> UserCatalog:
     """The catalog a study prices its designs with: the packaged one, or with its user catalog."""
     return load_user_catalog(Path(spec.catalog) if spec.catalog else None)
+
+
+def study_calibration(spec: StudySpec) -> Calibration:
+    """The calibration a study scores with: for a read-only command, the one its stored study
+    recorded (:func:`as_recorded`: the trials were scored with it, whatever the file holds now);
+    else its calibration file; else the packaged calibration."""
+    recorded = _recorded_calibration(spec.recorded)
+    if recorded is not None:
+        return calibration_from(tomllib.loads(recorded["text"]), f"{recorded['path']} (as the "
+                                "study recorded it)")
+    return load_calibration(Path(spec.calibration)) if spec.calibration else load_calibration()
+
+
+def study_calibration_file(spec: StudySpec) -> Path | None:
+    """The file of :func:`study_calibration` (its ensemble lies beside it,
+    :func:`dse.calibration.ensemble.ensemble_beside`); None for the packaged calibration."""
+    recorded = _recorded_calibration(spec.recorded)
+    if recorded is not None:
+        return Path(recorded["path"])
+    return Path(spec.calibration) if spec.calibration else None
+
+
+def _recorded_calibration(recorded: str) -> dict[str, str] | None:
+    """The calibration file a stored study recorded (its ``dse:contents`` entry), if any."""
+    if not recorded:
+        return None
+    found: dict[str, str] | None = json.loads(recorded).get(CALIBRATION_LABEL)
+    return found
+
+
+def calibration_differs(spec: StudySpec, attrs: dict[str, Any]) -> str:
+    """One line when the calibration ``spec`` names (``--calibration``, or its file's key) is not
+    the one the stored study (its user attributes ``attrs``) was scored with: other content than
+    it recorded, or another version; empty when it is the same (or the study recorded neither)."""
+    given = study_calibration(dataclasses.replace(spec, recorded=""))
+    where = spec.calibration or "the packaged calibration"
+    was = _recorded_calibration(str(attrs.get(CONTENTS_KEY, "")))
+    if was is not None and spec.calibration:
+        now = read_named(Path(spec.calibration), None).digest
+        if now != was["sha256"]:
+            return (f"{where}: the study was scored with {was['path']} (sha256 "
+                    f"{was['sha256'][:12]}), which this file is not (sha256 {now[:12]}): rerun "
+                    "the study with it to see its front under this calibration")
+        return ""
+    scored = attrs.get(CALIBRATION_VERSION_KEY)
+    if scored is not None and scored != given.version:
+        return (f"{where}: the study was scored with calibration {scored}, this is "
+                f"{given.version}: rerun the study with it to see its front under this calibration")
+    return ""
+
+
+def with_calibration(spec: StudySpec, calibration: str) -> StudySpec:
+    """``spec`` scored with the calibration file ``calibration`` instead of its own
+    (``--calibration``; empty: unchanged), validated."""
+    if not calibration:
+        return spec
+    changed = dataclasses.replace(spec, calibration=calibration)
+    try:
+        study_calibration(changed)
+    except DseInputError as exc:
+        raise DseInputError("--calibration", "", str(exc)) from None
+    return changed
 
 
 def resolved(spec: StudySpec, value: str, kind: FileKind) -> str:
@@ -243,6 +322,8 @@ def study_files(spec: StudySpec) -> dict[str, str]:
              "objectives": where(spec.objectives, OBJECTIVES)}
     if spec.catalog:
         files["catalog"] = str(Path(spec.catalog).resolve())
+    if spec.calibration:
+        files[CALIBRATION_LABEL] = str(Path(spec.calibration).resolve())
     return files
 
 
