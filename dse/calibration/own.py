@@ -262,19 +262,25 @@ class Prior:
     """One row's log error: the model's error on a measured point, the packaged leave-one-out
     residuals' normalised median absolute deviation (:data:`dse.calibration.fit.MAD_TO_SIGMA`)."""
     spread: dict[str, float]
-    """For each parameter the packaged fit pins, the standard deviation of its free coordinate
-    (:func:`encode`) over the packaged ensemble's bootstrap members; a parameter not listed no
-    published measurement pins (a prior or a range)."""
+    """For each parameter the packaged fit pins, the spread of its free coordinate
+    (:func:`encode`) over the packaged ensemble's bootstrap members, as a standard deviation
+    estimated robustly (the normalised median absolute deviation: a few members saturated at a
+    bound would inflate a plain one many times); a parameter not listed no published measurement
+    pins (a prior or a range)."""
 
 
 def prior_of(ens: CalibrationEnsemble) -> Prior:
     """:class:`Prior` from the packaged ensemble (as :func:`~dse.calibration.ensemble.load_ensemble`
     returns it)."""
-    r = np.asarray(ens.loo_log_residuals)
-    sigma = MAD_TO_SIGMA * float(np.median(np.abs(r - np.median(r)))) if r.size else 0.0
-    spread = {name: float(np.std([encode(m, [name])[0] for m in ens.members]))
+    spread = {name: robust_sd(np.array([encode(m, [name])[0] for m in ens.members]))
               for name in FIT_PARAMETERS}
-    return Prior(sigma, spread)
+    return Prior(robust_sd(np.asarray(ens.loo_log_residuals)), spread)
+
+
+def robust_sd(x: np.ndarray) -> float:
+    """The normalised median absolute deviation of ``x`` (:data:`~dse.calibration.fit.MAD_TO_SIGMA`):
+    a standard deviation under normal errors that a few outlying values do not inflate."""
+    return MAD_TO_SIGMA * float(np.median(np.abs(x - np.median(x)))) if x.size else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +293,9 @@ class Choice:
     fitted: bool
     reason: str
     """Why it is fitted, or why it keeps its packaged value, in words."""
+    pinned: float = math.nan
+    """How tightly the rows pin it (:func:`pinned_to`: one standard deviation relative to its
+    value; NaN when the rules before that test already decided)."""
 
 
 def choose(rows: Sequence[OwnRow], calib: Calibration, prior: Prior,
@@ -320,10 +329,12 @@ def choose(rows: Sequence[OwnRow], calib: Calibration, prior: Prior,
                 chosen.append(j)
                 out.append(Choice(name, peak[j], True, f"fitted (elasticity {size:.2f}; your rows "
                                   f"pin it to +-{own:.0%}" + (f", the published measurements to "
-                                  f"+-{packaged:.0%})" if math.isfinite(packaged) else ")")))
+                                  f"+-{packaged:.0%})" if math.isfinite(packaged) else ")"), own))
                 continue
-            reason = (f"your rows depend on it (elasticity {size:.2f}) but pin it to +-{own:.0%}, "
-                      f"the published measurements to +-{packaged:.0%}")
+            out.append(Choice(name, peak[j], False, f"your rows depend on it (elasticity "
+                              f"{size:.2f}) but pin it to +-{own:.0%}, the published measurements "
+                              f"to +-{packaged:.0%}: kept", own))
+            continue
         out.append(Choice(name, peak[j], False, reason + ": kept"))
     return tuple(out)
 

@@ -700,6 +700,22 @@ def calibrate_cmd(
     """Fit the calibration parameters to the measurements and write a versioned calibration file
     (with --ensemble, its ensemble too); with --data YOUR.csv, fit only what your own rows
     constrain on top of the packaged calibration and write it beside your file."""
+    from dse.cli.own_calibration import calibrate_own, is_own_csv, own_out
+
+    if data is not None and is_own_csv(data):
+        if loss is not None:
+            fail("--loss: a fit to your own rows is least squares; --loss is for the published "
+                 "measurements' fit")
+        calibrate_own(data, own_out(data, out), version, ensemble, seed)
+        return
+    out = own_out(data, out) if data is not None else out or Path("dse/data/calibration.toml")
+    _calibrate_published(data, out, version, ensemble, seed, jobs, loss)
+
+
+def _calibrate_published(data: Path | None, out: Path, version: str, ensemble: int, seed: int,
+                         jobs: int, loss: str | None) -> None:
+    """``dse calibrate`` on the published measurements (``data``: a CSV in their format, default
+    the packaged ones): fit from the priors, write ``out`` and say what was fitted."""
     from dse.calibration.cpu import fit_cpu, load_cpu_measurements
     from dse.calibration.fit import (
         FIT_LOSS,
@@ -711,16 +727,8 @@ def calibrate_cmd(
         validate,
     )
     from dse.calibration.measurements import fitted, load_measurements
-    from dse.cli.own_calibration import calibrate_own, is_own_csv, own_out
-    from dse.model.parameters import Calibration, write_calibration
+    from dse.model.parameters import write_calibration
 
-    if data is not None and is_own_csv(data):
-        if loss is not None:
-            fail("--loss: a fit to your own rows is least squares; --loss is for the published "
-                 "measurements' fit")
-        calibrate_own(data, own_out(data, out), version, ensemble, seed)
-        return
-    out = own_out(data, out) if data is not None else out or Path("dse/data/calibration.toml")
     try:
         everything = load_measurements(data)
         measurements = fitted(everything)

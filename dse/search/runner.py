@@ -573,13 +573,19 @@ def _counts(study: optuna.Study) -> tuple[int, int, int]:
             counts.get(TrialState.WAITING, 0))
 
 
+def _objective(spec: StudySpec, study: optuna.Study, budget: int) -> DesignObjective:
+    """What scores this worker's trials: the study's workload, space and objectives, with its
+    calibration and catalog."""
+    return DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
+                           study_calibration(spec), study_catalog(spec).catalog,
+                           heartbeat=heartbeat_enabled(study))
+
+
 def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
               on_trial: Callable[[Progress], None] | None, quota: _Quota) -> None:
     """Work on ``study`` until ``budget`` trials are complete (or this worker's ``quota`` of
     completed trials is used up, counted in it)."""
-    objective = DesignObjective(study_workload(spec), study_space(spec), study_objectives(spec), budget,
-                                calibration=study_calibration(spec),
-                                catalog=study_catalog(spec).catalog, heartbeat=heartbeat_enabled(study))
+    objective = _objective(spec, study, budget)
     tracker = _Tracker(study, budget, on_trial, study_space(spec))
     watch = RuleWatch(objective.space.base_for)
     last_recovery = time.monotonic()
