@@ -258,7 +258,8 @@ def write_calibration(calib: Calibration, path: Path) -> None:
     lines.append("")
     lines.append("[ranges]  # parameters no measurement pins down: [low, high], drawn by the ensemble")
     for name, (lo, hi) in unpinned(calib).items():
-        why = DEFAULT_RANGES[name][1] if name not in calib.ranges else "stated by the user"
+        default, source = DEFAULT_RANGES[name]
+        why = source if tuple(calib.ranges.get(name, default)) == tuple(default) else "stated by the user"
         lines.append(f"# {name}: {why}")
         lines.append(f"{name} = [{lo!r}, {hi!r}]")
     lines.append("")
