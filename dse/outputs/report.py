@@ -424,6 +424,22 @@ caption { text-align: left; font-weight: bold; padding: 4px 0; }
 </style>"""
 
 
+def calibration_source(spec: StudySpec) -> str:
+    """Where a study's calibration came from, when not the packaged one: `` (your file PATH,
+    fitted to your own measurements: NAMES)``; empty for the packaged calibration."""
+    from dse.search.study.study_file import study_calibration, study_calibration_file
+
+    path = study_calibration_file(spec)
+    if path is None:
+        return ""
+    try:
+        own = study_calibration(spec).own_fitted
+    except DseInputError:
+        own = ()
+    return f" (your file {path}" + (f", fitted to your own measurements: {', '.join(own)}"
+                                    if own else "") + ")"
+
+
 def catalog_rows(attrs: dict[str, Any], spec: StudySpec) -> list[tuple[str, str]]:
     """The header row listing a study's user catalog and every change it made to the packaged
     catalog (none for a study priced with the packaged catalog alone)."""
@@ -501,8 +517,8 @@ def header(study: Study, data: ReportData, storage: str) -> str:
                         f"{spec.sampler}, seed {spec.seed}")),
         ("convergence", convergence_line(study, data)),
         ("versions", text(f"dse {attrs.get(VERSION_KEY)} (report by dse {__version__}), "
-                          f"calibration {attrs.get(CALIBRATION_VERSION_KEY)}, "
-                          f"model {attrs.get(MODEL_KEY)}")),
+                          f"calibration {attrs.get(CALIBRATION_VERSION_KEY)}"
+                          f"{calibration_source(spec)}, model {attrs.get(MODEL_KEY)}")),
         *catalog_rows(attrs, spec),
         ("reproduce", f"<code>{text(command)}</code>"),
     ]

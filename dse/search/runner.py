@@ -396,7 +396,8 @@ def _spec_dict(spec: StudySpec) -> dict[str, Any]:
             "objectives": spec.objectives, "sampler": spec.sampler, "budget": spec.budget,
             "seed": spec.seed, "workload_overrides": spec.workload_overrides,
             "table_scale": spec.table_scale, "prescreen_s": spec.prescreen_s,
-            **({"catalog": spec.catalog} if spec.catalog else {})}
+            **({"catalog": spec.catalog} if spec.catalog else {}),
+            **({"calibration": spec.calibration} if spec.calibration else {})}
 
 
 def enqueue_baselines(study: optuna.Study, space: SearchSpace,
