@@ -160,10 +160,11 @@ def journal_storage(path: Path, study: str | None = None) -> JournalStorage:
     cut off, any other damage refused without writing (:func:`dse.search.storage.journal_check.check_journal`;
     ``study`` names the study in the message's ``dse repair`` advice)."""
     check_journal_file(path)
-    check_target(path, True)  # a journal (and so its lock) is never written through a link
+    lock = FlockLock(str(path))
+    for target in (path, Path(lock.path)):  # never written through a link (open_in_place)
+        check_target(target, True)  # said before any work, not at the first write
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FlockLock(str(path))
         if path.exists() and check_journal(path, study, thorough=False).tail_bytes:
             repair_journal_tail(path, lock, study)
         return QueueJournalStorage(CheckedJournalBackend(str(path), lock))
