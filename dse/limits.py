@@ -112,6 +112,21 @@ curve, so five or more would make a report take hours."""
 MAX_CONSTRAINTS = 100
 """Constraints of one objective set: each metric once with a ``min`` and a ``max`` needs 18; every
 design checks every constraint, so a list of thousands would slow every sweep for nothing."""
+MAX_NAME_CHARS = 200
+"""Characters of a name read from a file or ``--set``: a ``name`` (of a system, workload, part,
+space, objective set) and the key of every table (a catalog part's key, a price's). The longest
+shipped is 78 (a catalog part's display name), keys at most 32. Names are printed in every
+table, page and error: a 100 kB system name made ``dse evaluate``'s text output run past 120 s
+and a 3 MiB workload name likewise (issue 42)."""
+MAX_TEXT_CHARS = 4_096
+"""Characters of any other string of a file: a description, a source, a part or file named by
+name or path (a path fits: Linux's PATH_MAX is 4,096 bytes). The longest shipped is a system's
+``source`` of 416 characters."""
+MAX_PATH_BYTES = 4_096
+"""Bytes of a file's name or path given on the command line or in a file (Linux's PATH_MAX)."""
+MAX_FILE_NAME_BYTES = 255
+"""Bytes of one component of such a path (NAME_MAX of ext4, XFS, tmpfs): a longer name names no
+file, and asking the file system about it failed with ``OSError: File name too long``."""
 MAX_SPEC_FILE_BYTES = 4 * 2**20
 """Largest TOML spec read (workload, system, catalog, space, objectives, study), 4 MiB. The largest
 shipped spec, dse/data/catalog.toml, is 48 kB; a workload at :data:`MAX_TABLES` written in full

@@ -96,10 +96,20 @@ def to_json(value: Any) -> str:
     return json.dumps(finite(value), indent=2, allow_nan=False)
 
 
+def console(stderr: bool = False, width: int | None = None, soft_wrap: bool = False,
+            file: Any = None) -> Console:
+    """Every console the CLI prints text to: plain, without Rich markup or highlighting, so a
+    user's string (a name, a description, a reason naming a part) prints as written ("[red]" in a
+    name is not a style) and in linear time: Rich's highlighter took 7 s on a 30 kB system name
+    and over 120 s on 100 kB (issue 42). What is styled is built as :class:`rich.text.Text`."""
+    return Console(stderr=stderr, width=width, soft_wrap=soft_wrap, file=file, highlight=False,
+                   markup=False)
+
+
 def wide_console(min_width: int) -> Console:
     """A console at least ``min_width`` characters wide (tables of many columns stay unwrapped
     when stdout is a pipe or a narrow terminal)."""
-    return Console(width=max(Console().width, min_width))
+    return console(width=max(Console().width, min_width))
 
 
 def si(value: float, unit: str) -> str:

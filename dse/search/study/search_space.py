@@ -48,6 +48,7 @@ from dse.records import (
     SYSTEM,
     NamedFile,
     apply_override,
+    brief,
     from_mapping,
     named_beside,
     named_file,
@@ -293,7 +294,7 @@ def _read_systems(space: SearchSpace, source: str, naming: Path | None) -> dict[
         try:
             out[base] = read_named(named_beside(base, SYSTEM, naming), SYSTEM)
         except DseInputError as exc:
-            raise DseInputError(source, key, f"{base!r}: {exc.message or exc}") from None
+            raise DseInputError(source, key, f"{brief(base)}: {exc.message or exc}") from None
     return out
 
 
