@@ -408,3 +408,24 @@ def test_a_torn_last_write_is_no_cut(study: Path) -> None:
     assert run("status", str(study)).exit_code == 0
     assert run("run", str(study), "--trials", "1", "--quiet", "--no-report").exit_code == 0
     assert journal.read_bytes().startswith(before) and not scan_journal(journal).damage
+
+
+def test_a_journal_read_while_another_writer_appends_is_no_cut(study: Path) -> None:
+    """A reader reads the journal, then the extent: a writer that appended in between (two jobs
+    of one study) counted lines the reader's bytes lack; the file as it is now holds them."""
+    from dse.search.storage.journal_sequence import was_cut
+
+    journal = extended(study)
+    before = journal.read_bytes()
+    extended(study)  # another process's append, after the read
+    assert was_cut(journal, before) == 0
+    assert check_journal_ok(journal, before)
+    with journal.open("r+b") as f:  # a real cut is still one
+        f.truncate(len(before) // 2)
+    assert was_cut(journal, journal.read_bytes()) > 0
+
+
+def check_journal_ok(journal: Path, data: bytes) -> bool:
+    from dse.search.storage.journal_check import check_journal
+
+    return not check_journal(journal, "s", data=data).damage

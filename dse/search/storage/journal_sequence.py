@@ -125,6 +125,19 @@ def lines_written(path: Path, data: bytes) -> int | None:
 def was_cut(path: Path, data: bytes) -> int:
     """Records lost after the end of the journal ``path`` (its bytes ``data``): how many fewer
     lines it holds than when dse last appended to it (:func:`lines_written`); 0 if none or
-    unknown."""
+    unknown.
+
+    The extent is read after ``data``, so a writer may have appended (and counted) lines since:
+    the lines the file holds past ``data`` now count too (a cut never grows the file back)."""
     written = lines_written(path, data)
-    return max(0, written - data.count(b"\n")) if written is not None else 0
+    have = data.count(b"\n")
+    if written is None or written <= have:
+        return 0
+    try:
+        with path.open("rb") as f:
+            f.seek(len(data))
+            while written > have and (chunk := f.read(1 << 20)):
+                have += chunk.count(b"\n")
+    except OSError:
+        return 0
+    return max(0, written - have)
