@@ -39,6 +39,13 @@ from dse.search.storage.servers import (
 )
 
 GRPC_READY_TIMEOUT_S = 10.0
+_HUNG: dict[str, Any] = {}
+"""Per proxy address (``HOST:PORT``): the first call of this process there that passed its
+deadline. A deadline's one line is final (a hung proxy is not waited for again:
+:func:`~dse.search.storage.failures.storage_lost`), so every later call there fails at once with
+that error: a worker's closing calls (failing its trial, its summary) no longer wait a deadline
+each, which ended 5 workers behind a paused proxy 21-63 s after the pause instead of within
+30 s (issue 42; ``benchmarks/bench_proxy_pause.py``)."""
 PROXY_THREADS = 8
 """Requests a ``dse storage-proxy`` serves at once, and so its database connections."""
 
@@ -48,6 +55,9 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
     :class:`DseInputError` after ``timeout`` seconds)."""
     host, port = parse_grpc_url(url)
     answer_s = dse_params(url)[1].get(ANSWER_TIMEOUT_PARAM, ANSWER_TIMEOUT_S)
+    address = f"{host}:{port}"
+    if address in _HUNG:
+        raise _HUNG[address]  # hung earlier in this process: not waited for again
     try:
         import grpc
     except ModuleNotFoundError as exc:
@@ -63,23 +73,31 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
                                 f"within {timeout:g} s (is dse storage-proxy running?)") from None
         finally:
             channel.close()
-        return _optuna.grpc_proxy_client(host, port, _deadline(answer_s) if answer_s else None)
+        return _optuna.grpc_proxy_client(host, port, _deadline(answer_s, address)
+                                         if answer_s else None)
 
 
-def _deadline(seconds: float) -> Any:
+def _deadline(seconds: float, address: str) -> Any:
     """A gRPC client interceptor that gives every call without a deadline of its own one of
     ``seconds``: Optuna's proxy client sets none, so a hung proxy (or one whose database hangs
     past the proxy's own deadlines) would hold a worker forever. A call past it fails with
-    ``DEADLINE_EXCEEDED`` (:func:`~dse.search.storage.failures.storage_failure` says so in one line)."""
+    ``DEADLINE_EXCEEDED`` (:func:`~dse.search.storage.failures.storage_failure` says so in one
+    line), and so does every later call to ``address`` at once (:data:`_HUNG`)."""
     import grpc
 
     class Deadline(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+            hung = _HUNG.get(address)
+            if hung is not None:
+                return hung  # an RpcError is its own outcome: its result() raises it
             if details.timeout is None:
                 details = _CallDetails(details.method, seconds, details.metadata,
                                        details.credentials, details.wait_for_ready,
                                        getattr(details, "compression", None))
-            return continuation(details, request)
+            outcome = continuation(details, request)
+            if isinstance(outcome, grpc.RpcError) and outcome.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                _HUNG.setdefault(address, outcome)
+            return outcome
 
     class _CallDetails(grpc.ClientCallDetails):  # type: ignore[misc]
         def __init__(self, method: str, timeout: float, metadata: Any, credentials: Any,
