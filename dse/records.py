@@ -27,6 +27,7 @@ from dse.limits import (
     MAX_FILE_NAME_BYTES,
     MAX_NAME_CHARS,
     MAX_PATH_BYTES,
+    MAX_QUANTITY,
     MAX_SPEC_FILE_BYTES,
     MAX_TEXT_CHARS,
 )
@@ -106,6 +107,10 @@ def _check_bounds(value: float, meta: Mapping[str, Any], source: str, key: str) 
             raise DseInputError(source, key, f"must be at least {lo}, got {brief(value)}")
     if hi is not None and value > hi:
         raise DseInputError(source, key, f"must be at most {hi}, got {brief(value)}")
+    if hi is None and abs(value) > MAX_QUANTITY:  # finite through every product the model forms
+        bound = f"at most {MAX_QUANTITY:g}" if value > 0 else f"at least {-MAX_QUANTITY:g}"
+        raise DseInputError(source, key, f"must be {bound} (dse.limits.MAX_QUANTITY), "
+                            f"got {brief(value)}")
 
 
 def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] | None = None) -> Any:

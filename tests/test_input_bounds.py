@@ -422,3 +422,61 @@ def test_user_text_is_printed_as_written_without_markup(tmp_path: Path) -> None:
                            env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0].startswith(f"mlperf-dlrm-v1 on {name}: 1 node(s)")
+
+
+# --- catalog figures and constraints (issue 42, item 7) ----------------------------------------
+
+
+@pytest.mark.parametrize(("line", "key", "words"), [
+    ("[accelerator.h100-sxm5-80gb]\ntdp_w = 1e308", "accelerator.h100-sxm5-80gb.tdp_w",
+     "must be at most 10000000.0, got 1e+308"),  # printed "inf W", JSON null, a blank in status
+    ("[accelerator.h100-sxm5-80gb]\nhbm_gb_s = 1e300", "accelerator.h100-sxm5-80gb.hbm_gb_s",
+     f"must be at most {limits.MAX_BANDWIDTH_GB_S}"),
+    ("[accelerator.h100-sxm5-80gb.peak_tflops]\nbf16 = 1e300",
+     "accelerator.h100-sxm5-80gb.peak_tflops.bf16", f"must be at most {limits.MAX_TFLOPS}"),
+    ("[facility]\npue = 1e308", "facility.pue", f"must be at most {limits.MAX_PUE}"),
+    ("[cxl.samsung-cmm-d-128gb]\nadded_latency_ns = 1e12", "cxl.samsung-cmm-d-128gb.added_latency_ns",
+     f"must be at most {limits.MAX_LATENCY_S * 1e9}"),
+    ("[accelerator.h100-sxm5-80gb]\nscaleup_links = 1000000000000000000000",
+     "accelerator.h100-sxm5-80gb.scaleup_links", "must be at most 1e+18 (dse.limits.MAX_QUANTITY)"),
+])
+def test_catalog_figures_are_bounded_like_system_values(tmp_path: Path, line: str, key: str,
+                                                       words: str) -> None:
+    catalog = tmp_path / "c.toml"
+    catalog.write_text(line + "\n")
+    result = runner.invoke(app, ["evaluate", "--system", "dgx-h100", "--workload", "mlperf-dlrm-v1",
+                                 "--catalog", str(catalog), "--json"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.stderr.startswith(f"dse: error: {catalog}: {key}: {words}"), result.stderr
+    assert "\n" not in result.stderr.strip()
+
+
+def test_catalog_figures_at_their_limit_stay_finite(tmp_path: Path) -> None:
+    """At the limit a figure is absurd but every product the model forms stays finite."""
+    catalog = tmp_path / "c.toml"
+    catalog.write_text(f"[accelerator.h100-sxm5-80gb]\ntdp_w = {limits.MAX_RACK_W}\n")
+    result = runner.invoke(app, ["evaluate", "--system", "dgx-h100", "--workload", "mlperf-dlrm-v1",
+                                 "--catalog", str(catalog), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "Infinity" not in result.stdout and "null" not in result.stdout.split('"power_w"')[1][:20]
+
+
+@pytest.mark.parametrize(("bounds", "words"), [
+    ("min = 10\nmax = 1", "power_per_node_w: min 10 is above max 1"),
+    ("max = -1", "power_per_node_w: max -1 is below 0, and every metric is at least 0"),
+])
+def test_an_impossible_constraint_is_refused_before_any_trial(tmp_path: Path, bounds: str,
+                                                             words: str) -> None:
+    """``min = 10, max = 1`` ran a study with 0 feasible designs and no warning."""
+    (tmp_path / "o.toml").write_text(
+        'name = "o"\n[[objectives]]\nmetric = "throughput_samples_per_s"\ndirection = "maximize"\n'
+        '[[objectives]]\nmetric = "capex_usd"\ndirection = "minimize"\n'
+        f'[[constraints]]\nmetric = "power_per_node_w"\n{bounds}\n')
+    study = tmp_path / "s.toml"
+    study.write_text('name = "s"\nworkload = "mlperf-dlrm-v1"\nspace = "scale-out"\n'
+                     'objectives = "o.toml"\nbudget = 5\n')
+    result = runner.invoke(app, ["run", str(study), "--no-report"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert words in result.stderr and "refused before any trial" in result.stderr
+    assert "\n" not in result.stderr.strip()
+    assert not (tmp_path / "s.journal").exists()
