@@ -50,7 +50,11 @@ def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML spec, read by :func:`dse.reading.read_text` (a regular file of at most
     :data:`~dse.limits.MAX_SPEC_FILE_BYTES`, UTF-8), every failure a one-line
     :class:`DseInputError`."""
-    text = read_text(path, MAX_SPEC_FILE_BYTES)
+    return _parse_toml(read_text(path, MAX_SPEC_FILE_BYTES), path)
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """The table of a spec's ``text`` (read from ``path``), every failure a one-line error."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -399,8 +403,8 @@ def _table_json(text: str) -> str:
 def read_named(path: Path, kind: FileKind | None) -> NamedFile:
     """Read ``path`` (:func:`read_toml`'s checks and one-line errors) as a :class:`NamedFile`;
     errors name a preset of ``kind`` by its name, any other file by its path."""
-    table = read_toml(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, MAX_SPEC_FILE_BYTES)  # read once: the table is of this very text
+    table = _parse_toml(text, path)
     source = source_name(path, kind) if kind is not None else str(path)
     return NamedFile(str(path.resolve()), source, text, table_digest(table), path.stat().st_mtime_ns)
 

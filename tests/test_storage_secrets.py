@@ -166,6 +166,8 @@ def test_urls_as_libpq_reads_them_and_as_shown() -> None:
                  "postgresql://u:p%40w@h:5/db", "grpc://127.0.0.1:13000", "studies/x.journal"):
         assert encode_credentials(same) == same
     assert redact("postgresql://u:p%40w@h:5/db") == "postgresql://u:***@h:5/db"
+    # A password is percent-decoded (docs/cluster.md says so): %40 is '@', a literal '%40' is %2540.
+    assert encode_credentials("postgresql://u:p%2540w@h/db") == "postgresql://u:p%2540w@h/db"
     for unclear in ("postgresql://dse:Xq7/Zr9@db/dse", "postgresql://dse:Xq7?a=Zr9@db/dse",
                     "postgresql://dse:Xq7@Zr9#x@db/dse", "mysql+pymysql://dse:Xq7/Zr9@db/dse"):
         assert redact(unclear) == unclear.split("://")[0] + "://***"

@@ -55,7 +55,7 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
     :class:`DseInputError` after ``timeout`` seconds)."""
     host, port = parse_grpc_url(url)
     answer_s = dse_params(url)[1].get(ANSWER_TIMEOUT_PARAM, ANSWER_TIMEOUT_S)
-    address = f"{host}:{port}"
+    address = grpc_address(host, port)
     if address in _HUNG:
         raise _HUNG[address]  # hung earlier in this process: not waited for again
     try:
@@ -65,15 +65,16 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
                             "pip install 'dse[cluster]'") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExperimentalWarning)
-        channel = grpc.insecure_channel(f"{host}:{port}")
+        channel = grpc.insecure_channel(address)
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
-            raise StorageUnreachable("--storage", url, f"no storage proxy answers at {host}:{port} "
+            raise StorageUnreachable("--storage", url, f"no storage proxy answers at {address} "
                                 f"within {timeout:g} s (is dse storage-proxy running?)") from None
         finally:
             channel.close()
-        return _optuna.grpc_proxy_client(host, port, _deadline(answer_s, address)
+        return _optuna.grpc_proxy_client(address.rpartition(":")[0], port,
+                                         _deadline(answer_s, address)
                                          if answer_s else None)
 
 
@@ -122,6 +123,7 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
         raise DseInputError("--storage", url, "the storage proxy serves a database "
                             "(postgresql://... or sqlite:///...), not a journal file")
     _check_port_free(host, port)
+    listen = grpc_address(host, port).rpartition(":")[0]  # an IPv6 address in brackets
     storage = optuna.storages.get_storage(
         rdb_storage(url, pool_size=threads, overflow=0, heartbeat=False))
     with warnings.catch_warnings():
@@ -129,7 +131,7 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
         try:
             # gRPC shares a port by default (SO_REUSEPORT): a second proxy on it would start
             # and take half the new clients, to its own database.
-            server = _optuna.make_grpc_server(storage, host, port,
+            server = _optuna.make_grpc_server(storage, listen, port,
                                               ThreadPoolExecutor(max_workers=threads),
                                               options=(("grpc.so_reuseport", 0),),
                                               interceptors=(_database_status(redact(url)),))
@@ -186,6 +188,13 @@ def _database_status(shown: str) -> Any:
     return DatabaseStatus()
 
 
+def grpc_address(host: str, port: int) -> str:
+    """``HOST:PORT`` as gRPC reads an address: an IPv6 address in brackets (``[::1]:13000``;
+    gRPC took ``::1:13000`` for a misformatted name and logged a line of its own)."""
+    bare = host.strip("[]")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
 def _check_port_free(host: str, port: int) -> None:
     """:class:`DseInputError` when ``host:port`` cannot be ours alone (another proxy, or any
     server, listens on it), before the gRPC server tries it (whose own refusal also logs a line
@@ -193,7 +202,8 @@ def _check_port_free(host: str, port: int) -> None:
     import socket
 
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port,
+                                                             type=socket.SOCK_STREAM)[0]
     except OSError as exc:
         raise DseInputError("--host", host, f"cannot listen there: {exc.strerror or exc}") from None
     with socket.socket(family, kind, proto) as probe:

@@ -67,12 +67,17 @@ SYSTEM_LABEL = "system "
 """How a study's record of a system is labelled (``system dgx-h100``: the name the space gives)."""
 
 
+_SET_FIELD_BOUNDS = {"max": float("inf")}
+"""A range's ends are bounded by the field they set (checked on the base system, naming the
+parameter), not by :data:`dse.limits.MAX_QUANTITY`."""
+
+
 @dataclass(frozen=True, slots=True)
 class _ParamFile:
     type: ParamType
-    low: float | None = None
-    high: float | None = None
-    step: float | None = None
+    low: float | None = field(default=None, metadata=_SET_FIELD_BOUNDS)
+    high: float | None = field(default=None, metadata=_SET_FIELD_BOUNDS)
+    step: float | None = field(default=None, metadata=_SET_FIELD_BOUNDS)
     log: bool = False
     choices: tuple[Any, ...] | None = None
     when: dict[str, tuple[Any, ...]] | None = None
