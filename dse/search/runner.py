@@ -41,7 +41,7 @@ from dse.search import _optuna
 from dse.search.algorithms.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.algorithms.pareto import is_feasible, pareto_trials
 from dse.search.algorithms.prescreen import REFINE_SHARE
-from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, convergence
+from dse.search.algorithms.reference import OWN_RANGE, REFERENCE_MIN_BUDGET, convergence
 from dse.search.algorithms.refine import seed_new_study
 from dse.search.algorithms.samplers import make_sampler, worker_seed
 from dse.search.broken_rules import RuleWatch
@@ -421,7 +421,7 @@ class Progress:
     hypervolume: float
     """Against the study's fixed reference (``reference`` says which; see
     :mod:`dse.search.algorithms.reference`)."""
-    reference: str = "own range"
+    reference: str = OWN_RANGE
     gained: float = 0.0
     """Hypervolume gained over the last ``window`` completed trials."""
     window: int = 0

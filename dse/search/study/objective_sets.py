@@ -250,7 +250,22 @@ def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
                                 f"unknown metric {c.metric!r} (known: {', '.join(METRICS)})")
         if c.max is None and c.min is None:
             raise DseInputError(source, f"constraints[{i}]", "give max, min or both")
+        impossible = _impossible(c)
+        if impossible:
+            raise DseInputError(source, f"constraints[{i}]", f"{c.metric}: {impossible}; no design "
+                                "can meet it, so it is refused before any trial")
     return ObjectiveSet(raw.name, raw.objectives, raw.constraints, raw.description)
+
+
+def _impossible(c: Constraint) -> str:
+    """Why no design can meet constraint ``c`` ('' if one may): a ``min`` above its ``max``, or
+    a ``max`` below 0, since every metric is at least 0 (a count, a time, a cost, a share, a
+    shortfall)."""
+    if c.min is not None and c.max is not None and c.min > c.max:
+        return f"min {c.min:g} is above max {c.max:g}"
+    if c.max is not None and c.max < 0:
+        return f"max {c.max:g} is below 0, and every metric is at least 0"
+    return ""
 
 
 def needs_dataset(objectives: ObjectiveSet, samples_per_epoch: int) -> str:
