@@ -413,6 +413,7 @@ load of 10 with the default 20 s deadline: lines at 20.6-21.4 s, exits at 24.4-2
 ``benchmarks/bench_proxy_pause.py``)."""
 
 
+@pytest.mark.slow
 def test_a_paused_proxy_ends_every_worker_after_one_deadline(
         tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy]) -> None:
     """Five workers behind a SIGSTOPped proxy ended 40-60 s after the pause, past the documented
