@@ -119,7 +119,8 @@ class Evaluation:
                         self.economics)
 
     def metrics(self) -> dict[str, float | int | str | bool]:
-        """Flat scalar metrics: what objectives, constraints and trial attributes read."""
+        """Flat scalar metrics: what objectives, constraints and trial attributes read. Their keys
+        are exactly the registry's, in its order (:data:`dse.model.metrics.METRICS`)."""
         memory = self.plan.memory
         eco = self.economics
         dataset = self.dataset_pass()
@@ -133,6 +134,7 @@ class Evaluation:
             "power_per_node_w": self.power.power_w / self.system.nodes,
             "tco_usd_per_year": eco.tco_usd_per_year,
             "usd_per_million_samples": eco.usd_per_million_samples,
+            "usd_per_billion_samples": self.usd_per_billion_samples,
             "samples_per_s_per_kusd": eco.samples_per_s_per_kusd,
             "samples_per_s_per_w": eco.samples_per_s_per_w,
             "energy_per_sample_j": eco.energy_per_sample_j,
@@ -189,7 +191,6 @@ class Evaluation:
         )
         dataset = self.dataset_pass()
         out.update({
-            "usd_per_billion_samples": self.usd_per_billion_samples,
             "samples_per_epoch": self.workload.samples_per_epoch or None,
             "dataset_time_s": dataset[0] if dataset else None,
             "dataset_cost_usd": dataset[1] if dataset else None,
