@@ -14,8 +14,9 @@ from study_helpers import GRID_PARAMS, SPACE_HEAD, run_cli
 
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
+from dse.model.bom import scaleout_tiers
 from dse.model.catalog import load_catalog
-from dse.model.cost import CRITEO_EPOCH_SAMPLES, capex, power, scaleout_tiers
+from dse.model.cost import CRITEO_EPOCH_SAMPLES, capex, power
 from dse.model.system import System, read_system_data, resolve_system, system_spec_from_mapping
 from dse.records import apply_override
 from dse.search.dedup import design_key

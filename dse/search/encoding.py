@@ -132,7 +132,7 @@ def _design_table(space: SearchSpace, design: Mapping[str, Any], base: str | Non
 ONE_NODE_INERT: Mapping[str, Any] = MappingProxyType(
     {"network.oversubscription": 1.0, "network.topology": "fat_tree"})
 """Parameters that change nothing on one node, with the value they take there (the schema's
-defaults): one node has no scale-out network (``dse.model.cost.scaleout_tiers`` is 0, so no
+defaults): one node has no scale-out network (``dse.model.bom.scaleout_tiers`` is 0, so no
 switch ports or optics are bought) and no traffic crosses a NIC, so neither its oversubscription
 nor its topology enters the step, cost or power (checked for every system preset in
 tests/test_dataset_and_questioned_numbers.py)."""
