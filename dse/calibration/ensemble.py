@@ -81,8 +81,8 @@ THROUGHPUT_EXPONENT: Mapping[str, int] = MappingProxyType(
     {m.name: m.throughput_exponent for m in METRICS if m.throughput_exponent is not None})
 """Metrics that move with the calibration, as the power of throughput they are proportional to
 (their :attr:`~dse.model.metrics.Metric.throughput_exponent`; :func:`dse.model.cost.economics`:
-TCO per second, capex and power do not depend on it). Capex,
-power and the memory figures are the same under every member."""
+TCO per second, capex and power do not depend on it). Capex, power and the memory figures are the
+same under every member."""
 _NOT_PARAMETERS = ("version", "software_factor", "fit")
 FITTED_APART = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
 """Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`) that the ensemble's
