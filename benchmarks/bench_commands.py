@@ -42,8 +42,8 @@ import time
 from pathlib import Path
 
 from dse.outputs.report import report_cache
-from dse.outputs.robust import front_cache, retiming_cache
-from dse.search.snapshot import cache_path
+from dse.search.robust_front import front_cache, retiming_cache
+from dse.search.storage.journal_snapshot import cache_path
 
 TARGET_S = 2.0
 COMMANDS = {

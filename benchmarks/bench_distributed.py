@@ -52,8 +52,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 import postgres_server  # noqa: E402
 
 from dse.search.runner import _optimize, _Quota, open_study  # noqa: E402
-from dse.search.spec import StudySpec, load_study_spec  # noqa: E402
-from dse.search.storage import open_storage  # noqa: E402
+from dse.search.storage.opening import open_storage  # noqa: E402
+from dse.search.study.study_file import StudySpec, load_study_spec  # noqa: E402
 
 STUDY = {"workload": "mlperf-dlrm-v1", "space": "scale-out", "objectives": "throughput-vs-capex"}
 

@@ -6,7 +6,7 @@ in a fresh process as a user runs it, measured by ``/usr/bin/time -v``.
     python benchmarks/bench_limits.py --set nodes=128    # another cluster for the table cases
     python benchmarks/bench_limits.py --create           # also create a study at the table limit
 
-Cases (``dse.model.limits``):
+Cases (``dse.limits``):
 
 - ``tables``: ``dse evaluate`` of a synthetic workload of :data:`MAX_TABLES` tables (the
   production Model-A file with its ``count`` raised, DCNv2 interaction) on 16 DGX H100 nodes;
@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dse.model import limits  # noqa: E402
+from dse import limits  # noqa: E402
 
 TARGET_S = 60.0
 TARGET_GB = 2.0

@@ -20,10 +20,10 @@ from pathlib import Path
 import optuna
 
 from dse.outputs.report import render_report
-from dse.search.objectives import load_objectives
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.study_file import StudySpec
 
 
 def main() -> None:

@@ -34,13 +34,12 @@ from typing import Any
 
 import optuna
 
-import dse.search.objective as objective_mod
+import dse.search.trial_objective as objective_mod
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
-from dse.search.encoding import design_system
-from dse.search.objective import DesignObjective
 from dse.search.runner import run_study
-from dse.search.spec import (
+from dse.search.study.encoding import design_system
+from dse.search.study.study_file import (
     DEFAULT_STUDY,
     StudySpec,
     load_study_spec,
@@ -48,6 +47,7 @@ from dse.search.spec import (
     study_space,
     study_workload,
 )
+from dse.search.trial_objective import DesignObjective
 
 TARGETS_S = {1000: 60.0, 5000: 300.0}
 
@@ -73,7 +73,7 @@ class Timers:
 
 @contextmanager
 def instrumented(timers: Timers) -> Iterator[None]:
-    """Time dse's parts of a trial by wrapping them where dse.search.objective calls them."""
+    """Time dse's parts of a trial by wrapping them where dse.search.trial_objective calls them."""
     names = ("evaluate", "suggest_design", "write_trial_attrs", "over_budget")
     saved = {n: getattr(objective_mod, n) for n in names}
     saved_call = DesignObjective.__call__

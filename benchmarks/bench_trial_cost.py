@@ -26,7 +26,7 @@ from typing import Any
 import optuna
 
 from dse.search.runner import run_study
-from dse.search.spec import DEFAULT_STUDY, load_study_spec
+from dse.search.study.study_file import DEFAULT_STUDY, load_study_spec
 
 TARGET_CPU_MS = 15.0
 """The issue's bound on CPU per trial at trials 4,001-5,000."""

@@ -5,8 +5,8 @@
     python benchmarks/same_results.py --print            # this checkout's fingerprints, one a line
 
 A speed-up of the model must not change a single result. This draws designs at random (seeded)
-from every search space under ``search_spaces/`` (decoded with :mod:`dse.search.encoding`), pairs
-each with a workload in turn, evaluates it here and in a checkout of ``--ref`` (``git worktree``
+from every search space under ``search_spaces/`` (decoded with :mod:`dse.search.study.encoding`),
+pairs each with a workload in turn, evaluates it here and in a checkout of ``--ref`` (``git worktree``
 under a temporary directory, run in a subprocess with that tree first on ``PYTHONPATH``), and
 compares every design's fingerprint exactly: the whole ``Evaluation.to_dict()`` (throughput, step
 breakdown and stages, bottleneck, critical path, capex and power by part, feasibility, reasons,
@@ -47,10 +47,22 @@ def _draw(rng: random.Random, p: Any) -> Any:
     return math.exp(rng.uniform(math.log(low), math.log(high))) if p.log else rng.uniform(low, high)
 
 
+def _space_code() -> tuple[Any, Any]:
+    """``load_space`` and ``design_system`` wherever the revision on the path keeps them: in the
+    search's study room (``dse.search.study``), or in the search package itself before it had
+    rooms, so that this file compares with revisions of either layout."""
+    try:
+        from dse.search.study.encoding import design_system
+        from dse.search.study.search_space import load_space
+    except ModuleNotFoundError:
+        from dse.search.encoding import design_system
+        from dse.search.space import load_space
+    return load_space, design_system
+
+
 def designs(n: int, seed: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """``n`` (space, workload, design) triples, spaces and workloads in turn."""
-    from dse.search.space import load_space
-
+    load_space, _ = _space_code()
     spaces = sorted(p.stem for p in (ROOT / "search_spaces").glob("*.toml"))
     rng = random.Random(seed)
     for i in range(n):
@@ -62,12 +74,21 @@ def designs(n: int, seed: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
         yield space.name, WORKLOADS[(i // len(spaces)) % len(WORKLOADS)], design
 
 
+def _shard_fields(s: Any) -> tuple[Any, ...]:
+    """A shard's figures in a form every revision gives alike: its place by the name the placement
+    counts use (``where``; a revision before memory tiers were data called it ``tier``), its
+    traffic as plain numbers in field order."""
+    where = s.where if hasattr(s, "where") else s.tier
+    return (s.table, s.sharding, s.rows, s.dim, s.lookups, s.out_rows, s.footprint_bytes, s.device, where,
+            tuple(s.traffic), s.hit_rate, s.partial_sums)
+
+
 def fingerprints(n: int, seed: int) -> Iterator[str]:
     """One line per design: what it is and everything its evaluation says (see the module doc)."""
     from dse import evaluate, load_calibration, load_catalog, load_workload
     from dse.errors import DseInputError
-    from dse.search.encoding import design_system
-    from dse.search.space import load_space
+
+    load_space, design_system = _space_code()
 
     calib, cat = load_calibration(), load_catalog()
     for space_name, workload, design in designs(n, seed):
@@ -79,7 +100,7 @@ def fingerprints(n: int, seed: int) -> Iterator[str]:
             yield f"{head} error {e}"
             continue
         ev = evaluate(load_workload(workload), system, calib, cat)
-        shards = hashlib.sha256(repr(ev.plan.shards).encode()).hexdigest()[:16]
+        shards = hashlib.sha256(repr([_shard_fields(s) for s in ev.plan.shards]).encode()).hexdigest()[:16]
         yield f"{head} {json.dumps(ev.to_dict(), sort_keys=True)} shards={shards}"
 
 
@@ -105,6 +126,22 @@ def _at_ref(ref: str, n: int, seed: int) -> list[str]:
     return out.stdout.splitlines()
 
 
+def _changes(here: str, there: str, ref: str) -> str:
+    """The keys of two fingerprint lines whose values differ, each with both values."""
+    def parts(line: str) -> tuple[dict[str, Any], str]:
+        body = line.split("] ", 1)[1]
+        if body.startswith("error"):
+            return {"error": body}, ""
+        result, shards = body.rsplit(" shards=", 1)
+        return json.loads(result), shards
+    (a, sa), (b, sb) = parts(here), parts(there)
+    out = [f"{k}: {a.get(k)!r} here, {b.get(k)!r} at {ref}" for k in sorted(a.keys() | b.keys())
+           if a.get(k) != b.get(k)]
+    if sa != sb:
+        out.append("the plan's shards differ")
+    return "; ".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -124,7 +161,7 @@ def main() -> None:
     print(f"{len(here)} designs ({evaluated} evaluated, {feasible} feasible): "
           f"{len(differ)} differ from {args.ref}")
     for a, b in differ[:5]:
-        print(f"here:  {a}\n{args.ref}: {b}")
+        print(f"{a.split('] ', 1)[0]}]\n  {_changes(a, b, args.ref)}")
     sys.exit(1 if differ else 0)
 
 

@@ -50,18 +50,18 @@ import optuna
 from optuna.trial import TrialState
 
 from dse.model.workload import load_workload
-from dse.search.attribute_keys import PRESCREEN_KEY, WARM_START_KEY
-from dse.search.objective import DesignObjective
-from dse.search.objectives import ObjectiveSet, load_objectives
-from dse.search.pareto import non_dominated
-from dse.search.reference import REFERENCE_MAX_DESIGNS
-from dse.search.refine import coarse_to_fine, seed_new_study
+from dse.search.algorithms.pareto import non_dominated
+from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS
+from dse.search.algorithms.refine import coarse_to_fine, seed_new_study
+from dse.search.algorithms.samplers import make_sampler
+from dse.search.algorithms.sweep import SweepResult, coarse_grid, coarse_space, greedy_front, run_sweep
 from dse.search.runner import enqueue_baselines, run_study
-from dse.search.samplers import make_sampler
-from dse.search.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
-from dse.search.space import SearchSpace, load_space
-from dse.search.spec import load_study_spec
-from dse.search.sweep import SweepResult, coarse_grid, coarse_space, greedy_front, run_sweep
+from dse.search.study.attribute_keys import PRESCREEN_KEY, WARM_START_KEY
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives
+from dse.search.study.search_space import SearchSpace, load_space
+from dse.search.study.seeding import PRESCREEN_S, WARM_MAX_TRIALS, warm_start_trials
+from dse.search.study.study_file import load_study_spec
+from dse.search.trial_objective import DesignObjective
 
 ROOT = Path(__file__).resolve().parent.parent
 optuna.logging.set_verbosity(optuna.logging.ERROR)  # GPSampler warns on every conditional parameter
@@ -349,7 +349,7 @@ def sweep_rates(jobs: Sequence[int]) -> list[dict[str, Any]]:
 
 
 def pre_sweep(case: Case, exact: Exact) -> dict[str, Any]:
-    """The sweep a new default study runs before its first trial (`dse.search.refine`): designs
+    """The sweep a new default study runs before its first trial (`dse.search.algorithms.refine`): designs
     scored (the coarse grid's and the refinement's), seconds on one core, its front and that
     front's hypervolume ratio, alone and as enqueued (at most ``WARM_MAX_TRIALS`` designs)."""
     space = case_space(case)
@@ -763,7 +763,7 @@ Each case is a workload on a discrete space whose every design `dse sweep` score
 is the non-dominated set of the designs that meet every constraint. Every sampler then runs an
 in-memory study per seed exactly as `dse run` does (the same objective function, constraints through
 `trial.set_constraint`, the space's baseline presets enqueued first). *default (auto)* is what `dse
-run` does for a new study: before its first trial, a coarse-to-fine sweep (`dse.search.refine`, one
+run` does for a new study: before its first trial, a coarse-to-fine sweep (`dse.search.algorithms.refine`, one
 core): the exact front of a coarse grid of the space (at most 20,000 designs, 3 to 6 values per
 parameter), then rounds that each sweep every design one parameter away from two parents taken
 best-first, the next of each objective's best designs (also with each categorical choice) and the
@@ -771,13 +771,13 @@ next of the front, both recomputed after every round (line searches over each pa
 grid, at most 20,000 designs more), until every such design has been expanded. That front fixes the
 study's hypervolume reference and at most 40 of its designs (a fifth of the budget at most: each
 objective's best, then by hypervolume contribution) are enqueued; then the auto sampler runs with
-its own proposals (`dse.search.proposals`: a stratified start, then from 40 completed trials
+its own proposals (`dse.search.algorithms.proposals`: a stratified start, then from 40 completed trials
 neighbours of the front, each objective's extreme searched for directly, and the least-tried
 choices). The enqueued designs count as trials; **the sweep's designs do not**: how many it scored
 and how long it took is given under each table. `auto-wN` is the default with at most N designs
 enqueued. The previous default (TPE, then NSGA-II at 250 trials; no proposals, no warm start) is
 `tpe` itself up to 200 trials and is not run again. Every run prunes a repeat of an evaluated design
-without running the model (`dse.search.dedup`), so N trials are N distinct designs for every
+without running the model (`dse.search.algorithms.dedup`), so N trials are N distinct designs for every
 sampler. Samplers do not know the budget, so the first N completed trials of one run of the largest
 budget are what a run of budget N does; except that a default study of fewer than 100 trials
 enqueues fewer designs (a fifth of its budget), so its column comes from a run of its own budget.

@@ -22,10 +22,10 @@ if TYPE_CHECKING:
         load_ensemble,
         prediction_interval,
     )
-    from dse.calibration.parameters import Calibration, load_calibration
     from dse.errors import DseInputError
     from dse.model.catalog import Accelerator, Catalog, load_catalog
     from dse.model.evaluate import Evaluation, evaluate
+    from dse.model.parameters import Calibration, load_calibration
     from dse.model.placement import Plan, Shard, ShardGroup, plan_placement
     from dse.model.system import (
         NetworkSpec,
@@ -52,8 +52,8 @@ _PUBLIC = {
     "PredictionInterval": "dse.calibration.ensemble",
     "load_ensemble": "dse.calibration.ensemble",
     "prediction_interval": "dse.calibration.ensemble",
-    "Calibration": "dse.calibration.parameters",
-    "load_calibration": "dse.calibration.parameters",
+    "Calibration": "dse.model.parameters",
+    "load_calibration": "dse.model.parameters",
     "DseInputError": "dse.errors",
     "Accelerator": "dse.model.catalog",
     "Catalog": "dse.model.catalog",

@@ -8,7 +8,7 @@ ends in one line instead of a hang or a ``MemoryError``:
   ends, so anything but a regular file is refused before a byte is read. The file is opened
   without blocking and checked on the open descriptor, so a path swapped for a pipe between a
   check and the open cannot slip through;
-- at most ``max_bytes`` are read (the limits are in :mod:`dse.model.limits` with their reasons);
+- at most ``max_bytes`` are read (the limits are in :mod:`dse.limits` with their reasons);
   a file larger than that, or one that grows past it while read, is refused;
 - text must be UTF-8 without NUL bytes: a binary file (a journal, an archive, random bytes) is
   refused as such rather than reported as a parse error deep inside it.
@@ -66,7 +66,7 @@ def read_bytes(path: Path, max_bytes: int, source: str = "") -> bytes:
         os.close(fd)
     if len(data) > max_bytes:
         raise DseInputError(name, "", f"larger than {_size_text(max_bytes)}, the limit for this "
-                            "kind of file (dse.model.limits)")
+                            "kind of file (dse.limits)")
     return data
 
 

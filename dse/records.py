@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from dse.errors import DseInputError
+from dse.limits import MAX_SPEC_FILE_BYTES
 from dse.reading import read_text
 
 T = TypeVar("T")
@@ -40,11 +41,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML spec, read by :func:`dse.reading.read_text` (a regular file of at most
-    :data:`~dse.model.limits.MAX_SPEC_FILE_BYTES`, UTF-8), every failure a one-line
+    :data:`~dse.limits.MAX_SPEC_FILE_BYTES`, UTF-8), every failure a one-line
     :class:`DseInputError`."""
-    # Imported here: dse.model's package imports this module, so a top-level import would be a cycle.
-    from dse.model.limits import MAX_SPEC_FILE_BYTES
-
     text = read_text(path, MAX_SPEC_FILE_BYTES)
     try:
         return tomllib.loads(text)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from dse.search.spec import StudySpec
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
+from dse.search.study.study_file import StudySpec
 
 if TYPE_CHECKING:
     from typer.testing import Result

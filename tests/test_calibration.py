@@ -36,9 +36,9 @@ from dse.calibration.measurements import (
     load_measurements,
     measurement_design,
 )
-from dse.calibration.parameters import Calibration, load_calibration, write_calibration
 from dse.cli import app
 from dse.errors import DseInputError
+from dse.model.parameters import Calibration, load_calibration, write_calibration
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}

@@ -41,11 +41,11 @@ from dse.outputs.cases.framework import (
     scale_network_prices,
     study_data,
 )
-from dse.search.encoding import design_system
+from dse.search.algorithms.sweep import run_sweep
 from dse.search.runner import run_study
-from dse.search.space import load_space, preset_params, space_from_mapping
-from dse.search.spec import load_study_spec, study_workload
-from dse.search.sweep import run_sweep
+from dse.search.study.encoding import design_system
+from dse.search.study.search_space import load_space, preset_params, space_from_mapping
+from dse.search.study.study_file import load_study_spec, study_workload
 
 PAGES = ROOT / "docs" / "case-studies"
 runner = CliRunner()
@@ -152,7 +152,7 @@ def test_bad_system_parameter_is_refused_naming_the_field(param: dict[str, objec
 def test_sweep_covers_every_base_system_of_a_system_parameter() -> None:
     """A space choosing the vendor node per design is swept over every node (each design on its
     own base system), so its exact front and a study's coarse sweep cover them all."""
-    from dse.search.objectives import load_objectives
+    from dse.search.study.objective_sets import load_objectives
 
     space = load_space("todays-nodes")
     result = run_sweep(space, load_workload("mlperf-dlrm-v1"), load_objectives("throughput-vs-capex"),

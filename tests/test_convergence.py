@@ -26,12 +26,12 @@ from dse.model.evaluate import evaluate
 from dse.model.system import load_system
 from dse.model.workload import load_workload, workload_from_mapping
 from dse.records import read_toml
-from dse.search.encoding import design_system, design_workload
-from dse.search.objectives import TO_TRAIN_CONSTRAINT, load_objectives, objectives_from_mapping
-from dse.search.pareto import pareto_trials
+from dse.search.algorithms.pareto import pareto_trials
 from dse.search.runner import run_study
-from dse.search.space import space_from_mapping
-from dse.search.spec import StudySpec, load_study_spec
+from dse.search.study.encoding import design_system, design_workload
+from dse.search.study.objective_sets import TO_TRAIN_CONSTRAINT, load_objectives, objectives_from_mapping
+from dse.search.study.search_space import space_from_mapping
+from dse.search.study.study_file import StudySpec, load_study_spec
 
 CRITEO = 4_195_197_692
 """Criteo 1TB training samples, the epoch of both curves."""

@@ -19,12 +19,12 @@ from dse.model.catalog import load_catalog
 from dse.model.cost import CRITEO_EPOCH_SAMPLES, capex, power
 from dse.model.system import System, read_system_data, resolve_system, system_spec_from_mapping
 from dse.records import apply_override
-from dse.search.dedup import design_key
-from dse.search.encoding import canonical_design, decode_params, grid_designs, grid_of
-from dse.search.objectives import METRICS, load_objectives
+from dse.search.algorithms.dedup import design_key
 from dse.search.results import load_stored_study, trial_rows
-from dse.search.space import load_space
-from dse.search.spec import load_study_spec
+from dse.search.study.encoding import canonical_design, decode_params, grid_designs, grid_of
+from dse.search.study.objective_sets import METRICS, load_objectives
+from dse.search.study.search_space import load_space
+from dse.search.study.study_file import load_study_spec
 
 SYSTEMS = Path(__file__).resolve().parents[1] / "dse" / "data" / "systems"
 
@@ -301,7 +301,7 @@ def test_equal_one_node_designs_are_one_row_of_a_sweep_and_a_refinement(tmp_path
     times, in every topology and oversubscription, each a front row of equal objectives)."""
     import json
 
-    from dse.search.refine import coarse_to_fine
+    from dse.search.algorithms.refine import coarse_to_fine
 
     (tmp_path / "net.toml").write_text(_SPACE, encoding="utf-8")
     space = load_space(str(tmp_path / "net.toml"))

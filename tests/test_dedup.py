@@ -14,7 +14,7 @@ import pytest
 from optuna.trial import TrialState
 
 from dse.model.workload import load_workload
-from dse.search.dedup import (
+from dse.search.algorithms.dedup import (
     DUPLICATE_KEY,
     DesignIndex,
     design_key,
@@ -22,16 +22,16 @@ from dse.search.dedup import (
     group_by_design,
     trial_numbers,
 )
-from dse.search.encoding import encode_design, suggest_design
-from dse.search.objective import DesignObjective
-from dse.search.objectives import load_objectives
-from dse.search.proposals import Proposer
-from dse.search.reference import REFERENCE_KEY, convergence, reference_from_front, study_reference
+from dse.search.algorithms.proposals import Proposer
+from dse.search.algorithms.reference import REFERENCE_KEY, convergence, reference_from_front, study_reference
+from dse.search.algorithms.samplers import make_sampler
 from dse.search.results import status, trials_frame
 from dse.search.runner import open_study, run_study
-from dse.search.samplers import make_sampler
-from dse.search.space import load_space, space_from_mapping
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
+from dse.search.study.encoding import encode_design, suggest_design
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, space_from_mapping
+from dse.search.trial_objective import DesignObjective
 from tests.study_helpers import complete, load, make_spec
 
 DESIGN = {"node.accelerator": "h100-sxm5-80gb", "nodes": 2, "node.nics": 8, "node.nic_gbit_s": 400,
@@ -136,7 +136,7 @@ def test_proposer_best_of_each_objective_is_a_front_member() -> None:
     objective by the others in order, as pareto.best_row does: with three objectives and ties on
     every one, it is a front member (a row that ties on objective 1 but is worse on objective 0
     does not displace it)."""
-    from dse.search.pareto import best_row, non_dominated
+    from dse.search.algorithms.pareto import best_row, non_dominated
 
     proposer = Proposer(load_space("scale-out"), seed=0)
     rng = np.random.default_rng(7)
@@ -255,7 +255,7 @@ def test_tables_show_each_design_once_with_its_trials(tmp_path: Path) -> None:
 def test_fingerprint_tells_input_source_apart() -> None:
     """Two presets that differ only in where the input is read are different machines."""
     from dse.model.system import load_system_spec
-    from dse.search.space import _fingerprint
+    from dse.search.study.search_space import _fingerprint
 
     local = load_system_spec("dgx-h100")
     remote = load_system_spec("dgx-h100", (("node.input_source", "network"),))
@@ -267,8 +267,8 @@ def test_incremental_index_follows_state_changes_on_a_journal(tmp_path: Path) ->
     """The study's shared index, refreshed with what changed only, sees new trials and trials
     that finished since the last refresh (running -> complete), across two storage handles of one
     journal (two workers), and counts live trials as a full read does."""
-    from dse.search.dedup import shared_index
-    from dse.search.storage import journal_storage
+    from dse.search.algorithms.dedup import shared_index
+    from dse.search.storage.journal_writing import journal_storage
 
     space = load_space("scale-out")
     path = tmp_path / "s.journal"
@@ -301,7 +301,7 @@ def test_queue_journal_reads_the_same_waiting_trials(tmp_path: Path) -> None:
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    from dse.search.storage import journal_storage
+    from dse.search.storage.journal_writing import journal_storage
 
     path = tmp_path / "q.journal"
     fast = optuna.create_study(storage=journal_storage(path), study_name="q")
@@ -326,7 +326,7 @@ def test_queue_journal_reads_the_same_waiting_trials(tmp_path: Path) -> None:
 def test_warm_start_picks_distinct_values_by_hypervolume() -> None:
     """greedy_front: equal rows are picked once; on the front (0, 4) (1, 1) (4, 0) (with the
     middle point repeated) two picks are the middle point and one end, the largest area."""
-    from dse.search.sweep import greedy_front
+    from dse.search.algorithms.sweep import greedy_front
 
     losses = np.array([[0.0, 4.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [4.0, 0.0]])
     assert greedy_front(losses, 10) == [0, 1, 4]

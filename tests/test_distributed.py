@@ -35,13 +35,14 @@ import pytest
 from optuna.trial import FrozenTrial, TrialState
 from study_helpers import CHEAP, ROOT, write_study
 
-from dse.search.dedup import DUPLICATE_KEY
-from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
-from dse.search.spec import load_study_spec
-from dse.search.storage import is_loopback, normalize_url, open_storage, redact
+from dse.search.algorithms.dedup import DUPLICATE_KEY
+from dse.search.storage.opening import open_storage
+from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
+from dse.search.storage.servers import is_loopback, normalize_url, redact
+from dse.search.study.study_file import load_study_spec
 
 BUDGET = 48
-"""Below ``dse.search.reference.REFERENCE_MIN_BUDGET`` (50): creating the study sweeps no
+"""Below ``dse.search.algorithms.reference.REFERENCE_MIN_BUDGET`` (50): creating the study sweeps no
 hypervolume reference (seconds of CPU each, not what these tests are about)."""
 JOBS_BUDGET = 200
 """``dse run --jobs 2``: enough trials that the second process, spawned while the first works,
@@ -156,8 +157,9 @@ def spawn_workers(tmp_path: Path, path: Path, url: str, n: int = WORKERS) -> lis
 
 @contextlib.contextmanager
 def held_journal(journal: Path) -> Iterator[Callable[[], int]]:
-    """The journal's write lock (``FILE.write.lock``, an ``flock``: dse.search.storage.FlockLock)
-    held meanwhile; yields how many processes wait for it (``/proc/locks``)."""
+    """The journal's write lock (``FILE.write.lock``, an ``flock``:
+    dse.search.storage.journal_writing.FlockLock) held meanwhile; yields how many processes wait for
+    it (``/proc/locks``)."""
     lock = Path(f"{journal}.write.lock")
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)

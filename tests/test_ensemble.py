@@ -30,15 +30,14 @@ from dse.calibration.ensemble import (
     EnsembleUnavailable,
     PredictionInterval,
     coverage,
-    fingerprint,
     load_ensemble,
     prediction_interval,
     read_ensemble,
     write_ensemble,
 )
 from dse.calibration.measurements import fitted, load_measurements, measurement_design
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.cli import app
+from dse.model.parameters import Calibration, fingerprint, load_calibration
 from dse.model.placement import plan_placement
 from dse.model.system import load_system
 from dse.model.timing import recalibrated_loads, step_loads, step_time
@@ -48,10 +47,10 @@ from dse.outputs.cases.pipeline import case_uncertainty
 from dse.outputs.cases.uncertainty import claims_under_ensemble, uncertainty_lines
 from dse.outputs.intervals_doc import EXAMPLES
 from dse.outputs.report import render_report
-from dse.outputs.robust import robust_front
-from dse.search.objectives import load_objectives
-from dse.search.spec import StudySpec
-from dse.search.storage import journal_storage
+from dse.search.robust_front import robust_front
+from dse.search.storage.journal_writing import journal_storage
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.study_file import StudySpec
 
 runner = CliRunner()
 CALIB = load_calibration()

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import pytest
 from study_helpers import random_dcnv2_study
 
-from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.system import load_system
 from dse.model.timing import STAGES
 from dse.model.workload import load_workload
@@ -29,12 +29,12 @@ from dse.outputs.report import (
     parcoords_figure,
     progress_figure,
 )
-from dse.outputs.robust import front_cache, robust_front
 from dse.outputs.robust_page import robust_figure
 from dse.outputs.timeline import timeline_plot
-from dse.search.objectives import load_objectives
 from dse.search.results import _column_like_pandas, trial_rows, trials_frame
-from dse.search.spec import StudySpec
+from dse.search.robust_front import front_cache, robust_front
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.study_file import StudySpec
 
 
 @pytest.fixture(scope="module")
@@ -191,9 +191,9 @@ def test_the_hypervolume_curve_is_one_volume_of_every_trial_so_far_per_point(
     with the study's fixed reference and without one (its own range)."""
     import numpy as np
 
-    from dse.search.analysis import hypervolume_curve
-    from dse.search.pareto import feasible_trials, hypervolume, reference_point, study_losses
-    from dse.search.reference import REFERENCE_KEY, study_reference
+    from dse.search.algorithms.analysis import hypervolume_curve
+    from dse.search.algorithms.pareto import feasible_trials, hypervolume, reference_point, study_losses
+    from dse.search.algorithms.reference import REFERENCE_KEY, study_reference
 
     stored, _ = study
     own = optuna.create_study(directions=stored.directions)
@@ -230,7 +230,7 @@ def test_the_report_sections_are_cached_and_read_back_only_for_the_same_inputs(
         render_report,
         report_cache,
     )
-    from dse.search.analysis import importances
+    from dse.search.algorithms.analysis import importances
 
     stored, spec = study
     objectives = load_objectives(spec.objectives)

@@ -17,10 +17,10 @@ from dse.calibration.fit import (
     split_by_date,
 )
 from dse.calibration.measurements import load_measurements, measurement_design
-from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.model.defaults import sensitive_defaults
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.placement import plan_placement
 from dse.model.system import load_system
 from dse.model.timing import allreduce_bytes, kernel_count, step_time

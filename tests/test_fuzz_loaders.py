@@ -30,9 +30,9 @@ from dse.model.evaluate import evaluate
 from dse.model.system import load_system, resolve_system
 from dse.model.workload import load_workload
 from dse.records import parse_override
-from dse.search.objectives import load_objectives
-from dse.search.space import load_space
-from dse.search.spec import load_study_spec
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space
+from dse.search.study.study_file import load_study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "dse" / "data"

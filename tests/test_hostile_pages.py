@@ -26,8 +26,8 @@ from dse.cli import app
 from dse.outputs.markup import element_id, script_json
 from dse.outputs.report import render_report
 from dse.search.results import objective_set_of
-from dse.search.spec import load_study_spec
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
+from dse.search.study.study_file import load_study_spec
 
 HOSTILE = ("\"'><img src=x onerror=alert(1)><script>alert(2)</script><!-- </script>"
            "\u2028\u2029<b>bold</b>&amp;")

@@ -4,7 +4,7 @@ read as UTF-8 text, and every count past a named limit is refused in one line, f
 Before: ``--workload /dev/zero`` read to a ``MemoryError`` at 7.5 GB, a named pipe blocked forever,
 a workload of 10**6 tables ran one ``dse evaluate`` for over 10 minutes, and a space with an
 ordinal of 10**5 choices took 70 s before ``dse status`` printed a line. The limits live in
-:mod:`dse.model.limits`; benchmarks/bench_limits.py times a workload at the table limit.
+:mod:`dse.limits`; benchmarks/bench_limits.py times a workload at the table limit.
 """
 
 from __future__ import annotations
@@ -22,20 +22,21 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from dse import limits
 from dse.calibration.ensemble import EnsembleUnavailable, read_ensemble
 from dse.calibration.measurements import load_measurements
-from dse.calibration.parameters import load_calibration
 from dse.cli import app
 from dse.errors import DseInputError
-from dse.model import Memo, evaluate, limits
+from dse.model import Memo, evaluate
+from dse.model.parameters import load_calibration
 from dse.model.placement import plan_placement
 from dse.model.system import load_system, load_system_spec
 from dse.model.user_catalog import load_user_catalog
 from dse.model.workload import load_workload
 from dse.reading import read_bytes, read_text
-from dse.search.objectives import load_objectives
-from dse.search.space import load_space, space_from_mapping
-from dse.search.spec import load_study_spec
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, space_from_mapping
+from dse.search.study.study_file import load_study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -150,7 +151,7 @@ def test_spec_size_limit_is_exact(tmp_path: Path) -> None:
 
 def test_every_shipped_file_is_within_its_limit() -> None:
     """The limits leave every shipped spec and data file far inside (the reasons in
-    dse.model.limits quote these sizes)."""
+    dse.limits quote these sizes)."""
     specs = [p for p in ROOT.glob("**/*.toml") if ".git" not in p.parts and "build" not in p.parts]
     assert max(p.stat().st_size for p in specs) * 20 < limits.MAX_SPEC_FILE_BYTES
     data = [*(ROOT / "dse" / "data").glob("*.csv"), *(ROOT / "dse" / "data").glob("*.json")]

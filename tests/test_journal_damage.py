@@ -16,8 +16,8 @@ from study_helpers import complete, finished_journal_study, journal_study
 from study_helpers import run_cli as run
 
 from dse.errors import DseInputError
-from dse.search.journal import check_journal, repair_journal, repaired_path, scan_journal
-from dse.search.storage import journal_storage
+from dse.search.storage.journal_check import check_journal, repair_journal, repaired_path, scan_journal
+from dse.search.storage.journal_writing import journal_storage
 
 BUDGET = 12
 
@@ -154,3 +154,29 @@ def test_repair_of_a_sound_journal_changes_nothing(study: Path) -> None:
     result = run("repair", str(study))
     assert result.exit_code == 0
     assert repaired_path(journal).read_bytes() == journal.read_bytes()
+
+
+@pytest.mark.parametrize("thorough", [True, False])
+def test_a_study_deleted_and_created_again_is_no_damage(tmp_path: Path, thorough: bool) -> None:
+    """Optuna numbers a study created again under a deleted one's name as a new study (id 1 here):
+    the damage check follows the one replay the snapshot reader follows
+    (:class:`dse.search.storage.journal_replay.JournalReplay`), so the new study's trials name a
+    study a record created, and the snapshot reads them as Optuna does."""
+    import optuna
+
+    from dse.search.storage.journal_snapshot import read_snapshot
+
+    path = tmp_path / "again.journal"
+    for round_ in range(2):
+        again = optuna.create_study(study_name="again", storage=journal_storage(path))
+        again.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2 + round_)
+        if round_ == 0:
+            optuna.delete_study(study_name="again", storage=journal_storage(path))
+    scan = check_journal(path, "again", thorough=thorough)
+    assert (scan.damage, scan.tail_bytes, scan.records) == ((), 0, len(lines_of(path)))
+    snapshot = read_snapshot(path, cache=False)
+    assert snapshot is not None
+    assert [s._study_id for s in snapshot.get_all_studies()] == [1]
+    assert [t.value for t in snapshot.get_all_trials(1)] == [
+        t.value for t in optuna.load_study(study_name="again", storage=journal_storage(path)).trials]
+    assert len(snapshot.get_all_trials(1)) == 3

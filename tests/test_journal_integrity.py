@@ -1,6 +1,6 @@
 """Damage that leaves valid JSON (issue 30, item 3): a duplicated trial creation line, a deleted
 state record and a changed digit, which Optuna's own reading accepts and misreads, are found by
-dse's check of each record (:mod:`dse.search.journal`), refused by ``dse status`` with one line
+dse's check of each record (:mod:`dse.search.storage.journal_format`), refused by ``dse status`` with one line
 naming the line, and repaired by ``dse repair``; journals of plain Optuna and of earlier dse (no
 checks) still read, and a dse run appending to them checks its own records. Read-only commands
 never write to a journal, and read a damaged one in a read-only folder."""
@@ -27,15 +27,9 @@ from study_helpers import ROOT, finished_journal_study, journal_study
 from study_helpers import run_cli as run
 
 from dse.search._optuna import JournalOperation
-from dse.search.journal import (
-    RecordNumbers,
-    checks_hold,
-    read_check,
-    record_line,
-    repaired_path,
-    scan_journal,
-)
-from dse.search.snapshot import read_snapshot
+from dse.search.storage.journal_check import repaired_path, scan_journal
+from dse.search.storage.journal_format import RecordNumbers, checks_hold, read_check, record_line
+from dse.search.storage.journal_snapshot import read_snapshot
 
 BUDGET = 12
 OP = JournalOperation
@@ -198,7 +192,7 @@ def test_journals_without_checks_read_and_a_run_checks_what_it_adds(study: Path)
 WRITER = """
 import sys, optuna
 from pathlib import Path
-from dse.search.storage import journal_storage
+from dse.search.storage.journal_writing import journal_storage
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 study = optuna.create_study(study_name="c", storage=journal_storage(Path(sys.argv[1])),
                             load_if_exists=True)

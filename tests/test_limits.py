@@ -2,7 +2,7 @@
 workload, study or space file is refused at load time with one line naming the file and key and
 exit code 2, in well under a second, instead of a MemoryError or OverflowError minutes later.
 
-The limits themselves live in :mod:`dse.model.limits` with their reasons.
+The limits themselves live in :mod:`dse.limits` with their reasons.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from dse import limits
 from dse.cli import app
 from dse.errors import DseInputError
-from dse.model import limits
 from dse.model.system import load_system, load_system_spec, system_presets
 from dse.model.workload import load_workload, workload_presets
 from dse.records import OBJECTIVES, SPACE, STUDY, SYSTEM, WORKLOAD, FileKind, read_toml
-from dse.search.objectives import load_objectives
-from dse.search.space import load_space, space_from_mapping
-from dse.search.spec import load_study_spec, study_workload
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, space_from_mapping
+from dse.search.study.study_file import load_study_spec, study_workload
 
 runner = CliRunner()
 FAST_S = 1.0
@@ -83,7 +83,8 @@ def test_every_shipped_preset_loads_within_the_limits() -> None:
         assert system.accelerators_per_node == (raw["node"]["accelerators"] or 1), path.stem
         assert system.spec.node.accelerator == raw["node"].get("accelerator", ""), path.stem
         assert 1 <= system.accelerators_total <= limits.MAX_ACCELERATORS_TOTAL
-        assert 0 < system.hbm_bytes <= limits.MAX_MEMORY_GB * 1e9, path.stem
+        # Every device has memory of its own (HBM, or a CPU device's DDR), within the limit.
+        assert 0 < system.tiers[0].capacity_bytes <= limits.MAX_MEMORY_GB * 1e9, path.stem
     workloads = _shipped(WORKLOAD)
     assert sorted(p.stem for p in workloads) == sorted(workload_presets())
     for path in workloads:

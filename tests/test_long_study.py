@@ -12,12 +12,12 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.trial import FrozenTrial, TrialState
 from study_helpers import make_spec
 
-from dse.search.pareto import GrowingFront, pareto_mask
-from dse.search.proposals import Proposer
+from dse.search.algorithms.pareto import GrowingFront, pareto_mask
+from dse.search.algorithms.proposals import Proposer
+from dse.search.algorithms.samplers import HandoverNSGAIISampler
 from dse.search.runner import run_study
-from dse.search.samplers import HandoverNSGAIISampler
-from dse.search.space import load_space
-from dse.search.storage import journal_storage
+from dse.search.storage.journal_writing import journal_storage
+from dse.search.study.search_space import load_space
 
 POPULATION = 6
 

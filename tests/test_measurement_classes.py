@@ -15,8 +15,8 @@ from dse.calibration.measurements import (
     STATE_COLUMNS,
     load_measurements,
 )
-from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
+from dse.model.parameters import load_calibration
 from dse.outputs.validation_page import class_lines
 
 ROW = ("x1,test source,2022-06,mlperf-dlrm-v1,amp,55296,a100-sxm4-80gb,8,1,switch,40000000,"

@@ -16,10 +16,10 @@ from dse.model.metrics import METRIC, METRIC_NAMES, METRICS, Metric
 from dse.outputs.compare import COMPARED_METRICS
 from dse.outputs.labels import LABELS, PARAMETER_LABELS, label
 from dse.outputs.report import HOVER_METRICS
-from dse.outputs.robust import PRICE_EXPONENTS
-from dse.search.objectives import DATASET_METRICS, TRAIN_METRICS
-from dse.search.objectives import METRICS as OBJECTIVE_METRICS
-from dse.search.sweep import METRIC_COLUMNS
+from dse.search.algorithms.sweep import METRIC_COLUMNS
+from dse.search.robust_front import PRICE_EXPONENTS
+from dse.search.study.objective_sets import DATASET_METRICS, TRAIN_METRICS
+from dse.search.study.objective_sets import METRICS as OBJECTIVE_METRICS
 
 KINDS = {"float": float, "int": int, "bool": bool, "str": str}
 CPU_NODE = "dual-socket-cpu"

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dse.calibration.parameters import load_calibration
 from dse.model.catalog import load_catalog
 from dse.model.cost import power
 from dse.model.evaluate import Evaluation, evaluate
+from dse.model.parameters import load_calibration
 from dse.model.system import load_system, load_system_spec
 from dse.model.timing import step_time
 from dse.model.workload import load_workload, with_batch

@@ -1,8 +1,8 @@
-"""Each stored key and each search rule is spelled in one module and used from there (issue 26):
-study and trial attribute names (``dse:...``) only in :mod:`dse.search.attribute_keys`, the
-warm-start modes only in :mod:`dse.search.seeding`, the coarse grid's 20,000-design cap only in
-:mod:`dse.search.reference`, the "fifth of the budget" only in :mod:`dse.search.seeding`, the
-version only in ``dse/__init__.py``. Checked on the package's syntax trees (string and number
+"""Each stored key and each search rule is spelled in one module and used from there (issue 26): study
+and trial attribute names (``dse:...``) only in :mod:`dse.search.study.attribute_keys`, the
+warm-start modes only in :mod:`dse.search.study.seeding`, the coarse grid's 20,000-design cap only
+in :mod:`dse.search.algorithms.reference`, the "fifth of the budget" only in :mod:`dse.search.study.seeding`,
+the version only in ``dse/__init__.py``. Checked on the package's syntax trees (string and number
 literals, not comments or prose), so a literal typed anywhere else fails here with its file and
 line."""
 
@@ -16,14 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dse
-from dse.search import attribute_keys, seeding
-from dse.search.reference import REFERENCE_MAX_DESIGNS
+from dse.search.algorithms import reference
+from dse.search.study import attribute_keys, seeding
 
 PACKAGE = Path(dse.__file__).parent
 ROOT = PACKAGE.parent
-KEYS_HOME = PACKAGE / "search" / "attribute_keys.py"
-SEEDING_HOME = PACKAGE / "search" / "seeding.py"
-CAP_HOME = PACKAGE / "search" / "reference.py"
+KEYS_HOME = Path(attribute_keys.__file__)
+SEEDING_HOME = Path(seeding.__file__)
+CAP_HOME = Path(reference.__file__)
+REFERENCE_MAX_DESIGNS = reference.REFERENCE_MAX_DESIGNS
 STUDY_KEY = re.compile(r"dse:[a-z_]*")
 MODES = frozenset(m.value for m in seeding.WarmStart)
 
@@ -93,7 +94,7 @@ def cap_literals() -> list[str]:
 
 
 def fifth_literals() -> list[str]:
-    """``x // 5`` (a fifth of the budget) outside :mod:`dse.search.seeding`."""
+    """``x // 5`` (a fifth of the budget) outside :mod:`dse.search.study.seeding`."""
     return [f"{where}:{n.lineno}" for where, tree in _trees(SEEDING_HOME) for n in ast.walk(tree)
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv)
             and isinstance(n.right, ast.Constant) and n.right.value == seeding.WARM_BUDGET_DIVISOR]

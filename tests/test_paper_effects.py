@@ -59,7 +59,7 @@ def test_v100_mixed_precision_gains_less_on_eight_gpus_than_on_one() -> None:
 
 
 def test_effects_use_the_packaged_calibration() -> None:
-    from dse.calibration.parameters import load_calibration
+    from dse.model.parameters import load_calibration
 
     wl = load_workload("mlperf-dlrm-v1")
     ev = evaluate(wl, load_system("dgx-a100"))

@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 from dse.model.rules import RULE_NAMES
-from dse.search.objectives import (
+from dse.search.algorithms.pareto import non_dominated, pareto_mask
+from dse.search.algorithms.sweep import objective_losses
+from dse.search.study.objective_sets import (
     UNSCORABLE_CONSTRAINTS,
     WORST_LOSS,
     Constraint,
@@ -18,8 +20,6 @@ from dse.search.objectives import (
     loss_sign,
     losses_of,
 )
-from dse.search.pareto import non_dominated, pareto_mask
-from dse.search.sweep import objective_losses
 
 
 def _brute_front(loss: np.ndarray) -> list[int]:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from dse.calibration.parameters import load_calibration
 from dse.model.catalog import load_catalog
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.rules import check_rules, pcie_lanes_needed
 from dse.model.system import System, load_system, resolve_system, system_presets, system_spec_from_mapping
 from dse.model.timing import alltoall_seconds, input_seconds

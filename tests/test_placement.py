@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dse.calibration.parameters import load_calibration
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.placement import Plan, balanced_assign, lpt_assign, plan_placement
 from dse.model.placement.partitioning import DeviceState, _place_group, balanced_runs
 from dse.model.system import System, load_system
@@ -307,10 +307,9 @@ def test_feasible_plans_fit_their_memory(
         assert plan.reason and plan.memory.short_bytes > 0
         return
     assert plan.memory.short_bytes == 0
-    for used in plan.memory.hbm_used_bytes:
-        assert used <= plan.memory.hbm_capacity_bytes * (1 + 1e-9)
-    for used in plan.memory.ddr_used_bytes:
-        assert used <= plan.memory.ddr_capacity_bytes * (1 + 1e-9)
+    for use in plan.memory.tiers:  # every device's own memory, every node's tiers
+        for used in use.used_bytes:
+            assert used <= use.usable_bytes * (1 + 1e-9)
     # Tables in HBM on each device (plus dense and activations) fit; footprints are what the
     # shards say.
     hbm_tables = [0.0] * plan.devices
@@ -318,7 +317,7 @@ def test_feasible_plans_fit_their_memory(
         if s.tier == "hbm" and s.device >= 0:
             hbm_tables[s.device] += s.footprint_bytes
     for d in range(plan.devices):
-        assert hbm_tables[d] <= plan.memory.hbm_used_bytes[d] * (1 + 1e-9)
+        assert hbm_tables[d] <= plan.memory.device.used_bytes[d] * (1 + 1e-9)
 
 
 def test_replicated_tables_are_small_and_everywhere() -> None:
@@ -380,10 +379,10 @@ def test_all_hbm_against_host_ddr_is_much_slower() -> None:
     ):
         ddr = evaluate(wl, load_system("dgx-a100", off + ov))
         assert ddr.feasible, ddr.reasons  # 2 TB of host DDR holds the 96 GB of tables
-        host_tables = {s.table for s in ddr.plan.shards if s.tier in ("host", "cache")}
+        host_tables = {s.table for s in ddr.plan.shards if s.where in ("host", "cache")}
         # The three 38-40M-row tables (C1, C10, C20 = index 0, 9, 19) cannot sit in 0.9 GB of HBM.
         assert {0, 9, 19} <= host_tables
-        assert max(ddr.plan.memory.ddr_used_bytes) > 0
+        assert ddr.plan.memory.of("ddr").max_used_bytes > 0  # type: ignore[union-attr]
         assert hbm.step_time_s * slower <= ddr.step_time_s
 
 

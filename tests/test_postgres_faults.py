@@ -30,8 +30,10 @@ from study_helpers import CHEAP, ROOT, write_study
 
 from dse.errors import DseInputError
 from dse.search._optuna import rdb_backend
-from dse.search.spec import StudySpec, load_study_spec
-from dse.search.storage import open_storage, redact, storage_failure
+from dse.search.storage.failures import storage_failure
+from dse.search.storage.opening import open_storage
+from dse.search.storage.servers import redact
+from dse.search.study.study_file import StudySpec, load_study_spec
 
 BUDGET = 20
 ENV = {**os.environ, "COLUMNS": "250"}
@@ -270,7 +272,7 @@ def test_the_url_reaches_libpq_as_given() -> None:
     """dse takes only its own parameter out of the URL (the rest byte for byte, ``+`` included:
     libpq does not read it as a space) and puts its settings before the URL's own options."""
     pytest.importorskip("psycopg")
-    from dse.search.postgres import libpq_params, split_url
+    from dse.search.storage.postgres import libpq_params, split_url
 
     uri, query, answer_s = split_url("postgresql+psycopg://u:p%40w@h:5/db?options=-c%20search_path"
                                      "%3Da+b&dse_answer_timeout=7.5&sslmode=require")
@@ -296,8 +298,8 @@ def test_a_lost_server_is_reported_once() -> None:
 
     from sqlalchemy.exc import OperationalError
 
-    import dse.search.postgres  # noqa: F401  (loaded for a PostgreSQL URL)
-    from dse.search.storage import quiet_lost_storage
+    import dse.search.storage.postgres  # noqa: F401  (loaded for a PostgreSQL URL)
+    from dse.search.storage.failures import quiet_lost_storage
 
     lost = OperationalError("SELECT 1", {}, psycopg.OperationalError(
         "consuming input failed: server closed the connection unexpectedly"))

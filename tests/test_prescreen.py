@@ -1,4 +1,4 @@
-"""The pre-screen of a space too large for a coarse grid (dse.search.prescreen, issue 29): its
+"""The pre-screen of a space too large for a coarse grid (dse.search.algorithms.prescreen, issue 29): its
 Latin hypercube batches stratify every parameter, it stops at its CPU budget, a new study on such
 a space records it (designs and CPU seconds) in ``dse:prescreen`` and ``dse status`` shows it, the
 trial budget is unchanged, and a second process joining the study waits for it rather than
@@ -18,19 +18,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-import dse.search.refine as refine_mod
+import dse.search.algorithms.refine as refine_mod
 import dse.search.runner as runner
 from dse.model.workload import load_workload
-from dse.search.attribute_keys import BUDGET_KEY, PRESCREEN_KEY, WORKLOAD_KEY
-from dse.search.dedup import Tiers, design_key, keyed_neighbourhood, neighbourhood
-from dse.search.objectives import load_objectives
-from dse.search.prescreen import BATCH_DESIGNS, METHOD, latin_batch
-from dse.search.reference import study_reference
-from dse.search.refine import screen_to_fine
+from dse.search.algorithms.dedup import Tiers, design_key, keyed_neighbourhood, neighbourhood
+from dse.search.algorithms.prescreen import BATCH_DESIGNS, METHOD, latin_batch
+from dse.search.algorithms.reference import study_reference
+from dse.search.algorithms.refine import screen_to_fine
+from dse.search.algorithms.sweep import sweep_allowed
 from dse.search.runner import open_study
-from dse.search.space import load_space
-from dse.search.storage import open_storage
-from dse.search.sweep import sweep_allowed
+from dse.search.storage.opening import open_storage
+from dse.search.study.attribute_keys import BUDGET_KEY, PRESCREEN_KEY, WORKLOAD_KEY
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space
 from tests.study_helpers import make_spec, run_cli, write_study
 
 FULL = "full"
@@ -212,9 +212,9 @@ def test_a_round_with_nothing_new_is_skipped_not_scored(monkeypatch: pytest.Monk
     first = screen_to_fine(space, wl, objectives, TINY_S, max_designs=0).result
     rounds: Iterator[list[dict[str, Any]] | None] = iter([])
     monkeypatch.setattr(refine_mod._State, "next_round", lambda self, room: next(rounds))
-    from dse.calibration.parameters import load_calibration
     from dse.model.catalog import load_catalog
     from dse.model.evaluate import Memo
+    from dse.model.parameters import load_calibration
 
     calib = load_calibration()
     for cpu_s in (math.inf, 60.0):
@@ -243,9 +243,9 @@ def test_a_refinement_expands_its_best_parents_first_and_climbs_from_a_new_best(
         return lines(self, parent)
 
     monkeypatch.setattr(refine_mod._State, "_lines", recorded)
-    from dse.calibration.parameters import load_calibration
     from dse.model.catalog import load_catalog
     from dse.model.evaluate import Memo
+    from dse.model.parameters import load_calibration
 
     calib = load_calibration()
     parts = refine_mod.refine(space, first, wl, objectives, 3_000, calib, load_catalog(),

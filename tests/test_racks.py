@@ -25,12 +25,12 @@ from dse.model.racks import racks_of
 from dse.model.system import System, load_system
 from dse.model.workload import load_workload
 from dse.outputs.labels import design_phrase
-from dse.search.encoding import design_system
-from dse.search.objectives import METRICS
 from dse.search.results import load_stored_study, trial_rows
 from dse.search.runner import run_study
-from dse.search.space import load_space
-from dse.search.spec import StudySpec, load_study_spec
+from dse.search.study.encoding import design_system
+from dse.search.study.objective_sets import METRICS
+from dse.search.study.search_space import load_space
+from dse.search.study.study_file import StudySpec, load_study_spec
 
 WORKLOAD = "mlperf-dlrm-dcnv2"
 

@@ -21,19 +21,19 @@ from optuna.trial import TrialState
 from study_helpers import CHEAP, ROOT, write_study
 from typer.testing import CliRunner
 
-from dse.calibration.parameters import load_calibration
 from dse.cli import app
 from dse.cli.tables import distinct_designs
 from dse.model.evaluate import evaluate
+from dse.model.parameters import load_calibration
 from dse.model.system import load_system
 from dse.model.whatif import bottom_mlp_leads, step_from_stages, what_if
 from dse.model.workload import load_workload, workload_presets
 from dse.outputs.labels import human_number
 from dse.outputs.plan import plan_summary
 from dse.outputs.timeline import timeline
-from dse.search.dedup import DUPLICATE_KEY
-from dse.search.recovery import RETRY_KEY
-from dse.search.storage import journal_storage
+from dse.search.algorithms.dedup import DUPLICATE_KEY
+from dse.search.storage.journal_writing import journal_storage
+from dse.search.storage.recovery import RETRY_KEY
 
 runner = CliRunner()
 NARROW = {"COLUMNS": "80"}
@@ -69,7 +69,7 @@ def test_plan_devices_match_the_step() -> None:
     assert max(d.embedding_s for d in summary.devices) == pytest.approx(emb, rel=1e-12)
     a2a = 2 * max(st.a2a_fabric, st.a2a_network)
     assert max(d.alltoall_s for d in summary.devices) == pytest.approx(a2a, rel=1e-12)
-    assert [d.hbm_used_gb * 1e9 for d in summary.devices] == pytest.approx(ev.plan.memory.hbm_used_bytes)
+    assert [d.hbm_used_gb * 1e9 for d in summary.devices] == pytest.approx(ev.plan.memory.device.used_bytes)
 
 
 def test_plan_host_tiers() -> None:

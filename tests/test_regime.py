@@ -19,7 +19,6 @@ from dse.calibration.ensemble import (
     EnsembleUnavailable,
     class_coverage_of,
     class_coverages,
-    fingerprint,
     holdout_classes,
     interval_of_spread,
     load_ensemble,
@@ -30,12 +29,12 @@ from dse.calibration.ensemble import (
 )
 from dse.calibration.fit import fit, predict_full
 from dse.calibration.measurements import fitted, load_measurements
-from dse.calibration.parameters import load_calibration
 from dse.calibration.regime import DesignClass, Regime, design_class, measurement_class
 from dse.cli import app
+from dse.model.parameters import fingerprint, load_calibration
 from dse.model.system import SoftwareSpec
-from dse.outputs.robust import RobustDesign, RobustFront
 from dse.outputs.robust_page import robust_section
+from dse.search.robust_front import RobustDesign, RobustFront
 
 CALIB = load_calibration()
 runner = CliRunner()

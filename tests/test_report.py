@@ -17,10 +17,10 @@ import pytest
 from browser import BROWSER_ARGS, CHROMIUM, playwright_api
 
 from dse.outputs.report import render_report
-from dse.search.objectives import load_objectives
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec, study_space
-from dse.search.storage import open_storage
+from dse.search.storage.opening import open_storage
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.study_file import StudySpec, study_space
 
 
 def make_study(tmp_path: Path, objectives: str, budget: int,

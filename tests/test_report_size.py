@@ -12,7 +12,7 @@ from browser import BROWSER_ARGS, CHROMIUM, playwright_api
 from test_report import make_study
 
 from dse.outputs.report import render_report
-from dse.search.objectives import load_objectives
+from dse.search.study.objective_sets import load_objectives
 
 MAX_BYTES = 3_000_000
 FIRST_SCREEN_S = 3.0

@@ -20,9 +20,9 @@ from dse.cli import app
 from dse.errors import DseInputError
 from dse.model.system import load_system_spec
 from dse.records import SYSTEM, WORKLOAD, named_beside, table_digest
-from dse.search.attribute_keys import CHANGES_KEY, CONTENTS_KEY
-from dse.search.space import load_space
-from dse.search.spec import as_recorded, load_study_spec, study_space, study_workload
+from dse.search.study.attribute_keys import CHANGES_KEY, CONTENTS_KEY
+from dse.search.study.search_space import load_space
+from dse.search.study.study_file import as_recorded, load_study_spec, study_space, study_workload
 
 runner = CliRunner()
 PACKAGED = (SYSTEM.builtin / "dgx-h100.toml").read_text(encoding="utf-8")

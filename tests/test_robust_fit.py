@@ -25,8 +25,8 @@ from dse.calibration.fit import (
     validate,
 )
 from dse.calibration.measurements import load_measurements
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.cli import app
+from dse.model.parameters import Calibration, load_calibration
 
 runner = CliRunner()
 

@@ -25,12 +25,12 @@ from dse.model.rules import RULE_NAMES, check_rules, fabric_capacity_gb_s
 from dse.model.system import load_system, system_presets
 from dse.model.workload import load_workload
 from dse.outputs.report import render_report
-from dse.search.encoding import design_system
-from dse.search.objectives import load_objectives
-from dse.search.pareto import pareto_trials
+from dse.search.algorithms.pareto import pareto_trials
 from dse.search.runner import run_study
-from dse.search.space import load_space
-from dse.search.spec import load_study_spec, study_names
+from dse.search.study.encoding import design_system
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space
+from dse.search.study.study_file import load_study_spec, study_names
 
 
 def broken(system: Any) -> dict[str, str]:

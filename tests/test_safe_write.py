@@ -84,7 +84,7 @@ def fill(folder: Path) -> None:
 def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished study of :data:`BUDGET` trials: its folder holds s.toml and s.journal."""
     from dse.search.runner import run_study
-    from dse.search.spec import load_study_spec
+    from dse.search.study.study_file import load_study_spec
 
     folder = tmp_path_factory.mktemp("finished")
     spec = load_study_spec(str(write_study(folder / "s.toml", name="s", **CHEAP,
@@ -328,7 +328,7 @@ def test_a_relative_storage_path_is_taken_from_the_study_folder(
 
 
 def test_absolute_paths_and_urls_in_a_study_file_are_kept(tmp_path: Path) -> None:
-    from dse.search.spec import load_study_spec
+    from dse.search.study.study_file import load_study_spec
 
     absolute = str(tmp_path / "abs" / "s.journal")
     for storage in (absolute, "sqlite:///rel.db", "postgresql://u@h/db", f"journal:{absolute}"):

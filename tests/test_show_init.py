@@ -16,9 +16,9 @@ from dse.cli import app
 from dse.model.system import load_system_spec, system_spec_from_mapping
 from dse.model.workload import load_workload, workload_from_mapping
 from dse.records import SPACE, SYSTEM, WORKLOAD, named_file
-from dse.search.objectives import load_objectives, objectives_from_mapping
-from dse.search.space import load_space, space_from_mapping
-from dse.search.spec import load_study_spec, study_objectives, study_space, study_workload
+from dse.search.study.objective_sets import load_objectives, objectives_from_mapping
+from dse.search.study.search_space import load_space, space_from_mapping
+from dse.search.study.study_file import load_study_spec, study_objectives, study_space, study_workload
 
 runner = CliRunner()
 

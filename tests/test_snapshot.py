@@ -1,9 +1,9 @@
-"""The one-pass journal reader of the read-only commands (:mod:`dse.search.snapshot`) gives exactly
-the studies and trials Optuna's own replay gives, on real journals: dse studies run with two
-workers (complete, infeasible, baseline trials with user and system attributes and constraints),
-failed, pruned, running and waiting trials, intermediate values, records Optuna ignores, several
-studies, a deleted one, and a repaired journal; and it hands anything damaged back to Optuna's
-reading (which reports it as before)."""
+"""The one-pass journal reader of the read-only commands (:mod:`dse.search.storage.journal_snapshot`)
+gives exactly the studies and trials Optuna's own replay gives, on real journals: dse studies run
+with two workers (complete, infeasible, baseline trials with user and system attributes and
+constraints), failed, pruned, running and waiting trials, intermediate values, records Optuna
+ignores, several studies, a deleted one, and a repaired journal; and it hands anything damaged back
+to Optuna's reading (which reports it as before)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from optuna.trial import TrialState
 from study_helpers import make_spec
 
 from dse.errors import DseInputError
-from dse.search import snapshot as snapshot_module
 from dse.search._optuna import study_storage, trial_id_of
-from dse.search.journal import repair_journal
 from dse.search.results import load_stored_study
 from dse.search.runner import run_study
-from dse.search.snapshot import JournalSnapshot, ReadOnlyError, cache_path, read_snapshot
-from dse.search.storage import FlockLock
+from dse.search.storage import journal_snapshot as snapshot_module
+from dse.search.storage.journal_check import repair_journal
+from dse.search.storage.journal_snapshot import JournalSnapshot, ReadOnlyError, cache_path, read_snapshot
+from dse.search.storage.journal_writing import FlockLock
 
 
 def optuna_storage(path: Path) -> JournalStorage:

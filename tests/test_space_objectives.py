@@ -13,11 +13,11 @@ from study_helpers import CHEAP, GRID_PARAMS, SPACE_HEAD, write_study
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
 from dse.model.rules import RULE_NAMES
-from dse.search.encoding import decode_params, encode_design, grid_of
-from dse.search.objectives import METRICS, Constraint, load_objectives, objective_names
-from dse.search.samplers import SAMPLERS, make_sampler
-from dse.search.space import load_space, preset_params, space_names
-from dse.search.spec import load_study_spec, study_names
+from dse.search.algorithms.samplers import make_sampler
+from dse.search.study.encoding import decode_params, encode_design, grid_of
+from dse.search.study.objective_sets import METRICS, Constraint, load_objectives, objective_names
+from dse.search.study.search_space import load_space, preset_params, space_names
+from dse.search.study.study_file import SAMPLERS, load_study_spec, study_names
 
 
 def test_every_shipped_space_objective_set_and_study_loads() -> None:
@@ -218,7 +218,7 @@ def test_same_machine_fingerprint_compares_every_field() -> None:
     import dataclasses
 
     from dse.model.system import PodSpec, load_system_spec
-    from dse.search.space import _fingerprint
+    from dse.search.study.search_space import _fingerprint
 
     spec = load_system_spec("dgx-h100")
     node = spec.node

@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from dse.calibration.fit import fit, predict_full, validate
 from dse.calibration.measurements import COLUMNS, STATE_COLUMNS, fitted, load_measurements
-from dse.calibration.parameters import load_calibration
 from dse.calibration.state_change import (
     MIN_CHANGED_STEPS,
     RATE_CHANGE,
@@ -24,6 +23,7 @@ from dse.calibration.state_change import (
 )
 from dse.cli import app
 from dse.errors import DseInputError
+from dse.model.parameters import load_calibration
 
 QUANTA = "mlperf-v3.1-quanta-d54u-3u"
 

@@ -22,8 +22,9 @@ from study_helpers import CHEAP, ROOT, write_study
 from test_distributed import postgres_url
 
 from dse.errors import DseInputError
-from dse.search.spec import load_study_spec
-from dse.search.storage import encode_credentials, open_storage, redact, without_password
+from dse.search.storage.opening import open_storage
+from dse.search.storage.servers import encode_credentials, redact, without_password
+from dse.search.study.study_file import load_study_spec
 
 __all__ = ["postgres_url"]  # the PostgreSQL server fixture these tests share
 

@@ -21,13 +21,11 @@ from optuna.trial import FrozenTrial, TrialState
 from study_helpers import GRID_PARAMS, SPACE_HEAD, complete, design_key, load, make_spec, trials
 
 import dse
-import dse.search.objective as objective_mod
+import dse.search.trial_objective as objective_mod
 from dse import evaluate, load_system, load_workload
-from dse.calibration.parameters import load_calibration
+from dse.model.parameters import load_calibration
 from dse.model.rules import RULE_NAMES
-from dse.search.encoding import canonical_design, decode_params, suggest_design
-from dse.search.objectives import load_objectives
-from dse.search.pareto import (
+from dse.search.algorithms.pareto import (
     hypervolume,
     is_feasible,
     non_dominated,
@@ -35,12 +33,14 @@ from dse.search.pareto import (
     reference_point,
     study_losses,
 )
-from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
+from dse.search.algorithms.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
 from dse.search.results import status, trials_frame
 from dse.search.runner import run_study
-from dse.search.samplers import AUTO_SWITCH_TRIALS, NSGA2_POPULATION
-from dse.search.space import load_space, preset_params
-from dse.search.storage import storage_file
+from dse.search.storage.opening import storage_file
+from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY, WorkerLock, recover_stale_trials
+from dse.search.study.encoding import canonical_design, decode_params, suggest_design
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space, preset_params
 
 KINDS = ["journal", "sqlite"]
 GENERATION = optuna.samplers.NSGAIISampler._get_generation_key()
@@ -362,7 +362,7 @@ def test_auto_hands_over_to_nsga2_breeding_from_earlier_trials(
     assert all(t.state == TrialState.PRUNED and "duplicate_of" in t.user_attrs
                for t in study.trials if t.state != TrialState.COMPLETE)
     before, after = all_trials[:AUTO_SWITCH_TRIALS], all_trials[AUTO_SWITCH_TRIALS:]
-    # The designs the default sampler proposes itself (dse.search.proposals) are not NSGA-II's.
+    # The designs the default sampler proposes itself (dse.search.algorithms.proposals) are not NSGA-II's.
     after = [t for t in after if "proposal" not in t.user_attrs]
     assert len(after) >= 5
     assert not any(GENERATION in t.system_attrs for t in before)  # TPE

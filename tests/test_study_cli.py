@@ -28,12 +28,12 @@ from study_helpers import (
 from typer.testing import CliRunner, Result
 
 from dse.cli import app
-from dse.search.objectives import objective_names
-from dse.search.pareto import pareto_trials
-from dse.search.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
-from dse.search.space import space_names
-from dse.search.spec import study_names
-from dse.search.storage import journal_storage
+from dse.search.algorithms.pareto import pareto_trials
+from dse.search.storage.journal_writing import journal_storage
+from dse.search.storage.recovery import BASELINE_KEY, RETRY_KEY, WORKER_KEY
+from dse.search.study.objective_sets import objective_names
+from dse.search.study.search_space import space_names
+from dse.search.study.study_file import study_names
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}
@@ -337,7 +337,7 @@ def test_run_leaves_the_snapshot_cache_current(tmp_path: Path, monkeypatch: pyte
     """`dse run` ends by bringing the journal's snapshot cache up to date, so that the first
     read-only command after it replays nothing (a large study's first `dse status` would
     otherwise read its whole journal); what that command reads is still Optuna's reading."""
-    from dse.search import snapshot as snapshot_module
+    from dse.search.storage import journal_snapshot as snapshot_module
 
     monkeypatch.setattr(snapshot_module, "CACHE_AFTER_BYTES", 0)  # cache even a small journal
     path = study_file(tmp_path, budget=8)
@@ -357,7 +357,7 @@ def test_worker_that_completes_the_study_leaves_the_snapshot_cache_current(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A study filled by `dse worker` ends as one filled by `dse run`: the worker that sees the
     budget complete brings the snapshot cache up to date (a worker stopped earlier does not)."""
-    from dse.search import snapshot as snapshot_module
+    from dse.search.storage import journal_snapshot as snapshot_module
 
     monkeypatch.setattr(snapshot_module, "CACHE_AFTER_BYTES", 0)
     path = study_file(tmp_path, budget=8)

@@ -15,7 +15,6 @@ import pytest
 from study_helpers import make_spec
 
 from dse.search import _optuna
-from dse.search.recovery import BASELINE_KEY, WorkerLock
 from dse.search.runner import (
     CREATOR_KEY,
     OPEN_WAIT_S,
@@ -23,9 +22,10 @@ from dse.search.runner import (
     enqueue_baselines,
     open_study,
 )
-from dse.search.space import preset_params
-from dse.search.spec import study_objectives, study_space
-from dse.search.storage import open_storage, storage_file
+from dse.search.storage.opening import open_storage, storage_file
+from dse.search.storage.recovery import BASELINE_KEY, WorkerLock
+from dse.search.study.search_space import preset_params
+from dse.search.study.study_file import study_objectives, study_space
 
 STEPS = ("created", "creator recorded", "definition recorded", "one baseline enqueued",
          "all baselines enqueued")
@@ -56,7 +56,7 @@ def _killed_after(step: str, tmp_path: Path) -> optuna.Study:
         return study
     baselines = preset_params(study_space(spec))
     first = next(iter(baselines))
-    from dse.search.encoding import encode_design
+    from dse.search.study.encoding import encode_design
 
     study.enqueue_trial(encode_design(study_space(spec), baselines[first]),
                         user_attrs={BASELINE_KEY: first})

@@ -94,9 +94,9 @@ def test_sweep_before_the_first_trial_reports_its_progress(tmp_path: Path) -> No
     designs scored, up to a total that ends equal to them."""
     from study_helpers import make_spec
 
-    from dse.search.reference import REFERENCE_MIN_BUDGET, study_reference
+    from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, study_reference
     from dse.search.runner import open_study
-    from dse.search.storage import open_storage
+    from dse.search.storage.opening import open_storage
 
     spec = make_spec(tmp_path, sampler="auto", budget=REFERENCE_MIN_BUDGET)
     calls: list[tuple[int, int]] = []

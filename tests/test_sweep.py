@@ -19,11 +19,8 @@ from dse.errors import DseInputError
 from dse.model.evaluate import Memo, evaluate
 from dse.model.system import load_system, load_system_spec, resolve_system
 from dse.model.workload import Workload, load_workload
-from dse.search.encoding import decode_params
-from dse.search.objectives import ObjectiveSet, load_objectives
-from dse.search.pareto import pareto_mask
-from dse.search.space import SearchSpace, load_space, space_from_mapping
-from dse.search.sweep import (
+from dse.search.algorithms.pareto import pareto_mask
+from dse.search.algorithms.sweep import (
     WARM_START_KEY,
     coarse_grid,
     coarse_space,
@@ -33,6 +30,9 @@ from dse.search.sweep import (
     warm_start,
     write_parquet,
 )
+from dse.search.study.encoding import decode_params
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives
+from dse.search.study.search_space import SearchSpace, load_space, space_from_mapping
 
 SMALL = {
     "name": "small",
@@ -156,7 +156,7 @@ def test_memo_returns_what_evaluate_returns() -> None:
 
 
 def load_calibration() -> Any:
-    from dse.calibration.parameters import load_calibration as load
+    from dse.model.parameters import load_calibration as load
 
     return load()
 
@@ -258,10 +258,10 @@ def test_warm_start_study_seeds_a_run(tmp_path: Path) -> None:
     """What `dse run --warm-start sweep` does: seed the opened study, then run it."""
     import dataclasses
 
+    from dse.search.algorithms.sweep import warm_start_study
     from dse.search.runner import open_study, run_study
-    from dse.search.spec import load_study_spec
-    from dse.search.storage import open_storage
-    from dse.search.sweep import warm_start_study
+    from dse.search.storage.opening import open_storage
+    from dse.search.study.study_file import load_study_spec
 
     spec = dataclasses.replace(load_study_spec("zion-2020-grid"), budget=25,
                                storage=str(tmp_path / "w.journal"))
@@ -299,8 +299,8 @@ def test_run_warm_start_sweep_seeds_any_sampler_from_the_refined_front(tmp_path:
     import subprocess
     import sys
 
-    from dse.search.reference import study_reference
-    from dse.search.sweep import WARM_START_KEY
+    from dse.search.algorithms.reference import study_reference
+    from dse.search.algorithms.sweep import WARM_START_KEY
 
     study = tmp_path / "wt.toml"
     study.write_text('name = "wt"\nworkload = "mlperf-dlrm-v1"\nspace = "zion-node-grid"\n'
@@ -327,7 +327,7 @@ def test_a_sweep_from_a_process_with_threads_spawns_its_workers() -> None:
     under pytest-xdist hung so): a sweep forks its workers only from a one-thread process."""
     import threading
 
-    from dse.search.sweep import _start_method
+    from dse.search.algorithms.sweep import _start_method
 
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
@@ -346,7 +346,7 @@ def test_a_sweep_worker_takes_the_default_signal_handling() -> None:
     initializer restores the default SIGTERM and leaves Ctrl-C to the parent."""
     import signal
 
-    from dse.search import sweep
+    from dse.search.algorithms import sweep
 
     before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), sweep._CTX)
     try:

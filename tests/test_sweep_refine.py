@@ -1,4 +1,4 @@
-"""Coarse-to-fine sweeps (dse.search.refine): on a small space swept whole, the refinement finds
+"""Coarse-to-fine sweeps (dse.search.algorithms.refine): on a small space swept whole, the refinement finds
 the exact front the coarse grid misses; the design cap holds; the result is deterministic, holds
 no design twice and agrees with the model; a new study's reference and warm start come from it."""
 
@@ -13,13 +13,13 @@ import pytest
 
 from dse.model.evaluate import evaluate
 from dse.model.workload import Workload, load_workload
-from dse.search.dedup import design_key
-from dse.search.encoding import design_system
-from dse.search.objectives import ObjectiveSet, load_objectives
-from dse.search.reference import study_reference
-from dse.search.refine import METHOD, coarse_to_fine, seed_new_study
-from dse.search.space import SearchSpace, space_from_mapping
-from dse.search.sweep import WARM_START_KEY, SweepResult, coarse_front, explicit_grid, run_sweep
+from dse.search.algorithms.dedup import design_key
+from dse.search.algorithms.reference import study_reference
+from dse.search.algorithms.refine import METHOD, coarse_to_fine, seed_new_study
+from dse.search.algorithms.sweep import WARM_START_KEY, SweepResult, coarse_front, explicit_grid, run_sweep
+from dse.search.study.encoding import design_system
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives
+from dse.search.study.search_space import SearchSpace, space_from_mapping
 
 LINES = {
     "name": "lines",
@@ -147,8 +147,8 @@ def test_new_study_reference_and_warm_start_come_from_the_refinement() -> None:
 def test_line_values_of_long_and_float_parameters() -> None:
     """A float knob is line-searched over FLOAT_LEVELS values on its scale (ends exact); a long
     log-scale int over LINE_MAX_VALUES spread values, plus the four nearest either side."""
-    from dse.search.refine import FLOAT_LEVELS, LINE_MAX_VALUES, _line_values, _near
-    from dse.search.space import Parameter
+    from dse.search.algorithms.refine import FLOAT_LEVELS, LINE_MAX_VALUES, _line_values, _near
+    from dse.search.study.search_space import Parameter
 
     ddr = Parameter("node.ddr_gb", "float", low=1536.0, high=8192.0, log=True)
     values = _line_values(ddr)
@@ -171,7 +171,7 @@ FIT = {"name": "fit", "base_system": "zionex",
 
 
 def test_repair_moves_pair_a_step_that_misses_a_constraint_with_a_line_along_another() -> None:
-    from dse.search.refine import _line_values, _State
+    from dse.search.algorithms.refine import _line_values, _State
 
     space = space_from_mapping(json.loads(json.dumps(FIT)), "test space")
     wl, objectives = load_workload("synthetic-production-12t"), load_objectives("throughput-vs-capex")
@@ -212,7 +212,7 @@ def test_a_fabric_move_carries_its_bandwidth_along_its_line() -> None:
     breaks the bandwidth rule, a hybrid cube mesh of 16 the arrangement rule). A move of the
     fabric also moves the bandwidth conditioned on it along its line, which reaches feasible
     full meshes of 8, and from the fastest of those 16 accelerators is one step."""
-    from dse.search.refine import _line_values, _State
+    from dse.search.algorithms.refine import _line_values, _State
 
     space = space_from_mapping(json.loads(json.dumps(FABRIC)), "test space")
     wl, objectives = load_workload("mlperf-dlrm-dcnv2"), load_objectives("throughput-vs-capex")
@@ -242,7 +242,7 @@ def test_a_fabric_move_carries_its_bandwidth_along_its_line() -> None:
 def test_a_fabric_chosen_takes_its_bandwidth_along_the_whole_line() -> None:
     """A float that becomes active with a choice (a fabric's bandwidth, from no fabric) is moved
     along its whole line, not only filled with its middle value."""
-    from dse.search.refine import FLOAT_LEVELS, _line_values, _State
+    from dse.search.algorithms.refine import FLOAT_LEVELS, _line_values, _State
 
     spec = json.loads(json.dumps(FABRIC))
     spec["parameters"]["node.scaleup"]["choices"] = ["none", "fully_connected"]

@@ -13,21 +13,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dse.calibration.parameters import Calibration
 from dse.model.catalog import load_catalog
 from dse.model.cost import CostBreakdown, PowerBreakdown, capex, economics
 from dse.model.estimators import (
     Traffic,
     cached_traffic,
     granular,
-    hbm_traffic,
-    host_traffic,
+    local_traffic,
+    pooled_traffic,
     zipf_hit_rate,
 )
 from dse.model.evaluate import evaluate
-from dse.model.placement import Plan, PlanMemory, Shard
+from dse.model.parameters import Calibration
+from dse.model.placement import Plan, PlanMemory, Shard, TierUse
 from dse.model.stages import Stage, StageCosts
 from dse.model.system import gbit_s_to_bytes_s, load_system
+from dse.model.tiers import memory_tier
 from dse.model.timing import (
     allreduce_time,
     alltoall_elements,
@@ -51,9 +52,9 @@ def make_plan(devices: int, shards: tuple[Shard, ...] = (), replicated: float = 
     return Plan(
         shards=shards,
         devices=devices,
-        memory=PlanMemory(hbm_used_bytes=(0.0,) * devices, hbm_capacity_bytes=80e9,
-                          ddr_used_bytes=(0.0,), ddr_capacity_bytes=1e12, dense_bytes_per_device=0.0,
-                          activation_bytes_per_device=0.0),
+        memory=PlanMemory(tiers=(TierUse(memory_tier("hbm", "device", 80e9, 2e12), (0.0,) * devices, 72e9),
+                                 TierUse(memory_tier("ddr", "node", 1e12, 2e11), (0.0,), 9e11)),
+                          dense_bytes_per_device=0.0, activation_bytes_per_device=0.0),
         replicated_grad_elements=replicated,
     )
 
@@ -63,7 +64,7 @@ def shard(
 ) -> Shard:
     # out_rows defaults to the whole global batch of the 4-device, b = 1000 cases (B = 4,000): no
     # hot rows replicated, every sample's pooled vector crosses the all-to-all.
-    return Shard(table, sharding, rows, dim, 0.0, out_rows, 0.0, device, "hbm", Traffic())  # type: ignore[arg-type]
+    return Shard(table, sharding, rows, dim, 0.0, out_rows, 0.0, device, "hbm", "local", Traffic())  # type: ignore[arg-type]
 
 
 # --- units ----------------------------------------------------------------------------------------
@@ -329,34 +330,36 @@ def test_granular() -> None:
     assert granular(33, 32) == 64.0
 
 
-def test_hbm_traffic_by_hand() -> None:
+def test_local_traffic_by_hand() -> None:
     # 10 lookups of 40 B rows (2 x 32 B sectors = 64 B), 4 B state (one 32 B sector), 100 B out.
     # fwd = 10 x (64 + 8 index) + 100 = 820
     # bwd = 100 + 10 x (2 x (64 + 32) + 8) = 100 + 10 x 200 = 2,100
-    t = hbm_traffic(10, 40, 4, 100.0)
-    assert (t.hbm_fwd, t.hbm_bwd) == (approx(820.0), approx(2100.0))
-    assert t.pcie_fwd == t.pcie_bwd == t.ddr_fwd == t.ddr_bwd == 0.0
+    t = local_traffic(10, 40, 4, 100.0, unit=32)
+    assert (t.local_fwd, t.local_bwd) == (approx(820.0), approx(2100.0))
+    assert t.link_fwd == t.link_bwd == t.far_fwd == t.far_bwd == 0.0
     # SGD (no state): bwd = 100 + 10 x (2 x 64 + 8) = 1,460.
-    assert hbm_traffic(10, 40, 0, 100.0).hbm_bwd == approx(1460.0)
+    assert local_traffic(10, 40, 0, 100.0, unit=32).local_bwd == approx(1460.0)
+    # In 64 B lines (a CPU device's own DDR): row 64 B, state 64 B: bwd = 100 + 10 x (2 x 128 + 8).
+    assert local_traffic(10, 40, 4, 100.0, unit=64).local_bwd == approx(2740.0)
 
 
-def test_host_traffic_by_hand() -> None:
+def test_pooled_traffic_by_hand() -> None:
     # Host lines are 64 B: row 40 B -> 64 B, state 4 B -> 64 B.
-    # ddr_fwd = 10 x (64 + 8) = 720; ddr_bwd = 10 x 2 x (64 + 64) = 2,560; PCIe carries the 100 B
-    # of pooled output each way; nothing touches HBM.
-    t = host_traffic(10, 40, 4, 100.0)
-    assert t == Traffic(hbm_fwd=0.0, hbm_bwd=0.0, pcie_fwd=100.0, pcie_bwd=100.0,
-                        ddr_fwd=720.0, ddr_bwd=2560.0)
+    # far_fwd = 10 x (64 + 8) = 720; far_bwd = 10 x 2 x (64 + 64) = 2,560; the link carries the
+    # 100 B of pooled output each way; nothing touches the device's own memory.
+    t = pooled_traffic(10, 40, 4, 100.0, unit=64)
+    assert t == Traffic(local_fwd=0.0, local_bwd=0.0, link_fwd=100.0, link_bwd=100.0,
+                        far_fwd=720.0, far_bwd=2560.0)
 
 
 def test_cached_traffic_by_hand() -> None:
-    # Hit rate 0.5 on 10 lookups: 5 hits served from HBM as hbm_traffic(5, 40, 4, 100):
+    # Hit rate 0.5 on 10 lookups: 5 hits served from HBM as local_traffic(5, 40, 4, 100):
     #   fwd = 5 x 72 + 100 = 460, bwd = 100 + 5 x 200 = 1,100; the 5 misses add 5 x 8 index bytes
     #   to HBM forward (460 + 40 = 500) and move 64 B units over PCIe and DDR:
-    #   pcie_fwd = ddr_fwd = 5 x 64 = 320; pcie_bwd = ddr_bwd = 5 x 2 x (64 + 64) = 1,280.
-    t = cached_traffic(10, 40, 4, 100.0, 0.5)
-    assert t == Traffic(hbm_fwd=500.0, hbm_bwd=1100.0, pcie_fwd=320.0, pcie_bwd=1280.0,
-                        ddr_fwd=320.0, ddr_bwd=1280.0)
+    #   link_fwd = far_fwd = 5 x 64 = 320; link_bwd = far_bwd = 5 x 2 x (64 + 64) = 1,280.
+    t = cached_traffic(10, 40, 4, 100.0, 0.5, local_unit=32, far_unit=64)
+    assert t == Traffic(local_fwd=500.0, local_bwd=1100.0, link_fwd=320.0, link_bwd=1280.0,
+                        far_fwd=320.0, far_bwd=1280.0)
 
 
 def test_zipf_hit_rate_edges() -> None:

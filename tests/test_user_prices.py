@@ -13,19 +13,19 @@ import numpy as np
 import pytest
 from study_helpers import load
 
-from dse.calibration.ensemble import CalibrationEnsemble, fingerprint
-from dse.calibration.parameters import load_calibration
+from dse.calibration.ensemble import CalibrationEnsemble
 from dse.errors import DseInputError
 from dse.model.catalog import load_catalog, vendor_of
 from dse.model.evaluate import evaluate
+from dse.model.parameters import fingerprint, load_calibration
 from dse.model.system import load_system
 from dse.model.user_catalog import load_user_catalog
 from dse.model.workload import load_workload
 from dse.outputs.cases.uncertainty import PRICE_SPREAD, ClaimUncertainty, price_draw, uncertainty_lines
-from dse.outputs.robust import price_draws, price_ratios, robust_front
-from dse.search.objectives import load_objectives
+from dse.search.robust_front import price_draws, price_ratios, robust_front
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.study_file import StudySpec
 
 CAT = load_catalog()
 WL = load_workload("mlperf-dlrm-dcnv2")

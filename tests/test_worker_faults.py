@@ -38,11 +38,11 @@ from test_distributed import Worker, require
 from test_postgres_faults import server, states
 
 from dse.search import _optuna
-from dse.search import storage as storage_module
-from dse.search.dedup import DUPLICATE_KEY
-from dse.search.recovery import RETRY_KEY, WORKER_KEY, recover, retry
-from dse.search.spec import load_study_spec
-from dse.search.storage import open_storage
+from dse.search.algorithms.dedup import DUPLICATE_KEY
+from dse.search.storage import databases
+from dse.search.storage.opening import open_storage
+from dse.search.storage.recovery import RETRY_KEY, WORKER_KEY, recover, retry
+from dse.search.study.study_file import load_study_spec
 
 __all__ = ["server"]  # the module's own PostgreSQL server (a fixture), shared by its tests
 
@@ -196,7 +196,7 @@ def test_a_summary_read_after_a_restart_reconnects(tmp_path: Path, server: tuple
     """A worker that finished its trials and was paused before its summary read, while the server
     restarted, reads the summary on a new connection (one line each way), not one line of error."""
     from dse.search.runner import read_after_run
-    from dse.search.storage import StorageUnreachable
+    from dse.search.storage.failures import StorageUnreachable
 
     _, url = server
     path = make_study(tmp_path)
@@ -224,7 +224,7 @@ def test_a_worker_whose_first_connection_meets_a_restart_waits_for_it(
     ``ServerRestarting``) joins the study once the server is back, as a running worker would;
     one refused at the start, and a ``dse run`` that may create the study, fail at once."""
     from dse.search import runner
-    from dse.search.storage import ServerRestarting, StorageUnreachable
+    from dse.search.storage.failures import ServerRestarting, StorageUnreachable
 
     _, url = server
     path = make_study(tmp_path)
@@ -415,7 +415,7 @@ def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
     heartbeat logic of another process fails its trial; behind the proxy (where that takes 300 s)
     another process fails it directly, as dse's recovery does. The grace period is the failing
     process's own (its storage's): 3 s in this one instead of 10, so the test waits less."""
-    monkeypatch.setattr(storage_module, "GRACE_S", GRACE_S)
+    monkeypatch.setattr(databases, "GRACE_S", GRACE_S)
     _, url = server
     path = make_study(tmp_path)
     study = created(path, url)

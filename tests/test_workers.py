@@ -17,9 +17,9 @@ import optuna
 import pytest
 from study_helpers import CHEAP, ROOT, complete, design_key, journal_states, write_study
 
-from dse.search.recovery import BASELINE_KEY, WORKER_KEY
-from dse.search.samplers import worker_seed
-from dse.search.storage import journal_storage
+from dse.search.algorithms.samplers import worker_seed
+from dse.search.storage.journal_writing import journal_storage
+from dse.search.storage.recovery import BASELINE_KEY, WORKER_KEY
 
 SLOW = "synthetic-production-a"
 """1,000 tables: trials of some milliseconds, so both workers sample side by side."""

@@ -1,11 +1,12 @@
-"""Calibration: the model's named efficiency parameters, their fit to published measurements and
+"""Calibration: the fit of the model's named efficiency parameters to published measurements and
 the validation of that fit.
 
-Only :mod:`dse.calibration.parameters` is imported here (the model reads it); the fit
-(:mod:`dse.calibration.fit`) and the measurement set (:mod:`dse.calibration.measurements`) import
-the model, so import them by their own names.
+The parameters themselves (:class:`Calibration`, :func:`load_calibration`) belong to the model that
+reads them (:mod:`dse.model.parameters`) and are re-exported here, so ``from dse.calibration import
+Calibration`` keeps working; the fit (:mod:`dse.calibration.fit`) and the measurement set
+(:mod:`dse.calibration.measurements`) are imported by their own names.
 """
 
-from dse.calibration.parameters import Calibration, load_calibration
+from dse.model.parameters import Calibration, load_calibration
 
 __all__ = ["Calibration", "load_calibration"]

@@ -25,10 +25,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import evaluate
-from dse.model.limits import MAX_DATA_FILE_BYTES
+from dse.model.parameters import Calibration
 from dse.model.stages import STAGE_WORDS, STAGES
 from dse.model.system import load_system
 from dse.model.workload import load_workload

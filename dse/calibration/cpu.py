@@ -28,11 +28,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
 
-from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Precision
 from dse.model.evaluate import evaluate
-from dse.model.limits import MAX_DATA_FILE_BYTES
+from dse.model.parameters import FITTED_APART, Calibration, fingerprint
 from dse.model.system import System, resolve_system, system_spec_from_mapping
 from dse.model.timing import cpu_efficiency_of
 from dse.model.workload import Workload, load_workload
@@ -155,7 +155,7 @@ EFFICIENCY_RANGE = (1e-3, 1.0)
 """Where the fit searches each efficiency (the open range of an efficiency)."""
 TOLERANCE = 1e-5
 """The fit stops when its bracket of log efficiency is this narrow."""
-CPU_PARAMETERS = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
+CPU_PARAMETERS = FITTED_APART
 """The calibration parameters the class constrains, each on its own points (:func:`timed_by`)."""
 
 
@@ -307,8 +307,6 @@ _LOO_RESIDUALS: dict[str, tuple[float, ...]] = {}
 def cpu_loo_log_residuals(calib: Calibration) -> tuple[float, ...]:
     """log(measured / predicted) of each CPU-class point, predicted by the fit without it under
     ``calib``'s other parameters (the CPU efficiencies are refitted, so only the rest matters)."""
-    from dse.calibration.ensemble import fingerprint
-
     key = f"{calib.version}:{fingerprint(calib)}"
     got = _LOO_RESIDUALS.get(key)
     if got is None:

@@ -31,7 +31,7 @@ covered when its measured value lies inside. The share covered is written into t
 and reported by ``dse validate`` and in ``docs/validation.md``.
 
 The ensemble is generic over the calibration's parameters: a member is a whole
-:class:`~dse.calibration.parameters.Calibration` (every scalar field and the software factors), so
+:class:`~dse.model.parameters.Calibration` (every scalar field and the software factors), so
 a refit with other parameter names needs only ``dse calibrate --ensemble N`` again. It records the
 calibration's version and a fingerprint of its values; an ensemble built for another calibration
 is refused (:class:`EnsembleMismatch`) and no interval is shown rather than a wrong one.
@@ -40,7 +40,6 @@ is refused (:class:`EnsembleMismatch`) and no interval is shown rather than a wr
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -53,14 +52,15 @@ from typing import Any
 
 import numpy as np
 
+from dse.calibration.cpu import cpu_loo_log_residuals, cpu_outside
 from dse.calibration.fit import check_loss, fit, loss_of, predict_full
 from dse.calibration.measurements import REFERENCE_FAMILY, Measurement, measurement_design
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.calibration.regime import AXES, DesignClass, Regime, design_class, measurement_class
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import Evaluation
-from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.metrics import METRICS
+from dse.model.parameters import FITTED_APART, Calibration, fingerprint, load_calibration
 from dse.model.placement import Plan, plan_placement
 from dse.model.stages import DenseTimes
 from dse.model.system import System
@@ -84,10 +84,6 @@ THROUGHPUT_EXPONENT: Mapping[str, int] = MappingProxyType(
 TCO per second, capex and power do not depend on it). Capex, power and the memory figures are the
 same under every member."""
 _NOT_PARAMETERS = ("version", "software_factor", "fit")
-FITTED_APART = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
-"""Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`) that the ensemble's
-refits never move: outside the fingerprint, and every member takes the calibration's value, so
-refitting them (or adding one) keeps the ensemble of the accelerator fit valid."""
 
 
 class EnsembleUnavailable(DseInputError):
@@ -100,15 +96,6 @@ class EnsembleMismatch(EnsembleUnavailable):
 
 
 # --- data --------------------------------------------------------------------------------------
-
-
-def fingerprint(calib: Calibration) -> str:
-    """A short hash of a calibration's values (every scalar parameter and software factor), so a
-    refit that kept its version label still invalidates its ensemble."""
-    parts = [f"{f.name}={float(getattr(calib, f.name))!r}" for f in fields(Calibration)
-             if f.name not in _NOT_PARAMETERS and f.name not in FITTED_APART]
-    parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,8 +468,6 @@ def cpu_interval_at(point: float, system: System, calib: Calibration,
                     level: float = LEVEL) -> PredictionInterval | None:
     """:func:`cpu_prediction_interval` of a node without accelerators (``system``) predicted at
     ``point`` samples/s under ``calib``; None when the point is not a positive finite rate."""
-    from dse.calibration.cpu import cpu_loo_log_residuals, cpu_outside
-
     if not (0 < point < math.inf):
         return None
     residuals = np.asarray(cpu_loo_log_residuals(calib))

@@ -53,10 +53,10 @@ from dse.calibration.measurements import (
     fitted,
     measurement_design,
 )
-from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
 from dse.model.cost import power
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration
 from dse.model.placement import Plan, plan_placement
 from dse.model.system import System, load_system
 from dse.model.timing import step_time
@@ -121,6 +121,11 @@ PRIOR_REASONS: dict[str, str] = {
         "places as measured predicts the same for every value from 0.1 to 1, the cache points "
         "hang on unpublished hit rates, and the TorchRec 2026 rows run a benchmark model with no "
         "preset here (their UVM difference alone asks for about 0.7 on 2 KB rows)."),
+    "cxl_efficiency": (
+        "Not fitted: no measurement holds tables in CXL memory (nor could: no published DLRM "
+        "training run uses it); it keeps host_efficiency's prior, 0.5, within a stated range of "
+        "0.25-0.7 (dse.calibration.parameters), and every design that keeps tables in CXL "
+        "memory lies outside the measured regime (placement class cxl)."),
     "collective_latency_s": (
         "Not fitted: the fixed cost of one collective is not separable from the per-kernel overhead "
         "with these data (both add a constant per step); it keeps the nccl-tests small-message "

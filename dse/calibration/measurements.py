@@ -33,8 +33,8 @@ from typing import Any, get_args
 
 from dse.calibration.state_change import STATE_CHECKS
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Precision, Topology, load_catalog
-from dse.model.limits import MAX_DATA_FILE_BYTES
 from dse.model.system import System, load_system, system_presets
 from dse.model.workload import Workload, load_workload, workload_presets
 from dse.reading import read_text

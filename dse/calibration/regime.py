@@ -4,7 +4,8 @@ Every measurement the calibration is fitted to, and every design, belongs to one
 four axes:
 
 - ``placement``: ``hbm`` when every embedding row lives in accelerator memory, ``host`` when the
-  plan keeps any table (or a cache's backing store) in host DDR;
+  plan keeps any table (or a cache's backing store) in host DDR, a node tier's name (``cxl``) when
+  it keeps any in that slower tier;
 - ``vendor``: the accelerator's vendor (:func:`dse.model.catalog.vendor_of`);
 - ``architecture``: the accelerator's architecture generation (the catalog's ``architecture``;
   empty, not stated, counts as never measured);
@@ -31,6 +32,7 @@ from dse.calibration.measurements import SOFTWARE_CAPABILITIES, Measurement, mea
 from dse.model.catalog import vendor_of
 from dse.model.placement import Plan, plan_placement
 from dse.model.system import SoftwareSpec, System
+from dse.model.tiers import TIER_KINDS
 
 AXES = ("placement", "vendor", "architecture", "software")
 """The axes of the regime, in the order reasons are given."""
@@ -57,16 +59,23 @@ class DesignClass:
         return value
 
 
-PLACES = {"hbm": "HBM", "host": "host memory", "cpu": "the DDR of a CPU-only node"}
-"""The placement classes and how a sentence names each."""
+PLACES: dict[str, str] = {
+    "hbm": "HBM", "host": "host memory", "cpu": "the DDR of a CPU-only node",
+    **{name: kind.label for name, kind in TIER_KINDS.items() if name not in ("hbm", "ddr")}}
+"""The placement classes and how a sentence names each: a class per node tier beyond host DDR (CXL
+memory, ...), named as its kind (:data:`~dse.model.tiers.TIER_KINDS`)."""
 
 
 def placement_class(plan: Plan, cpu_only: bool = False) -> str:
     """``cpu`` on a node without accelerators (its tables in its DDR, fitted apart in the CPU
-    class); else ``host`` when the plan keeps any table bytes in host DDR, else ``hbm``."""
+    class); else the slowest node tier the plan keeps table bytes in: ``host`` for host DDR, the
+    tier's name beyond it (``cxl``); else ``hbm``."""
     if cpu_only:
         return "cpu"
-    return "host" if any(b > 0 for b in plan.memory.ddr_used_bytes) else "hbm"
+    held = [use.tier.name for use in plan.memory.tiers[1:] if any(b > 0 for b in use.used_bytes)]
+    if not held:
+        return "hbm"
+    return "host" if held[-1] == "ddr" else held[-1]
 
 
 def design_class(system: System, plan: Plan) -> DesignClass:

@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dse.calibration.parameters import load_calibration
 from dse.cli._app import app, check_targets, fail, si, to_json, warn, write_or_fail
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
-from dse.model.catalog import Catalog
+from dse.model.catalog import LISTED_SECTIONS, Catalog
 from dse.model.evaluate import Evaluation, evaluate
+from dse.model.parameters import load_calibration
 from dse.model.racks import rack_count, rack_phrase, racks_of
 from dse.model.system import System, load_system, system_presets
 from dse.model.user_catalog import load_user_catalog, split_catalog_overrides
@@ -30,7 +30,7 @@ from dse.records import parse_override, to_mapping
 
 if TYPE_CHECKING:
     from dse.calibration.ensemble import PredictionInterval
-    from dse.outputs.compare import Comparison
+    from dse.outputs.compare import DesignComparison
     from dse.outputs.plan import PlanSummary
 
 Overrides = tuple[tuple[str, Any], ...]
@@ -188,9 +188,15 @@ def compare_cmd(
 def _trial_pair(study: str, storage: str | None, first: str,
                 second: str) -> tuple[tuple[Evaluation, Evaluation], tuple[str, str]]:
     """The evaluations of two trials of ``study`` (rebuilt from their designs, current calibration)."""
-    from dse.search.encoding import design_system, design_workload
     from dse.search.results import load_stored_study
-    from dse.search.spec import as_recorded, load_study_spec, study_catalog, study_space, study_workload
+    from dse.search.study.encoding import design_system, design_workload
+    from dse.search.study.study_file import (
+        as_recorded,
+        load_study_spec,
+        study_catalog,
+        study_space,
+        study_workload,
+    )
 
     spec = load_study_spec(study)
     stored = load_stored_study(spec, storage)
@@ -209,7 +215,7 @@ def _trial_pair(study: str, storage: str | None, first: str,
     return (out[0], out[1]), (f"trial {first}", f"trial {second}")
 
 
-def print_comparison(c: Comparison, console: Console) -> None:
+def print_comparison(c: DesignComparison, console: Console) -> None:
     """The side-by-side table of ``dse compare``."""
     table = Table(title=f"{c.labels[0]} against {c.labels[1]}")
     table.add_column("")
@@ -437,8 +443,9 @@ def to_train_line(ev: Evaluation, iv: PredictionInterval | None = None) -> str:
             f"{_span(iv, 'cost_to_train_usd', usd, human_number)}; {need.basis}")
 
 
-PART_KINDS = ("accelerators", "cpus", "nics", "switches")
-"""``dse list`` kinds read from the catalog (with ``--json`` and ``--catalog``)."""
+PART_KINDS = (*LISTED_SECTIONS, "switches")
+"""``dse list`` kinds read from the catalog (with ``--json`` and ``--catalog``): its tables of parts
+by key (:data:`~dse.model.catalog.LISTED_SECTIONS`) and the switches."""
 LIST_KINDS = ("workloads", "systems", *PART_KINDS, "spaces", "objectives", "studies")
 
 
@@ -457,11 +464,11 @@ def _warn_implausible(cat: Catalog, catalog: Path | None, systems: Sequence[Syst
 def list_cmd(
     what: Annotated[str, typer.Argument(help=", ".join(LIST_KINDS))],
     as_json: Annotated[bool, typer.Option(
-        "--json", help="Print the parts as JSON (accelerators, cpus, nics, switches).")] = False,
+        "--json", help="Print the parts as JSON (" + ", ".join(PART_KINDS) + ").")] = False,
     catalog: CatalogOpt = None,
 ) -> None:
-    """List what is available: workloads, systems, accelerators, CPUs, NICs, switches, spaces,
-    objective sets or studies."""
+    """List what is available: workloads, systems, accelerators, CPUs, NICs, CXL memory, switches,
+    spaces, objective sets or studies."""
     console = Console()
     if what not in LIST_KINDS:
         fail(f"list: unknown kind {what!r} (known: {', '.join(LIST_KINDS)})")
@@ -508,21 +515,20 @@ PART_COLUMNS = {
 }
 """The table columns of ``dse list``: the key a system file names, the figures it needs (a system's
 ``node.accelerator``, ``node.cpu``, ``node.nic_gbit_s``), the price and the source; ``--json``
-has every field."""
+has every field. A kind without columns here shows every figure that is not a note."""
 
 
 def part_rows(what: str, catalog: Catalog) -> list[dict[str, Any]]:
     """Every part of kind ``what`` (:data:`PART_KINDS`) as a plain record led by its key."""
-    by_kind: dict[str, dict[str, Any]] = {
-        "accelerators": catalog.accelerator, "cpus": catalog.cpu, "nics": catalog.nic,
-        "switches": {"network": catalog.network_switch, "scaleup": catalog.scaleup_switch},
-    }
-    entries = by_kind[what]
+    entries: dict[str, Any] = (
+        {"network": catalog.network_switch, "scaleup": catalog.scaleup_switch} if what == "switches"
+        else getattr(catalog, LISTED_SECTIONS[what]))
     return [{"key": key, **to_mapping(entry)} for key, entry in sorted(entries.items())]
 
 
 def _part_table(what: str, rows: list[dict[str, Any]]) -> Table:
-    columns = PART_COLUMNS[what]
+    notes = ("assumed", "price_low_usd", "price_high_usd", "vendor")
+    columns = PART_COLUMNS.get(what) or tuple(k for k in (rows[0] if rows else {}) if k not in notes)
     table = Table(*columns)
     for row in rows:
         table.add_row(*(escape(_part_cell(row.get(col))) for col in columns))
@@ -538,9 +544,9 @@ def _part_cell(value: Any) -> str:
 
 
 def _list_study_files(what: str) -> Table:
-    from dse.search.objectives import load_objectives, objective_names
-    from dse.search.space import load_space, space_names
-    from dse.search.spec import load_study_spec, study_names
+    from dse.search.study.objective_sets import load_objectives, objective_names
+    from dse.search.study.search_space import load_space, space_names
+    from dse.search.study.study_file import load_study_spec, study_names
 
     if what == "spaces":
         table = Table("name", "base system", "parameters", "description")
@@ -595,7 +601,7 @@ def calibrate_cmd(
         validate,
     )
     from dse.calibration.measurements import fitted, load_measurements
-    from dse.calibration.parameters import Calibration, write_calibration
+    from dse.model.parameters import Calibration, write_calibration
 
     try:
         everything = load_measurements(data)
@@ -691,7 +697,7 @@ def validate_cmd(
     from dse.calibration.cpu import load_cpu_measurements, validate_cpu
     from dse.calibration.fit import validate
     from dse.calibration.measurements import load_measurements
-    from dse.calibration.parameters import load_calibration
+    from dse.model.parameters import load_calibration
     from dse.outputs.cpu_class_doc import cpu_class_line, cpu_class_lines, cpu_class_summary
     from dse.outputs.validation_page import render_html, render_markdown, summary_lines, validation_table
 

@@ -8,7 +8,7 @@ from rich.markup import escape
 from dse.cli._app import si
 from dse.cli.tables import Column, print_fitted
 from dse.outputs.labels import design_phrase, header, label, show
-from dse.outputs.robust import RobustFront
+from dse.search.robust_front import RobustFront
 
 
 def _cell(metric: str, value: float, span: tuple[float, float] | None) -> str:

@@ -22,12 +22,23 @@ from dse.cli._app import app, check_targets, fail, to_json, warn, write_or_fail
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.attribute_keys import WARM_START_KEY, WORKER_KEY
-from dse.search.journal import JournalScan, repair_journal
-from dse.search.objectives import METRICS as METRIC_NAMES
-from dse.search.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
+from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
-from dse.search.seeding import (
+from dse.search.storage.failures import quiet_lost_storage, storage_failure
+from dse.search.storage.journal_check import JournalScan, repair_journal
+from dse.search.storage.journal_writing import check_journal_file
+from dse.search.storage.opening import (
+    default_storage_path,
+    journal_file,
+    open_storage,
+    storage_file,
+    study_exists,
+)
+from dse.search.storage.proxy import PROXY_THREADS, serve_proxy
+from dse.search.storage.servers import is_loopback, redact
+from dse.search.study.attribute_keys import WARM_START_KEY, WORKER_KEY
+from dse.search.study.objective_sets import METRICS as METRIC_NAMES
+from dse.search.study.seeding import (
     MAX_PRESCREEN_S,
     PRESCREEN_S,
     WARM_BUDGET_SHARE,
@@ -35,27 +46,13 @@ from dse.search.seeding import (
     WARM_START_CHOICES,
     WarmStart,
 )
-from dse.search.spec import (
+from dse.search.study.study_file import (
     DEFAULT_STUDY,
     StudySpec,
     as_recorded,
     load_study_spec,
     results_dir,
     with_catalog,
-)
-from dse.search.storage import (
-    PROXY_THREADS,
-    check_journal_file,
-    default_storage_path,
-    is_loopback,
-    journal_file,
-    open_storage,
-    quiet_lost_storage,
-    redact,
-    serve_proxy,
-    storage_failure,
-    storage_file,
-    study_exists,
 )
 
 if TYPE_CHECKING:
@@ -120,7 +117,7 @@ def _seed_sweep(study: optuna.Study, spec: StudySpec, new: bool) -> None:
     """`--warm-start sweep`: a ``new`` study was seeded as it was created (the coarse-to-fine
     sweep's front); where the space was too large for that sweep, it is seeded from a coarse
     sweep now (once per study: a seeded study is left as it is). Says what was enqueued."""
-    from dse.search.sweep import warm_start_study
+    from dse.search.algorithms.sweep import warm_start_study
 
     seeded = warm_start_study(study, spec)
     info = study.user_attrs.get(WARM_START_KEY)
@@ -154,7 +151,7 @@ def init_cmd(
     """Copy a study (today's nodes on DLRM-DCNv2 unless --from names another), its workload,
     search space and objectives, and a user catalog into a folder for editing, and print the
     command that runs it."""
-    from dse.search.init_folder import INIT_STUDY, write_starter
+    from dse.search.study.init_folder import INIT_STUDY, write_starter
 
     try:
         starter = write_starter(folder, start or INIT_STUDY)
@@ -259,7 +256,7 @@ def _warn_catalog(spec: StudySpec) -> None:
     """Warn about the study catalog's implausible prices (:mod:`dse.model.plausible`) before the
     study spends its budget on them; a catalog that cannot load is reported by the run itself."""
     from dse.model.plausible import catalog_warnings
-    from dse.search.spec import study_catalog
+    from dse.search.study.study_file import study_catalog
 
     try:
         found = catalog_warnings(study_catalog(spec).catalog)
@@ -428,8 +425,8 @@ def _write_report(stored: Any, spec: StudySpec, storage: str, folder: Path | Non
     """Render the study's report into ``folder`` (default: beside the journal, :func:`results_dir`)
     as NAME.html."""
     from dse.outputs.report import render_report, report_cache
-    from dse.outputs.robust import retiming_cache
     from dse.search.results import objective_set_of
+    from dse.search.robust_front import retiming_cache
 
     path = (folder or results_dir(spec)) / f"{spec.name}.html"
     check_targets(True, path)  # a link or a folder there is refused before the work
@@ -709,11 +706,11 @@ def _export(frame: pd.DataFrame, csv: Path | None, parquet: Path | None, force: 
 def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parquet: Path | None,
                    as_json: bool, force: bool) -> None:
     """``dse pareto STUDY --robust``: the front under the calibration ensemble
-    (:mod:`dse.outputs.robust`)."""
+    (:mod:`dse.search.robust_front`)."""
     import pandas as pd
 
-    from dse.outputs.robust import retiming_cache, robust_front
     from dse.search.results import objective_set_of
+    from dse.search.robust_front import retiming_cache, robust_front
 
     journal = journal_file(storage, spec)
     try:

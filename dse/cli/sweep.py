@@ -24,11 +24,11 @@ from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.workload import load_workload
 from dse.safe_write import check_target
-from dse.search.objectives import load_objectives
-from dse.search.space import load_space
+from dse.search.study.objective_sets import load_objectives
+from dse.search.study.search_space import load_space
 
 if TYPE_CHECKING:
-    from dse.search.sweep import SweepResult
+    from dse.search.algorithms.sweep import SweepResult
 
 
 @app.command("sweep")
@@ -53,7 +53,7 @@ def sweep_cmd(
 ) -> None:
     """Score every design of a discrete SPACE (or a Sobol sample of one with float parameters)
     across the machine's cores, memoising placements, and print the exact Pareto front."""
-    from dse.search.sweep import run_sweep, write_parquet  # pandas: not for every command
+    from dse.search.algorithms.sweep import run_sweep, write_parquet  # pandas: not for every command
 
     try:
         if out is not None:

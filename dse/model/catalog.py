@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from dse.errors import DseInputError
-from dse.model.limits import MAX_PRICE_USD, positive, upto
+from dse.limits import MAX_PRICE_USD, positive, upto
 from dse.records import from_mapping, read_toml
 
 Precision = Literal["fp32", "tf32", "amp", "bf16", "fp16", "fp8"]
@@ -157,6 +157,9 @@ class Cpu:
     the vector units' (AVX-512 FMAs): the model times them at the calibration's
     ``cpu_matrix_efficiency`` instead of ``cpu_dense_efficiency``, as it times an accelerator's
     tensor cores and SIMT units at efficiencies of their own."""
+    cxl_lanes: int = field(default=0, metadata={"min": 0})
+    """PCIe lanes of one socket that can run CXL.mem for Type 3 memory expanders (0: none; the
+    CPU carries no CXL memory)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,34 @@ class Ddr:
     usd_per_gb: float = field(metadata=PRICE)
     w_per_gb: float = field(metadata=POSITIVE)
     source: str
+    assumed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CxlMemory:
+    """One CXL Type 3 memory expander (a module or add-in card of DRAM behind a CXL controller):
+    the parts of a node's ``cxl`` memory tier (:mod:`dse.model.tiers`)."""
+
+    name: str
+    capacity_gb: float = field(metadata=POSITIVE)
+    gb_s: float = field(metadata=POSITIVE)
+    """Read+write bandwidth of one module as its vendor measures it (GB/s)."""
+    lanes: int = field(metadata={"min": 1})
+    """Width of its link (PCIe lanes it takes from the CPUs' CXL-capable ones)."""
+    pcie_gen: int = field(metadata={"min": 5, "max": 6})
+    """Generation of its link (CXL 1.1-2.0 run on PCIe 5.0)."""
+    added_latency_ns: float = field(metadata=POSITIVE)
+    """A load's latency beyond local DDR (ns); not timed, the reason ``cxl_efficiency`` is a range."""
+    available: int = field(metadata={"min": 2000})
+    price_usd: float = field(metadata=PRICE)
+    w: float = field(metadata=POSITIVE)
+    """Draw of one module under load (W)."""
+    source: str
+    vendor: str = ""
+    """Vendor key a user catalog's ``[discounts]`` names; empty: the first word of ``name``."""
+    price_low_usd: float | None = field(default=None, metadata=PRICE)
+    price_high_usd: float | None = field(default=None, metadata=PRICE)
+    """Range of ``price_usd`` (no list prices are published for these parts)."""
     assumed: tuple[str, ...] = ()
 
 
@@ -292,6 +323,7 @@ class Catalog:
     accelerator: dict[str, Accelerator]
     cpu: dict[str, Cpu]
     ddr: dict[str, Ddr]
+    cxl: dict[str, CxlMemory]
     pcie: dict[str, Pcie]
     nic: dict[str, Nic]
     network_switch: NetworkSwitch
@@ -315,6 +347,14 @@ class Catalog:
         except KeyError:
             known = ", ".join(sorted(self.cpu))
             raise DseInputError(source, field_key, f"unknown cpu {key!r} (known: {known})") from None
+
+    def cxl_named(self, key: str, source: str = "catalog", field_key: str = "") -> CxlMemory:
+        """The CXL memory part ``key``, or an error listing the known keys."""
+        try:
+            return self.cxl[key]
+        except KeyError:
+            known = ", ".join(sorted(self.cxl))
+            raise DseInputError(source, field_key, f"unknown cxl memory {key!r} (known: {known})") from None
 
     def pcie_gen(self, gen: int) -> Pcie:
         """PCIe generation ``gen`` (3-6)."""
@@ -345,8 +385,15 @@ class Catalog:
 _SPEED = operator.attrgetter("gbit_s")
 """A NIC grade's speed (the sort key of :meth:`Catalog.nic_for`, which every evaluation calls)."""
 
-PricedPart = Accelerator | Cpu | Nic
+PricedPart = Accelerator | Cpu | Nic | CxlMemory
 """The parts with a price of their own (the sections a user catalog's ``[price]`` reaches)."""
+PRICED_SECTIONS = ("accelerator", "cpu", "nic", "cxl")
+"""The :class:`Catalog` tables of :data:`PricedPart` parts, by key (a user catalog's ``[price]``,
+``[price_range]`` and ``[discounts]`` reach them)."""
+PART_SECTIONS = (*PRICED_SECTIONS, "ddr")
+"""The :class:`Catalog` tables of parts by key a user catalog may change or add to."""
+LISTED_SECTIONS = {"accelerators": "accelerator", "cpus": "cpu", "nics": "nic", "cxl": "cxl"}
+"""``dse list`` kinds of parts by key, and the :class:`Catalog` table each lists."""
 
 
 def vendor_of(part: PricedPart) -> str:

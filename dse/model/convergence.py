@@ -82,7 +82,9 @@ class ConvergenceCurve:
 
 
 @dataclass(frozen=True, slots=True)
-class _File:
+class _ConvergenceFile:
+    """``dse/data/convergence.toml`` as written: the curves by benchmark name."""
+
     curves: dict[str, ConvergenceCurve]
 
 
@@ -132,7 +134,7 @@ def _curves() -> dict[str, ConvergenceCurve]:
 
     text = (resources.files("dse") / "data" / CONVERGENCE_FILE).read_text(encoding="utf-8")
     source = f"dse/data/{CONVERGENCE_FILE}"
-    raw = from_mapping(_File, tomllib.loads(text), source)
+    raw = from_mapping(_ConvergenceFile, tomllib.loads(text), source)
     out: dict[str, ConvergenceCurve] = {}
     for name, c in raw.curves.items():
         points = tuple(sorted(c.points, key=lambda p: p.global_batch))

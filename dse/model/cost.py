@@ -67,7 +67,7 @@ def priced(bill: Bill, accelerator_utilisation: float) -> Priced:
     """Capex, wall power and a rack's draw of ``bill``, in one walk of its lines.
     ``accelerator_utilisation``: the share of (TDP - idle) each accelerator draws, the
     calibration's ``accelerator_training_utilisation`` (fitted to a wall-power measurement,
-    :class:`~dse.calibration.parameters.Calibration`), clipped to [0, 1]."""
+    :class:`~dse.model.parameters.Calibration`), clipped to [0, 1]."""
     util = min(max(accelerator_utilisation, 0.0), 1.0)
     usd: dict[Part, float] = {}
     w: dict[Part, float] = {}

@@ -16,10 +16,10 @@ import typing
 from dataclasses import dataclass, fields
 from typing import Any, get_args, get_origin
 
-from dse.calibration.parameters import Calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration
 from dse.model.system import (
     NetworkSpec,
     NodeSpec,

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration.parameters import Calibration, load_calibration
+from dse.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
 from dse.model.bom import bill_of_materials
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.convergence import TrainingSamples, training_samples
@@ -25,11 +25,12 @@ from dse.model.cost import (
     priced,
     to_train,
 )
-from dse.model.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import Plan, plan_key, plan_placement
 from dse.model.racks import rack_count
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
 from dse.model.system import GB, System
+from dse.model.tiers import TIER_KINDS
 from dse.model.timing import StepLoads, StepTime, loads_key, step_loads, step_time
 from dse.model.workload import Workload
 
@@ -142,7 +143,7 @@ class Evaluation:
             "epoch_time_s": eco.epoch_time_s,
             "epoch_cost_usd": eco.epoch_cost_usd,
             # Infinite (never met, worst as an objective) where the workload states no dataset;
-            # a study naming them is refused up front (dse.search.objectives.needs_dataset).
+            # a study naming them is refused up front (dse.search.study.objective_sets.needs_dataset).
             "dataset_time_s": dataset[0] if dataset else math.inf,
             "dataset_cost_usd": dataset[1] if dataset else math.inf,
             "memory_short_gb": memory.short_bytes / GB,
@@ -157,17 +158,15 @@ class Evaluation:
         }
 
     def _memory_gb(self) -> dict[str, float]:
-        """HBM and DDR use and capacity per device and node (GB). A node without accelerators keeps
-        its tables in its device's memory, which is its DDR: reported as DDR, with no HBM."""
-        memory = self.plan.memory
-        used = max(memory.hbm_used_bytes) / GB
-        capacity = memory.hbm_capacity_bytes / GB
-        if self.system.cpu_only:
-            return {"hbm_used_gb": 0.0, "hbm_capacity_gb": 0.0, "ddr_used_gb": used,
-                    "ddr_capacity_gb": capacity}
-        return {"hbm_used_gb": used, "hbm_capacity_gb": capacity,
-                "ddr_used_gb": max(memory.ddr_used_bytes, default=0.0) / GB,
-                "ddr_capacity_gb": memory.ddr_capacity_bytes / GB}
+        """Use (the fullest device or node) and usable capacity (per device or node) of each kind
+        of memory (GB), 0 for a kind the system lacks: a node without accelerators keeps its tables
+        in its device's own memory, which is DDR."""
+        out: dict[str, float] = {}
+        for name in TIER_KINDS:
+            use = self.plan.memory.of(name)
+            out[f"{name}_used_gb"] = use.max_used_bytes / GB if use else 0.0
+            out[f"{name}_capacity_gb"] = use.usable_bytes / GB if use else 0.0
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready result (``dse evaluate --json``)."""
@@ -220,7 +219,7 @@ class Memo:
         self.loads: dict[tuple[object, ...], StepLoads] = {}
         self.max_groups = max_groups
         """Placed groups the plans may hold together; the least recently used plans (and their
-        loads) are dropped beyond it (:data:`~dse.model.limits.MAX_MEMO_PLAN_GROUPS`)."""
+        loads) are dropped beyond it (:data:`~dse.limits.MAX_MEMO_PLAN_GROUPS`)."""
         self._groups = 0
 
     def plan_and_loads(self, system: System) -> tuple[Plan, StepLoads]:
@@ -284,10 +283,7 @@ def evaluate(
         plan = plan_placement(workload, system)
         loads = step_loads(workload, system, plan, calib)
     if not plan.feasible:
-        reasons.append(plan.reason if not system.cpu_only else
-                       f"tables, dense model and activations do not fit the node's "
-                       f"{system.spec.node.ddr_gb:g} GB of DDR "
-                       f"(short by {plan.memory.short_bytes / GB:.1f} GB)")
+        reasons.append(plan.reason)
     timing = step_time(workload, system, plan, calib, loads)
     if not math.isfinite(timing.step_s):
         reasons.append("a stage has no bandwidth (step time is infinite)")

@@ -7,12 +7,12 @@ model's inputs move: with throughput under the calibration ensemble (a power of 
 with prices (powers of capex and of TCO). Every list of metric names elsewhere is derived from
 :data:`METRICS`:
 
-- the metrics objectives and constraints may name (``dse.search.objectives.METRICS``, with the
-  ones that need a dataset size or a convergence curve);
-- the columns a sweep writes per design (``dse.search.sweep.METRIC_COLUMNS``);
+- the metrics objectives and constraints may name (``dse.search.study.objective_sets.METRICS``,
+  with the ones that need a dataset size or a convergence curve);
+- the columns a sweep writes per design (``dse.search.algorithms.sweep.METRIC_COLUMNS``);
 - the labels of tables and figures (``dse.outputs.labels.LABELS``);
 - the throughput exponents of the prediction intervals (``dse.calibration.ensemble``) and the
-  price exponents of the robust front (``dse.outputs.robust``);
+  price exponents of the robust front (``dse.search.robust_front``);
 - the metrics ``dse compare`` lists (``dse.outputs.compare.COMPARED_METRICS``).
 
 A new metric is one entry here and its computation in ``Evaluation.metrics()``;
@@ -125,6 +125,10 @@ METRICS: tuple[Metric, ...] = (
            "host DDR used, fullest node (GB)", compared=True),
     Metric("ddr_capacity_gb", "host DDR for tables per node, after reserves (GB)", "DDR cap. GB",
            "host DDR for tables per node (GB)", better="maximize"),
+    Metric("cxl_used_gb", "CXL memory used on the fullest node (GB)", "CXL GB",
+           "CXL memory used, fullest node (GB)"),
+    Metric("cxl_capacity_gb", "CXL memory for tables per node, after reserves (GB)", "CXL cap. GB",
+           "CXL memory for tables per node (GB)", better="maximize"),
     Metric("accelerators", "accelerators in the cluster", "accel.", "accelerators", kind="int",
            compared=True),
     Metric("nodes", "nodes in the cluster", "nodes", "nodes", kind="int", compared=True,

@@ -1,20 +1,20 @@
 """Warnings for values that are possible but implausible: a price in the wrong unit, a node with
 less host memory than one DIMM per channel (docs/design.md, section 7). Refusals are the limits
-of :mod:`dse.model.limits` and the buildability rules of :mod:`dse.model.rules`; these are only
+of :mod:`dse.limits` and the buildability rules of :mod:`dse.model.rules`; these are only
 reported (``dse: warning: ...`` on stderr), the design still evaluated as written."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dse.model.catalog import Catalog
-from dse.model.limits import (
+from dse.limits import (
     MAX_PLAUSIBLE_PUE,
     MAX_PLAUSIBLE_USD_PER_KWH,
     MIN_DIMM_GB,
     MIN_PLAUSIBLE_ACCELERATOR_USD,
     MIN_PLAUSIBLE_USD_PER_KWH,
 )
+from dse.model.catalog import Catalog
 from dse.model.system import System
 
 

@@ -179,6 +179,8 @@ def pcie_lanes_needed(system: System, catalog: Catalog) -> int:
     if behind and node.pcie_switch_share == 1:
         switches = max(switches, a)  # behind switches unshared: each accelerator has its own uplink
     root += switches * LANES_PER_DEVICE
+    if node.cxl_modules:  # CXL memory expanders sit on root ports (CXL has no switch before 2.0 pooling)
+        root += node.cxl_modules * catalog.cxl_named(node.cxl_memory).lanes
     return root
 
 
@@ -187,9 +189,29 @@ def check_pcie_lanes(system: System, catalog: Catalog) -> RuleCheck:
     need = pcie_lanes_needed(system, catalog)
     node = system.spec.node
     have = node.cpu_sockets * system.cpu.pcie_lanes
+    cxl = f", {node.cxl_modules} CXL modules" if node.cxl_modules else ""
     return _check("pcie_lanes", need / have - 1,
-                  f"{node.accelerators} accelerators and {node.nics} NICs need {need} "
+                  f"{node.accelerators} accelerators and {node.nics} NICs{cxl} need {need} "
                   f"PCIe lanes; {node.cpu_sockets} x {system.cpu.name} have {have}")
+
+
+def check_cxl_memory(system: System, catalog: Catalog) -> RuleCheck:
+    """``cxl_memory``: the node's CXL memory expanders are ones its CPUs carry: CXL.mem ports
+    (``Cpu.cxl_lanes`` a socket) wide enough for every module's link, at the module's PCIe
+    generation."""
+    node = system.spec.node
+    if not node.cxl_modules:
+        return RuleCheck("cxl_memory", 0.0)
+    part, cpu = catalog.cxl_named(node.cxl_memory), system.cpu
+    have = node.cpu_sockets * cpu.cxl_lanes
+    if not have or cpu.pcie_gen < part.pcie_gen:
+        why = ("no CXL memory ports" if not have else
+               f"PCIe Gen{cpu.pcie_gen} (the module needs Gen{part.pcie_gen})")
+        return _check("cxl_memory", 1.0, f"{cpu.name} has {why}: {part.name} cannot attach")
+    need = node.cxl_modules * part.lanes
+    return _check("cxl_memory", need / have - 1,
+                  f"{node.cxl_modules} x {part.name} need {need} CXL lanes; {node.cpu_sockets} x "
+                  f"{cpu.name} have {have}")
 
 
 def check_nic_link(system: System, catalog: Catalog) -> RuleCheck:
@@ -278,6 +300,9 @@ def check_era(system: System, catalog: Catalog) -> RuleCheck:
         if count and not (system.on_die_nics and speed == node.nic_gbit_s):
             grade = next((g for g in grades if g.gbit_s >= speed), grades[-1])
             parts.append((grade.available, f"{speed:.6g} Gb/s NICs"))
+    if node.cxl_modules:
+        cxl = catalog.cxl_named(node.cxl_memory)
+        parts.append((cxl.available, cxl.name))
     late = [(y, name) for y, name in parts if y > year]
     if not late:
         return RuleCheck("era", 0.0)
@@ -303,9 +328,10 @@ def check_whole_racks(system: System, catalog: Catalog) -> RuleCheck:
 
 RuleFn = Callable[[System, Catalog], RuleCheck]
 _SINGLE_RULES: tuple[RuleFn, ...] = (check_pcie_generation, check_pcie_lanes, check_nic_link,
-                                     check_ddr_capacity, check_hbm, check_era, check_whole_racks)
+                                     check_ddr_capacity, check_hbm, check_era, check_whole_racks,
+                                     check_cxl_memory)
 RULE_NAMES = ("fabric_arrangement", "fabric_bandwidth", "pcie_generation", "pcie_lanes", "nic_link",
-              "ddr_capacity", "hbm_capacity", "era", "whole_racks")
+              "ddr_capacity", "hbm_capacity", "era", "whole_racks", "cxl_memory")
 """Every rule, in the order :func:`check_rules` returns them (constraint ``rule:<name>``)."""
 
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dse.errors import DseInputError
-from dse.model.catalog import Accelerator, Catalog, Cpu, PeakTflops, Topology, load_catalog
-from dse.model.limits import (
+from dse.limits import (
     MAX_ACCELERATORS_PER_NODE,
     MAX_ACCELERATORS_TOTAL,
     MAX_BANDWIDTH_GB_S,
@@ -29,6 +28,7 @@ from dse.model.limits import (
     MAX_DDR_CHANNELS_PER_SOCKET,
     MAX_LINK_GBIT_S,
     MAX_MEMORY_GB,
+    MAX_MEMORY_MODULES_PER_NODE,
     MAX_NICS_PER_NODE,
     MAX_NODES,
     MAX_OVERSUBSCRIPTION,
@@ -38,6 +38,8 @@ from dse.model.limits import (
     positive,
     upto,
 )
+from dse.model.catalog import Accelerator, Catalog, Cpu, PeakTflops, Topology, load_catalog
+from dse.model.tiers import HBM_SECTOR_BYTES, MemoryTier, memory_tier
 from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]
@@ -112,6 +114,11 @@ class NodeSpec:
     hbm_cache_gb: float | None = field(default=None, metadata=upto(MAX_MEMORY_GB))
     """HBM per accelerator reserved as a cache over host-resident tables; ``None`` = all HBM the
     placement leaves free."""
+    cxl_memory: str = ""
+    """Catalog key of the CXL Type 3 memory expanders behind the CPUs (``dse list cxl``); empty:
+    none. With ``cxl_modules`` they form the node's ``cxl`` memory tier, after host DDR."""
+    cxl_modules: int = field(default=0, metadata=upto(MAX_MEMORY_MODULES_PER_NODE))
+    """How many ``cxl_memory`` modules the node carries (0: no CXL tier)."""
     accelerator: str = field(default="", kw_only=True)
     """The accelerator's catalog key; required unless ``accelerators = 0``."""
 
@@ -246,6 +253,7 @@ class System:
     nodes: int
     accelerators_per_node: int
     hbm_bytes: float
+    """HBM per accelerator (0 on a node without accelerators)."""
     hbm_bytes_s: float
     peak_flops: dict[str, float]
     """Peak FLOP/s per precision name after fallbacks (e.g. tf32 on V100 runs at fp32 peak)."""
@@ -274,6 +282,7 @@ class System:
     """The compute NICs' own PCIe links together, per direction: ``node.nics`` x16 links at
     :attr:`nic_link_gen`, whatever shares them (infinite for on-die ports, which have no link)."""
     ddr_bytes: float
+    """Host DDR of the whole node."""
     ddr_bytes_s: float
     """Host DDR bandwidth of the whole node."""
     socket_link_bytes_s: float
@@ -285,10 +294,19 @@ class System:
     """Bandwidth of the NICs each step's input arrives through: the front-end NICs (or the compute
     NICs without them) when ``node.input_source = "network"``, 0 when the input is read locally."""
     network: NetworkSpec
+    tiers: tuple[MemoryTier, ...]
+    """Where embedding rows can live, fastest first (:mod:`dse.model.tiers`): the training
+    device's own memory, then the node's pools behind its host link, in the order the placement
+    fills them."""
     cpu_only: bool = False
     """The node has no accelerators (``node.accelerators = 0``): its CPU sockets are one training
-    device (:func:`cpu_device`), so ``accelerators_per_node`` is 1 and the "accelerator" and its
-    "HBM" are the sockets and their DDR."""
+    device (:func:`cpu_device`), so ``accelerators_per_node`` is 1, the "accelerator" is the sockets
+    and the device's own memory (its first tier) is the node's DDR."""
+
+    @property
+    def tier_capacities(self) -> tuple[float, ...]:
+        """Each tier's capacity (bytes per device or node): all a plan reads of the tiers."""
+        return tuple([t.capacity_bytes for t in self.tiers])
 
     @property
     def accelerators_total(self) -> int:
@@ -342,18 +360,18 @@ def _peak_flops(acc: Accelerator) -> tuple[dict[str, float], dict[str, str]]:
     return peaks, used
 
 
-def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float,
-               compute_cores: int | None = None) -> Accelerator:
+def cpu_device(cpu: Cpu, sockets: int, compute_cores: int | None = None) -> Accelerator:
     """The training device of a node without accelerators: its ``sockets`` CPUs as one device.
 
     Its peaks are the sockets' summed (the catalog's per-socket ``peak_tflops``, for
-    ``compute_cores`` of each socket's cores when given: the rest run no math), its memory the
-    node's DDR (capacity and bandwidth), so the placement puts every table in DDR and the step
-    reads them at DDR speed; it has no scale-up links (one device a node: every all-to-all and
-    allreduce crosses the NICs) and no price or power of its own (the CPUs, DDR and NICs are
-    costed as parts). The one device per node stands for the sockets working in shared memory
-    (Intel's MLPerf CPU DLRM runs one rank a socket; their exchanges inside a node cross UPI,
-    which this device does not time: the calibration's CPU efficiencies absorb it)."""
+    ``compute_cores`` of each socket's cores when given: the rest run no math); it has no memory of
+    its own in this record (the node's DDR is its first memory tier, :attr:`System.tiers`, so the
+    placement puts every table in DDR and the step reads them at DDR speed), no scale-up links (one
+    device a node: every all-to-all and allreduce crosses the NICs) and no price or power of its own
+    (the CPUs, DDR and NICs are costed as parts). The one device per node stands for the sockets
+    working in shared memory (Intel's MLPerf CPU DLRM runs one rank a socket; their exchanges
+    inside a node cross UPI, which this device does not time: the calibration's CPU efficiencies
+    absorb it)."""
     peak = cpu.peak_tflops
     cores = cpu.cores if compute_cores is None else compute_cores
     scale = sockets * cores / cpu.cores
@@ -364,7 +382,7 @@ def cpu_device(cpu: Cpu, sockets: int, ddr_gb: float, ddr_gb_s: float,
         name=name,
         peak_tflops=PeakTflops(**{p: (v * scale if v else None) for p in PRECISIONS
                                   for v in (getattr(peak, p),)}),
-        hbm_gb=ddr_gb, hbm_gb_s=ddr_gb_s, scaleup_gb_s=0.0, default_scaleup="none",
+        hbm_gb=0.0, hbm_gb_s=0.0, scaleup_gb_s=0.0, default_scaleup="none",
         scaleup_links=0, scaleup_link_gb_s=0.0, switch_domain_max=0, host_pcie_lanes=LANES_X16,
         available=cpu.available, pcie_gen=cpu.pcie_gen, tdp_w=0.0, price_usd=0.0, idle_w=0.0,
         memory_type="DDR", source=cpu.peak_source or cpu.source, price_source="costed as CPUs and DDR",
@@ -386,6 +404,18 @@ def nic_link_generation(nic_attach: str, nic_gen: int, cpu_gen: int, cpu: Cpu) -
     """The PCIe generation a compute NIC's x16 link runs at: ``nic_gen``; a NIC on the CPUs at the
     lowest of that, the CPU side's links and the CPU's own (a link trains at the slower end's)."""
     return min(nic_gen, cpu_gen, cpu.pcie_gen) if nic_attach == "cpu" else nic_gen
+
+
+def cxl_tier(node: NodeSpec, cat: Catalog, source: str) -> tuple[MemoryTier, ...]:
+    """The node's CXL memory tier (``node.cxl_modules`` of ``node.cxl_memory``), or none."""
+    if not node.cxl_modules:
+        return ()
+    if not node.cxl_memory:
+        raise DseInputError(source, "node.cxl_memory", "cxl_modules needs the module's catalog key "
+                            "(dse list cxl)")
+    part = cat.cxl_named(node.cxl_memory, source, "node.cxl_memory")
+    return (memory_tier("cxl", "node", node.cxl_modules * part.capacity_gb * GB,
+                        node.cxl_modules * part.gb_s * GB),)
 
 
 def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str = "system") -> System:
@@ -426,14 +456,16 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         if input_nics <= 0:
             raise DseInputError(source, "node.input_source",
                                 "input_source = 'network' needs frontend_nics or nics")
+    hbm_bytes, hbm_bytes_s = (node.hbm_gb or acc.hbm_gb) * GB, (node.hbm_gb_s or acc.hbm_gb_s) * GB
+    ddr_bytes_s = node.cpu_sockets * channels * ddr.channel_gb_s * GB
     return System(
         spec=spec,
         accelerator=acc,
         cpu=cpu,
         nodes=spec.nodes,
         accelerators_per_node=node.accelerators,
-        hbm_bytes=(node.hbm_gb or acc.hbm_gb) * GB,
-        hbm_bytes_s=(node.hbm_gb_s or acc.hbm_gb_s) * GB,
+        hbm_bytes=hbm_bytes,
+        hbm_bytes_s=hbm_bytes_s,
         peak_flops=peaks,
         precision_fallback=used,
         scaleup=scaleup,
@@ -449,21 +481,23 @@ def resolve_system(spec: SystemSpec, catalog: Catalog | None = None, source: str
         nic_links_bytes_s=(math.inf if on_die_nics(acc, node.nic_attach)
                            else node.nics * cat.pcie_gen(link_gen).x16_gb_s * GB),
         ddr_bytes=node.ddr_gb * GB,
-        ddr_bytes_s=node.cpu_sockets * channels * ddr.channel_gb_s * GB,
+        ddr_bytes_s=ddr_bytes_s,
         socket_link_bytes_s=cpu.socket_link_gb_s * GB,
         nic_bytes_s=node.nics * gbit_s_to_bytes_s(node.nic_gbit_s),
         frontend_bytes_s=frontend,
         input_nic_bytes_s=input_nics,
         network=spec.network,
+        tiers=(memory_tier("hbm", "device", hbm_bytes, hbm_bytes_s),
+               memory_tier("ddr", "node", node.ddr_gb * GB, ddr_bytes_s), *cxl_tier(node, cat, source)),
     )
 
 
 def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> System:
     """:func:`resolve_system` for a node without accelerators: one :func:`cpu_device` a node.
 
-    Its DDR is the device's memory, so no host tier is left (``ddr_bytes = 0``: a table that does
-    not fit the DDR finds room nowhere, and the design is infeasible); DDR bandwidth stays the
-    node's (NIC traffic staged in host memory). Input arrives in DDR: its "host link" is DDR
+    Its DDR is the device's own memory, its one tier, so no node tier is left behind it (a table
+    that does not fit the DDR finds room nowhere, and the design is infeasible); DDR bandwidth also
+    carries the NIC traffic staged in host memory. Input arrives in DDR: its "host link" is DDR
     bandwidth. The NICs hang off the CPUs, each on an x16 link of its own."""
     node = spec.node
     ddr = cat.ddr.get(cpu.ddr)
@@ -479,7 +513,7 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
     if node.cpu_compute_cores is not None and node.cpu_compute_cores > cpu.cores:
         raise DseInputError(source, "node.cpu_compute_cores",
                             f"{node.cpu_compute_cores} exceeds the {cpu.cores} cores of cpu {node.cpu!r}")
-    device = cpu_device(cpu, node.cpu_sockets, node.ddr_gb, ddr_gb_s, node.cpu_compute_cores)
+    device = cpu_device(cpu, node.cpu_sockets, node.cpu_compute_cores)
     peaks, used = _peak_flops(device)
     gen = node.pcie_gen or cpu.pcie_gen
     nic_gen = node.nic_pcie_gen or gen
@@ -494,12 +528,15 @@ def _resolve_cpu_only(spec: SystemSpec, cat: Catalog, cpu: Cpu, source: str) -> 
                             "input_source = 'network' needs frontend_nics or nics")
     return System(
         spec=spec, accelerator=device, cpu=cpu, nodes=spec.nodes, accelerators_per_node=1,
-        hbm_bytes=device.hbm_gb * GB, hbm_bytes_s=ddr_gb_s * GB, peak_flops=peaks,
+        hbm_bytes=0.0, hbm_bytes_s=0.0, peak_flops=peaks,
         precision_fallback=used, scaleup="none", scaleup_bytes_s=0.0, scaleup_domain=1,
         pcie_bytes_s=ddr_gb_s * GB, pcie_gen=gen, cpu_pcie_gen=cpu_gen,
         nic_pcie_gen=nic_gen, nic_path_bytes_s=links, nic_link_gen=link_gen, nic_links_bytes_s=links,
-        ddr_bytes=0.0, ddr_bytes_s=ddr_gb_s * GB, socket_link_bytes_s=cpu.socket_link_gb_s * GB,
+        ddr_bytes=node.ddr_gb * GB, ddr_bytes_s=ddr_gb_s * GB, socket_link_bytes_s=cpu.socket_link_gb_s * GB,
         nic_bytes_s=nics, frontend_bytes_s=frontend, input_nic_bytes_s=input_nics, network=spec.network,
+        # (The sector unit keeps the figures this node had when its DDR stood in for HBM.)
+        tiers=(memory_tier("ddr", "device", node.ddr_gb * GB, ddr_gb_s * GB, HBM_SECTOR_BYTES),
+               *cxl_tier(node, cat, source)),
         cpu_only=True,
     )
 
@@ -517,7 +554,7 @@ def read_system_data(name_or_path: str) -> tuple[dict[str, Any], str]:
 
 def system_spec_from_mapping(data: dict[str, Any], source: str) -> SystemSpec:
     """Validate a system table (as read from TOML), including the cluster-size limit that no single
-    field can express (:data:`~dse.model.limits.MAX_ACCELERATORS_TOTAL`)."""
+    field can express (:data:`~dse.limits.MAX_ACCELERATORS_TOTAL`)."""
     spec = with_racks(from_mapping(SystemSpec, data, source), source)
     total = spec.nodes * spec.node.accelerators
     if total > MAX_ACCELERATORS_TOTAL:

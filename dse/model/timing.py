@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from dse.calibration.parameters import Calibration
+from dse.model.parameters import Calibration
 from dse.model.placement import Plan
 from dse.model.stages import STAGES as STAGES
 from dse.model.stages import Breakdown, DenseTimes, EmbeddingTimes, LinkTimes, Stage, StageCosts
@@ -193,26 +193,42 @@ def cpu_efficiency_of(system: System, precision: str) -> str:
     return "cpu_matrix_efficiency" if matrix else "cpu_dense_efficiency"
 
 
+def dense_efficiency_of(system: System, precision: str) -> str:
+    """The calibration parameter the training device times ``precision``'s dense math at: by the
+    unit it runs on, an accelerator's SIMT (fp32), TF32 or half-precision tensor cores, or the
+    CPU sockets' vector or matrix units (:func:`cpu_efficiency_of`)."""
+    if system.cpu_only:
+        return cpu_efficiency_of(system, precision)
+    math_at = system.precision_fallback[precision]
+    return ("dense_efficiency_simt" if math_at == "fp32" else
+            "dense_efficiency_tf32" if math_at == "tf32" else "dense_efficiency_half")
+
+
+def own_memory_bytes_s(system: System, calib: Calibration) -> float:
+    """Bandwidth the training device reaches in its own memory (its first tier: HBM, or a CPU
+    device's DDR) for embedding and element-wise work: the tier's peak at its calibrated
+    efficiency."""
+    own = system.tiers[0]
+    eff: float = getattr(calib, own.kind.efficiency)
+    return own.bytes_s * eff
+
+
 def dense_times(wl: Workload, system: System, calib: Calibration, b: float,
                 b_bottom: float | None = None) -> DenseTimes:
     """Forward/backward seconds of the bottom MLP, the top part (DCN + interaction + top MLP) and
     the dense optimizer, per device. ``b_bottom``: the bottom MLP's batch when it differs from ``b``
     (the whole global batch when it runs model-parallel on one device).
 
-    The times depend on the workload and seven numbers alone (peak, efficiency, compute units, HBM
-    bandwidth, element bytes and the two batches): designs that share them (the same accelerator
-    and device count, any links) share one computation, kept with the workload."""
+    The times depend on the workload and seven numbers alone (peak, efficiency, compute units, the
+    bandwidth of the device's own memory, element bytes and the two batches): designs that share
+    them (the same accelerator and device count, any links) share one computation, kept with the
+    workload."""
     b_bottom = b if b_bottom is None else b_bottom
     precision = wl.precision
     peak = system.peak_flops[precision]
-    math_at = system.precision_fallback[precision]
-    eff = (calib.dense_efficiency_simt if math_at == "fp32" else
-           calib.dense_efficiency_tf32 if math_at == "tf32" else calib.dense_efficiency_half)
+    eff: float = getattr(calib, dense_efficiency_of(system, precision))
     units = system.accelerator.compute_units
-    mem = system.hbm_bytes_s * calib.memory_efficiency
-    if system.cpu_only:  # the sockets' vector/matrix units and their DDR (system.cpu_device)
-        eff = getattr(calib, cpu_efficiency_of(system, precision))
-        mem = system.hbm_bytes_s * calib.host_efficiency
+    mem = own_memory_bytes_s(system, calib)
     elem = ACTIVATION_BYTES[precision]
     cache = derived(wl, "timing.dense_times", _dense_caches)
     key = (peak, eff, units, mem, elem, b, b_bottom)
@@ -270,85 +286,102 @@ def _dense_times(wl: Workload, peak: float, eff: float, units: int, mem: float, 
 @dataclass(frozen=True, slots=True)
 class EmbeddingLoads:
     """Embedding bytes per step on the busiest device, before any bandwidth (see
-    :func:`embedding_times`)."""
+    :func:`embedding_seconds`)."""
 
-    hbm_fwd: float
-    """HBM bytes of the busiest device's own shards plus every device's replicas, forward."""
-    hbm_bwd: float
-    pcie: tuple[float, float]
-    """Host-link bytes of the busiest device (forward, backward); zero without host shards."""
-    ddr: tuple[float, float]
-    """Host DDR bytes of the busiest node that serves host shards."""
+    local_fwd: float
+    """Bytes in the device's own memory (its first tier) of the busiest device's own shards plus
+    every device's replicas, forward."""
+    local_bwd: float
+    link: tuple[float, float]
+    """Host-link bytes of the busiest device (forward, backward); zero without off-device shards."""
+    far: tuple[tuple[float, float], ...]
+    """Per node tier (the system's tiers after the first, in order): the bytes (forward, backward)
+    of the busiest node that serves shards from it."""
     host: bool
-    """Whether any shard reaches the host."""
+    """Whether any shard lives off the devices."""
 
 
-def embedding_loads(plan: Plan, accelerators_per_node: int) -> EmbeddingLoads:
-    """The bandwidth-free part of :func:`embedding_times`: per-device and per-node byte maxima."""
+def embedding_loads(plan: Plan, accelerators_per_node: int,
+                    node_tiers: tuple[str, ...] = ()) -> EmbeddingLoads:
+    """The bandwidth-free part of :func:`embedding_seconds`: per-device and per-node byte maxima.
+    ``node_tiers``: the names of the system's node tiers, in order (:attr:`EmbeddingLoads.far`)."""
     a = accelerators_per_node
     # Per device; byte counts are never negative, so a device without shards (0.0) cannot change
     # the maximum.
-    hbm_f = [0.0] * plan.devices
-    hbm_b = [0.0] * plan.devices
-    pcie: dict[int, list[float]] = {}
-    ddr: dict[int, list[float]] = {}
+    local_f = [0.0] * plan.devices
+    local_b = [0.0] * plan.devices
+    link: dict[int, list[float]] = {}
+    far: dict[tuple[str, int], list[float]] = {}  # (tier, node): bytes
     rep_f = rep_b = 0.0
     # Each group's traffic added to each of its devices in turn: a device's sum takes its shards in
     # plan order, as it would one shard at a time (a plan has a group per size of piece: 34 for the
     # 175 pieces of DCNv2 on 16 DGX H100).
     for shard, devices in zip(plan.group_shards, plan.group_devices, strict=True):
         traffic = shard.traffic
-        f, bw = traffic.hbm_fwd, traffic.hbm_bwd
+        f, bw = traffic.local_fwd, traffic.local_bwd
         d = shard.device
         if d < 0:
             rep_f += f
             rep_b += bw
             continue
         if len(devices) == 1:  # most groups are one whole table
-            hbm_f[d] += f
-            hbm_b[d] += bw
+            local_f[d] += f
+            local_b[d] += bw
         else:
             for d in devices:
-                hbm_f[d] += f
-                hbm_b[d] += bw
-        if traffic.pcie_fwd or traffic.pcie_bwd:
+                local_f[d] += f
+                local_b[d] += bw
+        if traffic.link_fwd or traffic.link_bwd:
+            tier = shard.tier
             for d in devices:
-                p = pcie.setdefault(d, [0.0, 0.0])
-                p[0] += traffic.pcie_fwd
-                p[1] += traffic.pcie_bwd
-                n = ddr.setdefault(d // a, [0.0, 0.0])
-                n[0] += traffic.ddr_fwd
-                n[1] += traffic.ddr_bwd
+                p = link.setdefault(d, [0.0, 0.0])
+                p[0] += traffic.link_fwd
+                p[1] += traffic.link_bwd
+                n = far.setdefault((tier, d // a), [0.0, 0.0])
+                n[0] += traffic.far_fwd
+                n[1] += traffic.far_bwd
     # (max(x) if x else 0.0 rather than max(x, default=0.0): a keyword makes max() parse its
     # arguments the slow way, ~1,000 instructions a call.)
     return EmbeddingLoads(
-        hbm_fwd=(max(hbm_f) if hbm_f else 0.0) + rep_f,
-        hbm_bwd=(max(hbm_b) if hbm_b else 0.0) + rep_b,
-        pcie=(max([p[0] for p in pcie.values()]), max([p[1] for p in pcie.values()])) if pcie else (0.0, 0.0),
-        ddr=(max([n[0] for n in ddr.values()]), max([n[1] for n in ddr.values()])) if ddr else (0.0, 0.0),
-        host=bool(pcie),
+        local_fwd=(max(local_f) if local_f else 0.0) + rep_f,
+        local_bwd=(max(local_b) if local_b else 0.0) + rep_b,
+        link=(max([p[0] for p in link.values()]), max([p[1] for p in link.values()])) if link else (0.0, 0.0),
+        far=tuple([_busiest_node(far, name) for name in node_tiers]) if far else _NO_FAR[len(node_tiers)],
+        host=bool(link),
     )
 
 
+_NO_FAR = [((0.0, 0.0),) * n for n in range(8)]
+"""``EmbeddingLoads.far`` of a plan with nothing off the devices, by the number of node tiers."""
+
+
+def _busiest_node(far: dict[tuple[str, int], list[float]], tier: str) -> tuple[float, float]:
+    """The largest forward and backward bytes of any node in node tier ``tier`` (0 without any)."""
+    fwd = [n[0] for (name, _), n in far.items() if name == tier]
+    bwd = [n[1] for (name, _), n in far.items() if name == tier]
+    return (max(fwd), max(bwd)) if fwd else (0.0, 0.0)
+
+
 def embedding_seconds(loads: EmbeddingLoads, system: System, calib: Calibration) -> EmbeddingTimes:
-    """:func:`embedding_times` from its loads: HBM bytes over HBM bandwidth; host work bounded by
-    the device's PCIe link or its node's DDR, whichever is slower. A node without accelerators
-    reads its tables from DDR (its device's memory) at the host path's efficiency."""
-    mem = system.hbm_bytes_s * (calib.host_efficiency if system.cpu_only else calib.memory_efficiency)
+    """Seconds of embedding traffic on the slowest device: the bytes in its own memory over that
+    tier's bandwidth (``emb_*``); off-device work (``host_*``) bounded by the device's host link or
+    by the busiest node of each node tier, whichever is slowest, each at its tier's efficiency (the
+    host link at the host path's, ``host_efficiency``)."""
+    mem = own_memory_bytes_s(system, calib)
     link = system.pcie_bytes_s * calib.host_efficiency
-    host = system.ddr_bytes_s * calib.host_efficiency
     worst = [0.0, 0.0]  # forward, backward
     if loads.host:
+        tiers = system.tiers[1:]
+        rates = [t.bytes_s * getattr(calib, t.kind.efficiency) for t in tiers]
         for i in (0, 1):
-            worst[i] = max(0.0, loads.pcie[i] / link, loads.ddr[i] / host if host else math.inf)
-    return EmbeddingTimes(emb_fwd=loads.hbm_fwd / mem, emb_bwd=loads.hbm_bwd / mem,
+            t = loads.link[i] / link
+            for rate, far in zip(rates, loads.far, strict=True):
+                tier_s = far[i] / rate if rate else math.inf
+                if tier_s > t:
+                    t = tier_s
+            worst[i] = max(0.0, t)
+    return EmbeddingTimes(emb_fwd=loads.local_fwd / mem, emb_bwd=loads.local_bwd / mem,
                           host_fwd=worst[0], host_bwd=worst[1])
-
-
-def embedding_times(plan: Plan, system: System, calib: Calibration) -> EmbeddingTimes:
-    """Per-step seconds of embedding traffic on the slowest device: HBM work (``emb_*``) and host
-    work (``host_*``: the device's PCIe link, or its node's DDR, whichever is slower)."""
-    return embedding_seconds(embedding_loads(plan, system.accelerators_per_node), system, calib)
 
 
 def topology_factor(topology: str, n: int) -> float:
@@ -539,6 +572,20 @@ def alltoall_elements(
             for d in on:
                 same[d] += to_peers
                 cross[d] += to_others
+    if groups:
+        _add_row_wise_sends(groups, last, domain, g * b, (to_same, to_cross), batch, same, cross)
+    return same, cross
+
+
+def _add_row_wise_sends(groups: dict[int, list[int]], last: dict[int, tuple[int, float]], domain: int,
+                        all_samples: float, to: tuple[float, float], batch: float, same: list[float],
+                        cross: list[float]) -> None:
+    """For :func:`alltoall_elements`: the sends of the row-wise pieces of multi-hot tables (their
+    partial sums, reduce-scattered, then sent; hierarchically across domains), added to ``same`` and
+    ``cross``. ``groups``: each table's devices; ``last``: its pieces' width and output rows;
+    ``all_samples``: G x b; ``to``: the elements per output column to the domain's peers and to the
+    others."""
+    to_same, to_cross = to
     for table, devices in groups.items():
         k = len(devices)
         width, out_rows = last[table]
@@ -554,7 +601,7 @@ def alltoall_elements(
         else:  # counts in order of first appearance, as a dict of running counts would have them
             per_domain = Counter(map(domain.__rfloordiv__, devices))
         if len(per_domain) == 1:
-            chunk = g * b * dim / k
+            chunk = all_samples * dim / k
             sends = {dom: ((n - 1) * chunk + to_same * dim / k, (k - n) * chunk + to_cross * dim / k)
                      for dom, n in per_domain.items()}
         else:
@@ -563,7 +610,7 @@ def alltoall_elements(
             # every peer, which adds the domains' sums: one partial sum a domain crosses the
             # network, as HugeCTR's hierarchical embedding collection and TorchRec's
             # table-row-wise sharding exchange them.
-            sends = {dom: ((n - 1) * (g * b * dim / n) + to_same * dim / n, to_cross * dim / n)
+            sends = {dom: ((n - 1) * (all_samples * dim / n) + to_same * dim / n, to_cross * dim / n)
                      for dom, n in per_domain.items()}
         if consecutive:  # a domain's devices at a time, without a look-up a device
             for dom, n in per_domain.items():
@@ -577,7 +624,6 @@ def alltoall_elements(
             to_peers, to_others = sends[d // domain]
             same[d] += to_peers
             cross[d] += to_others
-    return same, cross
 
 
 def allreduce_bytes(wl: Workload, plan: Plan, system: System) -> tuple[float, int]:
@@ -623,7 +669,9 @@ def allreduce_time(wl: Workload, plan: Plan, system: System, calib: Calibration)
 
 
 def input_seconds(per_device: float, system: System, calib: Calibration) -> float:
-    """:func:`input_time` from the bytes one device receives per step."""
+    """Seconds to ship one step's input (dense features, indices, labels: ``per_device`` bytes a
+    device) to every device: each device's PCIe link and, when ``node.input_source = "network"``,
+    the node's front-end NICs."""
     t = per_device / (system.pcie_bytes_s * calib.host_efficiency)
     if system.input_nic_bytes_s > 0:
         node = per_device * system.accelerators_per_node
@@ -631,16 +679,11 @@ def input_seconds(per_device: float, system: System, calib: Calibration) -> floa
     return t
 
 
-def input_time(wl: Workload, system: System, calib: Calibration, b: float) -> float:
-    """Seconds to ship one step's input (dense features, indices, labels) to every device: each
-    device's PCIe link and, when ``node.input_source = "network"``, the node's front-end NICs."""
-    return input_seconds(b * wl.input_bytes_per_sample(), system, calib)
-
-
 def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     """Kernels on the critical path of one step, counted from the model's structure: per GEMM, per
-    embedding tier and direction (one fused kernel per tier), per collective and per bucket."""
-    tiers = {shard.tier for shard in plan.group_shards}
+    embedding place and direction (one fused kernel per tier and way of serving it), per collective
+    and per bucket."""
+    tiers = {(shard.tier, shard.access) for shard in plan.group_shards}
     collectives = 2 if plan.devices > 1 else 0
     return (
         KERNELS_PER_GEMM * len(wl.mlp_layers())
@@ -730,7 +773,7 @@ class StepLoads:
     lead: bool
     """The bottom MLP runs model-parallel on device 0 (see :func:`step_tree`)."""
     dense: DenseTimes
-    """:func:`dense_times` (depends on the accelerator and its HBM bandwidth, not on links)."""
+    """:func:`dense_times` (depends on the device and its own memory's bandwidth, not on links)."""
     embedding: EmbeddingLoads
     send_same: float
     send_cross: float
@@ -744,8 +787,9 @@ class StepLoads:
 def loads_key(system: System) -> tuple[object, ...]:
     """Everything :func:`step_loads` reads from ``system`` besides what the plan already fixes (see
     :func:`dse.model.placement.plan_key`): designs with equal keys share their loads."""
-    return (system.accelerator.name, system.hbm_bytes_s, system.scaleup_domain, system.accelerators_per_node,
-            system.spec.software.bottom_mlp_on_one_device, system.spec.software.overlap_weight_gradients)
+    return (system.accelerator.name, system.tiers[0].bytes_s, system.scaleup_domain,
+            system.accelerators_per_node, system.spec.software.bottom_mlp_on_one_device,
+            system.spec.software.overlap_weight_gradients)
 
 
 def step_loads(wl: Workload, system: System, plan: Plan, calib: Calibration) -> StepLoads:
@@ -760,7 +804,8 @@ def step_loads(wl: Workload, system: System, plan: Plan, calib: Calibration) -> 
         local_batch=b,
         lead=lead,
         dense=_step_dense(wl, system, calib, g, lead),
-        embedding=embedding_loads(plan, system.accelerators_per_node),
+        embedding=embedding_loads(plan, system.accelerators_per_node,
+                                  tuple([t.name for t in system.tiers[1:]])),
         send_same=same,
         send_cross=cross,
         allreduce_bytes=nbytes,

@@ -21,7 +21,7 @@ in a study) and ``--set`` items add or change entries. They may hold these table
 
 A part's price range (``price_low_usd`` <= ``price_usd`` <= ``price_high_usd``, or the
 ``[price_range]`` shorthand) replaces the default spread of the draws that move prices: the robust
-front's (:mod:`dse.outputs.robust`) and the case studies' (:mod:`dse.outputs.cases.uncertainty`).
+front's (:mod:`dse.search.robust_front`) and the case studies' (:mod:`dse.outputs.cases.uncertainty`).
 A discount multiplies the price (and range) of every accelerator, CPU and NIC of that vendor
 (:func:`~dse.model.catalog.vendor_of`: the part's ``vendor``, else the first word of its name;
 NIC grades have none unless a user catalog gives one) by ``1 - discount``, except a part whose
@@ -44,16 +44,24 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from dse.errors import DseInputError
-from dse.model.catalog import CATALOG_FILE, Accelerator, Catalog, Cpu, Nic, load_catalog, vendor_of
+from dse.model.catalog import (
+    CATALOG_FILE,
+    PART_SECTIONS,
+    PRICED_SECTIONS,
+    Catalog,
+    PricedPart,
+    load_catalog,
+    vendor_of,
+)
 from dse.records import apply_override, from_mapping, read_toml
 
-PART_SECTIONS = ("accelerator", "cpu", "nic", "ddr")
-"""Tables of parts by key: a user entry changes the named part or adds a new one."""
 FIELD_SECTIONS = ("chassis", "facility", "cdu")
-"""Single tables: a user entry changes some of their fields."""
-PRICED = ("accelerator", "cpu", "nic")
+"""Single tables: a user entry changes some of their fields (the tables of parts by key, where a
+user entry changes the named part or adds a new one, are
+:data:`~dse.model.catalog.PART_SECTIONS`)."""
+PRICED = PRICED_SECTIONS
 """Sections the ``[price]`` shorthand reaches (their ``price_usd``)."""
-P = TypeVar("P", Accelerator, Cpu, Nic)
+P = TypeVar("P", bound=PricedPart)
 """A priced part type (:data:`~dse.model.catalog.PricedPart`)."""
 PRICE_KEYS = ("price_usd", "price_low_usd", "price_high_usd")
 """A part's own price figures: a part whose table states one is not discounted."""
@@ -182,13 +190,11 @@ class PartMap(Protocol):
 
 
 def map_priced(catalog: Catalog, change: PartMap) -> Catalog:
-    """``catalog`` with ``change`` applied to every accelerator, CPU and NIC (sorted by key, so a
-    change that draws random numbers draws them in one order)."""
-    return dataclasses.replace(
-        catalog,
-        accelerator={k: change("accelerator", k, v) for k, v in sorted(catalog.accelerator.items())},
-        cpu={k: change("cpu", k, v) for k, v in sorted(catalog.cpu.items())},
-        nic={k: change("nic", k, v) for k, v in sorted(catalog.nic.items())})
+    """``catalog`` with ``change`` applied to every priced part (:data:`PRICED`, in that order and
+    sorted by key, so a change that draws random numbers draws them in one order)."""
+    return dataclasses.replace(catalog, **{  # type: ignore[arg-type]
+        section: {k: change(section, k, v) for k, v in sorted(getattr(catalog, section).items())}
+        for section in PRICED})
 
 
 def _apply_discounts(catalog: Catalog, merged: _Merged) -> tuple[Catalog, list[CatalogChange]]:
@@ -222,7 +228,7 @@ def discounted(part: P, factor: float) -> P:
                                price_high_usd=scale(part.price_high_usd))
 
 
-def price_range(part: Accelerator | Cpu | Nic) -> tuple[float, float] | None:
+def price_range(part: PricedPart) -> tuple[float, float] | None:
     """The part's stated price range (USD), or None."""
     if part.price_low_usd is None or part.price_high_usd is None:
         return None

@@ -25,9 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from dse.errors import DseInputError
-from dse.model.catalog import Precision
-from dse.model.convergence import load_curve
-from dse.model.limits import (
+from dse.limits import (
     MAX_EMBEDDING_DIM,
     MAX_EMBEDDING_PARAMS,
     MAX_GLOBAL_BATCH,
@@ -41,6 +39,8 @@ from dse.model.limits import (
     positive,
     upto,
 )
+from dse.model.catalog import Precision
+from dse.model.convergence import load_curve
 from dse.model.widths import INDEX_BYTES
 from dse.records import WORKLOAD, apply_override, convert, from_mapping, named_file, read_toml, source_name
 
@@ -358,7 +358,7 @@ def _broadcast_tables(data: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 def _check_count(n: int, limit: int, source: str, key: str, what: str) -> None:
-    """Refuse a list of more than ``limit`` entries (limits in :mod:`dse.model.limits`)."""
+    """Refuse a list of more than ``limit`` entries (limits in :mod:`dse.limits`)."""
     if n > limit:
         raise DseInputError(source, key, f"has {n:,} {what}; at most {limit:,} are supported")
 

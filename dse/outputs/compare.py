@@ -34,7 +34,7 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Comparison:
+class DesignComparison:
     """Designs ``a`` and ``b`` side by side."""
 
     labels: tuple[str, str]
@@ -65,10 +65,10 @@ class Comparison:
         }
 
 
-def compare(a: Evaluation, b: Evaluation, labels: tuple[str, str]) -> Comparison:
+def compare(a: Evaluation, b: Evaluation, labels: tuple[str, str]) -> DesignComparison:
     """``a`` and ``b`` side by side, named ``labels``."""
     ma, mb = a.metrics(), b.metrics()
-    return Comparison(
+    return DesignComparison(
         labels=labels,
         metrics=tuple(Row(m, float(ma[m]), float(mb[m])) for m in COMPARED_METRICS),
         stages_s=tuple(Row(s, a.breakdown_s[s], b.breakdown_s[s]) for s in STAGES),

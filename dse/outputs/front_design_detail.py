@@ -2,7 +2,7 @@
 
 The report's section "One front design: its plan and its timeline". Only the designs offered are
 scored again (the trials store the design, not its plan), by the same path a study trial takes:
-design -> :func:`~dse.search.encoding.design_system` -> :func:`~dse.model.evaluate.evaluate`, with
+design -> :func:`~dse.search.study.encoding.design_system` -> :func:`~dse.model.evaluate.evaluate`, with
 the study's workload, catalog and the calibration in force. The plan is
 :func:`~dse.outputs.plan.plan_summary` (as ``dse evaluate --plan``) and the timeline
 :func:`~dse.outputs.timeline.timeline_plot` (as ``dse evaluate --html``); docs/design.md,
@@ -16,16 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import GB
 from dse.outputs.figures import AFTER_FIRST_SCREEN, INFLATE_SCRIPT, Figure, figure_html, pack
 from dse.outputs.markup import text
 from dse.outputs.plan import PlanSummary, plan_summary
 from dse.outputs.timeline import timeline_plot
-from dse.search.encoding import design_system, design_workload
-from dse.search.spec import StudySpec, study_catalog, study_space, study_workload
+from dse.search.study.encoding import design_system, design_workload
+from dse.search.study.study_file import StudySpec, study_catalog, study_space, study_workload
 
 MAX_DESIGNS = 30
 """Designs offered in the list: each is scored again and carries its plan and timeline in the page,

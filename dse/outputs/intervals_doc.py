@@ -17,9 +17,9 @@ from dse.calibration.ensemble import (
     prediction_interval,
 )
 from dse.calibration.fit import EFFICIENCIES, at_bound
-from dse.calibration.parameters import Calibration
 from dse.calibration.regime import AXES
 from dse.model.evaluate import evaluate
+from dse.model.parameters import Calibration
 from dse.model.system import load_system
 from dse.model.workload import load_workload
 

@@ -13,15 +13,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from dse.calibration.parameters import Calibration
 from dse.model.evaluate import Evaluation
-from dse.model.placement import Shard
+from dse.model.parameters import Calibration
+from dse.model.placement import Plan, Shard
 from dse.model.system import GB
 from dse.model.timing import (
     EmbeddingLoads,
     alltoall_elements,
     alltoall_seconds,
     embedding_seconds,
+    own_memory_bytes_s,
 )
 from dse.model.widths import COMM_BYTES
 
@@ -76,9 +77,10 @@ class DevicePlan:
     device: int
     node: int
     hbm_used_gb: float
-    """Tables, cache, dense model and activations on this device."""
+    """Tables, cache, dense model and activations in this device's HBM (0 without HBM)."""
     ddr_used_gb: float
-    """Host-resident tables on this device's node (shared by the node's devices)."""
+    """Tables in DDR: the node's host DDR (shared by the node's devices), or the device's own
+    when it is a node's CPU sockets."""
     tables: int
     """Tables with a piece here (replicated ones included)."""
     embedding_s: float
@@ -106,40 +108,45 @@ class PlanSummary:
                 "devices": [d.to_dict() for d in self.devices]}
 
 
-def _device_loads(shards: tuple[Shard, ...], devices: int, per_node: int) -> list[EmbeddingLoads]:
+def _device_loads(ev: Evaluation) -> list[EmbeddingLoads]:
     """Each device's embedding bytes (its own shards plus every replica), as the timing model's
-    :class:`EmbeddingLoads` of a single device; DDR bytes are its node's."""
-    hbm = [[0.0, 0.0] for _ in range(devices)]
-    pcie = [[0.0, 0.0] for _ in range(devices)]
-    ddr: defaultdict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    :class:`EmbeddingLoads` of a single device; the bytes of each node tier are its node's."""
+    plan, system = ev.plan, ev.system
+    devices, per_node = plan.devices, system.accelerators_per_node
+    tiers = [t.name for t in system.tiers[1:]]
+    local = [[0.0, 0.0] for _ in range(devices)]
+    link = [[0.0, 0.0] for _ in range(devices)]
+    far: defaultdict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
     rep = [0.0, 0.0]
-    for s in shards:
+    for s in plan.shards:
         t = s.traffic
         if s.device < 0:
-            rep[0] += t.hbm_fwd
-            rep[1] += t.hbm_bwd
+            rep[0] += t.local_fwd
+            rep[1] += t.local_bwd
             continue
-        hbm[s.device][0] += t.hbm_fwd
-        hbm[s.device][1] += t.hbm_bwd
-        pcie[s.device][0] += t.pcie_fwd
-        pcie[s.device][1] += t.pcie_bwd
-        node = ddr[s.device // per_node]
-        node[0] += t.ddr_fwd
-        node[1] += t.ddr_bwd
-    return [EmbeddingLoads(hbm_fwd=hbm[d][0] + rep[0], hbm_bwd=hbm[d][1] + rep[1],
-                           pcie=(pcie[d][0], pcie[d][1]), ddr=(ddr[d // per_node][0], ddr[d // per_node][1]),
-                           host=bool(pcie[d][0] or pcie[d][1]))
+        local[s.device][0] += t.local_fwd
+        local[s.device][1] += t.local_bwd
+        link[s.device][0] += t.link_fwd
+        link[s.device][1] += t.link_bwd
+        node = far[s.tier, s.device // per_node]
+        node[0] += t.far_fwd
+        node[1] += t.far_bwd
+    return [EmbeddingLoads(local_fwd=local[d][0] + rep[0], local_bwd=local[d][1] + rep[1],
+                           link=(link[d][0], link[d][1]),
+                           far=tuple((far[name, d // per_node][0], far[name, d // per_node][1])
+                                     for name in tiers),
+                           host=bool(link[d][0] or link[d][1]))
             for d in range(devices)]
 
 
 def _shard_seconds(s: Shard, ev: Evaluation, calib: Calibration) -> float:
-    """Device-seconds of one shard's embedding traffic: HBM plus host link (a replica's on every
-    device)."""
+    """Device-seconds of one shard's embedding traffic: its device's own memory plus its host link
+    (a replica's on every device)."""
     system = ev.system
     t = s.traffic
-    mem = system.hbm_bytes_s * calib.memory_efficiency
+    mem = own_memory_bytes_s(system, calib)
     link = system.pcie_bytes_s * calib.host_efficiency
-    sec = (t.hbm_fwd + t.hbm_bwd) / mem + ((t.pcie_fwd + t.pcie_bwd) / link if link else 0.0)
+    sec = (t.local_fwd + t.local_bwd) / mem + ((t.link_fwd + t.link_bwd) / link if link else 0.0)
     return sec * (ev.plan.devices if s.device < 0 else 1)
 
 
@@ -167,7 +174,7 @@ def plan_summary(ev: Evaluation, calib: Calibration) -> PlanSummary:
             table=ti, sharding=rest[0].sharding if rest else "unplaced",
             hot_rows=sum(s.rows for s in hot), size_bytes=float(wl.table_bytes(table)),
             copies=g if replicated else 1, devices=tuple(sorted(by_device)),
-            tiers=tuple(dict.fromkeys(s.tier for s in rest)), bytes_by_device=by_device,
+            tiers=tuple(dict.fromkeys(s.where for s in rest)), bytes_by_device=by_device,
             hot_rows_bytes_per_device=sum(s.footprint_bytes for s in hot),
             embedding_share=seconds.get(ti, 0.0) / total_s if total_s else 0.0))
     return PlanSummary(tuple(tables), _devices(ev, calib))
@@ -177,7 +184,7 @@ def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
     """Every device's memory, tables and embedding and all-to-all seconds."""
     plan, system = ev.plan, ev.system
     g, per_node = plan.devices, system.accelerators_per_node
-    loads = _device_loads(plan.shards, g, per_node)
+    loads = _device_loads(ev)
     same, cross = _alltoall_sends(ev)
     everywhere = {s.table for s in plan.shards if s.device < 0}
     owned: defaultdict[int, set[int]] = defaultdict(set)
@@ -188,15 +195,23 @@ def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
     for d in range(g):
         t = embedding_seconds(loads[d], system, calib)
         a2a = alltoall_seconds(same[d], cross[d], g, system, calib)
-        ddr_used = plan.memory.ddr_used_bytes
-        ddr = ddr_used[d // per_node] if d // per_node < len(ddr_used) else 0.0
         out.append(DevicePlan(
-            device=d, node=d // per_node, hbm_used_gb=plan.memory.hbm_used_bytes[d] / GB,
-            ddr_used_gb=ddr / GB,
+            device=d, node=d // per_node, hbm_used_gb=_used(plan, "hbm", d, per_node) / GB,
+            ddr_used_gb=_used(plan, "ddr", d, per_node) / GB,
             tables=len(owned[d] | everywhere),
             embedding_s=max(t.emb_fwd, t.host_fwd) + max(t.emb_bwd, t.host_bwd),
             alltoall_s=2.0 * max(a2a.fabric, a2a.network)))
     return tuple(out)
+
+
+def _used(plan: Plan, tier: str, device: int, per_node: int) -> float:
+    """Bytes in tier ``tier`` on ``device`` (the device's own memory) or on its node (a node tier),
+    0 when the system has no such tier."""
+    use = plan.memory.of(tier)
+    if use is None:
+        return 0.0
+    at = device if use.tier.scope == "device" else device // per_node
+    return use.used_bytes[at] if at < len(use.used_bytes) else 0.0
 
 
 def _alltoall_sends(ev: Evaluation) -> tuple[list[float], list[float]]:

@@ -27,7 +27,7 @@ from plotly.offline import get_plotlyjs_version
 
 from dse import __version__
 from dse.errors import DseInputError
-from dse.model.limits import MAX_DATA_FILE_BYTES
+from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.stages import STAGE_WORDS, STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.figures import (
@@ -46,8 +46,13 @@ from dse.outputs.markup import plot_text, plot_value, text
 from dse.reading import read_text
 from dse.records import STUDY
 from dse.safe_write import write_file
-from dse.search.analysis import hypervolume_curve, importances, importances_key
-from dse.search.attribute_keys import (
+from dse.search.algorithms.analysis import hypervolume_curve, importances, importances_key
+from dse.search.algorithms.dedup import group_by_design, trial_numbers
+from dse.search.algorithms.pareto import is_feasible, pareto_trials
+from dse.search.algorithms.reference import convergence
+from dse.search.results import FrozenTrial, Study, TrialState
+from dse.search.storage.recovery import BASELINE_KEY
+from dse.search.study.attribute_keys import (
     CALIBRATION_VERSION_KEY,
     CATALOG_KEY,
     MODEL_KEY,
@@ -55,16 +60,8 @@ from dse.search.attribute_keys import (
     VERSION_KEY,
     WORKLOAD_KEY,
 )
-from dse.search.dedup import group_by_design, trial_numbers
-from dse.search.objectives import ObjectiveSet
-from dse.search.pareto import (
-    is_feasible,
-    pareto_trials,
-)
-from dse.search.recovery import BASELINE_KEY
-from dse.search.reference import convergence
-from dse.search.results import FrozenTrial, Study, TrialState
-from dse.search.spec import StudySpec
+from dse.search.study.objective_sets import ObjectiveSet
+from dse.search.study.study_file import StudySpec
 
 FADED = "rgba(120,120,120,0.25)"
 
@@ -548,8 +545,8 @@ def _sources_digest(*modules: str) -> hashlib._Hash:
 
 
 def cached_importances(study: Study, data: ReportData, cache: Path | None) -> dict[str, dict[str, float]]:
-    """:func:`~dse.search.analysis.importances` of the study's completed trials (deterministic),
-    kept in ``cache`` under :func:`~dse.search.analysis.importances_key`."""
+    """:func:`~dse.search.algorithms.analysis.importances` of the study's completed trials (deterministic),
+    kept in ``cache`` under :func:`~dse.search.algorithms.analysis.importances_key`."""
     key = f"{REPORT_CACHE_FORMAT} {importances_key(data.trials, data.objectives)}"
     found: dict[str, dict[str, float]] = _cached(
         cache, "importances", key, lambda: importances(study, data.trials, data.objectives))
@@ -560,14 +557,14 @@ def cached_chosen(spec: StudySpec, designs: list[tuple[str, dict[str, Any]]], ca
     """The plan-and-timeline section (:mod:`dse.outputs.front_design_detail`) of ``designs``, kept
     in ``cache`` under a key of the model's fingerprint, the output code and Plotly's version, the
     study's workload, space, catalog and calibration, and the designs with their labels."""
-    from dse.calibration.parameters import load_calibration
+    from dse.model.parameters import load_calibration
     from dse.search.fingerprint import model_fingerprint
-    from dse.search.spec import study_catalog, study_space, study_workload
+    from dse.search.study.study_file import study_catalog, study_space, study_workload
 
     digest = _sources_digest("dse.outputs.front_design_detail", "dse.outputs.plan",
                              "dse.outputs.timeline", "dse.outputs.figures", "dse.outputs.labels",
                              "dse.outputs.markup",
-                             "dse.search.encoding")
+                             "dse.search.study.encoding")
     digest.update(model_fingerprint().encode())
     for item in (study_workload(spec), study_space(spec), study_catalog(spec).catalog,
                  load_calibration()):
@@ -582,9 +579,9 @@ def robust_html(study: Study, spec: StudySpec, objectives: ObjectiveSet,
                 retimings: Path | None = None) -> str:
     """The section "the front under the model's error" (:mod:`dse.outputs.robust_page`), or the
     line saying why there is none (no ensemble, or one of another calibration); ``retimings``:
-    the cache of the designs' retimings (:func:`dse.outputs.robust.retiming_cache`)."""
-    from dse.outputs.robust import robust_front
+    the cache of the designs' retimings (:func:`dse.search.robust_front.retiming_cache`)."""
     from dse.outputs.robust_page import robust_section
+    from dse.search.robust_front import robust_front
 
     try:
         return robust_section(robust_front(study, spec, objectives, cache=retimings))
@@ -600,7 +597,7 @@ def render_report(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     or loaded from the Plotly CDN (``cdn``: a page 4.6 MB smaller, for pages kept in git).
     ``robust=False`` leaves out the front under the model's error (benchmarks time both);
     ``retimings`` keeps that section's retimings between pages of one study
-    (:func:`dse.outputs.robust.retiming_cache` of its journal) and ``cache`` the sections that
+    (:func:`dse.search.robust_front.retiming_cache` of its journal) and ``cache`` the sections that
     cost most (:func:`report_cache` of its journal)."""
     data = gather(study, spec, objectives)
     figures: list[tuple[str, Figure]] = []

@@ -1,4 +1,4 @@
-"""The report's section "The front under the model's error" (:mod:`dse.outputs.robust`).
+"""The report's section "The front under the model's error" (:mod:`dse.search.robust_front`).
 
 A front plot of the first two objectives with each front design's 80% interval as error bars and
 its marker shaded by its probability of staying on the front across the calibration ensemble; the
@@ -14,7 +14,7 @@ import math
 from dse.outputs.figures import Figure, colorscale, figure_html
 from dse.outputs.labels import design_phrase, show, title
 from dse.outputs.markup import plot_text, text
-from dse.outputs.robust import RobustFront
+from dse.search.robust_front import RobustFront
 
 SECTION_ID = "robust"
 

@@ -57,7 +57,7 @@ try:
     from optuna.study._constrained_optimization import _CONSTRAINTS_KEY as CONSTRAINTS_KEY
 
     # A study's summary as ``BaseStorage.get_all_studies`` returns it: dse's read-only journal
-    # snapshot (:mod:`dse.search.snapshot`) is a storage and returns them too. No public form.
+    # snapshot (:mod:`dse.search.storage.journal_snapshot`) is a storage and returns them too. No public form.
     from optuna.study._frozen import FrozenStudy
 except ImportError as _exc:  # pragma: no cover - depends on the installed Optuna
     raise _missing(str(_exc.name or _exc), _exc) from _exc

@@ -1,7 +1,7 @@
 """The model's fingerprint: a hash of the code and data that decide a design's score.
 
 A study records it (``dse:model``, :mod:`dse.search.runner`), and caches of scores derived from a
-study (the retimings of :mod:`dse.outputs.robust`) are keyed by it, so that a fix to the model that
+study (the retimings of :mod:`dse.search.robust_front`) are keyed by it, so that a fix to the model that
 changes scores without a new dse or calibration version is never hidden by a stale record or
 cache. Kept apart from the runner so that the read-only commands can hash the model without
 importing the runner (its sampler and sweep imports cost half a second)."""

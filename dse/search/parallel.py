@@ -21,8 +21,9 @@ import optuna
 
 from dse.errors import DseInputError
 from dse.search.runner import STOP, run_study
-from dse.search.spec import load_study_spec, with_catalog
-from dse.search.storage import quiet_lost_storage, redact, storage_failure
+from dse.search.storage.failures import quiet_lost_storage, storage_failure
+from dse.search.storage.servers import redact
+from dse.search.study.study_file import load_study_spec, with_catalog
 
 PARENT_POLL_S = 0.5
 """How often a ``--jobs`` worker checks that its parent lives."""

@@ -16,7 +16,20 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
-from dse.search.attribute_keys import (
+from dse.search.algorithms.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
+from dse.search.algorithms.pareto import hypervolume, is_feasible, pareto_trials
+from dse.search.algorithms.reference import convergence
+from dse.search.storage.journal_snapshot import read_journal, read_snapshot
+from dse.search.storage.journal_writing import check_journal_file
+from dse.search.storage.opening import (
+    default_storage_path,
+    journal_file,
+    open_storage,
+    storage_file,
+    study_exists,
+)
+from dse.search.storage.recovery import BASELINE_KEY
+from dse.search.study.attribute_keys import (
     BUDGET_KEY,
     CALIBRATION_VERSION_KEY,
     FILES_KEY,
@@ -26,21 +39,8 @@ from dse.search.attribute_keys import (
     RETRY_KEY,
     VERSION_KEY,
 )
-from dse.search.dedup import DUPLICATE_KEY, group_by_design, trial_numbers
-from dse.search.objectives import ObjectiveSet, load_objectives, objectives_from_mapping
-from dse.search.pareto import hypervolume, is_feasible, pareto_trials
-from dse.search.recovery import BASELINE_KEY
-from dse.search.reference import convergence
-from dse.search.snapshot import read_journal, read_snapshot
-from dse.search.spec import StudySpec
-from dse.search.storage import (
-    check_journal_file,
-    default_storage_path,
-    journal_file,
-    open_storage,
-    storage_file,
-    study_exists,
-)
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives, objectives_from_mapping
+from dse.search.study.study_file import StudySpec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,9 +50,9 @@ def load_stored_study(spec: StudySpec, storage_url: str | None = None) -> Study:
     """The stored study of ``spec`` to read (not to run), or a clear error when it has never been
     run there.
 
-    A journal is read in one pass into a read-only snapshot (:mod:`dse.search.snapshot`: the
+    A journal is read in one pass into a read-only snapshot (:mod:`dse.search.storage.journal_snapshot`: the
     same trials, several times faster), never written to: damage before its tail is reported as
-    :func:`open_storage` reports it, a damaged tail left out (:func:`dse.search.snapshot.
+    :func:`open_storage` reports it, a damaged tail left out (:func:`dse.search.storage.journal_snapshot.
     read_journal`). Every other storage is opened by :func:`open_storage`."""
     where = storage_url or spec.storage or str(default_storage_path(spec))
     missing = DseInputError(spec.name, "", f"no stored study in {where} (run the study first)")

@@ -1,13 +1,13 @@
 """Running a study: create or resume it, work until its budget, report progress.
 
-:func:`run_study` creates or resumes the study of a :class:`~dse.search.spec.StudySpec` and works
+:func:`run_study` creates or resumes the study of a :class:`~dse.search.study.study_file.StudySpec` and works
 until the budget of *completed* trials is reached, so running it twice never doubles the work. A
 new study records its definition, the model's fingerprint (:func:`model_fingerprint`) and the
 versions that scored it, and is seeded with the baseline systems its space can express
 (:func:`enqueue_baselines`). Several workers (processes, hosts) share one study through its storage
-and stop together at the budget (:func:`dse.search.objective.over_budget`, and :func:`_optimize`
+and stop together at the budget (:func:`dse.search.trial_objective.over_budget`, and :func:`_optimize`
 waits for trials running elsewhere rather than stopping one short); dead workers' trials are
-retried (:mod:`dse.search.recovery`).
+retried (:mod:`dse.search.storage.recovery`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,31 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from dse import __version__
-from dse.calibration.parameters import load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog
+from dse.model.parameters import load_calibration
 from dse.search import _optuna
-from dse.search.attribute_keys import (
+from dse.search.algorithms.dedup import DesignIndex, group_by_design, shared_index
+from dse.search.algorithms.pareto import is_feasible, pareto_trials
+from dse.search.algorithms.prescreen import REFINE_SHARE
+from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, convergence
+from dse.search.algorithms.refine import seed_new_study
+from dse.search.algorithms.samplers import make_sampler, worker_seed
+from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
+from dse.search.fingerprint import model_fingerprint
+from dse.search.fingerprint import model_sources as model_sources
+from dse.search.storage.failures import ReconnectGaveUp, ServerRestarting, storage_failure, storage_lost
+from dse.search.storage.opening import open_storage, state_counts, storage_file
+from dse.search.storage.recovery import (
+    BASELINE_KEY,
+    WorkerLock,
+    heartbeat_enabled,
+    recover,
+    recover_stale_trials,
+    taken_by_another,
+)
+from dse.search.storage.servers import RECONNECT_FIRST_S, RECONNECT_MAX_WAIT_S, reconnect_window, redact
+from dse.search.study.attribute_keys import (
     BUDGET_KEY,
     CALIBRATION_VERSION_KEY,
     CATALOG_KEY,
@@ -53,30 +73,12 @@ from dse.search.attribute_keys import (
     VERSION_KEY,
     WORKLOAD_KEY,
 )
-from dse.search.contents import contents_json, moved_message, moved_systems, study_contents, where_from
-from dse.search.dedup import DesignIndex, group_by_design, shared_index
-from dse.search.encoding import encode_design, grid_designs, grid_of
-from dse.search.fingerprint import MODEL_DATA as MODEL_DATA  # re-exported: first defined here
-from dse.search.fingerprint import model_fingerprint
-from dse.search.fingerprint import model_sources as model_sources
-from dse.search.objective import DesignObjective
-from dse.search.objectives import loss_sign
-from dse.search.pareto import is_feasible, pareto_trials
-from dse.search.prescreen import REFINE_SHARE
-from dse.search.recovery import (
-    BASELINE_KEY,
-    WorkerLock,
-    heartbeat_enabled,
-    recover,
-    recover_stale_trials,
-    taken_by_another,
-)
-from dse.search.reference import REFERENCE_MIN_BUDGET, convergence
-from dse.search.refine import seed_new_study
-from dse.search.samplers import make_sampler, worker_seed
-from dse.search.seeding import WarmStart, warm_start_trials
-from dse.search.space import SearchSpace, preset_params
-from dse.search.spec import (
+from dse.search.study.contents import contents_json, moved_message, moved_systems, study_contents, where_from
+from dse.search.study.encoding import encode_design, grid_designs, grid_of
+from dse.search.study.objective_sets import ObjectiveSet, loss_sign
+from dse.search.study.search_space import SearchSpace, preset_params
+from dse.search.study.seeding import WarmStart, warm_start_trials
+from dse.search.study.study_file import (
     StudySpec,
     study_catalog,
     study_files,
@@ -84,19 +86,7 @@ from dse.search.spec import (
     study_space,
     study_workload,
 )
-from dse.search.storage import (
-    RECONNECT_FIRST_S,
-    RECONNECT_MAX_WAIT_S,
-    ReconnectGaveUp,
-    ServerRestarting,
-    open_storage,
-    reconnect_window,
-    redact,
-    state_counts,
-    storage_failure,
-    storage_file,
-    storage_lost,
-)
+from dse.search.trial_objective import DesignObjective
 
 T = TypeVar("T")
 
@@ -160,15 +150,15 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
     ``dse:budget`` last; the others wait for that before they work. ``storage_path`` (the
     storage's local file, if any) lets them tell a creator killed before it recorded itself:
     every process opening the study holds the file's workers lock shared meanwhile
-    (:class:`~dse.search.recovery.WorkerLock`), so one that finds the lock free of others knows
+    (:class:`~dse.search.storage.recovery.WorkerLock`), so one that finds the lock free of others knows
     the creator is dead and completes the creation at once.
 
     ``warm_start``: ``auto`` (a new study of the default sampler is seeded from the front of a
-    coarse-to-fine sweep, :func:`dse.search.refine.seed_new_study`, when
-    :func:`dse.search.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
+    coarse-to-fine sweep, :func:`dse.search.algorithms.refine.seed_new_study`, when
+    :func:`dse.search.algorithms.sweep.sweep_allowed`), ``none`` (not seeded; the sweep still fixes the
     hypervolume reference) or ``sweep`` (a new study of any sampler is seeded from that front with
     up to a fifth of its budget; where the space is too large for that sweep, the caller seeds it
-    from a coarse sweep, :func:`dse.search.sweep.warm_start_study`). ``on_sweep(done, total)``:
+    from a coarse sweep, :func:`dse.search.algorithms.sweep.warm_start_study`). ``on_sweep(done, total)``:
     that sweep's progress in designs (it runs before the first trial, for seconds).
     """
     with WorkerLock(storage_path) as lock:
@@ -179,6 +169,8 @@ def open_study(spec: StudySpec, storage: BaseStorage, force: bool = False,
 def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool, where: str,
                 worker: str, lock: WorkerLock, warm_start: WarmStart,
                 on_sweep: Callable[[int, int], None] | None = None) -> optuna.Study:
+    """:func:`open_study` under the workers lock: create the study, or load it, wait for its
+    creator to record it and check it against ``spec`` (:func:`_resume`)."""
     objectives = study_objectives(spec)
     seed = worker_seed(spec.seed, worker)
     sampler = make_sampler(spec.sampler, seed, grid_of(study_space(spec)), spec.name,
@@ -206,7 +198,18 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     described = _describe(spec)
     if BUDGET_KEY not in attrs:  # made by plain Optuna, or its creator died while recording it
         _record_new(study, spec, warm_start, on_sweep)
-        return study
+    else:
+        _resume(study, spec, attrs, described, force)
+    return study
+
+
+def _resume(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any], described: dict[str, str],
+            force: bool) -> None:
+    """Check a recorded study (its user attributes ``attrs``) against ``spec`` (``described``:
+    :func:`_describe`): other directions are refused, another workload, space, objectives or
+    catalog and systems whose files moved unless ``force``; what changed, and a new model,
+    calibration or dse version, is recorded in ``dse:changes`` with the trial it starts from."""
+    objectives = study_objectives(spec)
     changed = [k.removeprefix(KEY_PREFIX) for k, v in described.items() if attrs.get(k) != v]
     directions = [optuna.study.StudyDirection.MAXIMIZE if loss_sign(d) < 0
                   else optuna.study.StudyDirection.MINIMIZE for d in objectives.directions]
@@ -239,8 +242,15 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
     recorded = contents_json(contents)
     if attrs.get(CONTENTS_KEY) != recorded:  # forced, a comment edited, or recorded before contents
         study.set_user_attr(CONTENTS_KEY, recorded)
-    # A new model (its code or data), calibration or dse version is not refused, but recorded:
-    # trials after this point were scored by it.
+    _record_versions(study, attrs, log, now)
+    _record_rest(study, spec, attrs, objectives)
+
+
+def _record_versions(study: optuna.Study, attrs: dict[str, Any], log: list[dict[str, Any]],
+                     now: str) -> None:
+    """A new model (its code or data), calibration or dse version is not refused, but recorded:
+    trials after this point were scored by it. ``log`` (``dse:changes`` so far, this resume's
+    entries included) is written when it grew."""
     versions = {CALIBRATION_VERSION_KEY: load_calibration().version, VERSION_KEY: __version__,
                 MODEL_KEY: model_fingerprint()}
     moved = {k: {"from": attrs.get(k), "to": v} for k, v in versions.items() if attrs.get(k) != v}
@@ -251,13 +261,18 @@ def _open_study(spec: StudySpec, storage: BaseStorage, force: bool, create: bool
             study.set_user_attr(key, value)
     if len(log) > len(attrs.get(CHANGES_KEY, [])):
         study.set_user_attr(CHANGES_KEY, log)
+
+
+def _record_rest(study: optuna.Study, spec: StudySpec, attrs: dict[str, Any],
+                 objectives: ObjectiveSet) -> None:
+    """On resume: the files a study was made from where they are now, its metrics named as its
+    ``objectives``' (created before dse named them, or its objectives forced), and its budget."""
     files = json.dumps(study_files(spec), sort_keys=True)
     if attrs.get(FILES_KEY) != files:  # the files moved, or the study predates the record
         study.set_user_attr(FILES_KEY, files)
     if study.metric_names != [o.metric for o in objectives.objectives]:
-        name_metrics(study, spec)  # created before dse named them, or its objectives forced
+        name_metrics(study, spec)
     study.set_user_attr(BUDGET_KEY, spec.budget)
-    return study
 
 
 def name_metrics(study: optuna.Study, spec: StudySpec) -> None:
@@ -326,8 +341,8 @@ def _creator_gone(study: optuna.Study, lock: WorkerLock) -> bool:
 def open_wait_s(spec: StudySpec) -> float:
     """How long a process joining the new study of ``spec`` waits for its creator:
     :data:`OPEN_WAIT_S`, and for a study that may be pre-screened (a budget of at least
-    :data:`~dse.search.reference.REFERENCE_MIN_BUDGET`, not a grid) its pre-screen and the
-    refinement after it (:data:`~dse.search.prescreen.REFINE_SHARE` times as long) at
+    :data:`~dse.search.algorithms.reference.REFERENCE_MIN_BUDGET`, not a grid) its pre-screen and the
+    refinement after it (:data:`~dse.search.algorithms.prescreen.REFINE_SHARE` times as long) at
     :data:`CREATION_WALL_FACTOR` wall seconds per CPU second; so ``dse worker`` started beside
     ``dse run`` shares the pre-screen instead of repeating it."""
     if spec.budget < REFERENCE_MIN_BUDGET or spec.sampler == "grid":
@@ -391,13 +406,13 @@ class Progress:
     """Distinct designs on the feasible front."""
     hypervolume: float
     """Against the study's fixed reference (``reference`` says which; see
-    :mod:`dse.search.reference`)."""
+    :mod:`dse.search.algorithms.reference`)."""
     reference: str = "own range"
     gained: float = 0.0
     """Hypervolume gained over the last ``window`` completed trials."""
     window: int = 0
     moving: bool = False
-    """The front is still moving (``gained`` above :data:`dse.search.reference.MOVING_GAIN`)."""
+    """The front is still moving (``gained`` above :data:`dse.search.algorithms.reference.MOVING_GAIN`)."""
 
 
 def target_of(spec: StudySpec, study: optuna.Study, trials: int | None) -> int:
@@ -428,13 +443,13 @@ def run_study(
     ``trials`` counted by each worker from its own start would overshoot. ``max_trials`` caps
     the trials this worker completes itself; ``create=False`` joins an existing study only.
     ``worker`` names this worker among the study's others (empty for the first): its sampler
-    seed is drawn from it (:func:`~dse.search.samplers.worker_seed`).
+    seed is drawn from it (:func:`~dse.search.algorithms.samplers.worker_seed`).
     The worker stops when the target is complete, not merely started: while the last trials run
     elsewhere it waits, and retries any that a dead worker leaves (:func:`recover`). A database
     server or storage proxy that goes away mid-run (a restart) is reached again
     (:func:`_reconnect`), also while the study is being opened (the server answered, then
     restarted) and, for a worker joining (``create=False``), when its first connection meets a
-    restart under way (:class:`~dse.search.storage.ServerRestarting`); one that is down at the
+    restart under way (:class:`~dse.search.storage.failures.ServerRestarting`); one that is down at the
     start (refused) fails at once.
     """
     where = _where(spec, storage_url)
@@ -498,10 +513,10 @@ class _Quota:
 def _reconnect(lost: Exception, spec: StudySpec, storage_url: str | None, where: str,
                worker: str) -> optuna.Study:
     """The study again, once its storage answers after ``lost`` (a server that went away,
-    :func:`~dse.search.storage.storage_lost`), tried with a doubling wait for the URL's
-    reconnection window (:func:`~dse.search.storage.reconnect_window`); says so in one line on
+    :func:`~dse.search.storage.failures.storage_lost`), tried with a doubling wait for the URL's
+    reconnection window (:func:`~dse.search.storage.servers.reconnect_window`); says so in one line on
     the log. Re-raises ``lost`` for any other error, and raises
-    :class:`~dse.search.storage.ReconnectGaveUp` (from the last failure) when the window passes.
+    :class:`~dse.search.storage.failures.ReconnectGaveUp` (from the last failure) when the window passes.
     The trials this process was running when it lost the storage are failed and retried."""
     window = reconnect_window(spec.storage if storage_url is None else storage_url)
     if window <= 0 or not storage_lost(lost):

@@ -16,10 +16,12 @@ functions over frozen data, one module a pass (docs/design.md, section 5, "Place
   whose load alone exceeds the ideal per-device load is split to balance, across scale-up domains
   when one domain cannot take its load (row pieces in several domains, or grid pieces: row slices
   across domains, cut column-wise within one);
-- :mod:`~dse.model.placement.tiers` (proposer): pieces are ranked by traffic per byte; the hottest
-  fill HBM, the rest go to host DDR, where leftover HBM serves as a cache with a Zipf hit rate;
+- :mod:`~dse.model.placement.tiers` (proposer): a cascade over the system's memory tiers
+  (:mod:`dse.model.tiers`): pieces are ranked by traffic per byte; the hottest fill the devices' own
+  memory (HBM), the rest the node tiers in order (host DDR, ...), where leftover device memory
+  serves as a cache with a Zipf hit rate;
 - :mod:`~dse.model.placement.partitioning`: pieces are assigned largest load first to the
-  least-loaded device that has room (LPT).
+  least-loaded device that has room (LPT), those of a node tier to the least-loaded node first.
 
 One :class:`Plan` passes to the timing model.
 """
@@ -36,20 +38,23 @@ from dse.model.placement.budgets import (
 )
 from dse.model.placement.candidates import enumerate_candidates, hot_rows
 from dse.model.placement.costs import ShardCosts
-from dse.model.placement.partitioning import assign_host, balanced_assign, lpt_assign, place_hbm
+from dse.model.placement.partitioning import balanced_assign, lpt_assign, place_hbm
 from dse.model.placement.plan import (
+    Access,
     Plan,
     PlanMemory,
     Shard,
     ShardGroup,
     Sharding,
     Tier,
+    TierUse,
+    placement_key,
     plan_key,
     shards_grouped,
     with_device,
 )
 from dse.model.placement.sharding import shard_tables
-from dse.model.placement.tiers import choose_tiers, host_shards
+from dse.model.placement.tiers import choose_tiers, host_shards, place_node_tiers
 from dse.model.system import System
 from dse.model.widths import COMM_BYTES
 from dse.model.workload import Workload
@@ -57,17 +62,20 @@ from dse.model.workload import Workload
 __all__ = [
     "HBM_RESERVE_FRACTION",
     "HOST_RESERVE_FRACTION",
+    "Access",
     "Plan",
     "PlanMemory",
     "Shard",
     "ShardGroup",
     "Sharding",
     "Tier",
+    "TierUse",
     "activation_bytes_per_device",
     "balanced_assign",
     "dense_bytes_per_device",
     "hot_rows",
     "lpt_assign",
+    "placement_key",
     "plan_key",
     "plan_placement",
     "with_device",
@@ -77,13 +85,15 @@ __all__ = [
 def plan_placement(workload: Workload, system: System) -> Plan:
     """Shard and place every table of ``workload`` on ``system``: budget each device, enumerate each
     table's option (replicas, hot rows, whole table), shard the whole tables for capacity and load,
-    choose their tiers, then partition the HBM pieces over devices and the host pieces over nodes.
+    choose their tiers, then partition the pieces in the devices' own memory over devices and the
+    others over the nodes of each node tier.
 
     The plan depends on capacities, counts and the workload, never on bandwidths (see
     :class:`~dse.model.placement.costs.ShardCosts`).
     """
     budgets = device_budgets(workload, system)
-    costs = ShardCosts(workload, budgets.devices, budgets.local_batch)
+    own = budgets.tiers[0]
+    costs = ShardCosts(workload, budgets.devices, budgets.local_batch, own.access_bytes)
     options = enumerate_candidates(workload, system, budgets, costs)
     pieces = shard_tables(options.whole, options.tables, budgets.devices, budgets.domain,
                           budgets.shard_bytes, system.spec.software.split_tables_to_balance, costs,
@@ -91,37 +101,39 @@ def plan_placement(workload: Workload, system: System) -> Plan:
     replicas = options.replicas
     replica_bytes = sum(s.footprint_bytes for s in replicas)
     device_cap = budgets.device_table_bytes(replica_bytes)
-    hbm_set, host_set = choose_tiers(pieces, device_cap * budgets.table_devices())
+    local_set, off_device = choose_tiers(pieces, device_cap * budgets.table_devices())
 
     s_c = COMM_BYTES[workload.precision]
-    hbm = place_hbm(hbm_set, budgets, device_cap, replica_bytes, costs)
-    host = assign_host(host_set + hbm.unplaced, hbm.loads, budgets.ddr_capacity_bytes, system.nodes,
-                       system.accelerators_per_node, workload, s_c)
-    hbm_used = hbm.hbm_used_bytes
-    behind_host, caches = host_shards(host.by_device, hbm_used, budgets.hbm_capacity_bytes,
-                                      system.spec.node.hbm_cache_gb, workload, s_c)
+    local = place_hbm(local_set, budgets, device_cap, replica_bytes, costs)
+    off_device_pieces, node_used, unplaced = place_node_tiers(
+        off_device + local.unplaced, budgets.tiers[1:], budgets.node_capacity_bytes, list(local.loads),
+        system.nodes, system.accelerators_per_node, workload, s_c)
+    own_used = local.hbm_used_bytes
+    off_shards, caches = host_shards(off_device_pieces, own_used, own, budgets.device_capacity_bytes,
+                                     system.spec.node.hbm_cache_gb, workload, s_c)
     for dev, cache in caches.items():
-        hbm_used[dev] += cache
+        own_used[dev] += cache
 
     # Equal pieces stay one group each (see ShardGroup); a replica is on every device (-1).
-    host_groups = shards_grouped(behind_host)
-    shards = (*hbm.shards, *[s for s, _ in host_groups], *replicas)
-    devices = (*hbm.devices, *[on for _, on in host_groups], *[(-1,)] * len(replicas))
-    short, reason = shortfall(budgets, workload, system.nodes, replica_bytes, host.unplaced_bytes)
+    off_groups = shards_grouped(off_shards)
+    shards = (*local.shards, *[s for s, _ in off_groups], *replicas)
+    devices = (*local.devices, *[on for _, on in off_groups], *[(-1,)] * len(replicas))
+    short, reason = shortfall(budgets, workload, system.nodes, replica_bytes,
+                              sum([c.footprint for c in unplaced], 0.0))
+    uses = (TierUse(own, tuple(own_used), budgets.device_capacity_bytes),
+            *[TierUse(tier, used, cap) for tier, used, cap
+              in zip(budgets.tiers[1:], node_used, budgets.node_capacity_bytes, strict=True)])
     return Plan(
         group_shards=shards,
         group_devices=devices,
         devices=budgets.devices,
         memory=PlanMemory(
-            hbm_used_bytes=tuple(hbm_used),
-            hbm_capacity_bytes=budgets.hbm_capacity_bytes,
-            ddr_used_bytes=tuple(host.ddr_used_bytes),
-            ddr_capacity_bytes=budgets.ddr_capacity_bytes,
+            tiers=uses,
             dense_bytes_per_device=budgets.dense_bytes,
             activation_bytes_per_device=budgets.activation_bytes,
             short_bytes=short,
         ),
         reason=reason,
         replicated_grad_elements=float(sum(s.rows * s.dim for s in replicas)),
-        hbm_groups=len(hbm.shards),  # (counted when first asked: Plan.counts)
+        local_groups=len(local.shards),  # (counted when first asked: Plan.counts)
     )

@@ -46,12 +46,13 @@ class Candidate:
     out_rows: float
     footprint: float
     mem: float
-    """HBM bytes per step on the owning device."""
+    """Bytes per step in the owning device's own memory."""
     comm: float
     """All-to-all bytes per step the owning device sends."""
     partial: bool = True
     traffic: Traffic | None = None
-    """HBM traffic, when known already: a whole table's, and the pieces of a split (they share one)."""
+    """Traffic in the device's own memory, when known already: a whole table's, and the pieces of a
+    split (they share one)."""
     per_domain: int = 0
     """Row-wise pieces of one table spread over several scale-up domains: how many go to each
     (0: the whole group in one domain, when it has room)."""
@@ -171,15 +172,30 @@ class PlainFigures:
     traffic: tuple[Traffic, ...]
 
 
-def plain_figures(wl: Workload) -> PlainFigures:
-    """:class:`PlainFigures` of ``wl``, from :meth:`ShardCosts.piece` (computed once per workload, see
-    :func:`derived`; its HBM bytes and traffic do not depend on the device count or batch given)."""
-    costs = ShardCosts(wl, 1, 1.0)
+def plain_figures(wl: Workload, unit: int) -> PlainFigures:
+    """:class:`PlainFigures` of ``wl`` on devices whose own memory moves ``unit``-byte accesses,
+    from :meth:`ShardCosts.piece` (its bytes and traffic do not depend on the device count or batch
+    given). Computed once per workload and unit (:func:`plain_figures_at`)."""
+    costs = ShardCosts(wl, 1, 1.0, unit)
     batch = float(wl.global_batch)
     tables = derived(wl, "placement.tables", table_figures)
     pieces = [costs.piece(batch * pooling, dim, batch, batch, rows) for rows, dim, pooling, _, _ in tables]
     return PlainFigures(tables, batch, tuple([batch * t.pooling for t in tables]),
                         tuple([m for m, _, _ in pieces]), tuple([t for _, _, t in pieces]))
+
+
+def _by_unit(wl: Workload) -> dict[int, PlainFigures]:
+    """An empty cache of :func:`plain_figures` by access unit, kept with ``wl``."""
+    return {}
+
+
+def plain_figures_at(wl: Workload, unit: int) -> PlainFigures:
+    """:func:`plain_figures`, computed once per workload and unit (see :func:`derived`)."""
+    cache = derived(wl, "placement.plain_figures", _by_unit)
+    got = cache.get(unit)
+    if got is None:
+        got = cache[unit] = plain_figures(wl, unit)
+    return got
 
 
 @functools.lru_cache(maxsize=16)
@@ -235,9 +251,9 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     rep_limit, hot_limit = budgets.replicate_bytes, budgets.hot_bytes
     zipf = workload.access_zipf
     traffic = costs.traffic
+    own = budgets.tiers[0].name  # replicas live in the device's own memory
     tables = derived(workload, "placement.tables", table_figures)
-    plain = _plain_candidates(derived(workload, "placement.plain_figures", plain_figures),
-                              costs.comm_per_elem)
+    plain = _plain_candidates(plain_figures_at(workload, costs.unit), costs.comm_per_elem)
     # Any table may go through the loop below (an untouched one comes out plain): for a few dozen
     # tables, looping over all costs less than the array test.
     touched: Sequence[int] = range(len(tables)) if len(tables) < FEW_TABLES else _touched_tables(
@@ -254,7 +270,7 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
         rows, dim, pooling, row_bytes, fp = tables[ti]
         if replicate and rows <= rep_rows and fp <= rep_limit:
             lk = b * pooling
-            replicas.append(new_shard((ti, "replicated", rows, dim, lk, b, fp, -1, "hbm",
+            replicas.append(new_shard((ti, "replicated", rows, dim, lk, b, fp, -1, own, "local",
                                        traffic(lk, dim, b, float(rows)), 1.0, True)))
             continue
         # (see hot_rows)
@@ -264,7 +280,7 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
             continue
         hot_lk = b * pooling * hit
         replicas.append(new_shard((ti, "hot_rows", h_rows, dim, hot_lk, b, h_rows * row_bytes, -1,
-                                   "hbm", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
+                                   own, "local", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
         lk = batch * pooling * (1.0 - hit)
         out_rows = batch * (1.0 - hit ** pooling)
         mem, comm, t = costs.piece(lk, dim, out_rows, batch, rows)

@@ -1,9 +1,10 @@
-"""The planner's estimator: each shard's bandwidth-free loads (HBM bytes and all-to-all bytes per
-step) and HBM traffic, from the per-lookup coefficients of :mod:`dse.model.estimators`."""
+"""The planner's estimator: each shard's bandwidth-free loads (bytes in the device's own memory and
+all-to-all bytes per step) and its traffic there, from the per-lookup coefficients of
+:mod:`dse.model.estimators`."""
 
 from __future__ import annotations
 
-from dse.model.estimators import Traffic, hbm_traffic, new_traffic, unique_rows
+from dse.model.estimators import Traffic, local_traffic, new_traffic, unique_rows
 from dse.model.widths import COMM_BYTES, INDEX_BYTES
 from dse.model.workload import Workload, derived
 
@@ -15,26 +16,35 @@ def alltoall_bytes(per_elem: float, dim: int, out_rows: float, batch: float) -> 
     return per_elem * dim * out_rows / batch
 
 
-def _row_cost_caches(
-    wl: Workload,
-) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[float, float, float]]]:
-    """Empty per-dim caches for :class:`ShardCosts`, kept with ``wl`` (their figures depend on it
-    alone)."""
+Coefficients = dict[int, tuple[float, float, float]]
+"""Per dim: the per-lookup, per-updated-row and per-output-row bytes of
+:meth:`ShardCosts._coefficients`."""
+
+
+def _row_cost_caches(wl: Workload) -> tuple[dict[int, tuple[int, int]], dict[int, Coefficients]]:
+    """Empty caches for :class:`ShardCosts`, kept with ``wl`` (their figures depend on it alone): row
+    bytes per dim, and per access unit the traffic coefficients per dim."""
     return {}, {}
 
 
 class ShardCosts:
-    """Bandwidth-free shard loads for balancing: HBM bytes and all-to-all bytes, kept apart because
-    the step waits for the slowest device in each. Keeping bandwidths out of the plan makes the plan
-    the same for every link speed, so a faster link can only shorten the step (the timing is
-    monotone for a fixed plan)."""
+    """Bandwidth-free shard loads for balancing: bytes in the device's own memory and all-to-all
+    bytes, kept apart because the step waits for the slowest device in each. Keeping bandwidths out
+    of the plan makes the plan the same for every link speed, so a faster link can only shorten the
+    step (the timing is monotone for a fixed plan). ``unit``: the access unit of the device's own
+    memory (its first tier's, bytes)."""
 
-    def __init__(self, wl: Workload, g: int, b: float) -> None:
-        self.wl, self.g, self.b = wl, g, b
+    def __init__(self, wl: Workload, g: int, b: float, unit: int) -> None:
+        self.wl, self.g, self.b, self.unit = wl, g, b, unit
         self.s_c = COMM_BYTES[wl.precision]
         self.comm_per_elem = 2.0 * (g - 1) * b * self.s_c
-        # Per-dim figures depend on the workload alone: kept with it, filled as dims come up.
-        self._rows, self._coef = derived(wl, "placement.row_costs", _row_cost_caches)
+        # Per-dim figures depend on the workload (and the unit) alone: kept with it, filled as dims
+        # come up; the coefficients of one unit are a dict of their own, read by dim.
+        self._rows, by_unit = derived(wl, "placement.row_costs", _row_cost_caches)
+        coef = by_unit.get(unit)
+        if coef is None:
+            coef = by_unit[unit] = {}
+        self._coef: Coefficients = coef
 
     def row(self, dim: int) -> tuple[int, int]:
         """(row bytes, optimizer-state bytes per row) for ``dim``."""
@@ -46,29 +56,29 @@ class ShardCosts:
 
     def _coefficients(self, dim: int) -> tuple[float, float, float]:
         """Per-lookup forward bytes, per-updated-row backward bytes and per-output-row bytes of
-        :func:`~dse.model.estimators.hbm_traffic` for ``dim`` (its traffic is linear in each count).
-        Called on a miss of ``self._coef``, which the callers read first (a method call per shard
-        costs)."""
+        :func:`~dse.model.estimators.local_traffic` for ``dim`` (its traffic is linear in each
+        count). Called on a miss of ``self._coef``, which the callers read first (a method call per
+        shard costs)."""
         rb, st = self.row(dim)
-        unit = hbm_traffic(1.0, rb, st, 0.0)
-        got = self._coef[dim] = (unit.hbm_fwd, unit.hbm_bwd - INDEX_BYTES, float(dim * self.s_c))
+        one = local_traffic(1.0, rb, st, 0.0, unit=self.unit)
+        got = self._coef[dim] = (one.local_fwd, one.local_bwd - INDEX_BYTES, float(dim * self.s_c))
         return got
 
     def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0,
                 table_rows: float = 0.0) -> Traffic:
-        """HBM traffic of a shard of ``table_rows`` rows (0: every lookup updates a row):
-        :func:`~dse.model.estimators.hbm_traffic`, from its coefficients."""
+        """Traffic of a shard of ``table_rows`` rows (0: every lookup updates a row) in the device's
+        own memory: :func:`~dse.model.estimators.local_traffic`, from its coefficients."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         out = out_rows * per_out
         touched = unique_rows(lookups, table_rows)
         rows = update_rows if update_rows > touched else touched  # max(), without its call
-        return new_traffic((lookups * per_lookup + out,  # HBM forward, backward; no host traffic
+        return new_traffic((lookups * per_lookup + out,  # local forward, backward; no host traffic
                             out + rows * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
 
     def loads(self, lookups: float, dim: int, out_rows: float, batch: float,
               table_rows: float = 0.0) -> tuple[float, float]:
-        """(HBM bytes, all-to-all bytes) per step of a shard of ``table_rows`` rows (see
-        :meth:`traffic`)."""
+        """(Bytes in the device's own memory, all-to-all bytes) per step of a shard of ``table_rows``
+        rows (see :meth:`traffic`)."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         mem = (lookups * (per_lookup + INDEX_BYTES) + unique_rows(lookups, table_rows) * per_update
                + 2.0 * out_rows * per_out)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dse.model.estimators import Traffic, host_traffic
+from dse.model.estimators import Traffic, pooled_traffic
 from dse.model.placement.budgets import Budgets
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.costs import ShardCosts
@@ -539,45 +539,47 @@ def _candidates_at(runs: Sequence[tuple[Candidate, int]], indices: list[int]) ->
 
 
 class HostAssignment(NamedTuple):
-    """Where the host-resident pieces went."""
+    """Where the pieces of one node tier went."""
 
     by_device: dict[int, list[tuple[Candidate, Traffic]]]
-    """Per serving device: its pieces, each with its host traffic (computed once, here)."""
-    ddr_used_bytes: list[float]
-    """Per node: bytes of the pieces in its DDR."""
-    unplaced_bytes: float
-    """Bytes of the pieces no node had room for."""
+    """Per serving device: its pieces, each with its traffic when pooled by the CPUs (computed
+    once, here)."""
+    used_bytes: list[float]
+    """Per node: bytes of the pieces in the tier."""
+    unplaced: list[Candidate]
+    """The pieces no node had room for, in the order they were tried."""
 
 
-def assign_host(host_set: list[Candidate], device_loads: Sequence[float], ddr_cap: float, nodes: int,
-                per_node: int, wl: Workload, s_c: int) -> HostAssignment:
-    """Host memory is per node: place each piece on a node (LPT on its host traffic, within
-    ``ddr_cap`` bytes a node), then on the node's device with the least load (``device_loads``, HBM
-    bytes of its HBM pieces, plus the host traffic of the pieces placed before)."""
-    ddr_used = [0.0] * nodes
+def assign_host(host_set: list[Candidate], load: list[float], capacity: float, nodes: int,
+                per_node: int, wl: Workload, s_c: int, unit: int) -> HostAssignment:
+    """A node tier is per node: place each piece on a node (LPT on its host traffic, within
+    ``capacity`` bytes a node), then on the node's device with the least ``load`` (HBM bytes of its
+    own pieces, plus the host traffic of the pieces placed before, this tier's included: ``load`` is
+    updated). ``unit``: the tier's access unit (bytes)."""
+    used = [0.0] * nodes
     if not host_set:
-        return HostAssignment({}, ddr_used, 0.0)
+        return HostAssignment({}, used, [])
     traffic: list[Traffic] = []
     host_costs: list[float] = []
     for c in host_set:
         rb = wl.row_bytes(c.dim)
-        t = host_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c, c.rows)
+        t = pooled_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c, c.rows,
+                           unit=unit)
         traffic.append(t)
-        host_costs.append(t.ddr_fwd + t.ddr_bwd + t.pcie_fwd + t.pcie_bwd)
-    node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [ddr_cap] * nodes)
-    load = list(device_loads)
+        host_costs.append(t.far_fwd + t.far_bwd + t.link_fwd + t.link_bwd)
+    node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [capacity] * nodes)
     by_device: dict[int, list[tuple[Candidate, Traffic]]] = {}
-    short = 0.0
+    unplaced: list[Candidate] = []
     ranked = sorted(zip(host_set, traffic, host_costs, node_of, strict=True), key=lambda x: -x[2])
     for c, t, cost, node in ranked:
         if node is None:
-            short += c.footprint
+            unplaced.append(c)
             continue
         dev = min(range(node * per_node, node * per_node + per_node), key=load.__getitem__)
         load[dev] += cost
-        ddr_used[node] += c.footprint
+        used[node] += c.footprint
         by_device.setdefault(dev, []).append((c, t))
-    return HostAssignment(by_device, ddr_used, short)
+    return HostAssignment(by_device, used, unplaced)
 
 
 class HbmAssignment(NamedTuple):
@@ -608,6 +610,7 @@ def place_hbm(runs: Sequence[tuple[Candidate, int]], budgets: Budgets, device_ca
         state.free[0] = 0.0
     devices, unplaced = assign_hbm(runs, state, budgets.domain)
     traffic = costs.traffic
+    own = budgets.tiers[0].name
     shards: list[Shard] = []
     placed: list[tuple[int, ...]] = []
     start = 0
@@ -629,9 +632,10 @@ def place_hbm(runs: Sequence[tuple[Candidate, int]], budgets: Budgets, device_ca
             footprint = c.footprint
             for d in on:
                 hbm_used[d] += footprint
+        # (Built from the tuple of its fields, see new_shard: one a run, in the planner's hot loop.)
         shard = new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, on[0],
-                           "hbm", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows), 1.0,
-                           c.partial))
+                           own, "local", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows),
+                           1.0, c.partial))
         shards.append(shard)
         placed.append(on)
     return HbmAssignment(shards, placed, hbm_used, state.load_mem, unplaced)

@@ -12,9 +12,15 @@ from typing import Literal, NamedTuple
 
 from dse.model.estimators import Traffic
 from dse.model.system import System
+from dse.model.tiers import MemoryTier, TierName
 
-Tier = Literal["hbm", "host", "cache"]
-"""Where a shard's rows live: accelerator HBM, host DDR, or host DDR behind an HBM cache."""
+Tier = TierName
+"""Where a shard's rows live: the name of a memory tier (:mod:`dse.model.tiers`)."""
+Access = Literal["local", "cached", "pooled"]
+"""How a shard's rows are served: from the device's own memory (``local``, its tier is the first);
+from a node tier behind a cache in the device's memory, misses read over the host link
+(``cached``: TorchRec/FBGEMM's UVM caching); or gathered and pooled by the host CPUs, pooled vectors
+crossing the host link (``pooled``: Zion)."""
 Sharding = Literal["table_wise", "row_wise", "column_wise", "grid", "replicated", "hot_rows"]
 """How a shard was cut from its table (a replicated table or its hot rows: a copy per device;
 ``grid``: a column piece of one row slice of the table, TorchRec's grid sharding, rows split across
@@ -25,10 +31,11 @@ class Shard(NamedTuple):
     """One placed piece of a table.
 
     An immutable named tuple rather than a frozen dataclass: a plan builds one per piece (137 for
-    DCNv2 on 16 DGX H100), and a frozen dataclass sets each of its 12 fields through
+    DCNv2 on 16 DGX H100), and a frozen dataclass sets each of its 13 fields through
     ``object.__setattr__``, ~1.3 us a shard against ~0.2 us for a tuple (a sixth of an evaluation).
     Fields, attribute access, equality and repr are those of the dataclass (a Shard also equals the
-    plain tuple of its fields); copy one with ``_replace``.
+    plain tuple of its fields); copy one with ``_replace``. Build one by keyword; the placement's
+    hot loops alone build them from the tuple of their fields (:data:`new_shard`).
     """
 
     table: int
@@ -43,12 +50,27 @@ class Shard(NamedTuple):
     device: int
     """Owning device; -1 for a replicated table or hot rows (a copy on every device)."""
     tier: Tier
+    access: Access
     traffic: Traffic
     hit_rate: float = 1.0
     partial_sums: bool = True
     """Row-wise only: the shard emits partial sums for every sample of ``out_rows``, reduced with its
     co-shards. False for a one-hot table, where each sample's single lookup lands on one shard and
     the shard sends just its own rows (``out_rows`` is then its share)."""
+
+    @property
+    def where(self) -> str:
+        """The key :attr:`Plan.counts` counts this shard under (:func:`placement_key`)."""
+        return placement_key(self.tier, self.access)
+
+
+def placement_key(tier: str, access: str) -> str:
+    """How the placement counts name a shard's place (the ``placement`` of ``dse evaluate
+    --json``): its tier's name, but ``cache`` behind a cache and ``host`` for host DDR pooled by
+    the CPUs (the names those places had before tiers were data)."""
+    if access == "cached":
+        return "cache"
+    return "host" if access == "pooled" and tier == "ddr" else tier
 
 
 DEVICE = Shard._fields.index("device")
@@ -104,20 +126,49 @@ def expand_groups(groups: Iterable[tuple[Shard, tuple[int, ...]]]) -> tuple[Shar
     return tuple(out)
 
 
+class TierUse(NamedTuple):
+    """What a plan keeps in one memory tier (a named tuple: a plan builds one a tier)."""
+
+    tier: MemoryTier
+    used_bytes: tuple[float, ...]
+    """Per device (the device's own memory: tables, cache, dense model, activations) or per node
+    (a node tier: the tables that live there), as the tier's scope."""
+    usable_bytes: float
+    """Per device or per node: the tier's capacity after its reserve."""
+
+    @property
+    def max_used_bytes(self) -> float:
+        """Bytes on the fullest device or node (0 when none)."""
+        return max(self.used_bytes) if self.used_bytes else 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class PlanMemory:
-    """The memory a plan uses and the memory the system has for it."""
+    """The memory a plan uses and the memory the system has for it, tier by tier."""
 
-    hbm_used_bytes: tuple[float, ...]
-    """Per device: tables, cache, dense model, activations."""
-    hbm_capacity_bytes: float
-    ddr_used_bytes: tuple[float, ...]
-    """Per node: host-resident tables."""
-    ddr_capacity_bytes: float
+    tiers: tuple[TierUse, ...]
+    """One a tier of the system, in its order (the device's own memory first)."""
     dense_bytes_per_device: float
     activation_bytes_per_device: float
     short_bytes: float = 0.0
     """How many bytes the design lacks to hold the model (0 when it holds it)."""
+
+    def of(self, name: str) -> TierUse | None:
+        """The use of the tier named ``name`` (``hbm``, ``ddr``, ...), None when the system has none."""
+        for use in self.tiers:
+            if use.tier.name == name:
+                return use
+        return None
+
+    @property
+    def device(self) -> TierUse:
+        """The use of the device's own memory (the first tier)."""
+        return self.tiers[0]
+
+    @property
+    def off_device_bytes(self) -> float:
+        """Bytes of tables kept in node tiers, all nodes together."""
+        return sum(sum(use.used_bytes) for use in self.tiers[1:])
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -141,9 +192,9 @@ class Plan:
     """Why the plan does not hold the model ("" when it does: :attr:`feasible`)."""
     replicated_grad_elements: float
     """Elements of replicated tables' gradients that join the dense allreduce."""
-    hbm_groups: int = field(repr=False, compare=False)
-    """How many of the first groups are the HBM ones, for :attr:`counts` (-1: not known; then there
-    are no counts)."""
+    local_groups: int = field(repr=False, compare=False)
+    """How many of the first groups are in the device's own memory, for :attr:`counts` (-1: not
+    known; then there are no counts)."""
     _counts: dict[str, int] | None = field(init=False, repr=False, compare=False)
     """:attr:`counts`, once asked for (a report reads them; a search never does)."""
     _shards: tuple[Shard, ...] | None = field(init=False, repr=False, compare=False)
@@ -157,14 +208,14 @@ class Plan:
         memory: PlanMemory,
         reason: str = "",
         replicated_grad_elements: float = 0.0,
-        hbm_groups: int | None = None,
+        local_groups: int | None = None,
         group_shards: tuple[Shard, ...] | None = None,
         group_devices: tuple[tuple[int, ...], ...] | None = None,
     ) -> None:
         """A plan of ``shards`` (every piece) or of ``group_shards`` and ``group_devices`` (the
-        same, grouped): one of the two. ``hbm_groups``: how many of the first groups are in HBM,
-        to count shards per kind and tier from when first asked (:func:`count_groups`; no counts
-        without it)."""
+        same, grouped): one of the two. ``local_groups``: how many of the first groups are in the
+        device's own memory, to count shards per kind and place from when first asked
+        (:func:`count_groups`; no counts without it)."""
         listed: tuple[Shard, ...] | None = None
         if group_shards is None or group_devices is None:
             if group_shards is not None or group_devices is not None:
@@ -185,8 +236,8 @@ class Plan:
         setattr_(self, "memory", memory)
         setattr_(self, "reason", reason)
         setattr_(self, "replicated_grad_elements", replicated_grad_elements)
-        setattr_(self, "hbm_groups", -1 if hbm_groups is None else hbm_groups)
-        setattr_(self, "_counts", {} if hbm_groups is None else None)
+        setattr_(self, "local_groups", -1 if local_groups is None else local_groups)
+        setattr_(self, "_counts", {} if local_groups is None else None)
 
     @property
     def feasible(self) -> bool:
@@ -195,10 +246,11 @@ class Plan:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Shards per sharding kind and tier (``table_wise``, ``hbm``, ...)."""
+        """Shards per sharding kind and place (``table_wise``, ``hbm``, ``host``, ``cache``, ...:
+        :func:`placement_key`)."""
         counts = self._counts
         if counts is None:
-            counts = count_groups(self.group_shards, self.group_devices, self.hbm_groups)
+            counts = count_groups(self.group_shards, self.group_devices, self.local_groups)
             object.__setattr__(self, "_counts", counts)
         return counts
 
@@ -223,30 +275,31 @@ def plan_key(system: System) -> tuple[object, ...]:
     equal keys (for one workload) get the same plan. Bandwidths are absent by design (see
     :class:`~dse.model.placement.costs.ShardCosts`), so a sweep over link speeds places each workload
     once per key."""
-    return (system.nodes, system.accelerators_per_node, system.hbm_bytes, system.ddr_bytes,
-            system.scaleup_domain, system.scaleup == "none", system.spec.software,
-            system.spec.node.hbm_cache_gb)
+    return (system.nodes, system.accelerators_per_node, system.tier_capacities, system.scaleup_domain,
+            system.scaleup == "none", system.spec.software, system.spec.node.hbm_cache_gb)
 
 
-def count_groups(shards: Sequence[Shard], devices: Sequence[tuple[int, ...]], n_hbm: int) -> dict[str, int]:
-    """Shards per sharding kind and per tier, keys in order of first appearance (a shard's kind
-    before its tier), a group (``shards[i]`` on ``devices[i]``) counted at once; the first ``n_hbm``
-    groups are the HBM ones (then all in "hbm", which follows the first one's kind)."""
+def count_groups(shards: Sequence[Shard], devices: Sequence[tuple[int, ...]], n_local: int) -> dict[str, int]:
+    """Shards per sharding kind and per place (:func:`placement_key`), keys in order of first
+    appearance (a shard's kind before its place), a group (``shards[i]`` on ``devices[i]``) counted
+    at once; the first ``n_local`` groups are in the device's own memory (then all under its tier's
+    name, which follows the first one's kind)."""
     counts: dict[str, int] = {}
-    if n_hbm:
-        hbm = devices[:n_hbm]
+    if n_local:
+        local = devices[:n_local]
         counts[shards[0].sharding] = 0
-        counts["hbm"] = sum(map(len, hbm))
+        counts[shards[0].tier] = sum(map(len, local))
         # A group of one piece a kind (most are a whole table), then the rest of each larger group.
-        counts.update(Counter([s.sharding for s in shards[:n_hbm]]))
-        for s, on in itertools.compress(zip(shards[:n_hbm], hbm, strict=True), [len(on) - 1 for on in hbm]):
+        counts.update(Counter([s.sharding for s in shards[:n_local]]))
+        larger = [len(on) - 1 for on in local]
+        for s, on in itertools.compress(zip(shards[:n_local], local, strict=True), larger):
             counts[s.sharding] += len(on) - 1
     get = counts.get
-    rest = zip(shards[n_hbm:], devices[n_hbm:], strict=True)
+    rest = zip(shards[n_local:], devices[n_local:], strict=True)
     for s, on in rest:
-        sharding, tier, n = s.sharding, s.tier, len(on)
+        sharding, where, n = s.sharding, placement_key(s.tier, s.access), len(on)
         counts[sharding] = get(sharding, 0) + n
-        counts[tier] = get(tier, 0) + n
+        counts[where] = get(where, 0) + n
     return counts
 
 

@@ -70,6 +70,43 @@ def slice_columns(cand: Candidate, slices: int, columns: int, costs: ShardCosts,
     return out
 
 
+def _past_columns(k_load: int, ratio_mem: float, ratio_comm: float, columns: int, domain: int,
+                  domains: int) -> tuple[int, int, int]:
+    """For :func:`shard_tables`: how a multi-hot table whose load asks for more pieces than its
+    column pieces (``k_load > columns``) is cut. Returns (pieces, row pieces per domain, row slices
+    of a grid): row pieces spread over domains (``per_domain`` > 0), a grid of ``slices`` row slices
+    each split column-wise (``slices`` > 1; the caller checks it holds the capacity pieces), or a
+    count of pieces for one domain."""
+    # Row pieces of a multi-hot table each send partial sums for every output row: inside
+    # a domain they divide its HBM traffic, not its all-to-all bytes, which they multiply.
+    # So split past the column pieces only while a piece's HBM share stays above its
+    # all-to-all share (a lookup-heavy table, like DCNv2's 100-hot one), n pieces a domain.
+    k_rows = math.floor(ratio_mem / ratio_comm) if ratio_comm > 0.0 else domain
+    n = min(k_load, k_rows, domain)
+    # Across domains the partial sums are reduced hierarchically (fabric first, then one
+    # sum a domain over the network: :func:`~dse.model.timing.alltoall_elements`), so each
+    # further domain's n pieces send what the first domain's do: no piece's all-to-all
+    # grows, and every piece's HBM share falls. Spread over as many domains as the load
+    # needs (NVIDIA's multi-node MLPerf Training v3.0/v3.1 DCNv2 runs plan their sharding
+    # across nodes, ``SHARDING_PLAN=hier_auto`` in config_DGXH100_8x8x2112.sh, with
+    # hierarchical communication).
+    spread = min(domains, math.ceil(k_load / n)) if n > columns else 1
+    if spread > 1:
+        # As many pieces as the load needs, evenly over the domains (at most n each).
+        per_domain = math.ceil(k_load / spread)
+        return per_domain * spread, per_domain, 0
+    if columns and domains > 1:
+        # A table whose rows may not split further inside a domain (its all-to-all share
+        # is too large for that) is cut in row slices, one a domain, each split column-wise
+        # there: a slice's column pieces send their partial sums for every sample, reduced
+        # by the receiving device, so each piece's all-to-all stays what it is whole while
+        # its HBM share falls with the slices. At most as many slices as keep a piece's
+        # HBM share above its all-to-all share (``k_rows``, as for row pieces above), and
+        # enough for the load.
+        return columns, 0, min(domains, math.ceil(k_load / columns), k_rows)
+    return max(columns, n), 0, 0
+
+
 def shard_tables(whole: tuple[Candidate, ...], tables: tuple[TableFigures, ...], g: int, domain: int,
                  limit: float, balance: bool, costs: ShardCosts,
                  batch: float) -> list[tuple[Candidate, int]]:
@@ -113,39 +150,11 @@ def shard_tables(whole: tuple[Candidate, ...], tables: tuple[TableFigures, ...],
         if balance and not hot and k_load > columns:
             # Only when splitting for load (else the load ratios are not computed, and k_load = 1
             # could only matter through row_wise below, where k > columns already decides).
-            # Row pieces of a multi-hot table each send partial sums for every output row: inside
-            # a domain they divide its HBM traffic, not its all-to-all bytes, which they multiply.
-            # So split past the column pieces only while a piece's HBM share stays above its
-            # all-to-all share (a lookup-heavy table, like DCNv2's 100-hot one), n pieces a domain.
-            k_rows = math.floor(ratio_mem / ratio_comm) if ratio_comm > 0.0 else domain
-            n = min(k_load, k_rows, domain)
-            # Across domains the partial sums are reduced hierarchically (fabric first, then one
-            # sum a domain over the network: :func:`~dse.model.timing.alltoall_elements`), so each
-            # further domain's n pieces send what the first domain's do: no piece's all-to-all
-            # grows, and every piece's HBM share falls. Spread over as many domains as the load
-            # needs (NVIDIA's multi-node MLPerf Training v3.0/v3.1 DCNv2 runs plan their sharding
-            # across nodes, ``SHARDING_PLAN=hier_auto`` in config_DGXH100_8x8x2112.sh, with
-            # hierarchical communication).
-            spread = min(domains, math.ceil(k_load / n)) if n > columns else 1
-            if spread > 1:
-                # As many pieces as the load needs, evenly over the domains (at most n each).
-                per_domain = math.ceil(k_load / spread)
-                k_load = per_domain * spread
-            elif columns and domains > 1:
-                # A table whose rows may not split further inside a domain (its all-to-all share
-                # is too large for that) is cut in row slices, one a domain, each split column-wise
-                # there: a slice's column pieces send their partial sums for every sample, reduced
-                # by the receiving device, so each piece's all-to-all stays what it is whole while
-                # its HBM share falls with the slices. At most as many slices as keep a piece's
-                # HBM share above its all-to-all share (``k_rows``, as for row pieces above), and
-                # enough for the load.
-                slices = min(domains, math.ceil(k_load / columns), k_rows)
-                if slices > 1 and slices * columns >= k_cap:
-                    out.extend(slice_columns(c, slices, columns, costs, batch))
-                    continue
-                k_load = columns
-            else:
-                k_load = max(columns, n)
+            k_load, per_domain, slices = _past_columns(k_load, ratio_mem, ratio_comm, columns, domain,
+                                                       domains)
+            if slices > 1 and slices * columns >= k_cap:
+                out.extend(slice_columns(c, slices, columns, costs, batch))
+                continue
         k = k_cap if k_cap > k_load else k_load
         if k < 2:
             out.append((c, 1))

@@ -1,22 +1,26 @@
-"""Tier choice: the pieces with the most traffic per byte fill HBM, the rest live in host DDR, where
-leftover HBM serves as a cache with a Zipf hit rate."""
+"""Tier choice, a cascade over the system's memory tiers: the pieces with the most traffic per byte
+fill the device's own memory; the rest fill the node tiers in their order (host DDR, then the tiers
+after it), each node tier a node at a time; where a device has its own memory to spare, it serves
+as a cache with a Zipf hit rate in front of that device's off-device pieces."""
 
 from __future__ import annotations
 
 from dse.model.estimators import Traffic, cached_traffic, zipf_hit_rate
 from dse.model.placement.candidates import Candidate
-from dse.model.placement.plan import Shard, new_shard
+from dse.model.placement.partitioning import assign_host
+from dse.model.placement.plan import Access, Shard, new_shard
 from dse.model.system import GB
+from dse.model.tiers import MemoryTier
 from dse.model.workload import Workload
 
 
 def choose_tiers(pieces: list[tuple[Candidate, int]],
                  budget: float) -> tuple[list[tuple[Candidate, int]], list[Candidate]]:
-    """(pieces for HBM, pieces for host DDR), densest first: each piece goes to HBM while the
-    ``budget`` bytes (all table-holding devices together) have room for it. ``pieces`` holds each
-    size of piece once with the number of its pieces; so do the HBM pieces returned (a run of equal
-    pieces, in order), while the host pieces come one entry a piece (the equal pieces of a split
-    are one object).
+    """(pieces for the device's own memory, pieces for the node tiers), densest first: each piece
+    goes to the devices while the ``budget`` bytes (all table-holding devices together) have room
+    for it. ``pieces`` holds each size of piece once with the number of its pieces; so do the
+    device pieces returned (a run of equal pieces, in order), while the others come one entry a
+    piece (the equal pieces of a split are one object).
 
     The sort is stable: ties keep their order, so sorting each size of piece once puts its pieces
     where sorting them one by one would.
@@ -41,38 +45,79 @@ def choose_tiers(pieces: list[tuple[Candidate, int]],
     return hbm_set, host_set
 
 
-def host_shards(
-    by_device: dict[int, list[tuple[Candidate, Traffic]]],
-    hbm_used: list[float],
-    hbm_cap: float,
-    hbm_cache_gb: float | None,
-    wl: Workload,
-    s_c: int,
-) -> tuple[list[Shard], dict[int, float]]:
-    """Host-resident shards, each with its host traffic, behind an HBM cache where its device has
-    HBM to spare (``hbm_used`` per device, before any cache; at most ``hbm_cache_gb`` when set).
-    Returns the shards and the cache bytes taken on each device."""
-    out: list[Shard] = []
+def split_by_density(pieces: list[Candidate], budgets: list[float]) -> list[list[Candidate]]:
+    """``pieces`` shared out over tiers of ``budgets`` bytes each (all nodes together), densest
+    first: a piece goes to the first tier with room left for it, the last tier takes the rest
+    (its nodes' room is checked when they are filled). One tier takes every piece as given."""
+    if len(budgets) <= 1:
+        return [pieces]
+    left = list(budgets[:-1])
+    out: list[list[Candidate]] = [[] for _ in budgets]
+    for c in sorted(pieces, key=lambda c: c.lookups / (c.footprint if c.footprint > 1.0 else 1.0),
+                    reverse=True):
+        i = next((i for i, room in enumerate(left) if c.footprint <= room), len(left))
+        if i < len(left):
+            left[i] -= c.footprint
+        out[i].append(c)
+    return out
+
+
+NodePieces = list[tuple[MemoryTier, dict[int, list[tuple[Candidate, Traffic]]]]]
+"""Per node tier, in order: its pieces by serving device, each with its CPU-pooled traffic."""
+
+
+def place_node_tiers(pieces: list[Candidate], tiers: tuple[MemoryTier, ...], capacities: tuple[float, ...],
+                     load: list[float], nodes: int, per_node: int, wl: Workload,
+                     s_c: int) -> tuple[NodePieces, list[tuple[float, ...]], list[Candidate]]:
+    """The pieces that live off the devices, tier after tier (``tiers``: the node tiers, each with
+    ``capacities`` bytes a node): each tier takes its densest share (:func:`split_by_density`) and
+    what the tier before had no node for. Returns the pieces of each tier by serving device, each
+    tier's bytes per node, and the pieces no tier had room for. ``load``: each device's load,
+    updated."""
+    if not pieces:  # everything fits the devices (as a rule)
+        return [], [(0.0,) * nodes for _ in tiers], []
+    shares = split_by_density(pieces, [cap * nodes for cap in capacities]) if tiers else []
+    placed: NodePieces = []
+    used: list[tuple[float, ...]] = []
+    carried: list[Candidate] = [] if tiers else pieces
+    for tier, capacity, share in zip(tiers, capacities, shares, strict=True):
+        got = assign_host(share + carried, load, capacity, nodes, per_node, wl, s_c, tier.access_bytes)
+        placed.append((tier, got.by_device))
+        used.append(tuple(got.used_bytes))
+        carried = got.unplaced
+    return placed, used, carried
+
+
+def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier, own_cap: float,
+                cache_gb: float | None, wl: Workload, s_c: int) -> tuple[list[Shard], dict[int, float]]:
+    """The shards of the pieces in node tiers, each with its traffic: behind a cache in the device's
+    own memory where the device has room to spare (``own_used`` per device before any cache, of
+    ``own_cap`` usable; at most ``cache_gb`` when set; shared by the device's pieces of every tier
+    in proportion to their bytes), else pooled by the CPUs. Returns the shards and the cache bytes
+    taken on each device."""
     caches: dict[int, float] = {}
-    for dev, group in by_device.items():
-        spare = max(hbm_cap - hbm_used[dev], 0.0)
-        cache = caches[dev] = spare if hbm_cache_gb is None else min(spare, hbm_cache_gb * GB)
-        total = sum(c.footprint for c, _ in group)
-        # (Each Shard from the tuple of its fields, in order: see new_shard.)
-        for c, host in group:
-            if cache > 0:
-                rb, state = _row_bytes(wl, c.dim)
-                rows_cached = cache * (c.footprint / total) / state
-                hit = zipf_hit_rate(rows_cached, c.rows, wl.access_zipf)
-                traffic = cached_traffic(c.lookups, rb, state - rb, c.out_rows * c.dim * s_c, hit, c.rows)
+    totals: dict[int, float] = {}
+    for _, by_device in placed:
+        for dev, group in by_device.items():
+            spare = max(own_cap - own_used[dev], 0.0)
+            caches[dev] = spare if cache_gb is None else min(spare, cache_gb * GB)
+            totals[dev] = totals.get(dev, 0.0) + sum(c.footprint for c, _ in group)
+    out: list[Shard] = []
+    local_unit = own_tier.access_bytes
+    for tier, by_device in placed:
+        name, far_unit = tier.name, tier.access_bytes
+        for dev, group in by_device.items():
+            cache, total = caches[dev], totals[dev]
+            for c, traffic in group:
+                access: Access = "pooled"
+                hit = 0.0
+                if cache > 0:
+                    access = "cached"
+                    rb, state = wl.row_bytes(c.dim), wl.row_state_bytes(c.dim)
+                    hit = zipf_hit_rate(cache * (c.footprint / total) / state, c.rows, wl.access_zipf)
+                    traffic = cached_traffic(c.lookups, rb, state - rb, c.out_rows * c.dim * s_c, hit, c.rows,
+                                             local_unit=local_unit, far_unit=far_unit)
+                # (From the tuple of its fields, see new_shard: one a piece, hot for host-bound designs.)
                 out.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
-                                      dev, "cache", traffic, hit, c.partial)))
-            else:
-                out.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
-                                      dev, "host", host, 0.0, c.partial)))
+                                      dev, name, access, traffic, hit, c.partial)))
     return out, caches
-
-
-def _row_bytes(wl: Workload, dim: int) -> tuple[int, int]:
-    """(row bytes, row bytes with optimizer state) of ``dim`` in ``wl``."""
-    return wl.row_bytes(dim), wl.row_state_bytes(dim)

@@ -25,21 +25,21 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pandas as pd
 
-from dse.calibration.parameters import Calibration, load_calibration
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Evaluation, evaluate
 from dse.model.metrics import METRIC
+from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import System
 from dse.model.workload import Workload
 from dse.outputs.markup import markdown_text
-from dse.search.encoding import design_system, design_workload
-from dse.search.objectives import ObjectiveSet, losses_of
-from dse.search.pareto import pareto_mask
+from dse.search.algorithms.pareto import pareto_mask
 from dse.search.results import Study, TrialState, trials_frame
 from dse.search.runner import run_study
-from dse.search.space import SearchSpace
-from dse.search.spec import (
+from dse.search.study.encoding import design_system, design_workload
+from dse.search.study.objective_sets import ObjectiveSet, losses_of
+from dse.search.study.search_space import SearchSpace
+from dse.search.study.study_file import (
     StudySpec,
     load_study_spec,
     study_catalog,

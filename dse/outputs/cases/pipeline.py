@@ -27,7 +27,7 @@ from dse.outputs.cases.uncertainty import (
 from dse.safe_write import write_file
 from dse.search.results import Study
 from dse.search.runner import run_study
-from dse.search.spec import StudySpec, study_catalog, with_catalog
+from dse.search.study.study_file import StudySpec, study_catalog, with_catalog
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def write_case_report(study: Study, spec: StudySpec, storage: str | None, out: P
     # Imported here: the report pulls in plotly, which analysing a case does not need.
     from dse.outputs.report import render_report
     from dse.search.results import objective_set_of
-    from dse.search.storage import redact
+    from dse.search.storage.servers import redact
 
     html = render_report(study, spec, objective_set_of(study, spec.objectives),
                          redact(storage or ""), plotlyjs="cdn")

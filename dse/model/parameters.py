@@ -1,0 +1,174 @@
+"""Named calibration parameters of the step-time model.
+
+Efficiencies are the fraction of a datasheet peak that DLRM kernels reach; overheads are per kernel and
+per collective. They are *calibration parameters*: their defaults below are literature priors, and
+``dse calibrate`` fits them to published measurements and writes ``dse/data/calibration.toml``, which
+:func:`load_calibration` reads by default. Nothing in the model is tuned outside this file: every
+number fitted to a measurement is a field here (the step-time efficiencies and overheads to
+throughput, ``accelerator_training_utilisation`` to wall power), so it is in the calibration file
+and under its version.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dse.records import from_mapping, read_toml
+from dse.safe_write import write_file
+
+EFF = {"min": 0.0, "min_exclusive": True, "max": 1.0}
+NONNEG = {"min": 0.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Calibration parameters; see each field for its prior's source."""
+
+    version: str = "prior"
+    dense_efficiency_simt: float = field(default=0.70, metadata=EFF)
+    """fp32 (non tensor-core) GEMM efficiency at large sizes. Prior: cuBLAS SGEMM reaches 70-90% of
+    fp32 peak on large square GEMMs (NVIDIA GEMM performance guide)."""
+    dense_efficiency_tf32: float = field(default=0.60, metadata=EFF)
+    """TF32 tensor-core GEMM efficiency at large sizes. Prior: as for half precision; TF32 GEMMs
+    reach a similar share of their (half as high) peak (NVIDIA A100 whitepaper, cuBLAS TF32)."""
+    dense_efficiency_half: float = field(default=0.60, metadata=EFF)
+    """Half-precision (fp16/bf16/fp8) tensor-core GEMM efficiency at large sizes. Prior: MLPerf
+    DLRM MLP layers reach about 50-70% of tensor peak (NVIDIA HugeCTR/DLRM blog posts, 2021-2022)."""
+    memory_efficiency: float = field(default=0.60, metadata=EFF)
+    """Fraction of HBM peak that embedding gathers and element-wise kernels reach. Prior: FBGEMM
+    table-batched embedding kernels reach 60-80% of HBM bandwidth (FBGEMM GPU docs)."""
+    host_efficiency: float = field(default=0.50, metadata=EFF)
+    """Fraction of host DDR and PCIe peak reached by host-resident embedding traffic (random 64 B
+    accesses). Prior: CPU random-gather bandwidth is about half of stream bandwidth [A]."""
+    cxl_efficiency: float = field(default=0.50, metadata=EFF)
+    """Fraction of a CXL memory tier's bandwidth (its modules' vendor-measured read+write figure)
+    that host-resident embedding traffic reaches there (random 64 B gathers and updates). Prior:
+    ``host_efficiency``'s, 0.5, as no training measurement holds tables in CXL memory; it is not
+    fitted (``dse.calibration.fit.PRIOR_REASONS``) and stands for a range, 0.25-0.7 [A]: CXL
+    expanders answer a load 2-5x slower than local DDR (Liu et al., "Exploring and Evaluating
+    Real-world CXL", arXiv 2405.14209, 2024), which at a fixed number of loads in flight takes up
+    to half the DDR prior; the top is the best host-path efficiency measured for embedding traffic
+    (TorchRec UVM rows, docs/host_memory_data.md)."""
+    fabric_efficiency: float = field(default=0.70, metadata=EFF)
+    """Fraction of scale-up bandwidth an all-to-all/allreduce reaches. Prior: NCCL all-to-all bus
+    bandwidth on DGX A100 about 70% of NVLink per-direction peak (nccl-tests reports)."""
+    network_efficiency: float = field(default=0.80, metadata=EFF)
+    """Fraction of NIC line rate reached by collectives across nodes. Prior: nccl-tests across IB HDR
+    reach about 80% of line rate [A]."""
+    kernel_overhead_s: float = field(default=5e-6, metadata=NONNEG)
+    """Launch and scheduling cost per kernel on the critical path. Prior: CUDA kernel launch latency
+    is about 3-10 us (NVIDIA CUDA best-practice guide). The fit keeps it above a measured floor,
+    a CUDA-graph-launched kernel (``dse.calibration.fit.OVERHEAD_FLOORS_S``)."""
+    collective_latency_s: float = field(default=15e-6, metadata=NONNEG)
+    """Fixed latency of one collective (launch, synchronisation). Prior: NCCL small-message latency
+    on one node is about 10-20 us (nccl-tests)."""
+    peer_latency_s: float = field(default=1e-6, metadata=NONNEG)
+    """Extra latency per peer of an all-to-all (one message per peer) [A]."""
+    key_peer_latency_s: float = field(default=2.7e-6, metadata=NONNEG)
+    """Cost per peer of each round of a flat key all-to-all (``software.flat_key_exchange``: one
+    ``ncclSend``/``ncclRecv`` pair to every device, HugeCTR 23.04/23.08's data distributor). Prior:
+    NCCL 2.18.5's latency of one network hop with its low-latency protocol, 2.7 us (``hwLat`` NET,
+    Ring/LL, NVIDIA/nccl ``src/graph/tuning.cc`` line 75, tag v2.18.5-1, the NCCL of MLPerf v3.1's
+    DGX H100 runs). Fitted between the bounds in ``dse.calibration.fit.OVERHEAD_FLOORS_S`` and
+    ``CEILINGS_S``."""
+    step_overhead_s: float = field(default=5e-6, metadata=NONNEG)
+    """Fixed per-step cost outside kernels: one host synchronisation (loss and gradient-scaler
+    check, data hand-off), about 5 us (NVIDIA technical blog "Getting Started with CUDA Graphs",
+    2019: 9.6 us per kernel with a stream synchronisation after each launch, 3.8 us without). Not
+    fitted (``dse.calibration.fit.PRIOR_REASONS``)."""
+    accelerator_training_utilisation: float = field(default=0.61, metadata=EFF)
+    """Share of (TDP - idle) an accelerator draws while training DLRM (``dse.model.cost.power``).
+    Fitted, not to throughput but to the one published wall-power measurement
+    (``dse.calibration.measurements.POWER_MEASUREMENTS``): an 8x H100 SXM node (MLPerf Training
+    v4.0 DLRM-DCNv2, ``smc-ac-power`` logs) drew 7.06-7.11 kW at the wall; with this catalog
+    ``dgx-h100`` comes to 7.10 kW at 0.61 (the exact fit to the range's midpoint is 0.608). One
+    point, so its error is that of the measurement's range (+-0.4%) plus the catalog's estimates;
+    ``dse validate`` reports it (``dse.calibration.fit.power_fit``), and ``dse calibrate`` keeps it
+    (the throughput fit does not move it) and records its error in ``[fit]``. Power is a property
+    of the parts, not of the step breakdown, so adding a part never lowers it."""
+    cpu_dense_efficiency: float = field(default=0.50, metadata=EFF)
+    """Share of a CPU socket's vector peak (``Cpu.peak_tflops``: AVX-512 or AVX2 FMAs, AVX512_BF16
+    dot products) that DLRM's MLPs reach on a node without accelerators. Prior: oneDNN bf16/fp32
+    GEMMs reach about half of AVX-512 peak on DLRM-sized layers [A]. Fitted, not in the
+    accelerator fit but to the CPU-only measurements alone (:mod:`dse.calibration.cpu`), and
+    carried through that fit unchanged."""
+    cpu_matrix_efficiency: float = field(default=0.50, metadata=EFF)
+    """Share of a CPU socket's matrix-engine peak (AMX tiles: the precisions a catalog CPU lists
+    in ``matrix_precisions``) that DLRM's MLPs reach on a node without accelerators; apart from
+    ``cpu_dense_efficiency`` for the reason an accelerator's tensor cores and SIMT units have
+    efficiencies of their own: the tile unit multiplies 8x faster a cycle than AVX-512's bf16
+    dot products while the loads, format conversions and element-wise work around it run on the
+    same cores at vector speed. Prior: the vector units' prior [A]. Fitted with
+    ``cpu_dense_efficiency`` to the CPU-only measurements alone (:mod:`dse.calibration.cpu`), on
+    the points whose dense math runs on a matrix engine."""
+    software_factor: dict[str, float] = field(default_factory=dict)
+    """Throughput factor per software generation (measurement source label -> factor), fitted;
+    used only when a measurement names its software. Designs are scored with factor 1."""
+    fit: dict[str, float] = field(default_factory=dict)
+    """Fit statistics recorded by ``dse calibrate`` (errors, point count)."""
+
+    def with_values(self, **values: float) -> Calibration:
+        """A copy with some parameters changed (for fitting and sensitivity studies)."""
+        return replace(self, **values)  # type: ignore[arg-type]
+
+
+FITTED_PARAMETERS: tuple[str, ...] = tuple(
+    f.name for f in fields(Calibration) if f.name not in ("version", "software_factor", "fit")
+)
+"""Names of the scalar calibration parameters."""
+FITTED_APART = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
+"""Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`, each on its own points)
+that the ensemble's refits never move: outside the :func:`fingerprint`, and every member of the
+ensemble takes the calibration's value, so refitting them (or adding one) keeps the ensemble of the
+accelerator fit valid."""
+
+
+def fingerprint(calib: Calibration) -> str:
+    """A short hash of a calibration's values (every scalar parameter but :data:`FITTED_APART`,
+    and every software factor), so a refit that kept its version label still invalidates its
+    ensemble (:mod:`dse.calibration.ensemble`) and the memos keyed by it."""
+    parts = [f"{name}={float(getattr(calib, name))!r}" for name in FITTED_PARAMETERS
+             if name not in FITTED_APART]
+    parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def load_calibration(path: Path | None = None) -> Calibration:
+    """The calibration in ``path``, or the packaged one (priors when none has been fitted yet)."""
+    if path is not None:
+        return from_mapping(Calibration, read_toml(path), str(path))
+    return _packaged()
+
+
+@functools.cache
+def _packaged() -> Calibration:
+    ref = resources.files("dse") / "data" / "calibration.toml"
+    if not ref.is_file():
+        return Calibration()
+    with resources.as_file(ref) as p:
+        data: dict[str, Any] = read_toml(p)
+        return from_mapping(Calibration, data, "dse/data/calibration.toml")
+
+
+def write_calibration(calib: Calibration, path: Path) -> None:
+    """Write ``calib`` as TOML (the format :func:`load_calibration` reads)."""
+    lines = [
+        "# dse calibration: written by `dse calibrate`; dse/model/parameters.py documents each value.",
+        f'version = "{calib.version}"',
+    ]
+    for f in fields(Calibration):
+        if f.name in ("version", "software_factor", "fit"):
+            continue
+        lines.append(f"{f.name} = {float(getattr(calib, f.name))!r}")
+    lines.append("")
+    lines.append("[software_factor]")
+    lines.extend(f'"{k}" = {v!r}' for k, v in sorted(calib.software_factor.items()))
+    lines.append("")
+    lines.append("[fit]")
+    lines.extend(f"{k} = {v!r}" for k, v in calib.fit.items())
+    write_file(path, "\n".join(lines) + "\n")

@@ -1,0 +1,361 @@
+"""Checking and repairing a study's journal file (Optuna's ``JournalFileBackend`` format).
+
+A journal is one JSON record per line, each an operation (create a study, create a trial, set a
+parameter...). Optuna replays them in order and numbers studies and trials by their creation
+records, so one lost line silently shifts every later trial onto the wrong one, and one garbage
+line makes every read fail. Before a journal is opened dse scans it (:func:`scan_journal`):
+
+- a damaged last line (torn by power loss, or garbage even when it ends in a newline) holds no
+  complete record: a command that writes to the journal cuts it off
+  (:func:`dse.search.storage.journal_writing.repair_journal_tail`), one that only reads leaves it
+  out of its reading and the file as it is (:func:`dse.search.storage.journal_snapshot.read_journal`);
+- any other damage (a line that is not a record, invalid UTF-8, NUL bytes, a record naming a
+  trial or study never created) is refused with one line naming the file, the line and what is
+  wrong (:func:`check_journal`), and nothing is written to the file;
+- ``dse repair STUDY`` (:func:`repair_journal`) writes a clean copy beside the original: every
+  intact record kept, a placeholder creation record where a trial's was lost (so later trials
+  keep their numbers), garbage dropped and reported; the original is left untouched, and an
+  existing copy is never overwritten (without ``--force``).
+
+The records' layout and dse's check on each are :mod:`dse.search.storage.journal_format`'s; the ids
+a record names are checked as Optuna's replay numbers them, by the replay the snapshot reader
+follows (:class:`~dse.search.storage.journal_replay.JournalReplay`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from optuna.trial import TrialState
+
+from dse.errors import DseInputError
+from dse.safe_write import check_target, write_file
+from dse.search._optuna import JOURNAL_FIELDS, STUDY_OPS, TRIAL_OPS, JournalOperation
+from dse.search.storage.journal_format import (
+    RECORD_LINE,
+    RecordNumbers,
+    check_start,
+    checked_line,
+    checks_hold,
+    read_check,
+)
+from dse.search.storage.journal_replay import JournalReplay
+
+OP = JournalOperation
+PLACEHOLDER_WORKER = "dse-repair"
+"""``worker_id`` of the records :func:`repair_journal` writes: creation records in place of lost
+ones, FAIL states in place of altered records."""
+REPAIRED_SUFFIX = ".repaired"
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """One damaged line of a journal (``line`` counts from 1)."""
+
+    line: int
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
+class JournalScan:
+    """What :func:`scan_journal` found: damage in the body, and the damaged tail to cut."""
+
+    damage: tuple[Damage, ...]
+    tail_bytes: int
+    """Bytes at the end that hold no complete record (a torn or garbage last line); 0 if none."""
+    tail_from_line: int = 0
+    tail_complete: bool = False
+    """Whether the damaged tail holds a whole line (ending in a newline), not only a torn one."""
+    records: int = 0
+    missing: dict[int, int] = field(default_factory=dict)
+    """Line number -> trial creation records lost just before it (as :func:`repair_journal`
+    restores them), keyed by the line of the first record naming a trial never created."""
+
+
+def _quick(raw: bytes) -> dict[str, Any] | str:
+    """:func:`_parse` for a line as Optuna writes it (:data:`RECORD_LINE`), reading only its op
+    code and first id (a study's name as its JSON text): enough for the replay of the ids. The JSON
+    of the rest is left to Optuna's own reading
+    (:func:`dse.search.storage.journal_writing.journal_storage` scans thoroughly when that fails)."""
+    m = RECORD_LINE.match(raw)
+    if m is None or m[4][:1] not in (b",", b"}") or not raw.endswith(b"}") or b"\x00" in raw:
+        return _parse(raw)
+    value = m[3]
+    return {"op_code": int(m[1]),
+            m[2].decode(): int(value) if value[:1] != b'"' else value.decode("utf-8", "replace")}
+
+
+def _parse(raw: bytes) -> dict[str, Any] | str:
+    """The record on one line (without its newline), or what is wrong with it."""
+    if b"\x00" in raw:
+        return "NUL bytes (a block the file system lost)"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start}"
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return f"not a JSON record ({str(exc).split(':')[0]})"
+    if not isinstance(record, dict) or record.get("op_code") not in JOURNAL_FIELDS:
+        return "not a journal record (no known op_code)"
+    lacking = [k for k in JOURNAL_FIELDS[record["op_code"]] if k not in record]
+    if lacking:
+        return f"a record of operation {record['op_code']} without {', '.join(lacking)}"
+    return record
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number from 1, bytes without the newline, whether it ended in a newline)."""
+    parts = data.split(b"\n")
+    last = parts.pop()
+    for number, raw in enumerate(parts, start=1):
+        yield number, raw, True
+    if last:
+        yield len(parts) + 1, last, False
+
+
+def _place(replay: JournalReplay, record: dict[str, Any]) -> tuple[str, int]:
+    """Follow ``record``'s ids in ``replay``: what is wrong with it given the records before it
+    ('' if nothing), and how many trial creation records are missing before it."""
+    op = record["op_code"]
+    if op == OP.CREATE_STUDY:
+        name = record.get("study_name")  # any JSON value a thorough scan decodes
+        replay.create_study(name if isinstance(name, str) else json.dumps(name), [])
+        return "", 0
+    if op in STUDY_OPS:
+        sid = record.get("study_id")
+        if not replay.created(sid):
+            return f"names study {sid}, which no earlier record created", 0
+        if op == OP.DELETE_STUDY:
+            replay.delete_study(sid)
+        elif op == OP.CREATE_TRIAL:
+            replay.create_trial(sid)
+        return "", 0
+    if op in TRIAL_OPS:
+        tid = record.get("trial_id")
+        if not isinstance(tid, int) or tid < 0:
+            return f"names trial {tid!r}, not a trial id", 0
+        if tid >= len(replay.trials):
+            missing = tid - len(replay.trials) + 1
+            return (f"names trial {tid}, which no earlier record created ({missing} trial "
+                    "creation record(s) lost before this line)"), missing
+    return "", 0
+
+
+@dataclass(slots=True)
+class _Line:
+    """What the scan found on a line that is not simply an intact record, and what a repaired
+    copy does with it (``kind``)."""
+
+    kind: str
+    """``record`` (kept), ``garbage`` (no record), ``copy`` (a duplicated line),
+    ``unplaceable`` (names a study or trial that cannot be), ``altered`` (its check fails)."""
+    problems: list[str]
+    lost: int = 0
+    """Trial creation records lost just before this line (restored as placeholders)."""
+    study: int = 0
+    """The study a placeholder creation record before this line goes to."""
+    failed: int = -1
+    """For an altered record: the trial a repaired copy marks FAIL in its place (-1: none)."""
+    creates: bool = False
+    """For an altered record: it created a trial (a placeholder takes its place)."""
+
+
+def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line | None]]:
+    """Every line of a journal: (line number from 1, its bytes, whether it ended in a newline,
+    what is wrong with it or ``None`` for an intact record), as the checks of the module find
+    it."""
+    parse = _parse if thorough else _quick
+    # Where every check holds (nearly always) no line needs its own: the fast test first.
+    verify = not checks_hold(data, 0, 0, RecordNumbers())
+    replay = JournalReplay()
+    numbers = RecordNumbers()
+    first_at: dict[int, int] = {}
+    unnumbered = 0
+    for number, raw, ended in _lines(data):
+        parsed = parse(raw)
+        if isinstance(parsed, str):
+            unnumbered += 1
+            yield number, raw, ended, _Line(
+                "garbage", [parsed if ended else "a torn last record (no newline)"])
+            continue
+        check = read_check(raw) if verify else None
+        if check is None or not check[1]:
+            unnumbered += 1
+            if check is not None:
+                yield number, raw, ended, _altered(parsed, replay)
+                continue
+            problems = []
+        else:
+            before = numbers.last
+            lost = numbers.take(number - 1, check[0], unnumbered)
+            if lost < 0:
+                yield number, raw, ended, _Line("copy", [
+                    f"a copy of line {first_at.get(check[0], '?')} (dse's record {check[0]} "
+                    "again): a duplicated line, dropped from a repaired copy"])
+                continue
+            unnumbered = 0
+            first_at.setdefault(check[0], number)
+            problems = ([f"{lost} record(s) lost just before this line (dse's record numbers go "
+                        f"from {before} to {check[0]}; a repair restores lost trial creations only)"]
+                        if lost else [])
+        problem, missing = _place(replay, parsed)
+        if problem:
+            problems.append(problem)
+        if missing:
+            replay.placeholder_trials(missing, replay.last_study)
+        if problems or missing:
+            kind = "unplaceable" if problem and not missing else "record"
+            yield number, raw, ended, _Line(kind, problems, missing, replay.last_study)
+        else:
+            yield number, raw, ended, None
+
+
+def _altered(record: dict[str, Any], replay: JournalReplay) -> _Line:
+    """A line whose check fails: what it named, so a repaired copy can mark that trial FAIL."""
+    line = _Line("altered", ["altered since dse wrote it (its checksum does not match); a "
+                             "repaired copy drops it and fails the trial it names, if any"])
+    op, ident = record["op_code"], record.get("trial_id", record.get("study_id"))
+    if op == OP.CREATE_TRIAL:
+        line.creates = True
+        line.study = ident if replay.created(ident) else replay.last_study
+        line.failed = len(replay.trials)
+        replay.placeholder_trials(1, line.study)
+    elif op in TRIAL_OPS and isinstance(ident, int) and 0 <= ident < len(replay.trials):
+        line.failed = ident
+    return line
+
+
+def scan_journal(path: Path, thorough: bool = True, data: bytes | None = None) -> JournalScan:
+    """Read every line of the journal at ``path`` (or its bytes ``data``) and find its damage
+    (see the module).
+
+    ``thorough=False`` decodes only the op code and first id of each line as Optuna writes it
+    (about ten times faster); it finds every damage but a broken end of such a line without
+    dse's check."""
+    damage: list[Damage] = []
+    missing: dict[int, int] = {}
+    tail_start: int | None = None  # line where the trailing run of damaged lines starts
+    tail_bytes = 0
+    tail_complete = False
+    records = 0
+    for number, raw, ended, line in _read(path.read_bytes() if data is None else data, thorough):
+        if line is not None and line.kind == "garbage":
+            if tail_start is None:
+                tail_start, tail_bytes, tail_complete = number, 0, False
+            tail_bytes += len(raw) + ended
+            tail_complete = tail_complete or ended
+        else:
+            tail_start, tail_bytes = None, 0
+            records += line is None or line.kind == "record"
+        if line is not None and line.problems:
+            damage.append(Damage(number, "; ".join(line.problems)))
+        if line is not None and line.lost:
+            missing[number] = line.lost
+    if tail_start is not None:
+        damage = [d for d in damage if d.line < tail_start]
+    return JournalScan(tuple(damage), tail_bytes, tail_start or 0, tail_complete, records, missing)
+
+
+def check_journal(path: Path, study: str = "STUDY", thorough: bool = True,
+                  data: bytes | None = None) -> JournalScan:
+    """Scan the journal at ``path`` (:func:`scan_journal`) and refuse damage before its tail: a
+    :class:`DseInputError` naming the file, the first damaged line and what is wrong."""
+    scan = scan_journal(path, thorough, data)
+    if not scan.records and scan.tail_complete:
+        # Nothing but lines that are no records: another file, not a journal to cut short.
+        raise DseInputError(str(path), "line 1", "not an Optuna journal (no line holds a "
+                            "journal record); it is left as it is")
+    if scan.damage:
+        first = scan.damage[0]
+        more = f" (and {len(scan.damage) - 1} more damaged lines)" if len(scan.damage) > 1 else ""
+        raise DseInputError(str(path), f"line {first.line}",
+                            f"damaged journal: {first.problem}{more}; it is left as it is: "
+                            f"dse repair {study} writes a repaired copy beside it")
+    return scan
+
+
+def repaired_path(path: Path) -> Path:
+    """Where :func:`repair_journal` writes the repaired copy of ``path``."""
+    return path.with_name(path.stem + REPAIRED_SUFFIX + path.suffix)
+
+
+def repaired_lines(data: bytes) -> Iterator[bytes]:
+    """The lines of a repaired copy of the journal ``data`` (see :func:`repair_journal`).
+
+    Records with dse's check are numbered afresh for the lines of the copy."""
+    written = 0
+
+    def out(head: bytes | None, raw: bytes = b"") -> bytes:
+        nonlocal written
+        written += 1
+        if head is None:
+            at = check_start(raw)
+            return raw + b"\n" if at < 0 else checked_line(raw[:at], written - 1)
+        return checked_line(head, written - 1)
+
+    for _, raw, _ended, line in _read(data, thorough=True):
+        if line is None:
+            yield out(None, raw)
+            continue
+        if line.kind in ("garbage", "copy", "unplaceable"):
+            continue
+        for _ in range(line.lost + line.creates):
+            yield out(_head(_placeholder(line.study)))
+        if line.kind == "altered":
+            if line.failed >= 0:
+                yield out(_head(_fail(line.failed)))
+            continue
+        yield out(None, raw)
+
+
+def _head(log: dict[str, Any]) -> bytes:
+    return json.dumps(log, separators=(",", ":")).encode()[:-1]
+
+
+def _placeholder(study: int) -> dict[str, Any]:
+    """A creation record in place of a lost one (the trial is then made of the records naming
+    it; one that none completes stays RUNNING until ``dse run`` fails and retries it)."""
+    return {"op_code": OP.CREATE_TRIAL, "worker_id": PLACEHOLDER_WORKER, "study_id": study,
+            "datetime_start": None}
+
+
+def _fail(trial: int) -> dict[str, Any]:
+    """A state record failing ``trial``, in place of an altered record of it: a trial with a
+    part that cannot be trusted is never read as complete."""
+    return {"op_code": OP.SET_TRIAL_STATE_VALUES, "worker_id": PLACEHOLDER_WORKER,
+            "trial_id": trial, "state": TrialState.FAIL.value, "values": None,
+            "datetime_complete": datetime.now().isoformat()}
+
+
+def repair_journal(path: Path, out: Path | None = None,
+                   force: bool = False) -> tuple[Path, JournalScan]:
+    """Write a clean copy of the journal at ``path`` to ``out`` (default :func:`repaired_path`),
+    leaving ``path`` untouched; returns the copy's path and what was repaired.
+
+    Every intact record is kept in order. A line that is not a record, and a second copy of a
+    record, are dropped; where records name trials whose creation records were lost, placeholder
+    creation records (in the study of the trial created last) take their place so every later
+    trial keeps its number. A record altered since dse wrote it is replaced by a FAIL state
+    record of its trial (a placeholder first if it created the trial). A record naming a study
+    never created cannot be placed and is dropped. Lost records other than trial creations
+    cannot be restored: they are reported.
+
+    An existing ``out`` (an earlier repair a study may have resumed on, or the journal of a study
+    named ``NAME.repaired``) is refused unless ``force``; the copy is written in one rename
+    (:func:`dse.safe_write.write_file`), so a failure leaves no partial copy.
+    """
+    target = out or repaired_path(path)
+    hint = "an earlier repair's output (perhaps resumed since) or another study's journal: " \
+           "move it away, or repair to another file with --out (or pass --force to replace it)"
+    check_target(target, force, hint)
+    data = path.read_bytes()
+    scan = scan_journal(path, data=data)
+    write_file(target, b"".join(repaired_lines(data)), replace=force, hint=hint)
+    return target, scan

@@ -1,0 +1,102 @@
+"""``dse init``: a folder of the user's own study files to edit, copied from a packaged study.
+
+The study (:data:`INIT_STUDY`, today's nodes on a DCNv2 workload, unless ``dse init --from``
+names another, such as ``zion-2020``) and the workload, search space and objective set it names
+are copied under ``my-*`` names, the study's references rewritten to the copies beside it, plus a
+user catalog of commented examples (prices, parts, facility) that the study names. Run it with
+``dse run DIR/my-study.toml``: its results land beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from dse.errors import DseInputError
+from dse.records import OBJECTIVES, SPACE, WORKLOAD, named_beside, read_toml
+from dse.safe_write import check_target, write_file
+from dse.search.study.study_file import study_path
+
+INIT_STUDY = "todays-hardware"
+"""The study ``dse init`` starts from: MLPerf DLRM-DCNv2 on today's eight-accelerator nodes as
+sold (H100, H200, B200, MI300X, Gaudi2) at 1-16 nodes, the question a buyer asks today."""
+STUDY_FILE = "my-study.toml"
+CATALOG_FILE = "my-parts.toml"
+COPIES = {"workload": (WORKLOAD, "my-workload"), "space": (SPACE, "my-space"),
+          "objectives": (OBJECTIVES, "my-objectives")}
+"""Study key -> (kind of file, name of its copy)."""
+
+CATALOG_EXAMPLE = """\
+# Your own parts, prices and facility figures, on top of dse's catalog (dse list accelerators,
+# dse list cpus, dse list nics show its keys and figures). Uncomment and edit; unknown keys are
+# errors naming this file. The study page lists every change made here.
+#
+# [price]                          # price_usd of an accelerator, CPU or NIC, by its key
+# h100-sxm5-80gb = 25000
+# xeon-8480p = 9000
+#
+# [facility]
+# usd_per_kwh = 0.12               # electricity
+# pue = 1.2
+# server_amortisation_years = 4
+#
+# [accelerator.h100-sxm5-80gb]     # change any figure of a part ...
+# tdp_w = 650
+#
+# [cpu.my-cpu]                     # ... or add a part: every key an entry of `dse list cpus --json` has
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Starter:
+    """The files ``dse init`` wrote, the study first."""
+
+    study: Path
+    files: tuple[Path, ...]
+
+
+def _rename(text: str, key: str, value: str) -> str:
+    """``text`` with the top-level string ``key = "..."`` set to ``value`` (comments kept)."""
+    pattern = re.compile(rf'^{key}\s*=\s*"[^"]*"', re.MULTILINE)
+    if not pattern.search(text):
+        raise DseInputError("dse init", key, "the example study has no such key to rewrite")
+    return pattern.sub(f'{key} = "{value}"', text, count=1)
+
+
+def write_starter(folder: Path, start: str = INIT_STUDY) -> Starter:
+    """Copy the study ``start`` (a name: ``./studies``, then the packaged studies; or a file) and
+    the files it names into ``folder`` (created) for editing. Its names resolve as the study's
+    own do (beside it, then the packaged presets); its catalog is copied too, and its storage
+    left to the default (the copy's results land beside it).
+
+    Existing files are never overwritten: a folder that already holds one is refused.
+    """
+    source = study_path(start)
+    spec = read_toml(source)
+    for key in COPIES:
+        if not isinstance(spec.get(key), str):
+            raise DseInputError(str(source), key, "dse init copies a study that names its "
+                                f"{key} (a string); this one does not")
+    texts = {folder / STUDY_FILE: _rename(source.read_text(encoding="utf-8"), "name", "my-study")}
+    for key, (kind, copy) in COPIES.items():
+        original = named_beside(str(spec[key]), kind, source)
+        texts[folder / f"{copy}.toml"] = _rename(original.read_text(encoding="utf-8"), "name", copy)
+        texts[folder / STUDY_FILE] = _rename(texts[folder / STUDY_FILE], key, f"{copy}.toml")
+    if "storage" in spec:  # the copy keeps its own results: NAME.journal beside it
+        texts[folder / STUDY_FILE] = _rename(texts[folder / STUDY_FILE], "storage", "")
+    if "catalog" in spec:
+        texts[folder / CATALOG_FILE] = (source.parent / str(spec["catalog"])).read_text(encoding="utf-8")
+        texts[folder / STUDY_FILE] = _rename(texts[folder / STUDY_FILE], "catalog", CATALOG_FILE)
+    else:
+        study = texts[folder / STUDY_FILE]
+        line = 'objectives = "my-objectives.toml"'
+        texts[folder / STUDY_FILE] = study.replace(line, f'{line}\ncatalog = "{CATALOG_FILE}"  # your '
+                                                   "parts and prices (all commented out at first)", 1)
+        texts[folder / CATALOG_FILE] = CATALOG_EXAMPLE
+    never = "dse init never overwrites (choose another folder)"
+    for path in texts:
+        check_target(path, False, never)
+    for path, text in texts.items():
+        write_file(path, text, replace=False, hint=never)
+    return Starter(folder / STUDY_FILE, tuple(texts))

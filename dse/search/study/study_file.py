@@ -1,0 +1,239 @@
+"""Study files (``studies/*.toml``): what a study searches, and how it is named and found.
+
+A study file names a workload, a search space, an objective set, a sampler, a trial budget, a seed
+and optionally a storage; :func:`load_study_spec` validates it and everything it names.
+:func:`dse.search.runner.run_study` creates or resumes the study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dse.errors import DseInputError
+from dse.limits import MAX_BUDGET, MAX_ROWS_PER_TABLE, MAX_SEED, MAX_TABLE_SCALE, check_placement_work, upto
+from dse.model.user_catalog import UserCatalog, load_user_catalog
+from dse.model.workload import Workload, load_workload, scale_tables
+from dse.records import (
+    OBJECTIVES,
+    SPACE,
+    STUDY,
+    WORKLOAD,
+    FileKind,
+    from_mapping,
+    named_beside,
+    named_file,
+    read_toml,
+)
+from dse.search.study.attribute_keys import CONTENTS_KEY
+from dse.search.study.encoding import grid_of
+from dse.search.study.objective_sets import ObjectiveSet, load_objectives, needs_dataset
+from dse.search.study.search_space import SearchSpace, load_space, max_accelerators, with_recorded_systems
+from dse.search.study.seeding import MAX_PRESCREEN_S, PRESCREEN_S
+
+STUDIES_DIR = Path(STUDY.folder)
+"""Where the results of a built-in study go: ``./studies`` under the working directory."""
+INTERNAL_KEYS = ("file", "recorded")
+"""StudySpec fields set by :func:`load_study_spec`, never read from a study file."""
+DEFAULT_STUDY = "zion-2020"
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A study name: a plain identifier, since it names files (``studies/NAME.journal``, the report)
+and so may hold no path separator, may not be empty and may not start with a dot."""
+SAMPLERS = ("auto", "tpe", "gp", "nsga2", "random", "grid")
+"""The samplers a study file may name (``sampler``); :func:`dse.search.algorithms.samplers.make_sampler`
+makes each."""
+_TABLE_SCALE = "table_scale"
+
+
+@dataclass(frozen=True, slots=True)
+class StudySpec:
+    """A study definition."""
+
+    name: str
+    workload: str
+    space: str
+    objectives: str
+    budget: int = field(metadata=upto(MAX_BUDGET, 1))
+    sampler: str = "auto"
+    seed: int | None = field(default=None, metadata=upto(MAX_SEED))
+    storage: str = ""
+    """Optuna storage URL or journal path; empty = the journal file ``NAME.journal`` beside the
+    study file. A relative journal path is taken from the study file's folder
+    (:func:`storage_beside`); URLs are used as given."""
+    description: str = ""
+    workload_overrides: dict[str, Any] = field(default_factory=dict)
+    """Workload fields changed for this study (``global_batch = 135168``)."""
+    table_scale: float = field(default=1.0, metadata=upto(MAX_TABLE_SCALE, 0.0, exclusive=True))
+    """Every embedding table's rows multiplied by this (the growth question: 4 = tables 4x larger;
+    :func:`dse.model.workload.scale_tables`)."""
+    catalog: str = ""
+    """A user catalog file (:mod:`dse.model.user_catalog`) on top of the packaged catalog; empty =
+    the packaged catalog. A relative path is looked for beside the study file."""
+    prescreen_s: float = field(default=PRESCREEN_S, metadata=upto(MAX_PRESCREEN_S))
+    """CPU seconds (one core) of the space-filling pre-screen a new study runs before its first
+    trial when its space is too large for a coarse grid (:mod:`dse.search.algorithms.prescreen`); 0: none.
+    Not trials: the budget is unchanged."""
+    file: str = ""
+    """The study file this was loaded from: set by :func:`load_study_spec`, never read from the
+    file; empty for a spec built in code (its results then go under ``./studies``)."""
+    recorded: str = ""
+    """What a stored study recorded of its files (``dse:contents``, :func:`as_recorded`): set for
+    the read-only commands, never read from the file; empty = the files as they are."""
+
+
+def study_names() -> tuple[str, ...]:
+    """Studies: ``./studies`` under the working directory and the built-in ones."""
+    return STUDY.names()
+
+
+def study_path(name_or_path: str) -> Path:
+    """The file of a study given by name or path (:func:`dse.records.named_file`)."""
+    return named_file(name_or_path, STUDY)
+
+
+def results_dir(spec: StudySpec) -> Path:
+    """Where the journal and pages of ``spec`` go: beside the study file the user named, or
+    ``./studies`` for a built-in study (whose folder may be inside the installed package)."""
+    if not spec.file or STUDY.is_builtin(Path(spec.file)):
+        return STUDIES_DIR
+    return Path(spec.file).parent
+
+
+def load_study_spec(name_or_path: str) -> StudySpec:
+    """Load and validate a study file; its workload, space and objectives must load too, and the
+    objectives may only name metrics the model reports."""
+    path = study_path(name_or_path)
+    source = str(path)
+    raw = read_toml(path)
+    for key in INTERNAL_KEYS:
+        if key in raw:
+            raise DseInputError(source, key, "set by dse, not by a study file")
+    spec = from_mapping(StudySpec, raw, source)
+    if not NAME_PATTERN.fullmatch(spec.name):
+        raise DseInputError(source, "name", f"expected a plain name of letters, digits, '.', '_' "
+                            f"and '-' (at most 100, not starting with '.'), got {spec.name!r}")
+    # A file named by a relative path is looked for beside the study file first.
+    def beside(v: str) -> str:
+        near = path.parent / v
+        return str(near) if v.endswith(".toml") and not Path(v).is_absolute() and near.exists() else v
+
+    spec = dataclasses.replace(spec, workload=beside(spec.workload), space=beside(spec.space),
+                               objectives=beside(spec.objectives),
+                               storage=storage_beside(spec.storage, path),
+                               catalog=str(path.parent / spec.catalog) if spec.catalog and not
+                               Path(spec.catalog).is_absolute() else spec.catalog,
+                               file=str(path))
+    if spec.sampler not in SAMPLERS:
+        raise DseInputError(source, "sampler", f"unknown sampler {spec.sampler!r} "
+                            f"(known: {', '.join(SAMPLERS)})")
+    loaders = (("workload", study_workload), ("space", study_space),
+               ("objectives", study_objectives), ("catalog", study_catalog))
+    for key, loader in loaders:
+        try:
+            loader(spec)
+        except DseInputError as exc:
+            if exc.source == _TABLE_SCALE:
+                raise DseInputError(source, _TABLE_SCALE, exc.message) from None
+            raise DseInputError(source, key, str(exc)) from None
+    if metric := needs_dataset(study_objectives(spec), study_workload(spec).samples_per_epoch):
+        raise DseInputError(source, "objectives", f"{metric} needs the workload's dataset size, "
+                            f"and workload {spec.workload!r} states no samples_per_epoch")
+    check_placement_work(len(study_workload(spec).tables), max_accelerators(study_space(spec)),
+                         source, "space")
+    if spec.sampler == "grid" and grid_of(study_space(spec)) is None:
+        raise DseInputError(source, "sampler", f"grid search needs a discrete space without "
+                            f"conditional parameters; space {spec.space!r} has float or "
+                            "conditional parameters (give them choices, or use another sampler)")
+    return spec
+
+
+def storage_beside(storage: str, study_file: Path) -> str:
+    """A study file's ``storage`` with a relative journal path (``runs/x.journal`` or
+    ``journal:runs/x``) taken from the study file's folder, as its other files are, so the
+    study reads the same journal from any working directory; an absolute path, a URL
+    (``postgresql://``, ``sqlite:///``, ``grpc://``) and the packaged studies' keys are kept."""
+    if not storage or "://" in storage or STUDY.is_builtin(study_file):
+        return storage
+    prefix = "journal:" if storage.startswith("journal:") else ""
+    journal = Path(storage.removeprefix(prefix))
+    if journal.is_absolute() or not (prefix or storage.endswith(".journal")):
+        return storage
+    return prefix + str(study_file.parent / journal)
+
+
+def study_workload(spec: StudySpec) -> Workload:
+    """The workload a study scores: its preset or file, overrides applied, tables scaled."""
+    wl = load_workload(resolved(spec, spec.workload, WORKLOAD), tuple(spec.workload_overrides.items()))
+    if spec.table_scale == 1.0:
+        return wl
+    largest = max(t.rows for t in wl.tables) * spec.table_scale
+    if largest > MAX_ROWS_PER_TABLE:
+        raise DseInputError(_TABLE_SCALE, "", f"{spec.table_scale:g} makes a table of "
+                            f"{largest:.3g} rows; at most {MAX_ROWS_PER_TABLE:.0e} are supported")
+    return scale_tables(wl, spec.table_scale)
+
+
+def study_space(spec: StudySpec) -> SearchSpace:
+    """The search space a study explores."""
+    return with_recorded_systems(load_space(resolved(spec, spec.space, SPACE)), spec.recorded)
+
+
+def study_objectives(spec: StudySpec) -> ObjectiveSet:
+    """The objective set a study optimises."""
+    return load_objectives(resolved(spec, spec.objectives, OBJECTIVES))
+
+
+def study_catalog(spec: StudySpec) -> UserCatalog:
+    """The catalog a study prices its designs with: the packaged one, or with its user catalog."""
+    return load_user_catalog(Path(spec.catalog) if spec.catalog else None)
+
+
+def resolved(spec: StudySpec, value: str, kind: FileKind) -> str:
+    """Where a name the study file gives (``workload``, ``space``, ``objectives``) resolves,
+    whatever the working directory: beside the study file, then the packaged presets
+    (:func:`dse.records.named_beside`). A path is kept: :func:`load_study_spec` already took it
+    from the study file's folder."""
+    if not spec.file or value.endswith(".toml") or "/" in value:
+        return value
+    return str(named_beside(value, kind, Path(spec.file)))
+
+
+def study_files(spec: StudySpec) -> dict[str, str]:
+    """Where the files of a study were when it ran (recorded as ``dse:files``): absolute paths of
+    the study and of every file it names, or the preset name of a built-in one."""
+    def where(value: str, kind: FileKind) -> str:
+        try:
+            path = named_file(resolved(spec, value, kind), kind)
+        except DseInputError:
+            return value
+        return value if kind.is_builtin(path) else str(path.resolve())
+
+    files = {"study": str(Path(spec.file).resolve()) if spec.file else spec.name,
+             "workload": where(spec.workload, WORKLOAD), "space": where(spec.space, SPACE),
+             "objectives": where(spec.objectives, OBJECTIVES)}
+    if spec.catalog:
+        files["catalog"] = str(Path(spec.catalog).resolve())
+    return files
+
+
+def as_recorded(spec: StudySpec, attrs: dict[str, Any]) -> StudySpec:
+    """``spec`` reading the systems its stored study recorded (the study's user attributes
+    ``attrs``): a report or a front rebuilt from another folder, or after a system file was
+    edited, shows the machines the trials were scored on."""
+    return dataclasses.replace(spec, recorded=str(attrs.get(CONTENTS_KEY, "")))
+
+
+def with_catalog(spec: StudySpec, catalog: str) -> StudySpec:
+    """``spec`` priced with the user catalog file ``catalog`` instead of its own (``--catalog``;
+    empty: unchanged), validated."""
+    if not catalog:
+        return spec
+    changed = dataclasses.replace(spec, catalog=catalog)
+    try:
+        study_catalog(changed)
+    except DseInputError as exc:
+        raise DseInputError("--catalog", "", str(exc)) from None
+    return changed
