@@ -83,6 +83,9 @@ def test_two_gb200_racks_by_hand() -> None:
 def test_the_breakdowns_are_the_bill_priced(preset: str) -> None:
     system = load_system(preset)
     bill = count_parts(system, CAT)
+    # Lines are built without the named tuple's checks (bom.new_line): every field is there.
+    assert all(len(line) == len(Line._fields) and isinstance(line.part, Part) and isinstance(line.per, Per)
+               and all(isinstance(v, int | float) for v in line[4:]) for line in bill.lines)
     for util in (0.0, 0.61, 1.0):
         cost, pw, _ = priced(bill, util)
         for part in Part:

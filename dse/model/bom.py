@@ -114,6 +114,11 @@ class Line(NamedTuple):
         return self.w + self.w_active * u + (self.w_added + self.w_added_active * u)
 
 
+new_line = functools.partial(tuple.__new__, Line)
+"""A Line from the tuple of all its fields, in order: skips the named tuple's ``__new__``, a Python
+function that costs as much again (every evaluation of a new system counts its parts)."""
+
+
 class Bill(NamedTuple):
     """Every part a design buys, counted once, in :class:`Part` order."""
 
@@ -164,28 +169,29 @@ def count_parts(system: System, catalog: Catalog) -> Bill:
     chassis = cat.chassis
     lines = [
         _accelerators(system, cat),
-        Line(Part.cpus, node.cpu, vendor_of(cpu), Per.node, node.cpu_sockets, n * node.cpu_sockets,
-             cpu.price_usd if bundled else 0.0, cpu.tdp_w * cpu_util),
-        Line(Part.ddr, cpu.ddr, "", Per.node, node.ddr_gb, n * node.ddr_gb,
-             ddr.usd_per_gb if bundled else 0.0, ddr.w_per_gb),
+        new_line((Part.cpus, node.cpu, vendor_of(cpu), Per.node, node.cpu_sockets, n * node.cpu_sockets,
+                  cpu.price_usd if bundled else 0.0, cpu.tdp_w * cpu_util, 0.0, 0.0, 0.0)),
+        new_line((Part.ddr, cpu.ddr, "", Per.node, node.ddr_gb, n * node.ddr_gb,
+                  ddr.usd_per_gb if bundled else 0.0, ddr.w_per_gb, 0.0, 0.0, 0.0)),
         *_nics(system, cat),
-        Line(Part.pcie_switches, pcie_key, "", Per.node, switches, n * switches,
-             pcie.switch_usd, pcie.switch_w),
+        new_line((Part.pcie_switches, pcie_key, "", Per.node, switches, n * switches,
+                  pcie.switch_usd, pcie.switch_w, 0.0, 0.0, 0.0)),
         _scaleup_switches(system, cat, racks, bundled),
         # Accelerator slots: none on a node without accelerators (its one device is its CPUs).
-        Line(Part.chassis, "chassis", "", Per.node, 1, n,
-             chassis.usd_per_node + node.accelerators * chassis.usd_per_accelerator if bundled else 0.0,
-             chassis.base_w),
+        new_line((Part.chassis, "chassis", "", Per.node, 1, n,
+                  chassis.usd_per_node + node.accelerators * chassis.usd_per_accelerator if bundled else 0.0,
+                  chassis.base_w, 0.0, 0.0, 0.0)),
     ]
     rack = system.spec.rack
     if racks:
-        lines.append(Line(Part.rack, "rack", "", Per.rack, 1, racks, rack.shared_usd, rack.shared_w))
+        lines.append(new_line((Part.rack, "rack", "", Per.rack, 1, racks, rack.shared_usd, rack.shared_w,
+                               0.0, 0.0, 0.0)))
     # Each rack's share of a coolant distribution unit (a row's CDU serves several racks); none
     # for racks cooled by air or systems bought node by node.
     cdus = racks * rack.liquid_kw / cat.cdu.capacity_kw
     if cdus:
-        lines.append(Line(Part.cooling, "cdu", "", Per.rack, rack.liquid_kw / cat.cdu.capacity_kw, cdus,
-                          cat.cdu.usd, cat.cdu.pump_w))
+        lines.append(new_line((Part.cooling, "cdu", "", Per.rack, rack.liquid_kw / cat.cdu.capacity_kw, cdus,
+                               cat.cdu.usd, cat.cdu.pump_w, 0.0, 0.0, 0.0)))
     lines.append(_network(system, cat))
     return Bill(tuple(lines), n, racks, chassis.psu_efficiency)
 
@@ -201,9 +207,10 @@ def _accelerators(system: System, cat: Catalog) -> Line:
     extra_gb_s = system.hbm_bytes_s / 1e9 - acc.hbm_gb_s
     usd = acc.price_usd + extra_gb * fac.hbm_usd_per_gb + extra_gb_s * fac.hbm_usd_per_gb_s
     idle = acc.idle_w if acc.idle_w is not None else ACCELERATOR_IDLE_FRACTION * acc.tdp_w
-    return Line(Part.accelerators, system.spec.node.accelerator or acc.name, vendor_of(acc), Per.node, a,
-                system.nodes * a, max(usd, PRICE_FLOOR_FRACTION * acc.price_usd), idle, acc.tdp_w - idle,
-                max(extra_gb, 0.0) * fac.hbm_w_per_gb, max(extra_gb_s, 0.0) * fac.hbm_w_per_gb_s)
+    return new_line((Part.accelerators, system.spec.node.accelerator or acc.name, vendor_of(acc), Per.node,
+                     a, system.nodes * a, max(usd, PRICE_FLOOR_FRACTION * acc.price_usd), idle,
+                     acc.tdp_w - idle, max(extra_gb, 0.0) * fac.hbm_w_per_gb,
+                     max(extra_gb_s, 0.0) * fac.hbm_w_per_gb_s))
 
 
 def _nics(system: System, cat: Catalog) -> tuple[Line, Line]:
@@ -215,20 +222,33 @@ def _nics(system: System, cat: Catalog) -> tuple[Line, Line]:
 
 
 def _nic_line(cat: Catalog, nodes: int, per_node: int, gbit_s: float) -> Line:
-    """``per_node`` NICs of ``gbit_s`` a node, priced and powered by speed
-    (:meth:`~dse.model.catalog.Catalog.nic_for`: between grades, interpolated)."""
+    """``per_node`` NICs of ``gbit_s`` a node (:func:`nic_grade`)."""
+    usd, w, key, vendor = nic_grade(cat, gbit_s)
+    return new_line((Part.nics, key, vendor, Per.node, per_node, nodes * per_node, usd, w, 0.0, 0.0, 0.0))
+
+
+NIC_GRADES_REMEMBERED = 256
+"""(catalog, speed) pairs :func:`nic_grade` keeps: a search meets a few NIC speeds, and every
+evaluation prices its NICs."""
+_NIC_GRADES: dict[tuple[int, float], tuple[Catalog, tuple[float, float, str, str]]] = {}
+
+
+def nic_grade(cat: Catalog, gbit_s: float) -> tuple[float, float, str, str]:
+    """Price (USD), draw (W), catalog key (``400g``; a name for a speed between grades) and vendor
+    of one NIC port of ``gbit_s`` (:meth:`~dse.model.catalog.Catalog.nic_for`: between grades,
+    interpolated), remembered by the catalog's identity, as :func:`bill_of_materials` remembers
+    bills."""
+    known = _NIC_GRADES.get((id(cat), gbit_s))
+    if known is not None and known[0] is cat:
+        return known[1]
     usd, w = cat.nic_for(gbit_s)
-    key = nic_key(gbit_s)
+    key = f"{gbit_s:g}g"
     grade = cat.nic.get(key)
-    return Line(Part.nics, key, vendor_of(grade) if grade is not None else "", Per.node, per_node,
-                nodes * per_node, usd, w)
-
-
-@functools.lru_cache(maxsize=64)
-def nic_key(gbit_s: float) -> str:
-    """The catalog key of the NIC grade of ``gbit_s`` (``400g``), a name for a speed between grades
-    (remembered: a search meets a few speeds, and every evaluation names its NICs)."""
-    return f"{gbit_s:g}g"
+    facts = (usd, w, key, vendor_of(grade) if grade is not None else "")
+    if len(_NIC_GRADES) >= NIC_GRADES_REMEMBERED:
+        _NIC_GRADES.clear()
+    _NIC_GRADES[id(cat), gbit_s] = (cat, facts)
+    return facts
 
 
 def _pcie_switches(system: System) -> int:
@@ -242,13 +262,13 @@ def _scaleup_switches(system: System, cat: Catalog, racks: int, bundled: bool) -
     NVLink switch trays), else a share per accelerator on a switched fabric, else none."""
     rack = system.spec.rack
     if racks * rack.switch_trays:
-        return Line(Part.scaleup_switches, "switch_tray", "", Per.rack, rack.switch_trays,
-                    racks * rack.switch_trays, rack.switch_tray_usd, rack.switch_tray_w)
+        return new_line((Part.scaleup_switches, "switch_tray", "", Per.rack, rack.switch_trays,
+                         racks * rack.switch_trays, rack.switch_tray_usd, rack.switch_tray_w, 0.0, 0.0, 0.0))
     switch = cat.scaleup_switch
     shares = system.accelerators_total if system.scaleup == "switch" else 0
-    return Line(Part.scaleup_switches, "scaleup_switch", "", Per.node,
-                system.accelerators_per_node if shares else 0, shares,
-                switch.usd_per_accelerator if bundled else 0.0, switch.w_per_accelerator)
+    return new_line((Part.scaleup_switches, "scaleup_switch", "", Per.node,
+                     system.accelerators_per_node if shares else 0, shares,
+                     switch.usd_per_accelerator if bundled else 0.0, switch.w_per_accelerator, 0.0, 0.0, 0.0))
 
 
 def scaleout_tiers(system: System, catalog: Catalog) -> int:
@@ -283,6 +303,6 @@ def _network(system: System, cat: Catalog) -> Line:
         ports, ends = 1.0 + 2.0 * upper, 2.0 * (1.0 + upper)
     nic_ports = system.nodes * system.spec.node.nics * (system.spec.node.nic_gbit_s / 400.0)
     sw = cat.network_switch
-    return Line(Part.network, "network_switch", "", Per.cluster, nic_ports, nic_ports,
-                ports * sw.usd_per_port_per_400g + ends * sw.optics_usd_per_end_per_400g,
-                ports * sw.w_per_port_per_400g + ends * sw.optics_w_per_end_per_400g)
+    return new_line((Part.network, "network_switch", "", Per.cluster, nic_ports, nic_ports,
+                     ports * sw.usd_per_port_per_400g + ends * sw.optics_usd_per_end_per_400g,
+                     ports * sw.w_per_port_per_400g + ends * sw.optics_w_per_end_per_400g, 0.0, 0.0, 0.0))
