@@ -38,7 +38,7 @@ from dse.calibration.measurements import (
 )
 from dse.cli import app
 from dse.errors import DseInputError
-from dse.model.parameters import Calibration, load_calibration, write_calibration
+from dse.model.parameters import Calibration, load_calibration, unpinned, write_calibration
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "250"}
@@ -225,7 +225,13 @@ def test_write_and_load_calibration_round_trip(tmp_path: Path) -> None:
     calib = dataclasses.replace(TRUTH, fit={"points": 58.0, "median_abs_pct_error": 7.5})
     path = tmp_path / "c" / "calibration.toml"
     write_calibration(calib, path)
-    assert load_calibration(path) == calib
+    # Every unpinned parameter's range is written out, the defaults' too (with their sources).
+    assert load_calibration(path) == dataclasses.replace(calib, ranges=unpinned(calib))
+    assert "# host_efficiency: low:" in path.read_text(encoding="utf-8")
+    stated = dataclasses.replace(calib, ranges={"host_efficiency": (0.4, 0.6)})
+    write_calibration(stated, path)
+    assert load_calibration(path).ranges["host_efficiency"] == (0.4, 0.6)
+    assert "# host_efficiency: stated by the user" in path.read_text(encoding="utf-8")
 
 
 def test_packaged_calibration_is_a_fitted_version() -> None:

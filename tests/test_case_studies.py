@@ -51,7 +51,12 @@ PAGES = ROOT / "docs" / "case-studies"
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module", params=case_names())
+SLOW_CASES = ("zion", "zionex")
+"""Cases whose reduced run takes over 10 s (the tests using it are marked slow with it)."""
+
+
+@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.slow)
+                                        if name in SLOW_CASES else name for name in case_names()])
 def reduced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> CaseResult:
     """Each case rerun with its reduced budget in a fresh journal."""
     case = get_case(request.param)
@@ -275,6 +280,7 @@ def test_markdown_table_formats_numbers() -> None:
 # --- the command -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_case_study_command_writes_page_and_report(tmp_path: Path) -> None:
     result = runner.invoke(app, ["case-study", "zion", "--trials", "40", "--storage",
                                  str(tmp_path / "zion.journal"), "--out", str(tmp_path / "pages")])

@@ -138,7 +138,18 @@ def test_node_needs_an_accelerator_key_unless_it_has_none(tmp_path: Path) -> Non
     with pytest.raises(DseInputError, match=r"node\.accelerator"):
         load_system(str(path))
     with pytest.raises(DseInputError, match="no peak_tflops"):
-        load_system(PRESET, (("node.cpu", "epyc-7742"),))
+        load_system(PRESET, (("node.cpu", "grace"),))
+
+
+@pytest.mark.parametrize(("cpu", "fp32_tflops"), [("epyc-7742", 4.608), ("epyc-7763", 5.0176),
+                                                  ("epyc-9654", 7.3728), ("epyc-9755", 22.1184)])
+def test_an_epyc_node_trains_on_its_cores(cpu: str, fp32_tflops: float) -> None:
+    # Each generation's peak by hand: cores x base GHz x FLOP a cycle (32 fp32 on Zen 2-4's two
+    # 256-bit pipes, 64 on Zen 5's 512-bit ones), two sockets.
+    system = load_system(PRESET, (("node.cpu", cpu), ("constraints.year", 2026)))
+    assert system.peak_flops["fp32"] == pytest.approx(2 * fp32_tflops * 1e12, rel=1e-12)
+    ev = evaluate(load_workload("mlperf-dlrm-v1"), system, CALIB)
+    assert ev.feasible and ev.throughput_samples_per_s > 0, ev.reasons
 
 
 def test_cpu_measurements_load_strictly(tmp_path: Path) -> None:
@@ -298,7 +309,9 @@ def test_ensemble_stays_valid_when_the_cpu_efficiency_moves() -> None:
         members = (*ens.bootstrap, *ens.leave_one_out)
         assert {m.cpu_dense_efficiency for m in members} == {calib.cpu_dense_efficiency}
         assert {m.cpu_matrix_efficiency for m in members} == {calib.cpu_matrix_efficiency}
-    assert fingerprint(dataclasses.replace(CALIB, host_efficiency=0.4)) != fingerprint(CALIB)
+    assert fingerprint(dataclasses.replace(CALIB, memory_efficiency=0.4)) != fingerprint(CALIB)
+    # An unpinned parameter (a range, drawn by the members) moves no refit either.
+    assert fingerprint(dataclasses.replace(CALIB, host_efficiency=0.4)) == fingerprint(CALIB)
 
 
 def test_amx_precisions_are_timed_at_the_matrix_efficiency() -> None:

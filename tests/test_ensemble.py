@@ -37,7 +37,7 @@ from dse.calibration.ensemble import (
 )
 from dse.calibration.measurements import fitted, load_measurements, measurement_design
 from dse.cli import app
-from dse.model.parameters import Calibration, fingerprint, load_calibration
+from dse.model.parameters import DEFAULT_RANGES, Calibration, fingerprint, load_calibration
 from dse.model.placement import plan_placement
 from dse.model.system import load_system
 from dse.model.timing import recalibrated_loads, step_loads, step_time
@@ -341,11 +341,17 @@ def test_robust_front_of_cpu_nodes_takes_the_cpu_class_intervals(tmp_path: Path)
 
 def test_ensemble_of_one_keeps_every_front_design(small_study: tuple[optuna.Study, StudySpec]) -> None:
     study, spec = small_study
-    result = robust_front(study, spec, load_objectives(spec.objectives), CalibrationEnsemble.single(CALIB))
+    # One calibration and no uncertainty: the unpinned parameters' ranges shut to their values too.
+    shut = dataclasses.replace(CALIB, ranges={n: (getattr(CALIB, n),) * 2 for n in DEFAULT_RANGES})
+    result = robust_front(study, spec, load_objectives(spec.objectives), CalibrationEnsemble.single(shut),
+                          shut)
     assert result.designs and all(d.probability == 1.0 for d in result.designs)
     assert len(result.robust) == len(result.designs)
     for d in result.designs:
         assert all(span is None or span[0] == span[1] for span in d.intervals)
+    # With the ranges open, a design that keeps tables in host memory spans its range's ends.
+    opened = robust_front(study, spec, load_objectives(spec.objectives), CalibrationEnsemble.single(CALIB))
+    assert any(span is not None and span[0] < span[1] for d in opened.designs for span in d.intervals)
 
 
 def test_a_slower_member_drops_designs_it_slows_most(small_study: tuple[optuna.Study, StudySpec]) -> None:

@@ -145,6 +145,7 @@ def assert_safe(facts: dict[str, Any], figures: int) -> None:
     assert facts["drawn"] == figures
 
 
+@pytest.mark.slow
 def test_study_report(hostile_study: Path, tmp_path: Path) -> None:
     """``dse report``'s page, and the same report of a study whose name is hostile too (a name a
     study file cannot give, but a study built in code or shared in a database can hold)."""

@@ -1,5 +1,6 @@
 """Bounded input (issue 30, item 5): every file dse reads is a regular file of at most a named size,
-read as UTF-8 text, and every count past a named limit is refused in one line, fast.
+read as UTF-8 text, and every count past a named limit is refused in one line, fast: with little
+work (calls and memory counted, :mod:`work`).
 
 Before: ``--workload /dev/zero`` read to a ``MemoryError`` at 7.5 GB, a named pipe blocked forever,
 a workload of 10**6 tables ran one ``dse evaluate`` for over 10 minutes, and a space with an
@@ -14,13 +15,13 @@ import resource
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
+from work import refusal, work_of
 
 from dse import limits
 from dse.calibration.ensemble import EnsembleUnavailable, read_ensemble
@@ -40,8 +41,6 @@ from dse.search.study.study_file import load_study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
-FAST_S = 2.0
-"""A refusal reads nothing large and builds nothing: well under this on a loaded machine."""
 
 LOADERS: dict[str, Callable[[str], Any]] = {
     "workload": load_workload,
@@ -117,14 +116,14 @@ def _limited_child() -> None:
     ["evaluate", "-s", "dgx-h100", "-w", "dlrm-benchmark", "--catalog", "/dev/zero"],
 ])
 def test_cli_refuses_endless_devices_in_one_line(args: list[str]) -> None:
-    start = time.perf_counter()
+    """Refused on the open descriptor before a byte is read (the line says what the file is;
+    reading /dev/zero to the size limit would say "larger than"); the timeout guards a hang."""
     result = subprocess.run([sys.executable, "-m", "dse", *args], capture_output=True, text=True,
                             timeout=120, preexec_fn=_limited_child, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "character device" in lines[0], result.stderr[-2000:]
-    assert time.perf_counter() - start < 60
 
 
 def test_a_study_whose_workload_is_a_device_is_refused(tmp_path: Path) -> None:
@@ -142,11 +141,7 @@ def test_spec_size_limit_is_exact(tmp_path: Path) -> None:
     assert len(read_text(at, limits.MAX_SPEC_FILE_BYTES)) == limits.MAX_SPEC_FILE_BYTES
     over = tmp_path / "over.toml"
     over.write_bytes(b"#" * limits.MAX_SPEC_FILE_BYTES + b"\n")
-    start = time.perf_counter()
-    with pytest.raises(DseInputError) as info:
-        load_workload(str(over))
-    assert time.perf_counter() - start < FAST_S
-    _one_line(info.value, str(over), "larger than 4 MiB")
+    _one_line(refusal(lambda: load_workload(str(over))), str(over), "larger than 4 MiB")
 
 
 def test_every_shipped_file_is_within_its_limit() -> None:
@@ -193,9 +188,9 @@ def _tables_file(tmp_path: Path, count: int) -> Path:
 
 def test_tables_past_the_limit_are_refused_naming_file_and_field(tmp_path: Path) -> None:
     path = _tables_file(tmp_path, limits.MAX_TABLES + 1)
-    start = time.perf_counter()
-    result = runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", str(path)])
-    assert time.perf_counter() - start < FAST_S
+    invoked: list[Result] = []
+    refusal(lambda: invoked.append(runner.invoke(app, ["evaluate", "-s", "dgx-h100", "-w", str(path)])))
+    result = invoked[0]
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -220,11 +215,12 @@ def _ordinal_space(count: int) -> dict[str, Any]:
 
 
 def test_choices_past_the_limit_are_refused_fast() -> None:
-    start = time.perf_counter()
-    with pytest.raises(DseInputError) as info:
-        space_from_mapping(_ordinal_space(100_000), "space.toml")
-    assert time.perf_counter() - start < FAST_S
-    err = _one_line(info.value, "100,000 choices", f"at most {limits.MAX_CHOICES:,}")
+    """The refusal looks at each choice it was given once (4 calls each, measured), where the
+    space at the limit is built with 330 calls a choice: at most 10 a choice is no build."""
+    choices = 100_000
+    space = _ordinal_space(choices)
+    work = work_of(lambda: space_from_mapping(space, "space.toml"), calls=10 * choices)
+    err = _one_line(work.error, "100,000 choices", f"at most {limits.MAX_CHOICES:,}")
     assert err.key == "parameters.node.nic_gbit_s.choices"
     with pytest.raises(DseInputError):
         space_from_mapping(_ordinal_space(limits.MAX_CHOICES + 1), "space.toml")
@@ -245,11 +241,7 @@ def test_int_grids_are_bounded(param: str, fields: dict[str, Any], key: str,
                                words: tuple[str, ...]) -> None:
     data = {"name": "x", "base_system": "dgx-h100",
             "parameters": {param: {"type": "int", **fields}}}
-    start = time.perf_counter()
-    with pytest.raises(DseInputError) as info:
-        space_from_mapping(data, "space.toml")
-    assert time.perf_counter() - start < FAST_S
-    assert _one_line(info.value, *words).key == key
+    assert _one_line(refusal(lambda: space_from_mapping(data, "space.toml")), *words).key == key
 
 
 def test_an_int_grid_at_the_limit_loads() -> None:
@@ -312,11 +304,9 @@ def test_tables_times_accelerators_is_bounded(tmp_path: Path) -> None:
     nodes = limits.MAX_TABLE_ACCELERATORS // (limits.MAX_TABLES * 8)
     at = load_system("dgx-h100", (("nodes", nodes),))
     assert at.accelerators_total * limits.MAX_TABLES == limits.MAX_TABLE_ACCELERATORS
-    start = time.perf_counter()
-    with pytest.raises(DseInputError) as info:
-        evaluate(workload, load_system("dgx-h100", (("nodes", nodes + 1),)))
-    assert time.perf_counter() - start < FAST_S
-    _one_line(info.value, "10,000 tables on 100,008 accelerators", "at most 1,000,000,000")
+    past = load_system("dgx-h100", (("nodes", nodes + 1),))
+    _one_line(refusal(lambda: evaluate(workload, past)), "10,000 tables on 100,008 accelerators",
+              "at most 1,000,000,000")
     (tmp_path / "space.toml").write_text('name = "big"\nbase_system = "dgx-h100"\n'
                                          f'[parameters.nodes]\ntype = "int"\nlow = 1\nhigh = {nodes + 1}\n')
     study = tmp_path / "s.toml"

@@ -83,6 +83,7 @@ def _dse(env_dir: Path, cwd: Path, *args: str, code: int = 0) -> subprocess.Comp
     return out
 
 
+@pytest.mark.slow
 def test_wheel_runs_anywhere(installed: Path, tmp_path: Path) -> None:
     work = tmp_path / "empty"
     work.mkdir()

@@ -1,18 +1,20 @@
 """Spec limits and finiteness (issue 16, item 6): an absurd count, size or float in a system,
 workload, study or space file is refused at load time with one line naming the file and key and
-exit code 2, in well under a second, instead of a MemoryError or OverflowError minutes later.
+exit code 2, with little work (counted: :mod:`work`), instead of a MemoryError or OverflowError
+minutes later.
 
 The limits themselves live in :mod:`dse.limits` with their reasons.
 """
 
 from __future__ import annotations
 
-import time
+import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
+from work import refusal
 
 from dse import limits
 from dse.cli import app
@@ -25,8 +27,6 @@ from dse.search.study.search_space import load_space, space_from_mapping
 from dse.search.study.study_file import load_study_spec, study_workload
 
 runner = CliRunner()
-FAST_S = 1.0
-"""Refusing a value past a limit must not build anything large first."""
 
 SYSTEM_CASES: list[tuple[str, Any, str]] = [
     ("nodes", 10**7, "nodes"),
@@ -46,12 +46,10 @@ SYSTEM_CASES: list[tuple[str, Any, str]] = [
 
 @pytest.mark.parametrize(("key", "value", "named"), SYSTEM_CASES)
 def test_system_past_a_limit_is_refused_fast(key: str, value: Any, named: str) -> None:
-    start = time.perf_counter()
-    with pytest.raises(DseInputError) as info:
-        load_system_spec("zion", ((key, value),))
-    assert time.perf_counter() - start < FAST_S
-    assert info.value.key == named
-    assert "\n" not in str(info.value)
+    error = refusal(lambda: load_system_spec("zion", ((key, value),)))
+    assert isinstance(error, DseInputError), repr(error)
+    assert error.key == named
+    assert "\n" not in str(error)
 
 
 def test_cluster_size_is_bounded_by_the_product() -> None:
@@ -133,23 +131,22 @@ WORKLOAD_CASES: list[tuple[str, Any, str]] = [
 
 @pytest.mark.parametrize(("key", "value", "named"), WORKLOAD_CASES)
 def test_workload_past_a_limit_is_refused_fast(key: str, value: Any, named: str) -> None:
-    start = time.perf_counter()
-    with pytest.raises(DseInputError) as info:
-        load_workload("dlrm-benchmark", ((key, value),))
-    assert time.perf_counter() - start < FAST_S
-    assert info.value.key == named
+    error = refusal(lambda: load_workload("dlrm-benchmark", ((key, value),)))
+    assert isinstance(error, DseInputError), repr(error)
+    assert error.key == named
 
 
 def test_too_many_tables_are_refused_before_building_them() -> None:
-    start = time.perf_counter()
-    with pytest.raises(DseInputError, match=r"synthetic\.count"):
-        load_workload("synthetic-production-a", (("synthetic.count", 10**9),))
-    with pytest.raises(DseInputError, match=f"at most {limits.MAX_TABLES:,}"):
-        load_workload("dlrm-benchmark", (("tables.rows", [1] * (limits.MAX_TABLES + 1)),))
-    with pytest.raises(DseInputError, match="rows per table"):
-        load_workload("synthetic-production-a", (("synthetic.count", 1), ("synthetic.dims", [4]),
-                                                 ("synthetic.total_params", 1e16)))
-    assert time.perf_counter() - start < 5 * FAST_S
+    cases: list[tuple[tuple[tuple[str, Any], ...], str]] = [
+        ((("synthetic.count", 10**9),), "synthetic.count"),
+        ((("tables.rows", [1] * (limits.MAX_TABLES + 1)),), f"at most {limits.MAX_TABLES:,}"),
+        ((("synthetic.count", 1), ("synthetic.dims", [4]), ("synthetic.total_params", 1e16)),
+         "rows per table"),
+    ]
+    for overrides, says in cases:
+        preset = "dlrm-benchmark" if overrides[0][0] == "tables.rows" else "synthetic-production-a"
+        error = refusal(functools.partial(load_workload, preset, overrides))
+        assert isinstance(error, DseInputError) and says in str(error), repr(error)
 
 
 def _study(tmp_path: Path, **fields: Any) -> Path:
@@ -203,9 +200,10 @@ def test_space_whose_range_exceeds_a_limit_is_refused(param: str, high: Any) -> 
                                       "node.ddr_gb=0", "node.cpu_sockets=1000000000",
                                       "workload.tables.rows=[]"])
 def test_cli_refuses_in_one_line_with_exit_2(override: str) -> None:
-    start = time.perf_counter()
-    result = runner.invoke(app, ["evaluate", "-s", "zion", "-w", "dlrm-benchmark", "--set", override])
-    assert time.perf_counter() - start < 2 * FAST_S
+    invoked: list[Result] = []
+    refusal(lambda: invoked.append(runner.invoke(
+        app, ["evaluate", "-s", "zion", "-w", "dlrm-benchmark", "--set", override])))
+    result = invoked[0]
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dse: error:"), result.stderr

@@ -32,13 +32,17 @@ from dse.errors import DseInputError
 from dse.search._optuna import rdb_backend
 from dse.search.storage.failures import storage_failure
 from dse.search.storage.opening import open_storage
-from dse.search.storage.servers import redact
+from dse.search.storage.servers import ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S, redact
 from dse.search.study.study_file import StudySpec, load_study_spec
 
 BUDGET = 20
 ENV = {**os.environ, "COLUMNS": "250"}
 HANG_LIMIT_S = 30.0
 """Issue 16's bound: a hung or vanished server ends a worker within this long."""
+LATE_S = 12.0
+"""How long after its deadline a process may end on a loaded machine (it notices the deadline,
+unwinds, reports and exits: about a second when idle); a shortened deadline plus this stays
+below the default it replaces (5 + 12 against 20 s)."""
 
 
 def _skip_or_fail(why: str) -> None:
@@ -148,6 +152,7 @@ def assert_resumes(path: Path, url: str) -> None:
     assert "RUNNING" not in counts and "WAITING" not in counts, counts
 
 
+@pytest.mark.slow
 def test_a_hung_server_ends_the_run_within_30_s_and_the_study_resumes(
         tmp_path: Path, server: tuple[Path, str]) -> None:
     """The run's answer deadline is 5 s here (``?dse_answer_timeout=5``; the default, 20 s, is
@@ -162,7 +167,8 @@ def test_a_hung_server_ends_the_run_within_30_s_and_the_study_resumes(
     # A worker that joins while the server is hung fails on its connect timeout.
     joiner = dse("worker", str(path), "--storage", url)
     try:
-        line = assert_one_line(run, stopped, short, ("did not answer within 5 s",), limit_s=5 + 10)
+        line = assert_one_line(run, stopped, short, ("did not answer within 5 s",),
+                               limit_s=5 + LATE_S)
         assert "hung" in line and "rerun" in line, line
         assert_one_line(joiner, stopped, url, ("did not answer within 10 s while connecting",))
     finally:
@@ -170,6 +176,7 @@ def test_a_hung_server_ends_the_run_within_30_s_and_the_study_resumes(
     assert_resumes(path, url)
 
 
+@pytest.mark.slow
 def test_a_stopped_server_ends_the_run_at_once_and_the_study_resumes(
         tmp_path: Path, server: tuple[Path, str]) -> None:
     """A server that goes down under a worker that does not reconnect (``dse_reconnect=0``;
@@ -190,10 +197,13 @@ def test_a_stopped_server_ends_the_run_at_once_and_the_study_resumes(
 def test_the_deadlines_follow_the_url(tmp_path: Path, server: tuple[Path, str]) -> None:
     """``?dse_answer_timeout=`` sets the answer deadline and libpq's own parameters in the URL
     (``connect_timeout``) win over dse's; a storage that gave up on its server fails its later
-    calls at once, and a new one works once the server answers again."""
+    calls at once, and a new one works once the server answers again. Each wait is at least the
+    URL's deadline and shorter than the default it replaces (how much shorter is the load's: the
+    upper bounds are those defaults, not the deadline plus a guess)."""
     folder, url = server
     spec = load_study_spec(str(make_study(tmp_path)))
-    short = f"{url}?dse_answer_timeout=2&connect_timeout=3"
+    answer_s, connect_s = 2, 3
+    short = f"{url}?dse_answer_timeout={answer_s}&connect_timeout={connect_s}"
     storage = open_storage(short, spec)
     study_id = storage.create_new_study([], spec.name)
     suspend(folder)
@@ -201,18 +211,19 @@ def test_the_deadlines_follow_the_url(tmp_path: Path, server: tuple[Path, str]) 
         started = time.monotonic()
         with pytest.raises(Exception) as lost:
             storage.get_all_trials(study_id)
-        assert 2 <= time.monotonic() - started < 5
+        assert answer_s <= time.monotonic() - started < ANSWER_TIMEOUT_S
         message = storage_failure(lost.value, redact(short))
         assert message is not None and "did not answer within 2 s" in message, message
         started = time.monotonic()
         with pytest.raises(Exception) as again:
             storage.get_all_trials(study_id)
-        assert time.monotonic() - started < 0.5  # gave up: no second wait
+        # Gave up: a second wait would take the whole deadline again.
+        assert time.monotonic() - started < answer_s
         assert "did not answer within 2 s" in str(storage_failure(again.value))
         started = time.monotonic()
         with pytest.raises(DseInputError, match="did not answer within 3 s while connecting"):
             open_storage(short, spec)
-        assert 3 <= time.monotonic() - started < 6
+        assert connect_s <= time.monotonic() - started < CONNECT_TIMEOUT_S
     finally:
         resume(folder)
     assert open_storage(short, spec).get_study_id_from_name(spec.name) == study_id

@@ -31,17 +31,25 @@ from dse.search.storage.opening import open_storage
 from dse.search.study.attribute_keys import BUDGET_KEY, PRESCREEN_KEY, WORKLOAD_KEY
 from dse.search.study.objective_sets import load_objectives
 from dse.search.study.search_space import load_space
-from tests.study_helpers import make_spec, run_cli, write_study
+from tests.study_helpers import FULL, full_space_too_large, make_spec, run_cli, write_study
 
-FULL = "full"
-"""The shipped space of every node and cluster knob: floats for HBM, DDR and fabric bandwidth,
-so no coarse grid; the study tests' cheap workload (MLPerf DLRM v1) scores it in about a ms."""
+# FULL (study_helpers): floats for HBM, DDR and fabric bandwidth, so no coarse grid; the study
+# tests' cheap workload (MLPerf DLRM v1) scores it in about a ms.
 TINY_S = 0.4
 """A pre-screen budget of a fraction of a second: one or two batches."""
 
 
+@pytest.mark.slow
 def test_the_full_space_is_too_large_for_a_coarse_grid() -> None:
     assert not sweep_allowed(load_space(FULL), 300)
+
+
+@pytest.fixture
+def full_too_large() -> Iterator[None]:
+    """:func:`~study_helpers.full_space_too_large` meanwhile: what the tests using it check comes
+    after the space's check."""
+    with full_space_too_large():
+        yield
 
 
 def test_a_latin_batch_puts_one_design_in_each_stratum_of_every_parameter() -> None:
@@ -92,6 +100,7 @@ def test_the_progress_of_a_pre_screened_sweep_ends_where_its_budgets_stop_it() -
     assert max(total for _, total in calls) < 5 * final < refine_mod.PRESCREEN_REFINE_MAX_DESIGNS
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_a_new_study_on_a_too_large_space_records_its_pre_screen(tmp_path: Path) -> None:
     spec = make_spec(tmp_path, space=FULL, sampler="auto", budget=50, prescreen_s=TINY_S)
     study = open_study(spec, open_storage(None, spec))
@@ -117,6 +126,7 @@ def test_a_new_study_on_a_too_large_space_records_its_pre_screen(tmp_path: Path)
             f"{pre['cpu_s']:.1f} s CPU (budget {TINY_S:g} s)") in shown.output
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_the_pre_screen_draws_with_the_study_seed(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Studies that differ only in their seed start from different samples (the seed is recorded
@@ -131,14 +141,16 @@ def test_the_pre_screen_draws_with_the_study_seed(tmp_path: Path,
 
     monkeypatch.setattr(refine_mod, "prescreen", recorded)
     for name, seed in (("a", 7), ("b", 8), ("c", None)):
+        # The first batch is all this looks at: a budget that stops after it, and its refinement.
         spec = make_spec(tmp_path, name=name, space=FULL, sampler="auto", budget=50,
-                         prescreen_s=TINY_S, seed=seed)
+                         prescreen_s=0.01, seed=seed)
         study = open_study(spec, open_storage(None, spec))
         assert study.user_attrs[PRESCREEN_KEY]["seed"] == (0 if seed is None else seed)
     assert sorted(drawn) == [0, 7, 8]
     assert drawn[7] != drawn[8] and drawn[7] != drawn[0]
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_no_pre_screen_below_the_reference_budget_or_at_zero_seconds(tmp_path: Path) -> None:
     small = make_spec(tmp_path, name="small", space=FULL, sampler="auto", budget=20)
     off = make_spec(tmp_path, name="off", space=FULL, sampler="auto", budget=50, prescreen_s=0.0)
@@ -148,6 +160,7 @@ def test_no_pre_screen_below_the_reference_budget_or_at_zero_seconds(tmp_path: P
         assert study_reference(study) is None
 
 
+@pytest.mark.usefixtures("full_too_large")
 def test_a_second_process_joining_waits_for_the_pre_screen_instead_of_repeating_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The joiner's own wait is cut to 0.2 s: without the allowance for the creator's pre-screen

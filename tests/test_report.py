@@ -68,6 +68,7 @@ def open_page(path: Path, shot: Path) -> dict[str, object]:
     return facts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("objectives", "figures"), [
     ("throughput-vs-capex", {"front-throughput_samples_per_s-capex_usd", "breakdown", "parcoords",
                              "progress", "timeline", "robust-front"}),
@@ -91,6 +92,7 @@ def test_report_in_chromium(tmp_path: Path, objectives: str, figures: set[str]) 
     assert shot.stat().st_size > 50_000
 
 
+@pytest.mark.slow
 def test_report_cli_and_static_export(tmp_path: Path) -> None:
     _, spec = make_study(tmp_path, "throughput-vs-capex", 30)
     study_file = tmp_path / "s.toml"
@@ -117,6 +119,7 @@ def test_report_cli_and_static_export(tmp_path: Path) -> None:
     assert run.stderr.count("\n") == 1 and "Chromium" in run.stderr
 
 
+@pytest.mark.slow
 def test_report_is_readable(tmp_path: Path) -> None:
     """Issue 18: nothing wider than the window except inside its own scroll box; no axis title,
     tick or dimension label names an internal metric or parameter; one screenshot per figure
@@ -184,6 +187,7 @@ def _evaluate_plan(spec: StudySpec, design: dict[str, object]) -> dict[str, obje
     return plan
 
 
+@pytest.mark.slow
 def test_report_plan_and_timeline_of_a_chosen_design(tmp_path: Path) -> None:
     """Issue 18: choosing a second front design in the report changes its plan table and its
     timeline, and the plan shown is ``dse evaluate --plan --json``'s for that design."""

@@ -101,6 +101,7 @@ def at_role(postgres_url: str) -> Iterator[str]:
         conn.execute(f"DROP ROLE IF EXISTS {role}")
 
 
+@pytest.mark.slow
 def test_a_password_with_at_signs_connects_and_shows_nowhere(tmp_path: Path,
                                                              at_role: str) -> None:
     path = study_file(tmp_path)

@@ -328,7 +328,8 @@ def test_a_torn_journal_tail_is_cut_and_the_study_resumes(tmp_path: Path) -> Non
 # --- reproducibility and samplers -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("sampler", "budget"), [("tpe", 30), ("nsga2", 70), ("random", 30)])
+@pytest.mark.parametrize(("sampler", "budget"), [
+    ("tpe", 30), pytest.param("nsga2", 70, marks=pytest.mark.slow), ("random", 30)])
 def test_same_seed_same_trials(tmp_path: Path, sampler: str, budget: int) -> None:
     a = run_study(make_spec(tmp_path, name="a", sampler=sampler, budget=budget, seed=4))
     b = run_study(make_spec(tmp_path, name="b", sampler=sampler, budget=budget, seed=4))
@@ -347,6 +348,7 @@ def auto_studies(tmp_path_factory: pytest.TempPathFactory) -> tuple[optuna.Study
                  for n in ("a", "b"))  # type: ignore[return-value]
 
 
+@pytest.mark.slow
 def test_auto_is_reproducible_across_the_switch(auto_studies: tuple[optuna.Study, optuna.Study]) -> None:
     a, b = auto_studies
     # Repeats of an evaluated design are pruned and do not count: the budget is of completed ones.
@@ -354,6 +356,7 @@ def test_auto_is_reproducible_across_the_switch(auto_studies: tuple[optuna.Study
     assert [design_key(t) for t in a.trials] == [design_key(t) for t in b.trials]
 
 
+@pytest.mark.slow
 def test_auto_hands_over_to_nsga2_breeding_from_earlier_trials(
     auto_studies: tuple[optuna.Study, optuna.Study],
 ) -> None:

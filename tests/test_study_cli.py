@@ -4,17 +4,18 @@ study unless --force, SIGKILL mid-study then resume, --jobs 2), ``dse status``, 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import optuna
 import pandas as pd
 import pytest
+import stalling
 from optuna.trial import TrialState
 from study_helpers import (
     CHEAP,
@@ -240,41 +241,45 @@ def _wait_for(predicate: object, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_study_then_resume(tmp_path: Path) -> None:
+    """``dse run`` SIGKILLed as it appends its 31st completed trial, holding the journal's write
+    lock (:mod:`stalling`: caught there, not raced for), then resumed: the lock was the kernel's
+    to drop (an ``flock``: nothing stale to wait out), the trial is failed and retried once and
+    nothing completed is redone."""
     journal = tmp_path / "k.journal"
     path = study_file(tmp_path, "k", sampler="auto", budget=3000, seed=11, storage=str(journal))
-    proc = subprocess.Popen([sys.executable, "-m", "dse", "run", str(path), "--quiet", "--no-report"],
+    stalled = tmp_path / "stalled"
+    proc = subprocess.Popen([*stalling.command(stalled, 31, in_lock=True), "run", str(path),
+                             "--quiet", "--no-report"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    lock = os.open(f"{journal}.write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        _wait_for(lambda: journal.exists() and
-                  sum(s == 1 for s in journal_states(journal).values()) >= 30, 180, "30 trials")
-        # Freeze the worker, and kill it only when the journal shows a trial it is running.
-        for _ in range(200):
-            os.kill(proc.pid, signal.SIGSTOP)
-            states = journal_states(journal)
-            running = [n for n, s in states.items() if s == 0]
-            if running:
-                os.kill(proc.pid, signal.SIGKILL)
-                break
-            os.kill(proc.pid, signal.SIGCONT)
-            time.sleep(0.01)
-        else:
-            raise AssertionError("never caught a RUNNING trial")
+        _wait_for(lambda: stalled.exists() or proc.poll() is not None, 180, "the 31st trial")
+        assert proc.poll() is None, proc.communicate()[1]
+        with pytest.raises(BlockingIOError):  # the run holds the lock
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        states = journal_states(journal)
+        os.kill(proc.pid, signal.SIGKILL)
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    assert len(running) == 1
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free at once: raises if still held
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    os.close(lock)
+    assert not os.path.lexists(f"{journal}.lock")  # nor Optuna's lock file, which a kill leaves
+    running = [n for n, s in states.items() if s == 0]
+    assert running == [int(stalled.read_text())]
     killed = running[0]
     done_at_kill = sum(s == 1 for s in states.values())
+    assert done_at_kill == 30
 
     budget = done_at_kill + 15
     path = study_file(tmp_path, "k", sampler="auto", budget=budget, seed=11, storage=str(journal))
-    start = time.monotonic()
     result = run_dse("run", str(path), "--quiet", "--no-report", timeout=120)
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - start < 30  # no stale lock to wait out
 
     study = stored(journal, "k")
     all_trials = study.trials
@@ -299,6 +304,7 @@ SLOW = "synthetic-production-a"
 """1,000 tables: trials of some milliseconds, so the second worker starts before the first is done."""
 
 
+@pytest.mark.slow
 def test_two_jobs_share_one_study(tmp_path: Path) -> None:
     journal = tmp_path / "j.journal"
     path = study_file(tmp_path, "j", workload=SLOW, budget=200, seed=3, storage=str(journal))

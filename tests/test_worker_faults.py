@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,15 +30,15 @@ from pathlib import Path
 import optuna
 import postgres_server
 import pytest
-from optuna.exceptions import UpdateFinishedTrialError
+import stalling
 from optuna.trial import FrozenTrial, TrialState
 from study_helpers import CHEAP, ROOT, write_study
-from test_distributed import Worker, require
-from test_postgres_faults import server, states
+from test_distributed import Worker, require, running_of, wait_for
+from test_postgres_faults import LATE_S, server, states
 
 from dse.search import _optuna
 from dse.search.algorithms.dedup import DUPLICATE_KEY
-from dse.search.storage import databases
+from dse.search.storage import databases, failures
 from dse.search.storage.opening import open_storage
 from dse.search.storage.recovery import RETRY_KEY, WORKER_KEY, recover, retry
 from dse.search.study.study_file import load_study_spec
@@ -259,6 +258,7 @@ def completed_of(study: optuna.Study) -> int:
     return sum(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["postgres", "grpc"])
 def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tuple[Path, str],
                                                      proxies: list[Proxy], kind: str) -> None:
@@ -283,12 +283,14 @@ def test_workers_reconnect_across_a_postgres_restart(tmp_path: Path, server: tup
         assert not err.strip(), err  # no traceback of the lost database on the proxy's side
 
 
+@pytest.mark.slow
 def test_a_server_that_stays_down_ends_the_worker_after_the_window(
         tmp_path: Path, server: tuple[Path, str]) -> None:
     folder, url = server
     path = make_study(tmp_path)
     created(path, url)
-    short = f"{url}?dse_reconnect=4"
+    window_s = 4
+    short = f"{url}?dse_reconnect={window_s}"
     worker = Worker(tmp_path, 0, "worker", str(path), "--storage", short)
     wait_complete(url, path.stem, 3, [worker])
     with paused([worker]):
@@ -303,14 +305,17 @@ def test_a_server_that_stays_down_ends_the_worker_after_the_window(
     notice, error = err.strip().splitlines()  # exactly two lines
     assert notice.startswith("dse: lost the storage postgresql://dse:***@") and "4 s" in notice
     assert error.startswith("dse: error: ") and "tried to reconnect for 4 s" in error, error
-    assert "refused the connection" in error, error
-    assert 4 <= took < 4 + 12, took  # the window, the last connection attempt, the exit
+    # A server going down refuses new connections once its port is closed; one still shutting
+    # down, or anything else that took its port meanwhile, accepts and closes them.
+    assert "PostgreSQL refused the connection" in error or "PostgreSQL closed the connection" in error, error
+    assert window_s <= took < window_s + LATE_S, took  # the window, its last attempt, the exit
     assert password_of(url) not in out + err
     resumed = dse("run", str(path), "--storage", url, "--quiet", "--no-report")
     assert resumed.returncode == 0, resumed.stderr
     assert_exact(url, path.stem)
 
 
+@pytest.mark.slow
 def test_workers_reconnect_across_a_proxy_restart(tmp_path: Path, server: tuple[Path, str],
                                                   proxies: list[Proxy]) -> None:
     _, url = server
@@ -330,9 +335,42 @@ def test_workers_reconnect_across_a_proxy_restart(tmp_path: Path, server: tuple[
     assert_exact(url, path.stem)
 
 
+def test_a_call_the_stopping_proxy_cancels_is_a_lost_storage() -> None:
+    """A gRPC server shutting down answers a call that reaches it at that moment CANCELLED, not
+    UNAVAILABLE (1 to 10 of some 2,000 calls when 16 threads loop on a server stopping with a
+    grace period; a worker under load once met it across a proxy restart and ended, "lost the
+    storage proxy ...: CANCELLED"): the worker reconnects as for any lost proxy.
+    DEADLINE_EXCEEDED (a hung proxy) and the servicer's own answers stay final."""
+    import grpc
+
+    class Status(grpc.RpcError):  # type: ignore[misc]
+        def __init__(self, code: grpc.StatusCode, details: str) -> None:
+            super().__init__(details)
+            self._code, self._details = code, details
+
+        def code(self) -> grpc.StatusCode:
+            return self._code
+
+        def details(self) -> str:
+            return self._details
+
+    where = "grpc://127.0.0.1:1"
+    cancelled = Status(grpc.StatusCode.CANCELLED, "CANCELLED")
+    assert failures.storage_lost(cancelled)
+    assert failures.storage_failure(cancelled, where) == (
+        f"lost the storage proxy at {where}: CANCELLED (it stopped during the call); the completed "
+        "trials are kept: rerun when it is back to resume")
+    assert failures.storage_lost(Status(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
+    for final in (Status(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"),
+                  Status(grpc.StatusCode.ALREADY_EXISTS, "study x exists"),
+                  Status(grpc.StatusCode.UNKNOWN, "a bug")):
+        assert not failures.storage_lost(final), final.code()
+
+
 # --- a hung proxy ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
         tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy]) -> None:
     """The issue's two workers behind a SIGSTOPped proxy sat silent for over 300 s: every call
@@ -355,7 +393,7 @@ def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
             lines = err.strip().splitlines()
             assert len(lines) == 1 and "storage proxy at grpc://127.0.0.1:" in lines[0], err
             assert "did not answer within its deadline" in lines[0], err
-        assert time.monotonic() - stopped < 3 + 10
+        assert time.monotonic() - stopped < 3 + LATE_S
     finally:
         os.kill(proxy.proc.pid, signal.SIGCONT)
     resumed = dse("run", str(path), "--storage", proxy.url, "--quiet", "--no-report")
@@ -364,26 +402,6 @@ def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
 
 
 # --- a worker that wakes after its trial was failed ------------------------------------------------
-
-
-def stop_holding_a_trial(pid: int, study: optuna.Study) -> FrozenTrial:
-    """SIGSTOP process ``pid`` while it runs a trial it has claimed (its completion not sent);
-    that trial. The process is left stopped."""
-    name = f"{socket.gethostname()}:{pid}"
-
-    def claimed() -> list[FrozenTrial]:
-        return [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-                if t.system_attrs.get(WORKER_KEY) == name]
-
-    for _ in range(500):
-        os.kill(pid, signal.SIGSTOP)
-        time.sleep(0.1)  # a completion already sent has reached the database by now
-        running = claimed()
-        if running:
-            return running[0]
-        os.kill(pid, signal.SIGCONT)
-        time.sleep(0.005)
-    raise AssertionError("never caught the worker running a trial")
 
 
 def assert_goes_on(worker: Worker, url: str, name: str, failed: FrozenTrial) -> None:
@@ -407,6 +425,7 @@ def fail_as_abandoned(study: optuna.Study) -> Callable[[FrozenTrial], None]:
     return fail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["postgres", "grpc"])
 def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
         tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy], kind: str,
@@ -423,23 +442,26 @@ def test_a_worker_that_wakes_after_its_trial_was_failed_goes_on(
     if kind == "grpc":
         proxies.append(Proxy(url, postgres_server.free_port()))
         target = proxies[0].url
-    worker = Worker(tmp_path, 0, "worker", str(path), "--storage", target)
-    wait_complete(url, path.stem, 3, [worker])
-    for _ in range(20):
-        trial = stop_holding_a_trial(worker.proc.pid, study)
-        try:
-            if kind == "postgres":
-                time.sleep(GRACE_S + 1.5)  # the grace period and a heartbeat interval's slack
-                assert trial.number in [t.number for t in study.get_trials(
-                    deepcopy=False, states=(TrialState.RUNNING,))]
-                recover(study)  # Optuna's fail_stale_trials and its retry callback
-            else:
-                fail_as_abandoned(study)(trial)
-            break
-        except UpdateFinishedTrialError:
-            continue  # it finished in the millisecond before: another
-        finally:
-            os.kill(worker.proc.pid, signal.SIGCONT)
+    # The worker stalls as it is about to complete its fourth trial, until told to go on
+    # (:mod:`stalling`: caught holding a trial, not raced for one).
+    stalled, wake = tmp_path / "stalled", tmp_path / "wake"
+    worker = Worker(tmp_path, 0, "worker", str(path), "--storage", target,
+                    launcher=stalling.command(stalled, 4, wake))
+    wait_for(stalled.exists, "the worker to stall in a trial", [worker.proc])
+    [trial] = running_of(study, worker.name)
+    assert trial.number == int(stalled.read_text())
+    try:
+        if kind == "postgres":
+            os.kill(worker.proc.pid, signal.SIGSTOP)  # its heartbeat too
+            time.sleep(GRACE_S + 1.5)  # the grace period and a heartbeat interval's slack
+            assert trial.number in [t.number for t in study.get_trials(
+                deepcopy=False, states=(TrialState.RUNNING,))]
+            recover(study)  # Optuna's fail_stale_trials and its retry callback
+        else:
+            fail_as_abandoned(study)(trial)
+    finally:
+        wake.touch()
+        os.kill(worker.proc.pid, signal.SIGCONT)
     assert_goes_on(worker, url, path.stem, trial)
     trials = study.get_trials(deepcopy=False)
     assert trials[trial.number].state == TrialState.FAIL

@@ -41,6 +41,7 @@ def _study(tmp_path: Path, budget: int) -> Path:
                        storage=str(tmp_path / "w.journal"))
 
 
+@pytest.mark.slow
 def test_two_workers_do_not_repeat_each_others_designs(tmp_path: Path) -> None:
     path = _study(tmp_path, 120)
     result = subprocess.run([sys.executable, "-m", "dse", "run", str(path), "--jobs", "2",
@@ -77,6 +78,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_jobs_children_stop_when_the_parent_is_killed(tmp_path: Path) -> None:
     if not Path("/proc/self/stat").exists():
         pytest.skip("needs /proc to find the worker processes")
@@ -98,6 +100,8 @@ def test_jobs_children_stop_when_the_parent_is_killed(tmp_path: Path) -> None:
         assert workers, "the worker process never started"
         parent.send_signal(signal.SIGKILL)
         parent.wait()
+        # A worker looks for its parent every PARENT_POLL_S (0.5 s) and stops after its running
+        # trial (milliseconds): 15 s is the tolerance of a loaded machine, not the behaviour.
         stop_by = time.monotonic() + 15
         while time.monotonic() < stop_by and any(_alive(w) for w in workers):
             time.sleep(0.2)

@@ -60,7 +60,14 @@ from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import Evaluation
 from dse.model.metrics import METRICS
-from dse.model.parameters import FITTED_APART, Calibration, fingerprint, load_calibration
+from dse.model.parameters import (
+    FITTED_APART,
+    NOT_SCALARS,
+    Calibration,
+    fingerprint,
+    load_calibration,
+    unpinned,
+)
 from dse.model.placement import Plan, plan_placement
 from dse.model.stages import DenseTimes
 from dse.model.system import System
@@ -83,7 +90,6 @@ THROUGHPUT_EXPONENT: Mapping[str, int] = MappingProxyType(
 (their :attr:`~dse.model.metrics.Metric.throughput_exponent`; :func:`dse.model.cost.economics`:
 TCO per second, capex and power do not depend on it). Capex, power and the memory figures are the
 same under every member."""
-_NOT_PARAMETERS = ("version", "software_factor", "fit")
 
 
 class EnsembleUnavailable(DseInputError):
@@ -385,16 +391,20 @@ class PredictionInterval:
     """What the interval comes from: ``ensemble`` (the accelerator fit's bootstrap members and
     residuals) or ``cpu_class`` (a node without accelerators: the CPU class's leave-one-out
     residuals, :func:`cpu_prediction_interval`)."""
+    unpinned: tuple[str, ...] = ()
+    """The parameters no measurement pins down that move this design's prediction
+    (:func:`~dse.model.parameters.unpinned`), each with its range: the interval takes in the
+    predictions at both ends of every range (:func:`range_ends`)."""
 
     @classmethod
     def around(cls, level: float, point: float, log_bounds: tuple[float, float],
                spread_log_bounds: tuple[float, float], members: int, outside: tuple[str, ...] = (),
-               basis: str = "ensemble") -> PredictionInterval:
+               basis: str = "ensemble", unpinned: tuple[str, ...] = ()) -> PredictionInterval:
         """The interval at ``point`` samples/s from its log bounds (the interval's and the bootstrap
         spread's alone), as :func:`shown`."""
         (lo, hi), (slo, shi) = shown(*log_bounds), shown(*spread_log_bounds)
         return cls(level, point, point * math.exp(lo), point * math.exp(hi), point * math.exp(slo),
-                   point * math.exp(shi), members, outside, basis)
+                   point * math.exp(shi), members, outside, basis, unpinned)
 
     @property
     def relative(self) -> tuple[float, float]:
@@ -422,6 +432,7 @@ class PredictionInterval:
             "interval_members": self.members,
             "outside_measured_regime": list(self.outside),
             "interval_basis": self.basis,
+            "interval_unpinned_parameters": list(self.unpinned),
         }
 
 
@@ -448,7 +459,48 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
         return None
     logs = log_throughputs(ev.workload, ev.system, ev.plan, ens.members)
     outside = ens.outside(design_class(ev.system, ev.plan))
-    return interval_of_spread(point, logs - math.log(point), ens, level, outside)
+    ends = range_ends(ev.workload, ev.system, ev.plan, calib, point)
+    return interval_of_spread(point, logs - math.log(point), ens, level, outside, ends)
+
+
+@dataclass(frozen=True, slots=True)
+class RangeEnds:
+    """What the ranges of the unpinned parameters do to one design's prediction (log ratios to
+    the point): at the slowest and the fastest ends of every range together (:func:`range_ends`),
+    and which parameters move it."""
+
+    low: float
+    high: float
+    moved: tuple[str, ...]
+    """``name low-high`` of each parameter whose ends alone move the prediction by over 0.1%."""
+
+
+NO_RANGE = RangeEnds(0.0, 0.0, ())
+MOVED_LOG = 1e-3
+"""A parameter whose range moves a prediction by less than this (log ratio, 0.1%) is not named."""
+
+
+def range_ends(workload: Workload, system: System, plan: Plan, calib: Calibration,
+               point: float) -> RangeEnds:
+    """:class:`RangeEnds` of a design predicted at ``point`` samples/s under ``calib``: its
+    throughput retimed with each unpinned parameter (:func:`~dse.model.parameters.unpinned`) alone
+    at either end of its range, then with every one at its slower end together and at its faster
+    end together (the step is monotone in each: an efficiency speeds it, an overhead slows it, so
+    these two bound every draw)."""
+    ranges = unpinned(calib)
+    if not ranges or not (0 < point < math.inf):
+        return NO_RANGE
+    names = list(ranges)
+    alone = [calib.with_values(**{n: v}) for n in names for v in ranges[n]]
+    logs = log_throughputs(workload, system, plan, alone) - math.log(point)
+    logs = np.where(np.isfinite(logs), logs, 0.0)
+    slow = {n: ranges[n][0] if logs[2 * i] <= logs[2 * i + 1] else ranges[n][1] for i, n in enumerate(names)}
+    fast = {n: ranges[n][1] if v == ranges[n][0] else ranges[n][0] for n, v in slow.items()}
+    both = log_throughputs(workload, system, plan, [calib.with_values(**slow), calib.with_values(**fast)])
+    both = np.where(np.isfinite(both), both - math.log(point), 0.0)
+    moved = tuple(f"{n} {ranges[n][0]:g}-{ranges[n][1]:g}" for i, n in enumerate(names)
+                  if max(abs(logs[2 * i]), abs(logs[2 * i + 1])) > MOVED_LOG)
+    return RangeEnds(float(min(both.min(), logs.min(), 0.0)), float(max(both.max(), logs.max(), 0.0)), moved)
 
 
 def cpu_prediction_interval(ev: Evaluation, calib: Calibration,
@@ -479,19 +531,24 @@ def cpu_interval_at(point: float, system: System, calib: Calibration,
 
 
 def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsemble,
-                       level: float = LEVEL, outside: tuple[str, ...] = ()) -> PredictionInterval | None:
+                       level: float = LEVEL, outside: tuple[str, ...] = (),
+                       ends: RangeEnds = NO_RANGE) -> PredictionInterval | None:
     """The interval of a design predicted at ``point`` samples/s whose members deviate from it by
     ``spread`` (log ratios, one per member): :func:`prediction_interval` once the members are timed.
     ``outside`` (why the design lies outside the measured regime, :meth:`CalibrationEnsemble.outside`)
     widens the interval to take in the one the leave-one-class-out residuals give as well: the
-    error of a fit on a class it never saw, the design's own case (:func:`widened_bounds`)."""
+    error of a fit on a class it never saw, the design's own case (:func:`widened_bounds`).
+    ``ends`` (:func:`range_ends`) widens it to take in the predictions at both ends of every range
+    of the parameters no measurement pins down: what the design's step rests on unmeasured is never
+    narrower than its range."""
     spread = spread[np.isfinite(spread)]
     if not (0 < point < math.inf) or spread.size == 0:
         return None
     widened = ens.outside_residuals() if outside else np.zeros(0)
     lo, hi = widened_bounds(spread, np.asarray(ens.loo_log_residuals), widened, level)
+    lo, hi = min(lo, ends.low), max(hi, ends.high)
     return PredictionInterval.around(level, point, (lo, hi), _quantiles(spread, np.zeros(0), level),
-                                     len(ens.members), outside)
+                                     len(ens.members), outside, unpinned=ends.moved)
 
 
 def widened_bounds(spread: np.ndarray, loo: np.ndarray, widened: np.ndarray,
@@ -583,7 +640,7 @@ def coverage(ens: CalibrationEnsemble, measurements: Sequence[Measurement],
 
 def _member_data(calib: Calibration) -> dict[str, Any]:
     data: dict[str, Any] = {f.name: float(getattr(calib, f.name)) for f in fields(Calibration)
-                            if f.name not in _NOT_PARAMETERS}
+                            if f.name not in NOT_SCALARS}
     data["software_factor"] = dict(sorted(calib.software_factor.items()))
     return data
 
@@ -711,10 +768,37 @@ def load_ensemble(path: Path | None = None, calibration: Calibration | None = No
         with resources.as_file(ref) as p:
             ens = _cached(p, f"dse/data/{ENSEMBLE_FILE}")
         ens.check(calib)
-        return _with_fitted_apart(ens, calib)
+        return with_drawn_ranges(_with_fitted_apart(ens, calib), calib)
     ens = _cached(path, str(path))
     ens.check(calib, str(path))
-    return _with_fitted_apart(ens, calib)
+    return with_drawn_ranges(_with_fitted_apart(ens, calib), calib)
+
+
+RANGE_DRAW_STREAM = 39
+"""Second seed word of the ranges' draws (the first is the ensemble's seed), so they are
+independent of the bootstrap's resamples."""
+
+
+def with_drawn_ranges(ens: CalibrationEnsemble, calib: Calibration) -> CalibrationEnsemble:
+    """``ens`` with each bootstrap member's unpinned parameters (:func:`~dse.model.parameters.unpinned`)
+    drawn across their ranges: a Latin hypercube over the members (for each parameter, member k
+    takes the middle of its own 1/B of the range, in a seeded random order), so every stretch of
+    every range is drawn once and the draws are independent of one another and of the resamples.
+    The refits never move these parameters (no measurement depends on them), so the members keep
+    their fitted values of the rest; the leave-one-out members, which only score the measurements,
+    keep the calibration's values."""
+    ranges = unpinned(calib)
+    boot = ens.bootstrap
+    if not ranges or not boot:
+        return ens
+    rng = np.random.default_rng([ens.seed, RANGE_DRAW_STREAM])
+    n = len(boot)
+    drawn: list[dict[str, float]] = [{} for _ in boot]
+    for name, (lo, hi) in ranges.items():
+        for k, slot in enumerate(rng.permutation(n)):
+            drawn[k][name] = lo + (hi - lo) * (float(slot) + 0.5) / n
+    members = tuple(m.with_values(**d) for m, d in zip(boot, drawn, strict=True))
+    return dataclasses.replace(ens, bootstrap=members)
 
 
 def _with_fitted_apart(ens: CalibrationEnsemble, calib: Calibration) -> CalibrationEnsemble:

@@ -56,7 +56,7 @@ from dse.calibration.measurements import (
 from dse.errors import DseInputError
 from dse.model.cost import power
 from dse.model.evaluate import evaluate
-from dse.model.parameters import Calibration
+from dse.model.parameters import DEFAULT_RANGES, Calibration
 from dse.model.placement import Plan, plan_placement
 from dse.model.system import System, load_system
 from dse.model.timing import step_time
@@ -120,12 +120,9 @@ PRIOR_REASONS: dict[str, str] = {
         "server or feed Ascend NPUs, which the model does not describe); the one the model "
         "places as measured predicts the same for every value from 0.1 to 1, the cache points "
         "hang on unpublished hit rates, and the TorchRec 2026 rows run a benchmark model with no "
-        "preset here (their UVM difference alone asks for about 0.7 on 2 KB rows)."),
-    "cxl_efficiency": (
-        "Not fitted: no measurement holds tables in CXL memory (nor could: no published DLRM "
-        "training run uses it); it keeps host_efficiency's prior, 0.5, within a stated range of "
-        "0.25-0.7 (dse.calibration.parameters), and every design that keeps tables in CXL "
-        "memory lies outside the measured regime (placement class cxl)."),
+        "preset here (their UVM difference alone asks for about 0.7 on 2 KB rows). So it is a range, "
+        "0.25-0.82 (dse.model.parameters: TorchRec PR #4099's UVM rows give the top), drawn by the "
+        "ensemble and taken in by every interval of a design that reads host memory."),
     "collective_latency_s": (
         "Not fitted: the fixed cost of one collective is not separable from the per-kernel overhead "
         "with these data (both add a constant per step); it keeps the nccl-tests small-message "
@@ -144,8 +141,13 @@ PRIOR_REASONS: dict[str, str] = {
         "than one synchronisation per step, and a fixed cost a step is not separable from the "
         "per-kernel overhead with them."),
 }
+PRIOR_REASONS.update({
+    name: (f"Not fitted: no measurement depends on it, so it is a range, {lo:g}-{hi:g} ({why}), drawn by "
+           "the ensemble and taken in by every interval of a design that depends on it.")
+    for name, ((lo, hi), why) in DEFAULT_RANGES.items() if name not in PRIOR_REASONS})
 """Why each calibration parameter outside :data:`FIT_PARAMETERS` keeps its prior (listed in
-``docs/validation.md`` beside the fitted ones)."""
+``docs/validation.md`` beside the fitted ones): those stated here, and every parameter stated as a
+range (:data:`~dse.model.parameters.DEFAULT_RANGES`) by its range's source."""
 
 
 def parameter_bounds(name: str) -> tuple[float, float]:

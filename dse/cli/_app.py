@@ -1,6 +1,6 @@
 """The Typer application every command group registers on, and the helpers the groups share:
-one-line errors, strict JSON and console formatting. Imports nothing else of :mod:`dse.cli`, so
-the groups can import it without an import circle."""
+one-line errors and warnings, safe writes, strict JSON and numbers with SI prefixes. Imports
+nothing else of :mod:`dse.cli`, so the groups can import it without an import circle."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from dse.errors import DseInputError
 from dse.safe_write import check_target, write_file
@@ -94,12 +93,6 @@ def finite(value: Any) -> Any:
 def to_json(value: Any) -> str:
     """Strict JSON (non-finite numbers become null)."""
     return json.dumps(finite(value), indent=2, allow_nan=False)
-
-
-def wide_console(min_width: int) -> Console:
-    """A console at least ``min_width`` characters wide (tables of many columns stay unwrapped
-    when stdout is a pipe or a narrow terminal)."""
-    return Console(width=max(Console().width, min_width))
 
 
 def si(value: float, unit: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -286,6 +286,19 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
     """The readable breakdown of ``dse evaluate`` (with ``iv``, each figure the calibration moves
     carries its interval)."""
     m = {k: v for k, v in ev.metrics().items() if isinstance(v, int | float)}
+    _print_headline(ev, console, iv)
+    _print_stages(ev, console)
+    _print_memory_and_parts(ev, m, console)
+    _print_costs(ev, m, console, iv)
+    if iv is not None:
+        _print_interval_source(iv, console)
+    for note in ev.timing.notes:
+        console.print(f"note: {note}")
+
+
+def _print_headline(ev: Evaluation, console: Console, iv: PredictionInterval | None) -> None:
+    """The workload on the system, its racks' power, feasibility, what-if parts, and throughput,
+    step time and bottleneck (with ``iv``, their intervals)."""
     s = ev.system
     racks = rack_count(s.spec)
     size = rack_phrase(racks, s.nodes) if racks_of(s.spec) else f"{s.nodes} node(s)"
@@ -307,6 +320,11 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
         f"{_span(iv, 'step_time_s', ev.step_time_s, lambda v: f'{v * 1e3:.3f}')}, "
         f"bottleneck [bold]{ev.bottleneck}[/]"
     )
+
+
+def _print_stages(ev: Evaluation, console: Console) -> None:
+    """The step time by stage on the critical path (ms, share), the stages' durations before
+    overlap, and the critical path."""
     stages = Table(title="step time by stage", show_lines=False)
     for col in ("stage", "critical path ms", "share"):
         stages.add_column(col, justify="right" if col != "stage" else "left")
@@ -321,6 +339,11 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
         raw.add_row(name, f"{sec * 1e3:.3f}")
     console.print(raw)
     console.print("critical path: " + " -> ".join(ev.timing.critical_path))
+
+
+def _print_memory_and_parts(ev: Evaluation, m: Mapping[str, float], console: Console) -> None:
+    """Memory used against capacity (HBM, host DDR; GB), the placement's counts, and capex (USD)
+    and power (W) by part. ``m``: the numeric metrics."""
     mem = Table(title="memory")
     for col in ("tier", "used GB", "capacity GB"):
         mem.add_column(col)
@@ -337,6 +360,12 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
                       f"{ev.power.parts_w.get(part, 0.0):,.0f}")
     money.add_row("[bold]total", f"[bold]{ev.cost.capex_usd:,.0f}", f"[bold]{ev.power.power_w:,.0f}")
     console.print(money)
+
+
+def _print_costs(ev: Evaluation, m: Mapping[str, float], console: Console,
+                 iv: PredictionInterval | None) -> None:
+    """TCO (USD/year), cost (USD per billion samples) and energy (mJ) per sample, and the lines on
+    training the workload (with ``iv``, their intervals)."""
     console.print(
         f"TCO {m['tco_usd_per_year']:,.0f} USD/year, {human_number(ev.usd_per_billion_samples)} USD "
         f"per billion samples"
@@ -348,21 +377,23 @@ def print_evaluation(ev: Evaluation, console: Console, iv: PredictionInterval | 
     to_train = to_train_line(ev, iv)
     if to_train:
         console.print(to_train)
-    if iv is not None:
-        lo, hi = iv.relative
-        point = iv.throughput_samples_per_s
-        source = ("the CPU class's leave-one-out errors (a node without accelerators is fitted "
-                  "apart, on Intel's MLPerf CPU runs; docs/validation.md)" if iv.basis == "cpu_class" else
-                  f"the calibration ensemble ({iv.members} bootstrap refits alone: "
-                  f"{iv.spread_low / point - 1:+.0%} to {iv.spread_high / point - 1:+.0%}) and the "
-                  f"fit's {'leave-one-class-out' if iv.outside else 'leave-one-out'} errors "
-                  "(docs/validation.md)")
-        console.print(f"interval: {iv.level:.0%} prediction interval {lo - 1:+.0%} to {hi - 1:+.0%} "
-                      f"from {source}")
-        for reason in iv.outside:
-            console.print(f"outside the measured regime: {reason}; the interval is widened")
-    for note in ev.timing.notes:
-        console.print(f"note: {note}")
+
+
+def _print_interval_source(iv: PredictionInterval, console: Console) -> None:
+    """Where the interval comes from (the CPU class, or the ensemble and the fit's errors) and
+    why it is widened outside the measured regime."""
+    lo, hi = iv.relative
+    point = iv.throughput_samples_per_s
+    source = ("the CPU class's leave-one-out errors (a node without accelerators is fitted "
+              "apart, on Intel's MLPerf CPU runs; docs/validation.md)" if iv.basis == "cpu_class" else
+              f"the calibration ensemble ({iv.members} bootstrap refits alone: "
+              f"{iv.spread_low / point - 1:+.0%} to {iv.spread_high / point - 1:+.0%}) and the "
+              f"fit's {'leave-one-class-out' if iv.outside else 'leave-one-out'} errors "
+              "(docs/validation.md)")
+    console.print(f"interval: {iv.level:.0%} prediction interval {lo - 1:+.0%} to {hi - 1:+.0%} "
+                  f"from {source}")
+    for reason in iv.outside:
+        console.print(f"outside the measured regime: {reason}; the interval is widened")
 
 
 def device_ranges(devices: tuple[int, ...]) -> str:
@@ -391,13 +422,15 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
                        f"{t.embedding_share:.1%}")
     console.print(tables)
     devices = Table(title="placement by device (embedding, all-to-all: forward + backward)")
-    for col in ("devices", "tables", "HBM GB", "node DDR GB", "embedding ms", "all-to-all ms"):
+    cpu = any(d.cpu_pooling_s for d in summary.devices)  # the host CPUs' own stage, when they pool tables
+    for col in ("devices", "tables", "HBM GB", "node DDR GB", "embedding ms",
+                *(("of it host CPUs ms",) if cpu else ()), "all-to-all ms"):
         devices.add_column(col, justify="right")
     # Devices with identical rows share one line (a balanced plan has a handful of kinds).
-    rows: list[tuple[list[int], tuple[str, str, str, str, str]]] = []
+    rows: list[tuple[list[int], tuple[str, ...]]] = []
     for d in summary.devices:
-        cells = (str(d.tables), f"{d.hbm_used_gb:.2f}", f"{d.ddr_used_gb:.2f}",
-                 f"{d.embedding_s * 1e3:.3f}", f"{d.alltoall_s * 1e3:.3f}")
+        cells = (str(d.tables), f"{d.hbm_used_gb:.2f}", f"{d.ddr_used_gb:.2f}", f"{d.embedding_s * 1e3:.3f}",
+                 *((f"{d.cpu_pooling_s * 1e3:.3f}",) if cpu else ()), f"{d.alltoall_s * 1e3:.3f}")
         if rows and rows[-1][1] == cells:
             rows[-1][0].append(d.device)
         else:

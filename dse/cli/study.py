@@ -194,8 +194,6 @@ def run_cmd(
 ) -> None:
     """Create or resume a study and work until its budget of completed trials is reached, then
     write its report."""
-    from dse.search.runner import open_study, target_of
-
     spec = _spec(study, catalog)
     if prescreen_s is not None:
         spec = dataclasses.replace(spec, prescreen_s=prescreen_s)
@@ -205,10 +203,30 @@ def run_cmd(
     if jobs > 1 and url.startswith("sqlite"):
         fail("--jobs > 1 needs a storage safe for several processes: SQLite is not; use the default "
              "journal file or PostgreSQL")
+    created, until = _open_for_run(spec, study, url, force, warm_start, quiet, trials)
+    if trials == 0:
+        info = status(created)
+        join = "" if not url else " --storage " + ("URL" if "***" in shown else shown)
+        typer.echo(f"{spec.name}: ready in {shown}, {info['complete']} of {spec.budget} trials "
+                   f"complete, {info['waiting']} queued; workers join it with: dse worker "
+                   f"{study}{join}")
+        return
+    result = _work_until(spec, study, url, until, jobs, quiet, spec.catalog if catalog else "")
+    if result is None:
+        return
+    _after_run(result, spec, url, shown, until, report)
+
+
+def _open_for_run(spec: StudySpec, study: str, url: str, force: bool, warm_start: str | None,
+                  quiet: bool, trials: int | None) -> tuple[optuna.Study, int]:
+    """``dse run``'s study, created or checked (and seeded, for ``--warm-start sweep``) before
+    any worker starts, and the number of completed trials to work until, fixed once so that
+    ``--trials N`` means N more for all workers together. A storage or input error ends the
+    command in one line; Ctrl-C says how to complete the creation (exit code 130)."""
+    from dse.search.runner import open_study, target_of
+
     try:
-        with _storage_errors(shown):
-            # Checks and records before workers start, and fixes the target once, so `--trials N`
-            # means N more for all workers together.
+        with _storage_errors(_shown(url, spec)):
             mode = _warm_start_mode(warm_start)
             store = open_storage(url, spec)
             new = mode == WarmStart.SWEEP and not study_exists(store, spec.name)
@@ -217,10 +235,10 @@ def run_cmd(
                                      warm_start=mode, on_sweep=on_sweep)
             if mode == WarmStart.SWEEP:
                 _seed_sweep(created, spec, new)
-            until = target_of(spec, created, trials)
+            return created, target_of(spec, created, trials)
     except DseInputError as exc:
         fail(str(exc))
-        return
+        raise  # not reached: fail exits
     except KeyboardInterrupt:
         # Before the first trial (the coarse-to-fine sweep of a new study takes seconds): the
         # recording is completed by the next run, which sweeps again.
@@ -228,28 +246,23 @@ def run_cmd(
         typer.echo(f"interrupted while creating the study, before its first trial; `{resume}` "
                    "completes it", err=True)
         raise typer.Exit(code=130) from None
-    if trials == 0:
-        info = status(created)
-        join = "" if not url else " --storage " + ("URL" if "***" in shown else shown)
-        typer.echo(f"{spec.name}: ready in {shown}, {info['complete']} of {spec.budget} trials "
-                   f"complete, {info['waiting']} queued; workers join it with: dse worker "
-                   f"{study}{join}")
-        return
+
+
+def _work_until(spec: StudySpec, study: str, url: str, until: int, jobs: int, quiet: bool,
+                catalog: str) -> tuple[optuna.Study, WorkerExits] | None:
+    """:func:`_run_with_progress`, with Ctrl-C (also when it ends a trial, which Optuna re-raises
+    as another error) ending the command with what was kept and how to resume."""
     try:
         with _quiet_interrupted_trials():
-            result = _run_with_progress(spec, study, url, until, jobs, quiet,
-                                        spec.catalog if catalog else "")
+            return _run_with_progress(spec, study, url, until, jobs, quiet, catalog)
     except KeyboardInterrupt:
         _interrupted(spec, study, url)
-        return
+        return None
     except Exception as exc:
         if not _raised_by_interrupt(exc):
             raise
         _interrupted(spec, study, url)
-        return
-    if result is None:
-        return
-    _after_run(result, spec, url, shown, until, report)
+        return None
 
 
 def _warn_catalog(spec: StudySpec) -> None:

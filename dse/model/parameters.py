@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dse.errors import DseInputError
 from dse.records import from_mapping, read_toml
 from dse.safe_write import write_file
 
@@ -42,10 +44,20 @@ class Calibration:
     memory_efficiency: float = field(default=0.60, metadata=EFF)
     """Fraction of HBM peak that embedding gathers and element-wise kernels reach. Prior: FBGEMM
     table-batched embedding kernels reach 60-80% of HBM bandwidth (FBGEMM GPU docs)."""
-    host_efficiency: float = field(default=0.50, metadata=EFF)
+    host_efficiency: float = field(default=0.50, metadata={**EFF, "range": (0.25, 0.82), "range_source": (
+        "low: random 64 B gathers, per-row overheads on the host link and DDR row misses, half the "
+        "prior [A]; high: TorchRec PR #4099 (meta-pytorch/torchrec commit 6a2d4be), UVM over "
+        "PCIe Gen5 x16 with 2 KB rows, 0.68 of the link read and written, 0.82 read alone "
+        "(docs/host_memory_data.md, section 5)")})
     """Fraction of host DDR and PCIe peak reached by host-resident embedding traffic (random 64 B
-    accesses). Prior: CPU random-gather bandwidth is about half of stream bandwidth [A]."""
-    cxl_efficiency: float = field(default=0.50, metadata=EFF)
+    accesses). Prior: CPU random-gather bandwidth is about half of stream bandwidth [A]. No
+    fitted measurement holds tables in host memory, so it is a range (:func:`unpinned`), which
+    every interval of a design that reads host memory takes in."""
+    cxl_efficiency: float = field(default=0.50, metadata={**EFF, "range": (0.25, 0.70), "range_source": (
+        "low: CXL expanders answer loads 2-5x slower than local DDR (Liu et al., arXiv "
+        "2405.14209, 2024), which at a fixed number of loads in flight halves the DDR prior; "
+        "high: the best host-path efficiency measured for embedding traffic, TorchRec UVM 0.68 "
+        "(docs/host_memory_data.md) [A]")})
     """Fraction of a CXL memory tier's bandwidth (its modules' vendor-measured read+write figure)
     that host-resident embedding traffic reaches there (random 64 B gathers and updates). Prior:
     ``host_efficiency``'s, 0.5, as no training measurement holds tables in CXL memory; it is not
@@ -76,6 +88,15 @@ class Calibration:
     Ring/LL, NVIDIA/nccl ``src/graph/tuning.cc`` line 75, tag v2.18.5-1, the NCCL of MLPerf v3.1's
     DGX H100 runs). Fitted between the bounds in ``dse.calibration.fit.OVERHEAD_FLOORS_S`` and
     ``CEILINGS_S``."""
+    cpu_op_overhead_s: float = field(default=10e-6, metadata={
+        **NONNEG, "range": (1e-6, 50e-6), "range_source": (
+        "low: a table-batched CPU kernel (FBGEMM's CPU embedding runs many tables in one operator), "
+        "a microsecond a table; high: an eager framework operator with its dispatch, autograd and "
+        "OpenMP fork-join on a many-core socket, tens of microseconds [A]; no measurement of "
+        "CPU-pooled training pins it (docs/host_memory_data.md)")})
+    """Framework cost on the host CPUs per operation of a table they pool (its lookup, gradient and
+    update: ``dse.model.timing.CPU_OPS_PER_TABLE``), seconds. Prior 10 us [A]; a range, drawn by
+    the ensemble and taken in by every interval of a design whose CPUs pool tables."""
     step_overhead_s: float = field(default=5e-6, metadata=NONNEG)
     """Fixed per-step cost outside kernels: one host synchronisation (loss and gradient-scaler
     check, data hand-off), about 5 us (NVIDIA technical blog "Getting Started with CUDA Graphs",
@@ -111,16 +132,36 @@ class Calibration:
     used only when a measurement names its software. Designs are scored with factor 1."""
     fit: dict[str, float] = field(default_factory=dict)
     """Fit statistics recorded by ``dse calibrate`` (errors, point count)."""
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """The calibration file's ``[ranges]``: for a parameter no measurement pins down, the
+    ``[low, high]`` its value may lie in (:func:`unpinned` adds the stated defaults)."""
 
     def with_values(self, **values: float) -> Calibration:
         """A copy with some parameters changed (for fitting and sensitivity studies)."""
         return replace(self, **values)  # type: ignore[arg-type]
 
 
-FITTED_PARAMETERS: tuple[str, ...] = tuple(
-    f.name for f in fields(Calibration) if f.name not in ("version", "software_factor", "fit")
-)
+NOT_SCALARS = ("version", "software_factor", "fit", "ranges")
+"""The :class:`Calibration` fields that are not one number each."""
+FITTED_PARAMETERS: tuple[str, ...] = tuple(f.name for f in fields(Calibration) if f.name not in NOT_SCALARS)
 """Names of the scalar calibration parameters."""
+DEFAULT_RANGES: dict[str, tuple[tuple[float, float], str]] = {
+    f.name: (f.metadata["range"], f.metadata["range_source"])
+    for f in fields(Calibration) if "range" in f.metadata}
+"""The parameters no measurement pins down, each with its default range and the range's source."""
+
+
+def unpinned(calib: Calibration) -> dict[str, tuple[float, float]]:
+    """Every parameter no measurement pins down, with the range its value may lie in: the
+    calibration file's ``[ranges]`` over the defaults (:data:`DEFAULT_RANGES`). Their point values
+    are priors; the ensemble draws them across their ranges and every interval takes in the
+    prediction at both ends (:mod:`dse.calibration.ensemble`), so a design shows exactly as much
+    more uncertainty as its step depends on them."""
+    out = {name: rng for name, (rng, _) in DEFAULT_RANGES.items()}
+    out.update(calib.ranges)
+    return out
+
+
 FITTED_APART = ("cpu_dense_efficiency", "cpu_matrix_efficiency")
 """Parameters fitted on a class of their own (:mod:`dse.calibration.cpu`, each on its own points)
 that the ensemble's refits never move: outside the :func:`fingerprint`, and every member of the
@@ -129,11 +170,12 @@ accelerator fit valid."""
 
 
 def fingerprint(calib: Calibration) -> str:
-    """A short hash of a calibration's values (every scalar parameter but :data:`FITTED_APART`,
-    and every software factor), so a refit that kept its version label still invalidates its
-    ensemble (:mod:`dse.calibration.ensemble`) and the memos keyed by it."""
+    """A short hash of a calibration's values (every scalar parameter but :data:`FITTED_APART` and
+    the unpinned ones, :data:`DEFAULT_RANGES`, which no refit moves either, and every software
+    factor), so a refit that kept its version label still invalidates its ensemble
+    (:mod:`dse.calibration.ensemble`) and the memos keyed by it."""
     parts = [f"{name}={float(getattr(calib, name))!r}" for name in FITTED_PARAMETERS
-             if name not in FITTED_APART]
+             if name not in FITTED_APART and name not in DEFAULT_RANGES]
     parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -141,8 +183,28 @@ def fingerprint(calib: Calibration) -> str:
 def load_calibration(path: Path | None = None) -> Calibration:
     """The calibration in ``path``, or the packaged one (priors when none has been fitted yet)."""
     if path is not None:
-        return from_mapping(Calibration, read_toml(path), str(path))
+        return checked_ranges(from_mapping(Calibration, read_toml(path), str(path)), str(path))
     return _packaged()
+
+
+def checked_ranges(calib: Calibration, source: str) -> Calibration:
+    """``calib``, once every stated range names an unpinned parameter and holds its value
+    within the parameter's own bounds (one-line errors naming the file and ``ranges.NAME``)."""
+    bounds = {f.name: f.metadata for f in fields(Calibration)}
+    for name, rng in calib.ranges.items():
+        where = f"ranges.{name}"
+        if name not in DEFAULT_RANGES:
+            known = ", ".join(DEFAULT_RANGES)
+            raise DseInputError(source, where, f"not a parameter stated as a range (those are: {known})")
+        if len(rng) != 2 or not all(isinstance(x, int | float) for x in rng):
+            raise DseInputError(source, where, "needs [low, high]")
+        lo, hi = float(rng[0]), float(rng[1])
+        meta = bounds[name]
+        if not (meta.get("min", -math.inf) < lo <= getattr(calib, name) <= hi <= meta.get("max", math.inf)):
+            raise DseInputError(source, where, f"[{lo:g}, {hi:g}] must hold the value "
+                                f"{getattr(calib, name):g} within ({meta.get('min', '-inf')}, "
+                                f"{meta.get('max', 'inf')}]")
+    return calib
 
 
 @functools.cache
@@ -152,7 +214,8 @@ def _packaged() -> Calibration:
         return Calibration()
     with resources.as_file(ref) as p:
         data: dict[str, Any] = read_toml(p)
-        return from_mapping(Calibration, data, "dse/data/calibration.toml")
+        return checked_ranges(from_mapping(Calibration, data, "dse/data/calibration.toml"),
+                              "dse/data/calibration.toml")
 
 
 def write_calibration(calib: Calibration, path: Path) -> None:
@@ -162,9 +225,15 @@ def write_calibration(calib: Calibration, path: Path) -> None:
         f'version = "{calib.version}"',
     ]
     for f in fields(Calibration):
-        if f.name in ("version", "software_factor", "fit"):
+        if f.name in NOT_SCALARS:
             continue
         lines.append(f"{f.name} = {float(getattr(calib, f.name))!r}")
+    lines.append("")
+    lines.append("[ranges]  # parameters no measurement pins down: [low, high], drawn by the ensemble")
+    for name, (lo, hi) in unpinned(calib).items():
+        why = DEFAULT_RANGES[name][1] if name not in calib.ranges else "stated by the user"
+        lines.append(f"# {name}: {why}")
+        lines.append(f"{name} = [{lo!r}, {hi!r}]")
     lines.append("")
     lines.append("[software_factor]")
     lines.extend(f'"{k}" = {v!r}' for k, v in sorted(calib.software_factor.items()))

@@ -195,13 +195,17 @@ def check_pcie_lanes(system: System, catalog: Catalog) -> RuleCheck:
                   f"PCIe lanes; {node.cpu_sockets} x {system.cpu.name} have {have}")
 
 
+_NO_CXL = RuleCheck("cxl_memory", 0.0)
+"""The verdict on a node without CXL memory (one record, built once)."""
+
+
 def check_cxl_memory(system: System, catalog: Catalog) -> RuleCheck:
     """``cxl_memory``: the node's CXL memory expanders are ones its CPUs carry: CXL.mem ports
     (``Cpu.cxl_lanes`` a socket) wide enough for every module's link, at the module's PCIe
     generation."""
     node = system.spec.node
     if not node.cxl_modules:
-        return RuleCheck("cxl_memory", 0.0)
+        return _NO_CXL
     part, cpu = catalog.cxl_named(node.cxl_memory), system.cpu
     have = node.cpu_sockets * cpu.cxl_lanes
     if not have or cpu.pcie_gen < part.pcie_gen:

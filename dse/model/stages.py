@@ -33,6 +33,7 @@ class Stage(StrEnum):
     dense_compute = auto()
     embedding_memory = auto()
     host_pcie = auto()
+    cpu_pooling = auto()
     alltoall_fabric = auto()
     alltoall_network = auto()
     allreduce_exposed = auto()
@@ -48,6 +49,7 @@ STAGE_WORDS: dict[str, str] = {
     Stage.dense_compute: "dense compute",
     Stage.embedding_memory: "embedding lookups",
     Stage.host_pcie: "host PCIe",
+    Stage.cpu_pooling: "host CPUs pooling tables",
     Stage.alltoall_fabric: "all-to-all in the node",
     Stage.alltoall_network: "all-to-all over the network",
     Stage.allreduce_exposed: "gradient all-reduce (exposed)",
@@ -65,13 +67,16 @@ class LinkTimes(NamedTuple):
 
 
 class EmbeddingTimes(NamedTuple):
-    """Per-step seconds of embedding traffic on the slowest device: HBM (``emb_*``) and host work
-    (``host_*``), forward and backward+update."""
+    """Per-step seconds of embedding work, forward and backward+update: in the slowest device's own
+    memory (``emb_*``), on its host link and the node tiers' memory (``host_*``), and by the host
+    CPUs of the busiest node for the tables they pool (``cpu_*``)."""
 
     emb_fwd: float
     emb_bwd: float
     host_fwd: float
     host_bwd: float
+    cpu_fwd: float = 0.0
+    cpu_bwd: float = 0.0
 
 
 class DenseTimes(NamedTuple):
@@ -103,6 +108,10 @@ class StageCosts(NamedTuple):
     emb_bwd: float
     host_fwd: float
     host_bwd: float
+    cpu_fwd: float
+    """The host CPUs' work on the tables they pool (gather, pool, per-operation cost), forward ..."""
+    cpu_bwd: float
+    """... and backward (the sparse update of every touched row and its optimizer state)."""
     a2a_fabric: float
     """One all-to-all (forward; the backward mirrors it) on the scale-up fabric ..."""
     a2a_network: float
@@ -123,14 +132,14 @@ class StageCosts(NamedTuple):
     @classmethod
     def of(cls, dense: DenseTimes, embedding: EmbeddingTimes, alltoall: LinkTimes, keys: LinkTimes,
            allreduce: float, allreduce_exposed: float, overhead: float, input_s: float) -> StageCosts:
-        """The costs from their parts (each read by name, passed in field order: 18 keyword
+        """The costs from their parts (each read by name, passed in field order: 20 keyword
         arguments take four times as long; tests/test_one_home_stages.py checks that every field
         gets its part)."""
         return cls(
             dense.bottom_fwd, dense.bottom_bwd, dense.top_fwd, dense.top_bwd, dense.top_wgrad,
             dense.optimizer, embedding.emb_fwd, embedding.emb_bwd, embedding.host_fwd,
-            embedding.host_bwd, alltoall.fabric, alltoall.network, keys.fabric, keys.network,
-            allreduce, allreduce_exposed, overhead, input_s)
+            embedding.host_bwd, embedding.cpu_fwd, embedding.cpu_bwd, alltoall.fabric, alltoall.network,
+            keys.fabric, keys.network, allreduce, allreduce_exposed, overhead, input_s)
 
     @classmethod
     def zero(cls) -> StageCosts:
@@ -165,6 +174,7 @@ STAGE_PARTS: Mapping[str, tuple[str, ...]] = {
     Stage.dense_compute: ("bottom_fwd", "bottom_bwd", "top_fwd", "top_bwd", "top_wgrad", "optimizer"),
     Stage.embedding_memory: ("emb_fwd", "emb_bwd"),
     Stage.host_pcie: ("host_fwd", "host_bwd"),
+    Stage.cpu_pooling: ("cpu_fwd", "cpu_bwd"),
     Stage.alltoall_fabric: ("a2a_fabric", "keys_fabric"),
     Stage.alltoall_network: ("a2a_network", "keys_network"),
     Stage.allreduce_exposed: ("allreduce",),
@@ -182,6 +192,7 @@ class Breakdown(NamedTuple):
     dense_compute: float
     embedding_memory: float
     host_pcie: float
+    cpu_pooling: float
     alltoall_fabric: float
     alltoall_network: float
     allreduce_exposed: float
@@ -195,7 +206,8 @@ class Breakdown(NamedTuple):
         get = attribution.get
         return cls(
             dense_compute=get(Stage.dense_compute, 0.0), embedding_memory=get(Stage.embedding_memory, 0.0),
-            host_pcie=get(Stage.host_pcie, 0.0), alltoall_fabric=get(Stage.alltoall_fabric, 0.0),
+            host_pcie=get(Stage.host_pcie, 0.0), cpu_pooling=get(Stage.cpu_pooling, 0.0),
+            alltoall_fabric=get(Stage.alltoall_fabric, 0.0),
             alltoall_network=get(Stage.alltoall_network, 0.0),
             allreduce_exposed=get(Stage.allreduce_exposed, 0.0), input_exposed=input_exposed,
             overhead=get(Stage.overhead, 0.0))

@@ -43,6 +43,10 @@ from dse.model.tiers import HBM_SECTOR_BYTES, MemoryTier, memory_tier
 from dse.records import SYSTEM, apply_override, from_mapping, named_file, read_toml, source_name
 
 NetworkTopology = Literal["fat_tree", "rail_optimized"]
+HostServing = Literal["auto", "cache", "uvm", "cpu"]
+"""How tables off the devices are served (:attr:`SoftwareSpec.host_tables`)."""
+HostOrder = Literal["density", "largest"]
+"""Which tables leave the devices first (:attr:`SoftwareSpec.host_table_order`)."""
 NicAttach = Literal["accelerator", "cpu"]
 InputSource = Literal["local", "network"]
 
@@ -207,6 +211,24 @@ class SoftwareSpec:
     """Run the bottom MLP model-parallel on device 0 for the whole global batch, with no tables on
     that device; its output joins the all-to-all and its gradients skip the allreduce (NVIDIA
     DeepLearningExamples PyTorch DLRM, "Embedding table placement and load balancing")."""
+    host_tables: HostServing = "auto"
+    """How the tables that live off the devices (host DDR, CXL memory) are served:
+
+    - ``auto``: behind a cache in the device's spare memory where it has some, else pooled by the
+      CPUs (dse's placement before this setting);
+    - ``cache``: behind a cache in the device's memory, misses read over the host link (TorchRec's
+      ``FUSED_UVM_CACHING`` compute kernel, FBGEMM's ``EmbeddingLocation.MANAGED_CACHING``);
+    - ``uvm``: read by the device over the host link with no cache (zero-copy UVM: TorchRec's
+      ``FUSED_UVM``, FBGEMM's ``EmbeddingLocation.MANAGED``);
+    - ``cpu``: gathered, pooled and updated by the host CPUs, pooled vectors and their gradients
+      crossing the host link (Zion, Naumov et al. 2020; NVIDIA DeepLearningExamples TensorFlow2
+      DLRM, whose ``DualEmbeddingGroup`` "will use CPU memory for the largest tables" and looks
+      them up there)."""
+    host_table_order: HostOrder = "density"
+    """Which tables leave the devices when they do not all fit: ``density``, the fewest lookups per
+    byte first (dse's planner, in the spirit of TorchRec's, which ranks by cost); ``largest``, the
+    largest tables first (NVIDIA DeepLearningExamples TensorFlow2 DLRM, ``DualEmbeddingGroup``,
+    its ``cpu_offloading_threshold_gb``)."""
 
 
 @dataclass(frozen=True, slots=True)

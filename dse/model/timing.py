@@ -4,11 +4,12 @@ Inputs are plain data (workload, resolved system, placement plan, calibration); 
 :class:`StepTime`. The overlaps are written as an explicit tree of sequential and parallel parts
 (:func:`step_tree`), so "which stage hides behind which" is read off one function:
 
-    forward   = max( [embedding lookup (HBM || host)] -> [all-to-all (fabric || network)],
+    forward   = max( [embedding lookup (HBM || host CPUs -> host link)] -> [all-to-all (fabric || network)],
                      bottom-MLP forward )
     middle    = interaction + top-MLP forward, then top-MLP + interaction backward
                 || the next step's flat key all-to-all (software.flat_key_exchange only)
-    backward  = max( [all-to-all (fabric || network)] -> [embedding backward+update (HBM || host)],
+    backward  = max( [all-to-all (fabric || network)]
+                       -> [embedding backward+update (HBM || host link -> host CPUs)],
                      bottom-MLP backward,
                      dense-gradient allreduce )  # beside the all-to-all too (overlap_ar_a2a)
     optimizer = dense optimizer update (memory bound)
@@ -296,9 +297,15 @@ class EmbeddingLoads:
     """Host-link bytes of the busiest device (forward, backward); zero without off-device shards."""
     far: tuple[tuple[float, float], ...]
     """Per node tier (the system's tiers after the first, in order): the bytes (forward, backward)
-    of the busiest node that serves shards from it."""
+    the devices move there (cached and direct reads, and their updates) on the busiest node."""
     host: bool
     """Whether any shard lives off the devices."""
+    pooled: tuple[tuple[float, float], ...] = ()
+    """Per node tier: the bytes the host CPUs of the busiest node move there for the tables they
+    pool (gathers forward; the read-modify-write of each touched row and its state backward)."""
+    pooled_tables: int = 0
+    """Tables (or their pieces) the host CPUs of the busiest node pool: each costs framework
+    operations on the CPU every step (:data:`CPU_OPS_PER_TABLE`)."""
 
 
 def embedding_loads(plan: Plan, accelerators_per_node: int,
@@ -311,7 +318,9 @@ def embedding_loads(plan: Plan, accelerators_per_node: int,
     local_f = [0.0] * plan.devices
     local_b = [0.0] * plan.devices
     link: dict[int, list[float]] = {}
-    far: dict[tuple[str, int], list[float]] = {}  # (tier, node): bytes
+    far: dict[tuple[str, int], list[float]] = {}  # (tier, node): bytes the devices move
+    pooled: dict[tuple[str, int], list[float]] = {}  # (tier, node): bytes the CPUs move
+    pooled_tables: dict[int, int] = {}  # node: tables its CPUs pool
     rep_f = rep_b = 0.0
     # Each group's traffic added to each of its devices in turn: a device's sum takes its shards in
     # plan order, as it would one shard at a time (a plan has a group per size of piece: 34 for the
@@ -333,13 +342,17 @@ def embedding_loads(plan: Plan, accelerators_per_node: int,
                 local_b[d] += bw
         if traffic.link_fwd or traffic.link_bwd:
             tier = shard.tier
+            by_cpu = shard.access == "pooled"
+            into = pooled if by_cpu else far
             for d in devices:
                 p = link.setdefault(d, [0.0, 0.0])
                 p[0] += traffic.link_fwd
                 p[1] += traffic.link_bwd
-                n = far.setdefault((tier, d // a), [0.0, 0.0])
+                n = into.setdefault((tier, d // a), [0.0, 0.0])
                 n[0] += traffic.far_fwd
                 n[1] += traffic.far_bwd
+                if by_cpu:
+                    pooled_tables[d // a] = pooled_tables.get(d // a, 0) + 1
     # (max(x) if x else 0.0 rather than max(x, default=0.0): a keyword makes max() parse its
     # arguments the slow way, ~1,000 instructions a call.)
     return EmbeddingLoads(
@@ -348,6 +361,8 @@ def embedding_loads(plan: Plan, accelerators_per_node: int,
         link=(max([p[0] for p in link.values()]), max([p[1] for p in link.values()])) if link else (0.0, 0.0),
         far=tuple([_busiest_node(far, name) for name in node_tiers]) if far else _NO_FAR[len(node_tiers)],
         host=bool(link),
+        pooled=tuple([_busiest_node(pooled, name) for name in node_tiers]) if pooled else (),
+        pooled_tables=max(pooled_tables.values()) if pooled_tables else 0,
     )
 
 
@@ -363,13 +378,15 @@ def _busiest_node(far: dict[tuple[str, int], list[float]], tier: str) -> tuple[f
 
 
 def embedding_seconds(loads: EmbeddingLoads, system: System, calib: Calibration) -> EmbeddingTimes:
-    """Seconds of embedding traffic on the slowest device: the bytes in its own memory over that
-    tier's bandwidth (``emb_*``); off-device work (``host_*``) bounded by the device's host link or
-    by the busiest node of each node tier, whichever is slowest, each at its tier's efficiency (the
-    host link at the host path's, ``host_efficiency``)."""
+    """Seconds of embedding work: the slowest device's bytes in its own memory over that tier's
+    bandwidth (``emb_*``); its off-device traffic (``host_*``) bounded by its host link or by the
+    busiest node of each node tier, whichever is slowest, each at its tier's efficiency (the host
+    link at the host path's, ``host_efficiency``); and the host CPUs' work on the tables they pool
+    (``cpu_*``, :func:`cpu_pooling_seconds`)."""
     mem = own_memory_bytes_s(system, calib)
     link = system.pcie_bytes_s * calib.host_efficiency
     worst = [0.0, 0.0]  # forward, backward
+    cpu = (0.0, 0.0)
     if loads.host:
         tiers = system.tiers[1:]
         rates = [t.bytes_s * getattr(calib, t.kind.efficiency) for t in tiers]
@@ -380,8 +397,52 @@ def embedding_seconds(loads: EmbeddingLoads, system: System, calib: Calibration)
                 if tier_s > t:
                     t = tier_s
             worst[i] = max(0.0, t)
+        if loads.pooled_tables:
+            cpu = cpu_pooling_seconds(loads, rates, system, calib)
     return EmbeddingTimes(emb_fwd=loads.local_fwd / mem, emb_bwd=loads.local_bwd / mem,
-                          host_fwd=worst[0], host_bwd=worst[1])
+                          host_fwd=worst[0], host_bwd=worst[1], cpu_fwd=cpu[0], cpu_bwd=cpu[1])
+
+
+CPU_OPS_PER_TABLE = (1, 2)
+"""Framework operations the host CPUs run a step for each table they pool: the lookup forward;
+the gradient's scatter and the optimizer's update backward (PyTorch's ``EmbeddingBag`` on the CPU:
+``embedding_bag`` forward, ``_embedding_bag_backward`` and the optimizer step; TensorFlow's CPU
+embedding lookup and its sparse apply, as NVIDIA DeepLearningExamples TensorFlow2 DLRM runs them for
+the tables ``DualEmbeddingGroup`` keeps on the CPU)."""
+CPU_LINES_IN_FLIGHT = 10
+"""Cache-line misses one core keeps in flight: its L1 data cache's fill buffers, 10 on Intel
+Skylake/Cascade Lake (Intel 64 and IA-32 Architectures Optimization Reference Manual) and more on
+later cores (16 from Ice Lake); the fewest, so that the bound below is the loosest a core keeps."""
+DRAM_LOAD_LATENCY_S = 90e-9
+"""Latency of a random load that misses every cache, on a loaded two-socket server [S: 80-100 ns
+by Intel Memory Latency Checker on Skylake-SP to Sapphire Rapids, vendor and press measurements]."""
+
+
+def cpu_pooling_seconds(loads: EmbeddingLoads, tier_rates: list[float], system: System,
+                        calib: Calibration) -> tuple[float, float]:
+    """Seconds (forward, backward) the host CPUs of the busiest node spend on the tables they pool
+    (:attr:`EmbeddingLoads.pooled`), one after another with the host-link copy of their output in
+    the step (:func:`step_tree`): the node tiers' bytes they gather (forward) and read, update and
+    write back (backward), at the slower of the tiers' rates (DDR channels at ``host_efficiency``,
+    as the CPU-only class times its own gathers) and the cores' (every core of every socket with
+    :data:`CPU_LINES_IN_FLIGHT` random 64 B lines in flight over :data:`DRAM_LOAD_LATENCY_S`);
+    then a framework operation cost per table and operation (:data:`CPU_OPS_PER_TABLE`,
+    ``cpu_op_overhead_s``: a range, no measurement pins it)."""
+    cores = system.spec.node.cpu_sockets * system.cpu.cores
+    core_rate = cores * CPU_LINES_IN_FLIGHT * 64 / DRAM_LOAD_LATENCY_S
+    out = []
+    for i, ops in enumerate(CPU_OPS_PER_TABLE):
+        memory = 0.0
+        total = 0.0
+        for rate, bytes_ in zip(tier_rates, loads.pooled, strict=False):
+            total += bytes_[i]
+            t = bytes_[i] / rate if rate else math.inf
+            if t > memory:
+                memory = t
+        gather = total / core_rate
+        out.append((memory if memory > gather else gather)
+                   + ops * loads.pooled_tables * calib.cpu_op_overhead_s)
+    return out[0], out[1]
 
 
 def topology_factor(topology: str, n: int) -> float:
@@ -683,7 +744,12 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     """Kernels on the critical path of one step, counted from the model's structure: per GEMM, per
     embedding place and direction (one fused kernel per tier and way of serving it), per collective
     and per bucket."""
-    tiers = {(shard.tier, shard.access) for shard in plan.group_shards}
+    shards, n_local = plan.group_shards, plan.local_groups
+    # The first n_local groups are all in the device's own memory: one place, read off the first
+    # (a plan of a thousand whole tables need not be walked for it).
+    tiers = {(s.tier, s.access) for s in (shards[n_local:] if n_local > 0 else shards)}
+    if n_local > 0:
+        tiers.add((shards[0].tier, shards[0].access))
     collectives = 2 if plan.devices > 1 else 0
     return (
         KERNELS_PER_GEMM * len(wl.mlp_layers())
@@ -694,7 +760,7 @@ def kernel_count(wl: Workload, plan: Plan, buckets: int) -> int:
     )
 
 
-def step_tree(t: StageCosts, lead: bool = False) -> Seq:
+def step_tree(t: StageCosts, lead: bool = False, phase: Node | None = None) -> Seq:
     """The overlap structure of one step (see the module docstring). ``lead``: the bottom MLP runs
     model-parallel on device 0, so its output enters the all-to-all (forward) and its gradient
     leaves it (backward) instead of overlapping it. ``t.top_wgrad`` (part of ``top_bwd``; None
@@ -706,9 +772,16 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
     backward phase, all-to-all included: the reference software overlaps the two
     (``overlap_ar_a2a = True`` in NVIDIA's MLPerf Training v2.0 DLRM configuration,
     mlcommons/training_results_v2.0 ``NVIDIA/benchmarks/dlrm/implementations/hugectr/dgx_a100.py``),
-    so the phase lasts as long as the longer of them."""
-    fwd_lookup = Par((Leaf(Stage.embedding_memory, t.emb_fwd, "embedding forward (HBM)"),
-                      Leaf(Stage.host_pcie, t.host_fwd, "embedding forward (host)")))
+    so the phase lasts as long as the longer of them. The host side of an embedding pass is the
+    host CPUs' work on the tables they pool and the host link's traffic, one after the other
+    (forward: the CPUs pool, then the pooled vectors cross the link; backward: the gradients cross,
+    then the CPUs update), as the reference software runs a CPU embedding operator before or after
+    its copy; just the link where the CPUs pool nothing. ``phase``: :func:`backward_phase` of ``t``
+    when the caller has it already (it does not read ``t.allreduce_exposed``)."""
+    host: Node = Leaf(Stage.host_pcie, t.host_fwd, "embedding forward (host)")
+    if t.cpu_fwd:  # (the CPUs pool, then the link copies; see step_tree)
+        host = Seq((Leaf(Stage.cpu_pooling, t.cpu_fwd, "embedding forward (host CPUs pooling)"), host))
+    fwd_lookup = Par((Leaf(Stage.embedding_memory, t.emb_fwd, "embedding forward (HBM)"), host))
     a2a_fwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all forward (fabric)"),
                    Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all forward (network)")))
     bottom_fwd = Leaf(Stage.dense_compute, t.bottom_fwd, "bottom MLP forward")
@@ -731,7 +804,7 @@ def step_tree(t: StageCosts, lead: bool = False) -> Seq:
         forward: Node = Seq((Par((fwd_lookup, bottom_fwd)), a2a_fwd))
     else:
         forward = Par((Seq((fwd_lookup, a2a_fwd)), bottom_fwd))
-    backward = Par((backward_phase(t, lead),
+    backward = Par((backward_phase(t, lead) if phase is None else phase,
                     Leaf(Stage.allreduce_exposed, t.allreduce, "dense-gradient allreduce")))
     return Seq((
         forward,
@@ -749,8 +822,10 @@ def backward_phase(t: StageCosts, lead: bool = False) -> Node:
     backward follows the all-to-all instead."""
     a2a_bwd = Par((Leaf(Stage.alltoall_fabric, t.a2a_fabric, "all-to-all backward (fabric)"),
                    Leaf(Stage.alltoall_network, t.a2a_network, "all-to-all backward (network)")))
-    bwd_update = Par((Leaf(Stage.embedding_memory, t.emb_bwd, "embedding backward+update (HBM)"),
-                      Leaf(Stage.host_pcie, t.host_bwd, "embedding backward+update (host)")))
+    host: Node = Leaf(Stage.host_pcie, t.host_bwd, "embedding backward+update (host)")
+    if t.cpu_bwd:  # (the CPUs pool, then the link copies; see step_tree)
+        host = Seq((host, Leaf(Stage.cpu_pooling, t.cpu_bwd, "embedding update (host CPUs pooling)")))
+    bwd_update = Par((Leaf(Stage.embedding_memory, t.emb_bwd, "embedding backward+update (HBM)"), host))
     bottom_bwd: Node = Leaf(Stage.dense_compute, t.bottom_bwd, "bottom MLP backward")
     wgrad = t.top_wgrad or 0.0
     if wgrad > 0.0:
@@ -856,8 +931,9 @@ def step_time(wl: Workload, system: System, plan: Plan, calib: Calibration,
         key_exchange_seconds(ld.devices, system, calib), allreduce, 0.0,
         overhead=kernels * calib.kernel_overhead_s + calib.step_overhead_s,
         input_s=input_seconds(ld.input_bytes, system, calib))
-    t = t._replace(allreduce_exposed=exposed_allreduce(t, ld.lead))
-    tree = step_tree(t, ld.lead)
+    phase = backward_phase(t, ld.lead)
+    t = t._replace(allreduce_exposed=max(0.0, t.allreduce - _longest(phase)[0]))  # (exposed_allreduce)
+    tree = step_tree(t, ld.lead, phase)
     compute, attribution, path = critical(tree)
     step = compute
     input_exposed = max(0.0, t.input - compute)

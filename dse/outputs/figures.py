@@ -32,7 +32,7 @@ CONFIG = {"displaylogo": False}
 
 STAGE_COLOURS: dict[str, str] = {
     Stage.dense_compute: "#1f77b4", Stage.embedding_memory: "#ff7f0e", Stage.host_pcie: "#8c564b",
-    Stage.alltoall_fabric: "#2ca02c", Stage.alltoall_network: "#d62728",
+    Stage.cpu_pooling: "#bcbd22", Stage.alltoall_fabric: "#2ca02c", Stage.alltoall_network: "#d62728",
     Stage.allreduce_exposed: "#9467bd", Stage.input_exposed: "#e377c2", Stage.overhead: "#7f7f7f",
 }
 """One colour per step stage (Plotly's default sequence, in stage order), for every figure that

@@ -158,19 +158,64 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
     if ens.regime is None:
         return []
     regime = ens.regime
-    rows = [f"| {c.axis} | {c.value} | {c.points} | {c.covered} ({c.share:.0%}) | "
+    single = [a for a in AXES if len(regime.classes(a)) < 2]
+    return [
+        *_regime_intro(ens),
+        *_regime_rule(ens.outside_residuals().size // 2),
+        "**Judged by leave-one-class-out.** Each class left out is predicted by the fit without "
+        "it, with the widened interval built from the other classes' pooled residuals and the "
+        "leave-one-out residuals of the points outside the class (never its own points'), and "
+        "the bootstrap members' spread at each point (members that saw "
+        "the class: the spread is the smaller part of every interval). Coverage of the 80% "
+        "intervals:",
+        "",
+        "| axis | class left out | points | inside | median width | 70%-90% |",
+        "|---|---|---|---|---|---|",
+        *_class_rows(ens),
+        "",
+        *_axis_lines(ens),
+        f"- {', '.join(single) or 'no axis'}: one measured class only, so no class can be left "
+        "out and the widening there cannot be judged by these data; a design outside on such "
+        "an axis gets the pooled residuals of the others as well, the best evidence the data hold on an "
+        "unseen class, and no claim of coverage",
+        "- per class, 70%-90% cannot hold for every class under any one rule: a class whose "
+        "points share one bias (Hopper, HugeCTR 2023.04: residuals within a few percent of "
+        "each other) is covered whole or not at all, and a class of 2 points can only score "
+        "0%, 50% or 100%",
+        "- every measured point is inside the regime, so the overall 70-90% check is the "
+        "leave-one-out coverage above, unchanged by the rule",
+        "",
+    ]
+
+
+def _class_rows(ens: CalibrationEnsemble) -> list[str]:
+    """One table row per class left out: its points, how many its interval covers, its median
+    width and whether its share is within the target."""
+    return [f"| {c.axis} | {c.value} | {c.points} | {c.covered} ({c.share:.0%}) | "
             f"{c.median_width_pct:.0f}% | {'yes' if _met(c.share) else 'NO'} |" for c in ens.class_coverage]
-    per_axis = []
+
+
+def _axis_lines(ens: CalibrationEnsemble) -> list[str]:
+    """One bullet per axis: the points covered when their class is left out, over all its
+    classes, and how many classes are within the target."""
+    lines = []
     for axis in dict.fromkeys(c.axis for c in ens.class_coverage):
         got = [c for c in ens.class_coverage if c.axis == axis]
         covered, points = sum(c.covered for c in got), sum(c.points for c in got)
         met = sum(_met(c.share) for c in got)
-        per_axis.append(f"- {axis}: {covered} of {points} points covered when their class is left "
-                        f"out ({covered / points:.0%}; target 70%-90%: "
-                        f"{'met' if _met(covered / points) else 'NOT met'}); {met} of {len(got)} "
-                        "classes inside 70%-90%")
-    single = [a for a in AXES if len(regime.classes(a)) < 2]
-    pooled = ens.outside_residuals()
+        lines.append(f"- {axis}: {covered} of {points} points covered when their class is left "
+                     f"out ({covered / points:.0%}; target 70%-90%: "
+                     f"{'met' if _met(covered / points) else 'NOT met'}); {met} of {len(got)} "
+                     "classes inside 70%-90%")
+    return lines
+
+
+def _regime_intro(ens: CalibrationEnsemble) -> list[str]:
+    """The subsection's heading, what outside the measured regime means (the four axes, this
+    ensemble's classes on each) and why nodes without accelerators take the CPU class's
+    interval instead."""
+    assert ens.regime is not None
+    regime = ens.regime
     return [
         "### Outside the measured regime",
         "",
@@ -191,6 +236,13 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         "on each side when that is further, which `dse evaluate` says (\"cpu: ... was never "
         "measured in the CPU class\").",
         "",
+    ]
+
+
+def _regime_rule(pooled: int) -> list[str]:
+    """The paragraph on how an interval outside the regime is built, with the number of
+    ``pooled`` class-out residuals (each taken with both signs)."""
+    return [
         "**The rule.** Such a design's interval is built as any other's (the bootstrap spread at the "
         "design convolved with a residual distribution) once with the leave-one-out residuals and "
         "once with the leave-one-class-out ones, and each bound is the further of the two, so an "
@@ -200,7 +252,7 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         "class of an axis with at least two measured classes is left out of the fit whole "
         "(refitted from the calibration, unseen software at the reference family's speed), and "
         "its points' log errors under that fit "
-        f"are pooled over all classes and both axes ({pooled.size // 2} residuals), each taken "
+        f"are pooled over all classes and both axes ({pooled} residuals), each taken "
         "with both signs. They are the errors the model makes on a class it never saw, which "
         "is the design's case; a left-out class errs mostly one way (Hopper under, Volta "
         "over), and which way a class never measured will err is not known from the classes "
@@ -214,29 +266,6 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         "freely. `dse evaluate` (text, and `outside_measured_regime` in `--json`) and the report's "
         "robust-front table say when a design is outside and on which axis; the reasons are "
         "computed only with the interval, never in a search's evaluations.",
-        "",
-        "**Judged by leave-one-class-out.** Each class left out is predicted by the fit without "
-        "it, with the widened interval built from the other classes' pooled residuals and the "
-        "leave-one-out residuals of the points outside the class (never its own points'), and "
-        "the bootstrap members' spread at each point (members that saw "
-        "the class: the spread is the smaller part of every interval). Coverage of the 80% "
-        "intervals:",
-        "",
-        "| axis | class left out | points | inside | median width | 70%-90% |",
-        "|---|---|---|---|---|---|",
-        *rows,
-        "",
-        *per_axis,
-        f"- {', '.join(single) or 'no axis'}: one measured class only, so no class can be left "
-        "out and the widening there cannot be judged by these data; a design outside on such "
-        "an axis gets the pooled residuals of the others as well, the best evidence the data hold on an "
-        "unseen class, and no claim of coverage",
-        "- per class, 70%-90% cannot hold for every class under any one rule: a class whose "
-        "points share one bias (Hopper, HugeCTR 2023.04: residuals within a few percent of "
-        "each other) is covered whole or not at all, and a class of 2 points can only score "
-        "0%, 50% or 100%",
-        "- every measured point is inside the regime, so the overall 70-90% check is the "
-        "leave-one-out coverage above, unchanged by the rule",
         "",
     ]
 

@@ -85,6 +85,9 @@ class DevicePlan:
     """Tables with a piece here (replicated ones included)."""
     embedding_s: float
     """Forward lookup plus backward and update, HBM and host work overlapped as in the step."""
+    cpu_pooling_s: float
+    """Of it, the host CPUs' work on the tables they pool for this device's node (its own stage,
+    ``cpu_pooling``), forward and backward."""
     alltoall_s: float
     """Forward and backward all-to-all, were this device the busiest."""
 
@@ -92,7 +95,8 @@ class DevicePlan:
         """JSON-ready."""
         return {"device": self.device, "node": self.node, "hbm_used_gb": self.hbm_used_gb,
                 "ddr_used_gb": self.ddr_used_gb, "tables": self.tables,
-                "embedding_s": self.embedding_s, "alltoall_s": self.alltoall_s}
+                "embedding_s": self.embedding_s, "cpu_pooling_s": self.cpu_pooling_s,
+                "alltoall_s": self.alltoall_s}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +121,8 @@ def _device_loads(ev: Evaluation) -> list[EmbeddingLoads]:
     local = [[0.0, 0.0] for _ in range(devices)]
     link = [[0.0, 0.0] for _ in range(devices)]
     far: defaultdict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    pooled: defaultdict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    pooled_tables: defaultdict[int, int] = defaultdict(int)
     rep = [0.0, 0.0]
     for s in plan.shards:
         t = s.traffic
@@ -128,14 +134,19 @@ def _device_loads(ev: Evaluation) -> list[EmbeddingLoads]:
         local[s.device][1] += t.local_bwd
         link[s.device][0] += t.link_fwd
         link[s.device][1] += t.link_bwd
-        node = far[s.tier, s.device // per_node]
+        by_cpu = s.access == "pooled"
+        node = (pooled if by_cpu else far)[s.tier, s.device // per_node]
         node[0] += t.far_fwd
         node[1] += t.far_bwd
+        pooled_tables[s.device // per_node] += by_cpu
     return [EmbeddingLoads(local_fwd=local[d][0] + rep[0], local_bwd=local[d][1] + rep[1],
                            link=(link[d][0], link[d][1]),
                            far=tuple((far[name, d // per_node][0], far[name, d // per_node][1])
                                      for name in tiers),
-                           host=bool(link[d][0] or link[d][1]))
+                           host=bool(link[d][0] or link[d][1]),
+                           pooled=tuple((pooled[name, d // per_node][0], pooled[name, d // per_node][1])
+                                        for name in tiers),
+                           pooled_tables=pooled_tables[d // per_node])
             for d in range(devices)]
 
 
@@ -199,7 +210,8 @@ def _devices(ev: Evaluation, calib: Calibration) -> tuple[DevicePlan, ...]:
             device=d, node=d // per_node, hbm_used_gb=_used(plan, "hbm", d, per_node) / GB,
             ddr_used_gb=_used(plan, "ddr", d, per_node) / GB,
             tables=len(owned[d] | everywhere),
-            embedding_s=max(t.emb_fwd, t.host_fwd) + max(t.emb_bwd, t.host_bwd),
+            embedding_s=max(t.emb_fwd, t.cpu_fwd + t.host_fwd) + max(t.emb_bwd, t.host_bwd + t.cpu_bwd),
+            cpu_pooling_s=t.cpu_fwd + t.cpu_bwd,
             alltoall_s=2.0 * max(a2a.fabric, a2a.network)))
     return tuple(out)
 

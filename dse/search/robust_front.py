@@ -55,6 +55,7 @@ from dse.calibration.ensemble import (
     interval_of_spread,
     load_ensemble,
     log_throughputs,
+    range_ends,
 )
 from dse.calibration.regime import design_class
 from dse.errors import DseInputError
@@ -338,9 +339,11 @@ def _front_to_json(front: RobustFront) -> dict[str, Any]:
 
 
 def _interval_from_json(values: list[Any]) -> PredictionInterval:
-    """A :class:`PredictionInterval` from its fields in order (the reasons a list in JSON)."""
+    """A :class:`PredictionInterval` from its fields in order (its tuples of reasons and of
+    unpinned parameters lists in JSON)."""
     named = {f.name: v for f, v in zip(fields(PredictionInterval), values, strict=True)}
     named["outside"] = tuple(named["outside"])
+    named["unpinned"] = tuple(named["unpinned"])
     return PredictionInterval(**named)
 
 
@@ -469,10 +472,10 @@ class _Retimer:
             return interval_of_spread(point, dev, ens, LEVEL)
         if system.cpu_only:
             return cpu_interval_at(point, system, self.calib, LEVEL)
-        if ens.regime is None:
-            return interval_of_spread(point, dev, ens, LEVEL)
         plan = evaluate(trained, system, self.calib, self.catalog, self.memo).plan
-        return interval_of_spread(point, dev, ens, LEVEL, ens.outside(design_class(system, plan)))
+        ends = range_ends(trained, system, plan, self.calib, point)
+        outside = ens.outside(design_class(system, plan)) if ens.regime is not None else ()
+        return interval_of_spread(point, dev, ens, LEVEL, outside, ends)
 
 
 def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
@@ -635,8 +638,9 @@ def price_ratios(system: System, ev: Evaluation, catalogs: Sequence[Catalog]) ->
     if not (base_capex > 0 and base_tco > 0):
         return out
     for b, cat in enumerate(catalogs):
-        priced = dataclasses.replace(system, accelerator=cat.accelerator[node.accelerator],
-                                     cpu=cat.cpu[node.cpu])
+        # (A node without accelerators keeps its CPU device: the CPUs are priced as CPUs.)
+        acc = cat.accelerator[node.accelerator] if node.accelerators else system.accelerator
+        priced = dataclasses.replace(system, accelerator=acc, cpu=cat.cpu[node.cpu])
         cost = capex(priced, cat)
         tco = economics(ev.throughput_samples_per_s, cost, ev.power, cat).tco_usd_per_year
         out[b] = (cost.capex_usd / base_capex, tco / base_tco)

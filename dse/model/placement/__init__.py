@@ -101,7 +101,8 @@ def plan_placement(workload: Workload, system: System) -> Plan:
     replicas = options.replicas
     replica_bytes = sum(s.footprint_bytes for s in replicas)
     device_cap = budgets.device_table_bytes(replica_bytes)
-    local_set, off_device = choose_tiers(pieces, device_cap * budgets.table_devices())
+    local_set, off_device = choose_tiers(pieces, device_cap * budgets.table_devices(),
+                                         system.spec.software.host_table_order)
 
     s_c = COMM_BYTES[workload.precision]
     local = place_hbm(local_set, budgets, device_cap, replica_bytes, costs)
@@ -110,7 +111,8 @@ def plan_placement(workload: Workload, system: System) -> Plan:
         system.nodes, system.accelerators_per_node, workload, s_c)
     own_used = local.hbm_used_bytes
     off_shards, caches = host_shards(off_device_pieces, own_used, own, budgets.device_capacity_bytes,
-                                     system.spec.node.hbm_cache_gb, workload, s_c)
+                                     system.spec.node.hbm_cache_gb, system.spec.software.host_tables,
+                                     workload, s_c)
     for dev, cache in caches.items():
         own_used[dev] += cache
 

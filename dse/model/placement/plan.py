@@ -16,11 +16,12 @@ from dse.model.tiers import MemoryTier, TierName
 
 Tier = TierName
 """Where a shard's rows live: the name of a memory tier (:mod:`dse.model.tiers`)."""
-Access = Literal["local", "cached", "pooled"]
+Access = Literal["local", "cached", "direct", "pooled"]
 """How a shard's rows are served: from the device's own memory (``local``, its tier is the first);
 from a node tier behind a cache in the device's memory, misses read over the host link
-(``cached``: TorchRec/FBGEMM's UVM caching); or gathered and pooled by the host CPUs, pooled vectors
-crossing the host link (``pooled``: Zion)."""
+(``cached``: TorchRec/FBGEMM's UVM caching); read by the device over the host link with no cache
+(``direct``: zero-copy UVM); or gathered and pooled by the host CPUs, pooled vectors crossing the
+host link (``pooled``: Zion). :attr:`~dse.model.system.SoftwareSpec.host_tables` chooses."""
 Sharding = Literal["table_wise", "row_wise", "column_wise", "grid", "replicated", "hot_rows"]
 """How a shard was cut from its table (a replicated table or its hot rows: a copy per device;
 ``grid``: a column piece of one row slice of the table, TorchRec's grid sharding, rows split across
@@ -66,10 +67,12 @@ class Shard(NamedTuple):
 
 def placement_key(tier: str, access: str) -> str:
     """How the placement counts name a shard's place (the ``placement`` of ``dse evaluate
-    --json``): its tier's name, but ``cache`` behind a cache and ``host`` for host DDR pooled by
-    the CPUs (the names those places had before tiers were data)."""
+    --json``): its tier's name, but ``cache`` behind a cache, ``uvm`` read with no cache and
+    ``host`` for host DDR pooled by the CPUs (the names those places had before tiers were data)."""
     if access == "cached":
         return "cache"
+    if access == "direct":
+        return "uvm"
     return "host" if access == "pooled" and tier == "ddr" else tier
 
 

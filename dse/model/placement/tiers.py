@@ -9,23 +9,27 @@ from dse.model.estimators import Traffic, cached_traffic, zipf_hit_rate
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.partitioning import assign_host
 from dse.model.placement.plan import Access, Shard, new_shard
-from dse.model.system import GB
+from dse.model.system import GB, HostOrder, HostServing
 from dse.model.tiers import MemoryTier
 from dse.model.workload import Workload
 
 
-def choose_tiers(pieces: list[tuple[Candidate, int]],
-                 budget: float) -> tuple[list[tuple[Candidate, int]], list[Candidate]]:
-    """(pieces for the device's own memory, pieces for the node tiers), densest first: each piece
-    goes to the devices while the ``budget`` bytes (all table-holding devices together) have room
-    for it. ``pieces`` holds each size of piece once with the number of its pieces; so do the
-    device pieces returned (a run of equal pieces, in order), while the others come one entry a
-    piece (the equal pieces of a split are one object).
+def choose_tiers(pieces: list[tuple[Candidate, int]], budget: float,
+                 order: HostOrder = "density") -> tuple[list[tuple[Candidate, int]], list[Candidate]]:
+    """(pieces for the device's own memory, pieces for the node tiers), densest first (``order =
+    "largest"``: smallest first, the largest tables leaving the devices): each piece goes to the
+    devices while the ``budget`` bytes (all table-holding devices together) have room for it.
+    ``pieces`` holds each size of piece once with the number of its pieces; so do the device pieces
+    returned (a run of equal pieces, in order), while the others come one entry a piece (the equal
+    pieces of a split are one object).
 
     The sort is stable: ties keep their order, so sorting each size of piece once puts its pieces
     where sorting them one by one would.
     """
-    density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c, _ in pieces]
+    if order == "largest":
+        density = [-c.footprint for c, _ in pieces]
+    else:
+        density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c, _ in pieces]
     by_density = [pieces[i] for i in sorted(range(len(pieces)), key=density.__getitem__, reverse=True)]
     if sum([c.footprint * count for c, count in by_density]) <= budget * (1.0 - 1e-6):
         # All fit, with more room to spare than the rounding of the running budget below could eat.
@@ -89,17 +93,20 @@ def place_node_tiers(pieces: list[Candidate], tiers: tuple[MemoryTier, ...], cap
 
 
 def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier, own_cap: float,
-                cache_gb: float | None, wl: Workload, s_c: int) -> tuple[list[Shard], dict[int, float]]:
-    """The shards of the pieces in node tiers, each with its traffic: behind a cache in the device's
-    own memory where the device has room to spare (``own_used`` per device before any cache, of
-    ``own_cap`` usable; at most ``cache_gb`` when set; shared by the device's pieces of every tier
-    in proportion to their bytes), else pooled by the CPUs. Returns the shards and the cache bytes
-    taken on each device."""
+                cache_gb: float | None, serving: HostServing, wl: Workload,
+                s_c: int) -> tuple[list[Shard], dict[int, float]]:
+    """The shards of the pieces in node tiers, each with its traffic, served as ``serving`` says
+    (:attr:`~dse.model.system.SoftwareSpec.host_tables`): behind a cache in the device's own
+    memory (``own_used`` per device before any cache, of ``own_cap`` usable; at most ``cache_gb``
+    when set; shared by the device's pieces of every tier in proportion to their bytes), read over
+    the host link without one, or pooled by the CPUs; ``auto`` caches where the device has room to
+    spare and pools elsewhere. Returns the shards and the cache bytes taken on each device."""
     caches: dict[int, float] = {}
     totals: dict[int, float] = {}
+    cached_ok = serving in ("auto", "cache")
     for _, by_device in placed:
         for dev, group in by_device.items():
-            spare = max(own_cap - own_used[dev], 0.0)
+            spare = max(own_cap - own_used[dev], 0.0) if cached_ok else 0.0
             caches[dev] = spare if cache_gb is None else min(spare, cache_gb * GB)
             totals[dev] = totals.get(dev, 0.0) + sum(c.footprint for c, _ in group)
     out: list[Shard] = []
@@ -108,16 +115,27 @@ def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier,
         name, far_unit = tier.name, tier.access_bytes
         for dev, group in by_device.items():
             cache, total = caches[dev], totals[dev]
+            access: Access = _access(serving, cache)
             for c, traffic in group:
-                access: Access = "pooled"
                 hit = 0.0
-                if cache > 0:
-                    access = "cached"
+                if access != "pooled":  # the device gathers: its cache's hits, or none
                     rb, state = wl.row_bytes(c.dim), wl.row_state_bytes(c.dim)
-                    hit = zipf_hit_rate(cache * (c.footprint / total) / state, c.rows, wl.access_zipf)
+                    if cache > 0:
+                        hit = zipf_hit_rate(cache * (c.footprint / total) / state, c.rows, wl.access_zipf)
                     traffic = cached_traffic(c.lookups, rb, state - rb, c.out_rows * c.dim * s_c, hit, c.rows,
                                              local_unit=local_unit, far_unit=far_unit)
                 # (From the tuple of its fields, see new_shard: one a piece, hot for host-bound designs.)
                 out.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
                                       dev, name, access, traffic, hit, c.partial)))
     return out, caches
+
+
+_SERVED: dict[str, Access] = {"cache": "cached", "uvm": "direct", "cpu": "pooled"}
+"""How each way of serving off-device tables (but ``auto``) serves them."""
+
+
+def _access(serving: HostServing, cache: float) -> Access:
+    """How a device with ``cache`` bytes of cache serves its off-device pieces under ``serving``."""
+    if serving == "auto":
+        return "cached" if cache > 0 else "pooled"
+    return _SERVED[serving]

@@ -233,17 +233,20 @@ def _zion_point(r: pd.Series) -> str:
 
 
 def explain_zion(f: ZionFindings) -> str:
+    """The case's page text: host DDR against HBM, the study's front and what changed it, the
+    fabric at eight accelerators, bandwidth as the model grows, and the CPU cluster Zion replaced."""
+    return "\n" + "\n\n".join((_explain_host_memory(f), _explain_front(f), _explain_fabric(f),
+                                _explain_cpu_baseline(f))) + "\n"
+
+
+def _explain_host_memory(f: ZionFindings) -> str:
+    """Host DDR against more accelerators' HBM (nodes added until no row is in DDR), and the HBM
+    size per accelerator with the most samples/s per dollar."""
     one, fit = f.one_node, f.fit
     probe = f.probe[["nodes", "accelerators", "throughput", "capex_usd", "per_kusd", "ddr_used_gb",
                      "bottleneck"]].rename(columns={"per_kusd": "samples/s per $1k"})
-    own = f.own_link_gb_s
-    fab = f.fabrics
-    fab_own = fab[fab["link_gb_s"] == own][["tables in", "fabric", "a2a_fabric_ms", "throughput",
-                                            "capex_usd", "bottleneck"]]
-    growth = f.growth.rename(columns={"need_gb_s": "GB/s to keep the 1x step"})
-    spread = f.fabric_spread
     gain = f.best_fit_per_kusd / one["per_kusd"]
-    return f"""
+    return f"""\
 **Host DDR against more accelerators' HBM.** The 800 GB of tables do not fit the 8 x 32 GB of
 HBM of one Zion, so one Zion keeps {one['ddr_used_gb']:,.0f} GB of them in its host DDR and
 caches the hot rows in HBM. That node trains {ksps(one['throughput'])} for
@@ -269,8 +272,13 @@ few lookups that reach them. The margin is thin, so the answer is "a cache-sized
 little HBM as possible": below it, misses make the host PCIe links the bottleneck.
 
 {markdown_table(f.hbm_sizes.rename(columns={"best_per_kusd": "best samples/s per $1k",
-                                            "all_in_hbm_per_kusd": "all in HBM, per $1k"}))}
+                                            "all_in_hbm_per_kusd": "all in HBM, per $1k"}))}"""
 
+
+def _explain_front(f: ZionFindings) -> str:
+    """What the buildability rules and calibration 2026.12-2 changed, and what the study's own
+    front says of host DDR."""
+    return f"""\
 **What the buildability rules changed (December 2026).** The study's space now admits only
 machines that could be built in 2020 (`"constraints.year" = 2020` in `search_spaces/zion-node.toml`;
 the rules are in `docs/design.md`, section 4): the Zion OAM with the 16 or 32 GB it was offered
@@ -292,8 +300,19 @@ the tables in DDR is smaller than with them in HBM but no longer within 5%.
 
 The study's own front (accelerators, HBM, DDR, PCIe, fabric and NICs searched together) agrees:
 {f.front_ddr_share:.0%} of its designs keep tables in host DDR. Front bottlenecks:
-{f.front_bottlenecks}. {describe_bend(f.bend, _zion_point)}
+{f.front_bottlenecks}. {describe_bend(f.bend, _zion_point)}"""
 
+
+def _explain_fabric(f: ZionFindings) -> str:
+    """The fabric at eight accelerators at Zion's own link speed, and the bandwidth that keeps
+    the 1x step as the tables repeat."""
+    own = f.own_link_gb_s
+    fab = f.fabrics
+    fab_own = fab[fab["link_gb_s"] == own][["tables in", "fabric", "a2a_fabric_ms", "throughput",
+                                            "capex_usd", "bottleneck"]]
+    growth = f.growth.rename(columns={"need_gb_s": "GB/s to keep the 1x step"})
+    spread = f.fabric_spread
+    return f"""\
 **The fabric at eight accelerators.** At Zion's own {own:g} GB/s per accelerator, the all-to-all
 takes longest on a ring, less on the hybrid cube mesh, and least on a fully connected mesh or a
 switch (equal at eight accelerators, where every pair has its own link either way; the switch
@@ -311,10 +330,7 @@ are slower (the dot interaction grows with the square of the features), which is
 node trains them far more slowly rather than waiting on the fabric. Zion's {own:g} GB/s per
 accelerator covers the need up to the {f.growth_covered}x model.
 
-{markdown_table(growth)}
-
-{_explain_cpu_baseline(f)}
-"""
+{markdown_table(growth)}"""
 
 
 def _explain_cpu_baseline(f: ZionFindings) -> str:

@@ -121,14 +121,18 @@ def _proxy_failure(exc: Any, where: str) -> str:
                 f"or unreachable){kept}")
     if name == "UNAVAILABLE":
         return f"lost the storage proxy{at}: UNAVAILABLE: {_one_line(details)}{kept}"
+    if name == "CANCELLED":
+        return f"lost the storage proxy{at}: CANCELLED (it stopped during the call){kept}"
     return f"lost the storage proxy{at}: {name}: {_one_line(details)}"
 
 
 def storage_lost(exc: BaseException) -> bool:
     """True when ``exc`` (or an error in its chain) says the storage's server went away in a way
     it comes back from: PostgreSQL refused or closed the connection (stopped, restarting, failing
-    over), the storage proxy is unreachable, or the proxy's own database went so. False for a
-    server that stopped answering (hung: the deadline's one line is final) and any other error."""
+    over), the storage proxy is unreachable or cancelled the call as it stopped (gRPC cancels a
+    call that reaches a server shutting down; dse cancels none of its own), or the proxy's own
+    database went so. False for a server that stopped answering (hung: the deadline's one line is
+    final) and any other error."""
     grpc = sys.modules.get("grpc")
     for current in _chain(exc):
         if isinstance(current, StorageUnreachable):
@@ -139,7 +143,7 @@ def storage_lost(exc: BaseException) -> bool:
         if grpc is not None and isinstance(current, grpc.RpcError):
             code = getattr(current.code(), "name", "") if hasattr(current, "code") else ""
             details = current.details() if hasattr(current, "details") else ""
-            return code == "UNAVAILABLE" or (
+            return code in ("UNAVAILABLE", "CANCELLED") or (
                 code in ("UNKNOWN", "INTERNAL")
                 and any(sign in str(details) for sign in (*REFUSED, *CLOSED)))
     return False
