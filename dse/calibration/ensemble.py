@@ -42,11 +42,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,7 @@ from dse.calibration.regime import AXES, DesignClass, Regime, design_class, meas
 from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import Evaluation
+from dse.model.metrics import METRICS
 from dse.model.parameters import (
     FITTED_APART,
     NOT_SCALARS,
@@ -82,24 +84,12 @@ ENSEMBLE_FILE = "calibration_ensemble.json"
 LOO_MAX_ITERATIONS = 60
 """Levenberg-Marquardt iterations of each refit (they start at the calibration, a few steps from
 their optimum; ``dse validate`` uses the same)."""
-THROUGHPUT_EXPONENT: dict[str, int] = {
-    "throughput_samples_per_s": 1,
-    "step_time_s": -1,
-    "samples_per_s_per_kusd": 1,
-    "samples_per_s_per_w": 1,
-    "usd_per_million_samples": -1,
-    "usd_per_billion_samples": -1,
-    "energy_per_sample_j": -1,
-    "epoch_time_s": -1,
-    "epoch_cost_usd": -1,
-    "dataset_time_s": -1,
-    "dataset_cost_usd": -1,
-    "time_to_train_s": -1,
-    "cost_to_train_usd": -1,
-}
+THROUGHPUT_EXPONENT: Mapping[str, int] = MappingProxyType(
+    {m.name: m.throughput_exponent for m in METRICS if m.throughput_exponent is not None})
 """Metrics that move with the calibration, as the power of throughput they are proportional to
-(:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,
-power and the memory figures are the same under every member."""
+(their :attr:`~dse.model.metrics.Metric.throughput_exponent`; :func:`dse.model.cost.economics`:
+TCO per second, capex and power do not depend on it). Capex, power and the memory figures are the
+same under every member."""
 
 
 class EnsembleUnavailable(DseInputError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -380,7 +381,7 @@ class Catalog:
         Speeds between grades are interpolated linearly; beyond the ends the per-Gb/s figure of the
         nearest grade is used, so price and power never fall as speed rises.
         """
-        grades = sorted(self.nic.values(), key=lambda n: n.gbit_s)
+        grades = sorted(self.nic.values(), key=_SPEED)
         if gbit_s <= grades[0].gbit_s:
             g = grades[0]
             return g.price_usd, g.tdp_w
@@ -395,6 +396,9 @@ class Catalog:
         scale = gbit_s / g.gbit_s
         return g.price_usd * scale, g.tdp_w * scale
 
+
+_SPEED = operator.attrgetter("gbit_s")
+"""A NIC grade's speed (the sort key of :meth:`Catalog.nic_for`, which every evaluation calls)."""
 
 PricedPart = Accelerator | Cpu | Nic | CxlMemory
 """The parts with a price of their own (the sections a user catalog's ``[price]`` reaches)."""
