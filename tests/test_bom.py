@@ -115,7 +115,9 @@ def test_the_json_keys_of_the_breakdowns_are_as_before() -> None:
         keys = [*out["capex_by_part_usd"], *out["power_by_part_w"]]
         assert all(type(k) is str for k in keys)  # plain names at the output, Part inside
         assert json.loads(json.dumps(out))["power_by_part_w"] == out["power_by_part_w"]
-    assert [p.value for p in Part] == [*CAPEX_KEYS, "rack", "cooling", "network", "psu_loss"]
+    # A CXL row only where a node has CXL memory, after DDR.
+    assert [p.value for p in Part] == [*CAPEX_KEYS[:3], "cxl", *CAPEX_KEYS[3:], "rack", "cooling", "network",
+                                       "psu_loss"]
 
 
 def test_a_bill_is_counted_once_per_system_and_catalog() -> None:

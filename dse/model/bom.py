@@ -50,6 +50,8 @@ class Part(StrEnum):
     accelerators = auto()
     cpus = auto()
     ddr = auto()
+    cxl = auto()
+    """CXL memory expanders (a row only where a node has some)."""
     nics = auto()
     pcie_switches = auto()
     scaleup_switches = auto()
@@ -174,6 +176,7 @@ def count_parts(system: System, catalog: Catalog) -> Bill:
                   cpu.price_usd if bundled else 0.0, cpu.tdp_w * cpu_util, 0.0, 0.0, 0.0)),
         new_line((Part.ddr, cpu.ddr, "", Per.node, node.ddr_gb, n * node.ddr_gb,
                   ddr.usd_per_gb if bundled else 0.0, ddr.w_per_gb, 0.0, 0.0, 0.0)),
+        *_cxl(system, cat, bundled),
         *_nics(system, cat),
         new_line((Part.pcie_switches, pcie_key, "", Per.node, switches, n * switches,
                   pcie.switch_usd, pcie.switch_w, 0.0, 0.0, 0.0)),
@@ -195,6 +198,18 @@ def count_parts(system: System, catalog: Catalog) -> Bill:
                                cat.cdu.usd, cat.cdu.pump_w, 0.0, 0.0, 0.0)))
     lines.append(_network(system, cat))
     return Bill(tuple(lines), n, racks, chassis.psu_efficiency)
+
+
+def _cxl(system: System, cat: Catalog, bundled: bool) -> tuple[Line, ...]:
+    """The node's CXL memory expanders (none without: no row), each priced and drawn as the
+    catalog's part (``[cxl.*]``, docs/sources.md#cxl-memory)."""
+    node = system.spec.node
+    if not node.cxl_modules:
+        return ()
+    part = cat.cxl_named(node.cxl_memory)
+    return (new_line((Part.cxl, node.cxl_memory, vendor_of(part), Per.node, node.cxl_modules,
+                      system.nodes * node.cxl_modules, part.price_usd if bundled else 0.0, part.w,
+                      0.0, 0.0, 0.0)),)
 
 
 def _accelerators(system: System, cat: Catalog) -> Line:
