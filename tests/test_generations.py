@@ -85,3 +85,23 @@ def test_leave_one_generation_out_is_a_refit_without_it() -> None:
     refit = fit([m for m in ms if architecture_of(m) != "ada"], calib, max_iter=60).calibration
     assert [p for _, p in ada.points] == pytest.approx([predict_full(m, refit) for m, _ in ada.points])
     assert np.isfinite(ada.mean_log_error)
+
+
+def test_half_precision_math_runs_at_the_parts_measured_matmul_ceiling() -> None:
+    """dse times half-precision GEMMs at peak x matmul_efficiency x dense_efficiency_half: a part
+    whose measured ceiling is lower by a factor runs its compute-bound GEMMs that much slower,
+    and its TF32 math (no per-part measurement) not at all."""
+    from dse.model.system import load_system
+    from dse.model.timing import dense_efficiency
+
+    calib = load_calibration()
+    h100 = load_system("dgx-h100")
+    mi300x = load_system("mi300x-x8")
+    assert h100.accelerator.matmul_efficiency == pytest.approx(794.5 / 989.4, abs=5e-4)
+    assert mi300x.accelerator.matmul_efficiency == pytest.approx(668.4 / 1307.4, abs=5e-4)
+    assert dense_efficiency(h100, calib, "bf16") == pytest.approx(calib.dense_efficiency_half * 0.803)
+    assert dense_efficiency(mi300x, calib, "bf16") == pytest.approx(calib.dense_efficiency_half * 0.511)
+    assert dense_efficiency(h100, calib, "tf32") == calib.dense_efficiency_tf32
+    part = dataclasses.replace(h100.accelerator, matmul_efficiency=0.4015)
+    halved = dataclasses.replace(h100, accelerator=part)
+    assert dense_efficiency(halved, calib, "bf16") == pytest.approx(dense_efficiency(h100, calib, "bf16") / 2)
