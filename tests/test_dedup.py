@@ -166,10 +166,11 @@ def test_stratified_start_covers_every_category() -> None:
 
 def test_default_sampler_does_not_starve_an_accelerator() -> None:
     """Issue 15's mixed space (accelerator choice, three objectives): in 200 trials of the default
-    sampler every accelerator gets at least 3% of the trials, and B200 (the fastest, so the end of
+    sampler every accelerator gets at least 2% of the trials, and B200 (the fastest, so the end of
     the front) the most (the issue saw B200 get 5% of 1,500 trials and MI300X 54%). The floor is
-    what seeds 0-3 all give: the least-sampled accelerator got 7-8 of 200 trials with one-node
-    designs canonical (issue 28), 6-11 before, so a 5% floor held at seed 0 only by chance."""
+    what seeds 0-3 all give: the least-sampled accelerator got 5-7 of 200 trials once MI300X ran at
+    its measured matmul ceiling (calibration 2026.12-8, issue 40: it is then far from every front
+    and sampled least), 7-8 with one-node designs canonical (issue 28), 6-11 before."""
     space = load_space("scale-out")
     objectives = load_objectives("throughput-capex-power")
     study = optuna.create_study(directions=objectives.directions,
@@ -178,7 +179,7 @@ def test_default_sampler_does_not_starve_an_accelerator() -> None:
     while len(complete(study)) < 200:
         study.optimize(objective, n_trials=200 - len(complete(study)))
     counts = collections.Counter(t.user_attrs["design"]["node.accelerator"] for t in complete(study))
-    assert min(counts[c] for c in space.parameters["node.accelerator"].choices) >= 0.03 * 200
+    assert min(counts[c] for c in space.parameters["node.accelerator"].choices) >= 0.02 * 200
     assert counts.most_common(1)[0][0] == "b200-sxm-180gb"
     proposals = collections.Counter(t.user_attrs.get("proposal", "") for t in complete(study))
     assert proposals["stratified"] == 12 and proposals["extreme"] > 0 and proposals["coverage"] > 0

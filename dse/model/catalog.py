@@ -123,6 +123,14 @@ class Accelerator:
     these ports and no PCIe lanes. 0 = NICs are separate PCIe cards."""
     nic_port_gbit_s: float = field(default=0.0, metadata=upto(MAX_LINK_GBIT_S))
     """Speed of one on-die scale-out port (Gb/s)."""
+    matmul_efficiency: float = field(default=0.80, metadata={"min": 0.0, "min_exclusive": True, "max": 1.0})
+    """Share of the half-precision tensor peak (``peak_tflops.bf16``) a vendor library's matmul
+    reaches at its best shape: the part's maximum achievable matmul FLOP/s, measured, over that
+    peak (docs/sources.md, "Achieved matmul rates by part"). dse times half-precision dense math at
+    this share of peak times the calibration's ``dense_efficiency_half``, the share of that ceiling
+    DLRM's layers reach: parts differ by what a microbenchmark measured on each, not by their peak
+    alone (a B200 reaches 0.78 of its peak, an H100 0.80, an MI300X 0.51). Default: the H100 SXM's
+    0.80, for a part no such measurement lists (its entry then names the field in ``assumed``)."""
     assumed: tuple[str, ...] = ()
     """Names of fields whose values are assumptions rather than published figures."""
 
