@@ -77,6 +77,26 @@ MAX_ZIPF = 100.0
 """Zipf exponent of row popularity; measured click logs sit near 1."""
 MAX_TABLE_SCALE = 1e6
 """A study's table-row multiplier; the growth question asks about 2x to 10x."""
+MAX_QUANTITY = 1e18
+"""Size of any number a file states whose field names no tighter limit (a count, a constraint's
+bound, a catalog figure). Far above every real figure in dse's units (the largest shipped:
+1.2e13 embedding parameters, 4.2e9 samples an epoch, 8,000 GB/s of HBM) and above every product
+the model forms with :data:`MAX_ACCELERATORS_TOTAL` parts at :data:`MAX_PRICE_USD` (about 1e15
+USD), yet finite through every such product: ``tdp_w = 1e308`` printed "inf W" in text,
+``null`` in JSON and a blank in ``status`` with a numpy overflow warning (issue 42)."""
+MAX_LATENCY_S = 1.0
+"""A latency of the catalog (a switch hop, a NIC, a PCIe link, a CXL expander's added latency) in
+seconds: real ones are 0.1 to 10 us (the catalog's largest, PCIe gen 3, is 1 us), so a second is
+a hundred thousand times any of them (a value in ns or us written as seconds stays below it)."""
+MAX_AMORTISATION_YEARS = 100.0
+"""Years a facility amortises servers or network over: 3 to 6 in practice (the catalog: 5 and 6)."""
+MAX_PUE = 10.0
+"""Power usage effectiveness: about 1.1 to 2.5 in surveys, 1.58 in the catalog; at 10 a site would
+spend nine times the IT power on cooling and distribution, which none does (above 3 warns:
+:data:`MAX_PLAUSIBLE_PUE`)."""
+MAX_TFLOPS = 1e6
+"""A part's peak TFLOP/s at one precision: the catalog's largest is 5,033 (MI355X, fp8), so this
+is 200 times any accelerator shipped."""
 MAX_BUDGET = 10_000_000
 """Trials of one study: a journal of 3,000 trials is 22 MB, so ten million would be 70 GB."""
 MAX_PRICE_USD = 1e9
@@ -112,6 +132,21 @@ curve, so five or more would make a report take hours."""
 MAX_CONSTRAINTS = 100
 """Constraints of one objective set: each metric once with a ``min`` and a ``max`` needs 18; every
 design checks every constraint, so a list of thousands would slow every sweep for nothing."""
+MAX_NAME_CHARS = 200
+"""Characters of a name read from a file or ``--set``: a ``name`` (of a system, workload, part,
+space, objective set) and the key of every table (a catalog part's key, a price's). The longest
+shipped is 78 (a catalog part's display name), keys at most 32. Names are printed in every
+table, page and error: a 100 kB system name made ``dse evaluate``'s text output run past 120 s
+and a 3 MiB workload name likewise (issue 42)."""
+MAX_TEXT_CHARS = 4_096
+"""Characters of any other string of a file: a description, a source, a part or file named by
+name or path (a path fits: Linux's PATH_MAX is 4,096 bytes). The longest shipped is a system's
+``source`` of 416 characters."""
+MAX_PATH_BYTES = 4_096
+"""Bytes of a file's name or path given on the command line or in a file (Linux's PATH_MAX)."""
+MAX_FILE_NAME_BYTES = 255
+"""Bytes of one component of such a path (NAME_MAX of ext4, XFS, tmpfs): a longer name names no
+file, and asking the file system about it failed with ``OSError: File name too long``."""
 MAX_SPEC_FILE_BYTES = 4 * 2**20
 """Largest TOML spec read (workload, system, catalog, space, objectives, study), 4 MiB. The largest
 shipped spec, dse/data/catalog.toml, is 48 kB; a workload at :data:`MAX_TABLES` written in full

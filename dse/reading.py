@@ -11,7 +11,8 @@ ends in one line instead of a hang or a ``MemoryError``:
 - at most ``max_bytes`` are read (the limits are in :mod:`dse.limits` with their reasons);
   a file larger than that, or one that grows past it while read, is refused;
 - text must be UTF-8 without NUL bytes: a binary file (a journal, an archive, random bytes) is
-  refused as such rather than reported as a parse error deep inside it.
+  refused as such rather than reported as a parse error deep inside it; a leading UTF-8
+  byte-order mark is dropped.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def read_text(path: Path, max_bytes: int, source: str = "") -> str:
         raise DseInputError(name, "", f"binary content (a NUL byte at offset {nul}); expected "
                             "UTF-8 text")
     try:
-        return data.decode("utf-8")
+        # A leading byte-order mark (Windows editors write one) is no content: dropped, where
+        # TOML's parser read it as "Invalid statement (line 1, column 1)".
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DseInputError(name, "", f"not UTF-8 text (byte {exc.start}); expected UTF-8 "
                             "text") from None

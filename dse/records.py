@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from dse.errors import DseInputError
-from dse.limits import MAX_SPEC_FILE_BYTES
+from dse.limits import (
+    MAX_FILE_NAME_BYTES,
+    MAX_NAME_CHARS,
+    MAX_PATH_BYTES,
+    MAX_QUANTITY,
+    MAX_SPEC_FILE_BYTES,
+    MAX_TEXT_CHARS,
+)
 from dse.reading import read_text
 
 T = TypeVar("T")
@@ -44,7 +51,11 @@ def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML spec, read by :func:`dse.reading.read_text` (a regular file of at most
     :data:`~dse.limits.MAX_SPEC_FILE_BYTES`, UTF-8), every failure a one-line
     :class:`DseInputError`."""
-    text = read_text(path, MAX_SPEC_FILE_BYTES)
+    return _parse_toml(read_text(path, MAX_SPEC_FILE_BYTES), path)
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """The table of a spec's ``text`` (read from ``path``), every failure a one-line error."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -62,11 +73,33 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _shown(value: float) -> str:
-    """A number for an error line: huge integers by size (printing one may itself fail)."""
-    if isinstance(value, int) and value.bit_length() > 64:
+SHOWN_CHARS = 60
+"""The most of a value an error line repeats: a value of 100,000 digits is described, not
+printed back."""
+
+
+def brief(value: Any) -> str:
+    """A value for an error line: huge integers by size (printing one may itself fail), long
+    strings and other values cut to :data:`SHOWN_CHARS` with their length."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
         return f"an integer of {value.bit_length():,} bits"
-    return str(value)
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str) and len(value) > SHOWN_CHARS:
+        return f"{value[:SHOWN_CHARS]!r}... (a text of {len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text):,} characters)"
+
+
+def check_text(value: str, source: str, key: str) -> str:
+    """Refuse a string longer than its limit: :data:`~dse.limits.MAX_NAME_CHARS` for a name (a
+    ``name`` key, or the key of a table), :data:`~dse.limits.MAX_TEXT_CHARS` for any other."""
+    is_name = key.rpartition(".")[2] == "name"
+    limit = MAX_NAME_CHARS if is_name else MAX_TEXT_CHARS
+    if len(value) > limit:
+        raise DseInputError(source, key, f"must be at most {limit:,} characters "
+                            f"({'a name' if is_name else 'a text'}), got {len(value):,}")
+    return value
 
 
 def _check_bounds(value: float, meta: Mapping[str, Any], source: str, key: str) -> None:
@@ -74,11 +107,15 @@ def _check_bounds(value: float, meta: Mapping[str, Any], source: str, key: str) 
     hi = meta.get("max")
     if lo is not None:
         if meta.get("min_exclusive") and not value > lo:
-            raise DseInputError(source, key, f"must be greater than {lo}, got {_shown(value)}")
+            raise DseInputError(source, key, f"must be greater than {lo}, got {brief(value)}")
         if value < lo:
-            raise DseInputError(source, key, f"must be at least {lo}, got {_shown(value)}")
+            raise DseInputError(source, key, f"must be at least {lo}, got {brief(value)}")
     if hi is not None and value > hi:
-        raise DseInputError(source, key, f"must be at most {hi}, got {_shown(value)}")
+        raise DseInputError(source, key, f"must be at most {hi}, got {brief(value)}")
+    if hi is None and abs(value) > MAX_QUANTITY:  # finite through every product the model forms
+        bound = f"at most {MAX_QUANTITY:g}" if value > 0 else f"at least {-MAX_QUANTITY:g}"
+        raise DseInputError(source, key, f"must be {bound} (dse.limits.MAX_QUANTITY), "
+                            f"got {brief(value)}")
 
 
 def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] | None = None) -> Any:
@@ -98,35 +135,39 @@ def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] 
         return convert(args[0], value, source, key, meta)
     if origin is Literal:
         if value not in get_args(tp):
-            raise DseInputError(source, key, f"expected {_type_name(tp)}, got {value!r}")
+            raise DseInputError(source, key, f"expected {_type_name(tp)}, got {brief(value)}")
         return value
     if origin is tuple:
         if not isinstance(value, list | tuple):
-            raise DseInputError(source, key, f"expected a list, got {value!r}")
+            raise DseInputError(source, key, f"expected a list, got {brief(value)}")
         (item_tp, _) = get_args(tp)
         return tuple(convert(item_tp, v, source, f"{key}[{i}]", meta) for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, Mapping):
-            raise DseInputError(source, key, f"expected a table, got {value!r}")
+            raise DseInputError(source, key, f"expected a table, got {brief(value)}")
         (_, val_tp) = get_args(tp)
+        for k in value:
+            if len(str(k)) > MAX_NAME_CHARS:
+                raise DseInputError(source, key, f"a key must be at most {MAX_NAME_CHARS} "
+                                    f"characters (a name), got one of {len(str(k)):,}")
         return {str(k): convert(val_tp, v, source, f"{key}.{k}", meta) for k, v in value.items()}
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return from_mapping(tp, value, source, key)
     if tp is bool:
         if not isinstance(value, bool):
-            raise DseInputError(source, key, f"expected true or false, got {value!r}")
+            raise DseInputError(source, key, f"expected true or false, got {brief(value)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer() and not meta.get("strict_int", True):
                 value = int(value)
             else:
-                raise DseInputError(source, key, f"expected an integer, got {value!r}")
+                raise DseInputError(source, key, f"expected an integer, got {brief(value)}")
         _check_bounds(value, meta, source, key)
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise DseInputError(source, key, f"expected a number, got {value!r}")
+            raise DseInputError(source, key, f"expected a number, got {brief(value)}")
         if isinstance(value, int) and abs(value) > _FLOAT_MAX_INT:
             raise DseInputError(source, key, "expected a finite number, got an integer of "
                                 f"{value.bit_length():,} bits")
@@ -136,8 +177,8 @@ def convert(tp: Any, value: Any, source: str, key: str, meta: Mapping[str, Any] 
         return float(value)
     if tp is str:
         if not isinstance(value, str):
-            raise DseInputError(source, key, f"expected a string, got {value!r}")
-        return value
+            raise DseInputError(source, key, f"expected a string, got {brief(value)}")
+        return check_text(value, source, key)
     raise TypeError(f"unsupported field type {tp!r} for {key}")
 
 
@@ -147,14 +188,15 @@ def from_mapping(cls: type[T], data: Any, source: str, prefix: str = "") -> T:
     Unknown keys and missing required keys are errors; fields with defaults may be omitted.
     """
     if not isinstance(data, Mapping):
-        raise DseInputError(source, prefix, f"expected a table, got {data!r}")
+        raise DseInputError(source, prefix, f"expected a table, got {brief(data)}")
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     hints = _hints(cls)
     dotted = (prefix + ".") if prefix else ""
     for k in data:
         if k not in fields:
             known = ", ".join(sorted(f for f in fields if fields[f].init))
-            raise DseInputError(source, f"{dotted}{k}", f"unknown key (known keys: {known})")
+            shown = k if len(str(k)) <= SHOWN_CHARS else brief(k)
+            raise DseInputError(source, f"{dotted}{shown}", f"unknown key (known keys: {known})")
     kwargs: dict[str, Any] = {}
     for name, f in fields.items():
         if not f.init:
@@ -255,6 +297,7 @@ def named_file(name_or_path: str, kind: FileKind) -> Path:
     directory (the user's own copies); else the built-in preset ``NAME``. Unknown names raise a
     :class:`DseInputError` listing the known ones.
     """
+    check_name(name_or_path, kind)
     path = Path(name_or_path)
     if name_or_path.endswith(".toml") or path.exists():
         return path
@@ -264,6 +307,20 @@ def named_file(name_or_path: str, kind: FileKind) -> Path:
             return candidate
     known = ", ".join(kind.names())
     raise DseInputError(name_or_path, "", f"unknown {kind.noun} (known: {known})")
+
+
+def check_name(name_or_path: str, kind: FileKind) -> None:
+    """Refuse a name or path no file can have before the file system is asked about it: over
+    :data:`~dse.limits.MAX_PATH_BYTES` in all, a part over
+    :data:`~dse.limits.MAX_FILE_NAME_BYTES` (with ``.toml`` added to a name), or holding a NUL."""
+    encoded = name_or_path.encode("utf-8", "surrogateescape")
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if "/" not in name_or_path and not name_or_path.endswith(".toml"):
+        longest += len(b".toml")  # a name is looked up as NAME.toml
+    if "\0" in name_or_path or len(encoded) > MAX_PATH_BYTES or longest > MAX_FILE_NAME_BYTES:
+        raise DseInputError(brief(name_or_path), "", f"unknown {kind.noun}: a file's name is at "
+                            f"most {MAX_FILE_NAME_BYTES} bytes and its path {MAX_PATH_BYTES:,} "
+                            f"(this one: {len(encoded):,} bytes)")
 
 
 KIND_FOLDERS = ("studies", "search_spaces", "objectives", "workloads", "systems")
@@ -280,6 +337,7 @@ def named_beside(name_or_path: str, kind: FileKind, naming: Path | None) -> Path
     :class:`DseInputError` listing the known ones."""
     if naming is None:
         return named_file(name_or_path, kind)
+    check_name(name_or_path, kind)
     # Absolute, so that a file named by a bare relative path (``dse status s1.toml`` inside
     # ``studies/``) still knows the kind folder it sits in.
     here = Path(os.path.abspath(naming)).parent
@@ -348,8 +406,8 @@ def _table_json(text: str) -> str:
 def read_named(path: Path, kind: FileKind | None) -> NamedFile:
     """Read ``path`` (:func:`read_toml`'s checks and one-line errors) as a :class:`NamedFile`;
     errors name a preset of ``kind`` by its name, any other file by its path."""
-    table = read_toml(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, MAX_SPEC_FILE_BYTES)  # read once: the table is of this very text
+    table = _parse_toml(text, path)
     source = source_name(path, kind) if kind is not None else str(path)
     return NamedFile(str(path.resolve()), source, text, table_digest(table), path.stat().st_mtime_ns)
 

@@ -15,6 +15,9 @@ Two meanings of an existing target:
   never replaced (the new name is taken with ``link``, which fails if the name exists, so not even
   a file created meanwhile is lost).
 
+A file dse changes in place (a journal it appends to, its lock files) is opened by
+:func:`open_in_place`, which refuses a link the same way.
+
 Every failure is a :class:`~dse.errors.DseInputError` naming the file: one line for the CLI.
 This module is shared by every layer (like :mod:`dse.errors`), since the search, the outputs and
 the calibration all write files.
@@ -54,6 +57,24 @@ def check_target(path: Path, replace: bool, hint: str = "") -> None:
     if not replace:
         raise DseInputError(str(path), "", "already exists and is left as it is; "
                             + (hint or "pass --force to replace it, or write elsewhere"))
+
+
+def open_in_place(path: Path, flags: int, mode: int = 0o644) -> int:
+    """Open ``path`` to change it in place (a journal appended to or cut, a lock file), never
+    through a link: ``O_NOFOLLOW``, so a link put there at any time is refused in the one line
+    :func:`check_target` gives, as is anything but a regular file. ``flags`` are :func:`os.open`'s
+    (``O_CREAT`` creates a missing file, never a link's target)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            check_target(path, True)  # a link: says where it points
+        raise _failure(path, exc, "nothing was written") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DseInputError(str(path), "", "exists and is not a regular file; dse only writes "
+                            "files (choose another path)")
+    return fd
 
 
 def write_file(path: Path, data: bytes | str, replace: bool = True, hint: str = "",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -314,3 +315,63 @@ def test_importing_dse_cli_registers_every_command_in_help_order() -> None:
     assert [c.name for c in app.registered_commands] == [
         "evaluate", "compare", "list", "calibrate", "validate", "case-study", "show", "init", "run", "worker",
         "storage-proxy", "repair", "status", "pareto", "export", "report", "plot", "sweep"]
+
+
+# --- issue 42, item 9 ---------------------------------------------------------------------------
+
+
+def test_a_byte_order_mark_is_no_content(tmp_path: Path) -> None:
+    """A file saved with a UTF-8 byte-order mark (Windows editors) was "malformed TOML: Invalid
+    statement (line 1, column 1)"; it reads as the same file without one."""
+    plain = Path(__file__).resolve().parents[1] / "dse" / "data" / "systems" / "dgx-h100.toml"
+    marked = tmp_path / "dgx.toml"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    runs = [run("evaluate", "--system", str(p), "--workload", "mlperf-dlrm-v1", "--json")
+            for p in (plain, marked)]
+    assert [r.exit_code for r in runs] == [0, 0], runs[1].output
+    assert json.loads(runs[0].stdout)["throughput_samples_per_s"] == json.loads(runs[1].stdout)[
+        "throughput_samples_per_s"]
+    shown = run("show", "system", str(marked))
+    assert shown.exit_code == 0 and "\ufeff" not in shown.stdout
+
+
+@pytest.mark.parametrize("args", [["list", "accelerators"], ["list", "accelerators", "--json"],
+                                  ["evaluate", "-s", "dgx-h100", "-w", "mlperf-dlrm-v1"]])
+def test_a_reader_that_stops_reading_is_no_error(args: list[str]) -> None:
+    """``dse status | head -1`` exited 1 with no word: Rich (text) and Click (JSON) end a command
+    whose stdout is a broken pipe with code 1. The reader closing first makes every write fail."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before dse writes a byte
+    try:
+        done = subprocess.run([sys.executable, "-m", "dse", *args], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr, done.stderr
+
+
+def test_an_ipv6_host_is_served_without_grpc_noise(tmp_path: Path) -> None:
+    """``--host ::1`` printed gRPC's "E1207 ... add_port.cc" line, then failed: gRPC reads an IPv6
+    address only in brackets."""
+    import socket
+
+    pytest.importorskip("grpc")
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+            port = probe.getsockname()[1]
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    proxy = subprocess.Popen([sys.executable, "-m", "dse", "storage-proxy", "--storage",
+                              f"sqlite:///{tmp_path / 'p.db'}", "--host", "::1", "--port", str(port)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proxy.stdout is not None
+        line = proxy.stdout.readline()
+        assert f"on [::1]:{port}" in line and f"grpc://[::1]:{port}" in line, (
+            line + proxy.communicate(timeout=30)[1])
+    finally:
+        proxy.terminate()
+        _, err = proxy.communicate(timeout=30)
+    assert "add_port" not in err and not err.strip(), err

@@ -14,8 +14,9 @@ from study_helpers import GRID_PARAMS, SPACE_HEAD, run_cli
 
 from dse import evaluate, load_system, load_workload
 from dse.errors import DseInputError
+from dse.model.bom import scaleout_tiers
 from dse.model.catalog import load_catalog
-from dse.model.cost import CRITEO_EPOCH_SAMPLES, capex, power, scaleout_tiers
+from dse.model.cost import CRITEO_EPOCH_SAMPLES, capex, power
 from dse.model.system import System, read_system_data, resolve_system, system_spec_from_mapping
 from dse.records import apply_override
 from dse.search.algorithms.dedup import design_key
@@ -226,8 +227,8 @@ def test_rail_tiers_count_one_port_per_node() -> None:
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in SYSTEMS.glob("*.toml")))
 def test_one_node_network_parameters_change_nothing(name: str) -> None:
-    """What makes :data:`ONE_NODE_INERT` safe: on one node of every preset, oversubscription and
-    topology leave the whole evaluation unchanged."""
+    """What makes a one-node network inert (:func:`dse.model.equivalence.inert_at`) safe: on one
+    node of every preset, oversubscription and topology leave the whole evaluation unchanged."""
     data, _ = read_system_data(name)
     wl = load_workload("mlperf-dlrm-dcnv2")
     results = []

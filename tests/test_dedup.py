@@ -32,7 +32,7 @@ from dse.search.study.encoding import encode_design, suggest_design
 from dse.search.study.objective_sets import load_objectives
 from dse.search.study.search_space import load_space, space_from_mapping
 from dse.search.trial_objective import DesignObjective
-from tests.study_helpers import complete, load, make_spec
+from tests.study_helpers import complete, load, make_spec, run_cli, write_study
 
 DESIGN = {"node.accelerator": "h100-sxm5-80gb", "nodes": 2, "node.nics": 8, "node.nic_gbit_s": 400,
           "network.topology": "fat_tree", "network.oversubscription": 1.0}
@@ -166,10 +166,11 @@ def test_stratified_start_covers_every_category() -> None:
 
 def test_default_sampler_does_not_starve_an_accelerator() -> None:
     """Issue 15's mixed space (accelerator choice, three objectives): in 200 trials of the default
-    sampler every accelerator gets at least 3% of the trials, and B200 (the fastest, so the end of
+    sampler every accelerator gets at least 2% of the trials, and B200 (the fastest, so the end of
     the front) the most (the issue saw B200 get 5% of 1,500 trials and MI300X 54%). The floor is
-    what seeds 0-3 all give: the least-sampled accelerator got 7-8 of 200 trials with one-node
-    designs canonical (issue 28), 6-11 before, so a 5% floor held at seed 0 only by chance."""
+    what seeds 0-3 all give: the least-sampled accelerator got 5-7 of 200 trials once MI300X ran at
+    its measured matmul ceiling (calibration 2026.12-8, issue 40: it is then far from every front
+    and sampled least), 7-8 with one-node designs canonical (issue 28), 6-11 before."""
     space = load_space("scale-out")
     objectives = load_objectives("throughput-capex-power")
     study = optuna.create_study(directions=objectives.directions,
@@ -178,7 +179,7 @@ def test_default_sampler_does_not_starve_an_accelerator() -> None:
     while len(complete(study)) < 200:
         study.optimize(objective, n_trials=200 - len(complete(study)))
     counts = collections.Counter(t.user_attrs["design"]["node.accelerator"] for t in complete(study))
-    assert min(counts[c] for c in space.parameters["node.accelerator"].choices) >= 0.03 * 200
+    assert min(counts[c] for c in space.parameters["node.accelerator"].choices) >= 0.02 * 200
     assert counts.most_common(1)[0][0] == "b200-sxm-180gb"
     proposals = collections.Counter(t.user_attrs.get("proposal", "") for t in complete(study))
     assert proposals["stratified"] == 12 and proposals["extreme"] > 0 and proposals["coverage"] > 0
@@ -225,6 +226,39 @@ def test_small_study_has_no_reference(tmp_path: Path) -> None:
     info = status(load(spec))
     assert info["hypervolume_reference"] == "own range"
     assert REFERENCE_KEY not in load(spec).user_attrs
+
+
+def test_a_flat_reference_box_gives_no_figure_against_it(tmp_path: Path) -> None:
+    """Issue 42, item 8: a reference front of one design has a box about 1e-10 of its values wide,
+    and a design a little better than it scored beyond all measure ("hypervolume 1255068.997 (1.0
+    = the front of a coarse-to-fine sweep of 334 designs)"). Such a box is not used: the figure
+    is the front's own range, and says why."""
+    from dse.search.algorithms.pareto import study_losses
+
+    spec = make_spec(tmp_path, "journal", budget=8, sampler="auto")
+    run_study(spec)
+    study = load(spec)
+    feasible = [t for t in complete(study) if all(v <= 0 for v in t.constraints.values())]
+    losses = study_losses(study, feasible)
+    worst = losses.max(axis=0)  # one design, worse than every other: they fall outside its ideal
+    flat = reference_from_front(worst[None, :], 334, "coarse-to-fine sweep")
+    assert flat.flat() == 0 and reference_from_front(losses, 9, "coarse sweep").flat() is None
+    assert flat.volume(losses) / flat.hypervolume > 1e3  # the figure this box would give
+    study.set_user_attr(REFERENCE_KEY, flat.to_json())
+    assert study_reference(load(spec)) is None
+    info = status(load(spec))
+    assert info["hypervolume_reference"] == (
+        "own range (no fixed reference: the front of the coarse-to-fine sweep of 334 designs has a "
+        "single value of objective 1, a box of no width)")
+    assert info["hypervolume"] == pytest.approx(info["hypervolume_own_range"])
+    assert 0 < info["hypervolume"] <= 1
+    path = write_study(tmp_path / "t.toml", **{k: getattr(spec, k) for k in (
+        "name", "workload", "space", "objectives", "sampler", "budget", "seed", "storage")})
+    shown = run_cli("status", str(path))
+    assert shown.exit_code == 0, shown.output
+    line = " ".join(shown.stdout.split())
+    assert ("in the front's own range: not a convergence figure; no fixed reference: the front of "
+            "the coarse-to-fine sweep of 334 designs has a single value of objective 1") in line, line
 
 
 def test_tables_show_each_design_once_with_its_trials(tmp_path: Path) -> None:

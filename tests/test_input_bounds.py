@@ -320,3 +320,154 @@ def test_tables_times_accelerators_is_bounded(tmp_path: Path) -> None:
         f"high = {nodes + 1}", f"high = {nodes}"))
     study.write_text(study.read_text().replace("space.toml", "space-at.toml"))
     assert load_study_spec(str(study)).name == "s"
+
+
+# --- names and texts (issue 42, item 4) --------------------------------------------------------
+
+
+def _named(tmp_path: Path, kind: str, key: str, value: str) -> Path:
+    """A copy of a shipped ``kind`` preset with ``key = value`` in place of its first line of that
+    key."""
+    shipped = {"system": ROOT / "dse" / "data" / "systems" / "dgx-h100.toml",
+               "workload": ROOT / "dse" / "data" / "workloads" / "mlperf-dlrm-v1.toml"}[kind]
+    lines = shipped.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"{key} ="))
+    lines[at] = f'{key} = "{value}"'
+    path = tmp_path / f"{kind}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("kind", "key", "size", "limit"), [
+    ("system", "name", 100_000, limits.MAX_NAME_CHARS),  # dse evaluate's text ran past 120 s
+    ("workload", "name", 3 * 2**20, limits.MAX_NAME_CHARS),
+    ("system", "description", 10_000, limits.MAX_TEXT_CHARS),
+])
+def test_names_and_texts_past_their_limit_are_refused_fast(tmp_path: Path, kind: str, key: str,
+                                                             size: int, limit: int) -> None:
+    path = _named(tmp_path, kind, key, "x" * size)
+    option = "--system" if kind == "system" else "--workload"
+    other = ["--workload", "mlperf-dlrm-v1"] if kind == "system" else ["--system", "dgx-h100"]
+    # Refused before the name reaches the file system or the highlighter: a refusal's work.
+    counted = work_of(lambda: runner.invoke(app, ["evaluate", option, str(path), *other]))
+    assert counted.error is None and counted.calls < 50_000
+    result = runner.invoke(app, ["evaluate", option, str(path), *other])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert result.stderr.strip() == (f"dse: error: {path}: {key}: must be at most {limit:,} "
+                                     f"characters ({'a name' if key == 'name' else 'a text'}), got {size:,}")
+    at = _named(tmp_path, kind, key, "x" * limit)  # the limit itself loads
+    loaded = load_system_spec(str(at)) if kind == "system" else load_workload(str(at))
+    assert len(getattr(loaded, key)) == limit
+
+
+def test_a_table_key_past_the_name_limit_is_refused(tmp_path: Path) -> None:
+    catalog = tmp_path / "c.toml"
+    catalog.write_text(f'[accelerator."{"k" * (limits.MAX_NAME_CHARS + 1)}"]\nname = "x"\n')
+    with pytest.raises(DseInputError) as info:
+        load_user_catalog(catalog)
+    _one_line(info.value, f"a key must be at most {limits.MAX_NAME_CHARS} characters")
+
+
+@pytest.mark.parametrize("where", ["--system", "--workload", "study", "study file", "space file"])
+def test_names_no_file_can_have_are_one_line(tmp_path: Path, where: str) -> None:
+    """A name over 255 bytes gave ``OSError: [Errno 36] File name too long`` from the file
+    lookup, on the command line and as a study's ``workload`` or a space's ``base_system``."""
+    long = "a" * 300
+    if where == "--system":
+        args = ["evaluate", "--system", long, "--workload", "mlperf-dlrm-v1"]
+    elif where == "--workload":
+        args = ["evaluate", "--system", "dgx-h100", "--workload", long]
+    elif where == "study":
+        args = ["status", long]
+    else:
+        space = tmp_path / "space.toml"
+        space.write_text(f'name = "s"\nbase_system = "{long if where == "space file" else "dgx-h100"}"\n'
+                         '[parameters.nodes]\ntype = "int"\nlow = 1\nhigh = 2\n')
+        workload = long if where == "study file" else "mlperf-dlrm-v1"
+        (tmp_path / "s.toml").write_text(f'name = "s"\nworkload = "{workload}"\nspace = "space.toml"\n'
+                                         'objectives = "throughput-vs-capex"\nbudget = 3\n')
+        args = ["status", str(tmp_path / "s.toml")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    line = result.stderr.strip()
+    assert "\n" not in line and "a file's name is at most 255 bytes" in line, line
+    assert long not in line  # the name is cut in the message, not printed back whole
+
+
+def test_a_huge_value_is_not_repeated_in_its_error() -> None:
+    """``--set nodes=<100,000 digits>`` repeated every digit in its error."""
+    result = runner.invoke(app, ["evaluate", "--system", "dgx-h100", "--workload", "mlperf-dlrm-v1",
+                                 "--set", "nodes=" + "1" * 100_000])
+    assert result.exit_code == 2
+    assert result.stderr.strip().endswith("expected an integer, got '" + "1" * 60
+                                          + "'... (a text of 100,000 characters)")
+    assert len(result.stderr) < 300
+
+
+def test_user_text_is_printed_as_written_without_markup(tmp_path: Path) -> None:
+    """Text output never reads a user's string as Rich markup (nor highlights it): a system named
+    like markup prints as written."""
+    name = "[red]x[/red] [bold]1e9[/]"
+    path = _named(tmp_path, "system", "name", name)
+    result = runner.invoke(app, ["evaluate", "--system", str(path), "--workload", "mlperf-dlrm-v1"],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].startswith(f"mlperf-dlrm-v1 on {name}: 1 node(s)")
+
+
+# --- catalog figures and constraints (issue 42, item 7) ----------------------------------------
+
+
+@pytest.mark.parametrize(("line", "key", "words"), [
+    ("[accelerator.h100-sxm5-80gb]\ntdp_w = 1e308", "accelerator.h100-sxm5-80gb.tdp_w",
+     "must be at most 10000000.0, got 1e+308"),  # printed "inf W", JSON null, a blank in status
+    ("[accelerator.h100-sxm5-80gb]\nhbm_gb_s = 1e300", "accelerator.h100-sxm5-80gb.hbm_gb_s",
+     f"must be at most {limits.MAX_BANDWIDTH_GB_S}"),
+    ("[accelerator.h100-sxm5-80gb.peak_tflops]\nbf16 = 1e300",
+     "accelerator.h100-sxm5-80gb.peak_tflops.bf16", f"must be at most {limits.MAX_TFLOPS}"),
+    ("[facility]\npue = 1e308", "facility.pue", f"must be at most {limits.MAX_PUE}"),
+    ("[cxl.samsung-cmm-d-128gb]\nadded_latency_ns = 1e12", "cxl.samsung-cmm-d-128gb.added_latency_ns",
+     f"must be at most {limits.MAX_LATENCY_S * 1e9}"),
+    ("[accelerator.h100-sxm5-80gb]\nscaleup_links = 1000000000000000000000",
+     "accelerator.h100-sxm5-80gb.scaleup_links", "must be at most 1e+18 (dse.limits.MAX_QUANTITY)"),
+])
+def test_catalog_figures_are_bounded_like_system_values(tmp_path: Path, line: str, key: str,
+                                                       words: str) -> None:
+    catalog = tmp_path / "c.toml"
+    catalog.write_text(line + "\n")
+    result = runner.invoke(app, ["evaluate", "--system", "dgx-h100", "--workload", "mlperf-dlrm-v1",
+                                 "--catalog", str(catalog), "--json"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert result.stderr.startswith(f"dse: error: {catalog}: {key}: {words}"), result.stderr
+    assert "\n" not in result.stderr.strip()
+
+
+def test_catalog_figures_at_their_limit_stay_finite(tmp_path: Path) -> None:
+    """At the limit a figure is absurd but every product the model forms stays finite."""
+    catalog = tmp_path / "c.toml"
+    catalog.write_text(f"[accelerator.h100-sxm5-80gb]\ntdp_w = {limits.MAX_RACK_W}\n")
+    result = runner.invoke(app, ["evaluate", "--system", "dgx-h100", "--workload", "mlperf-dlrm-v1",
+                                 "--catalog", str(catalog), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "Infinity" not in result.stdout and "null" not in result.stdout.split('"power_w"')[1][:20]
+
+
+@pytest.mark.parametrize(("bounds", "words"), [
+    ("min = 10\nmax = 1", "power_per_node_w: min 10 is above max 1"),
+    ("max = -1", "power_per_node_w: max -1 is below 0, and every metric is at least 0"),
+])
+def test_an_impossible_constraint_is_refused_before_any_trial(tmp_path: Path, bounds: str,
+                                                             words: str) -> None:
+    """``min = 10, max = 1`` ran a study with 0 feasible designs and no warning."""
+    (tmp_path / "o.toml").write_text(
+        'name = "o"\n[[objectives]]\nmetric = "throughput_samples_per_s"\ndirection = "maximize"\n'
+        '[[objectives]]\nmetric = "capex_usd"\ndirection = "minimize"\n'
+        f'[[constraints]]\nmetric = "power_per_node_w"\n{bounds}\n')
+    study = tmp_path / "s.toml"
+    study.write_text('name = "s"\nworkload = "mlperf-dlrm-v1"\nspace = "scale-out"\n'
+                     'objectives = "o.toml"\nbudget = 5\n')
+    result = runner.invoke(app, ["run", str(study), "--no-report"])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    assert words in result.stderr and "refused before any trial" in result.stderr
+    assert "\n" not in result.stderr.strip()
+    assert not (tmp_path / "s.journal").exists()

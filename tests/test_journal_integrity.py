@@ -239,6 +239,8 @@ def numbered_journal(*numbers: int | None) -> bytes:
     ((1, None, 3, 4), []),  # a lost line hidden by an unchecked one (it cannot be told apart)
     ((1, 2, 2, 3), [4]),  # a copy
     ((1, 2, 5, 6), [4]),  # two lost
+    ((1, 3, 2, 4), [3]),  # two records swapped: the one out of the rising run, nothing lost
+    ((2, 1, 3), [2]),
 ])
 def test_record_numbers(tmp_path: Path, numbers: tuple[int | None, ...], damaged: list[int]) -> None:
     path = tmp_path / "n.journal"
@@ -303,3 +305,127 @@ def test_a_damaged_journal_reads_in_a_read_only_folder(made: Path,
     (rw / "s.journal").write_bytes(b"".join([*lines[:30], b"garbage\n", *lines[30:]]))
     result = run("status", str(rw / "s.toml"))
     assert result.exit_code == 2 and "line 31" in result.stderr and "dse repair" in result.stderr
+
+
+# --- Issue 42, item 1: records checked as a sequence ------------------------------------------
+
+
+def repaired(study: Path) -> bytes:
+    """``dse repair``'s copy of the study's journal (the command must succeed)."""
+    result = run("repair", str(study))
+    assert result.exit_code == 0, result.output
+    return repaired_path(study.with_suffix(".journal")).read_bytes()
+
+
+def test_swapped_lines_are_reordered_not_dropped(study: Path) -> None:
+    """Two adjacent records swapped (the sweep's lines 7001 and 7002) read as a lost record and a
+    copy before; a trial then lost a parameter in the repaired copy. Now one line names the record
+    out of order, and the copy is the journal as dse wrote it, byte for byte."""
+    journal = study.with_suffix(".journal")
+    intact = lines_of(journal)
+    at = next(i for i, r in enumerate(records(journal)) if i > 20 and r["op_code"] == OP.SET_TRIAL_PARAM)
+    swapped = [*intact[:at], intact[at + 1], intact[at], *intact[at + 2:]]
+    journal.write_bytes(b"".join(swapped))
+    refused(study, at + 1, f"dse's record {at + 1} is out of order (it belongs after record {at}, "
+            f"line {at + 2})")
+    assert len(scan_journal(journal).damage) == 1
+    assert repaired(study) == b"".join(intact)  # every parameter of every trial kept
+
+
+def test_a_record_moved_far_is_one_damaged_line_and_put_back(study: Path) -> None:
+    journal = study.with_suffix(".journal")
+    intact = lines_of(journal)
+    moved = intact[:10] + intact[11:60] + [intact[10]] + intact[60:]
+    journal.write_bytes(b"".join(moved))
+    scan = scan_journal(journal)
+    assert [d.line for d in scan.damage] == [60]
+    assert "dse's record 10 is out of order (it belongs after record 9, line 10)" in scan.damage[0].problem
+    assert repaired(study) == b"".join(intact)
+
+
+def test_a_different_record_under_a_repeated_number_is_kept(study: Path) -> None:
+    """A record numbered like another but not byte-identical is no copy: refused, and kept by the
+    repair (numbered afresh), never dropped."""
+    journal = study.with_suffix(".journal")
+    intact = lines_of(journal)
+    log = {"op_code": OP.SET_STUDY_USER_ATTR, "worker_id": "elsewhere", "study_id": 0,
+           "user_attr": {"k": 1}}
+    journal.write_bytes(b"".join([*intact[:31], record_line(log, 30), *intact[31:]]))
+    refused(study, 32, "numbered like line 31 (dse's record 30) but a different record, so not a copy")
+    copy = repaired(study).splitlines(keepends=True)
+    assert len(copy) == len(intact) + 1 and b'"worker_id":"elsewhere"' in copy[31]
+    assert every_line_checked(repaired_path(journal))
+
+
+def test_a_record_added_above_dses_first_is_refused_and_dropped(study: Path) -> None:
+    """Another study's creation record put above line 1 of a checked journal made every record of
+    the study name the other one (status: "0 of None complete", exit 0)."""
+    journal = study.with_suffix(".journal")
+    intact = journal.read_bytes()
+    other = b'{"op_code":0,"worker_id":"x","study_name":"other","directions":[2,1]}\n'
+    journal.write_bytes(other + intact)
+    refused(study, 1, "added above dse's first record (record 0, written when the journal was "
+            "empty), so written by no dse version (it creates study 'other')")
+    assert repaired(study) == intact
+    assert not checks_hold(other + intact, 0, 0, RecordNumbers())
+    assert read_snapshot(journal, cache=False) is None
+
+
+def extended(study: Path) -> Path:
+    """The study's journal after dse appended to it in place (so its lock keeps its extent)."""
+    from dse.search.storage.journal_writing import journal_storage
+
+    journal = study.with_suffix(".journal")
+    optuna.load_study(study_name="s", storage=journal_storage(journal)).set_user_attr("k", 1)
+    return journal
+
+
+@pytest.mark.parametrize("torn", [True, False])
+def test_a_cut_in_the_middle_says_how_many_records_were_lost(study: Path, torn: bool) -> None:
+    journal = extended(study)
+    lines = lines_of(journal)
+    kept = len(lines) // 2
+    size = sum(map(len, lines[:kept])) + (40 if torn else 0)
+    with journal.open("r+b") as f:  # cut in place, as truncate(1) or a lost extent would
+        f.truncate(size)
+    refused(study, kept + 1, f"held {len(lines)} lines when dse last wrote to it (s.journal.write.lock): "
+            f"its last {len(lines) - kept} record(s) were lost (the file was cut")
+    result = run("repair", str(study))
+    assert result.exit_code == 0 and f"its last {len(lines) - kept} record(s) were lost" in result.stderr
+    assert lines_of(repaired_path(journal)) == lines[:kept]
+    # The repaired copy moved over the journal is another file: read as it is, then resumed.
+    repaired_path(journal).replace(journal)
+    assert run("status", str(study)).exit_code == 0
+    assert run("run", str(study), "--trials", "1", "--quiet", "--no-report").exit_code == 0
+
+
+def test_a_torn_last_write_is_no_cut(study: Path) -> None:
+    """An append interrupted mid-line never updated the extent: its torn line is cut as before."""
+    journal = extended(study)
+    before = journal.read_bytes()
+    with journal.open("ab") as f:
+        f.write(b'{"op_code":6,"worker_id":"w","trial_id":3,"sta')
+    assert run("status", str(study)).exit_code == 0
+    assert run("run", str(study), "--trials", "1", "--quiet", "--no-report").exit_code == 0
+    assert journal.read_bytes().startswith(before) and not scan_journal(journal).damage
+
+
+def test_a_journal_read_while_another_writer_appends_is_no_cut(study: Path) -> None:
+    """A reader reads the journal, then the extent: a writer that appended in between (two jobs
+    of one study) counted lines the reader's bytes lack; the file as it is now holds them."""
+    from dse.search.storage.journal_sequence import was_cut
+
+    journal = extended(study)
+    before = journal.read_bytes()
+    extended(study)  # another process's append, after the read
+    assert was_cut(journal, before) == 0
+    assert check_journal_ok(journal, before)
+    with journal.open("r+b") as f:  # a real cut is still one
+        f.truncate(len(before) // 2)
+    assert was_cut(journal, journal.read_bytes()) > 0
+
+
+def check_journal_ok(journal: Path, data: bytes) -> bool:
+    from dse.search.storage.journal_check import check_journal
+
+    return not check_journal(journal, "s", data=data).damage

@@ -137,3 +137,18 @@ def test_a_cpu_node_can_spill_to_cxl_memory() -> None:
     # The CPUs' DDR is their device's own memory; the modules are the node tier behind it.
     assert [t.name for t in more.system.tiers] == ["ddr", "cxl"]
     assert more.metrics()["ddr_used_gb"] > 300 and more.metrics()["cxl_used_gb"] > 0
+
+
+def test_cxl_modules_are_bought_and_powered_by_hand() -> None:
+    wl = load_workload("zion-2019")
+    base = evaluate(wl, load_system("zion", ZION_SPR), CALIB)
+    assert "cxl" not in base.cost.parts_usd  # no row where a node has none
+    for n in (1, 4, 8):
+        ev = evaluate(wl, load_system("zion", (*ZION_SPR, *CZ120, ("node.cxl_modules", n))), CALIB)
+        # 1,420 USD and 25 W a 256 GB CZ120 (catalog estimates); the draw passes the node's PSUs.
+        assert ev.cost.parts_usd["cxl"] == n * 1420.0
+        assert ev.cost.capex_usd == pytest.approx(base.cost.capex_usd + n * 1420.0)
+        assert ev.power.parts_w["cxl"] == n * 25.0
+        psu = ev.power.parts_w["psu_loss"] - base.power.parts_w["psu_loss"]
+        assert ev.power.power_w == pytest.approx(base.power.power_w + n * 25.0 + psu)
+        assert psu == pytest.approx(n * 25.0 * (1 / 0.94 - 1), rel=1e-9)

@@ -17,8 +17,9 @@ from study_helpers import complete, run_cli, storage_for
 
 from dse.cli.tables import distinct_designs, print_designs
 from dse.errors import DseInputError
+from dse.model.bom import CPU_TRAINING_UTILISATION
 from dse.model.catalog import load_catalog
-from dse.model.cost import CPU_TRAINING_UTILISATION, capex, power
+from dse.model.cost import capex, power
 from dse.model.evaluate import evaluate
 from dse.model.racks import racks_of
 from dse.model.system import System, load_system

@@ -292,6 +292,63 @@ def test_the_cli_in_a_process_prints_no_traceback(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1 and "not a regular file" in done.stderr
 
 
+# --- files changed in place: the journal and its locks (issue 42, item 2) -------------------------
+
+
+@pytest.mark.parametrize("target", ["missing", "existing"])
+def test_a_journal_that_is_a_link_is_never_written_through(tmp_path: Path, target: str) -> None:
+    """``ln -s ../elsewhere/x s.journal``: ``dse run`` created and filled the link's target, and
+    appended to an existing one, while every other output refused links."""
+    study = write_study(tmp_path / "s.toml", name="s", **CHEAP, sampler="random", budget=3, seed=1)
+    elsewhere = tmp_path / "elsewhere" / "x"
+    elsewhere.parent.mkdir()
+    if target == "existing":
+        elsewhere.write_bytes(b"")
+    (tmp_path / "s.journal").symlink_to(elsewhere)
+    one_line_error(run("run", str(study), "--no-report"), "s.journal", "is a symbolic link",
+                   str(elsewhere))
+    assert (elsewhere.read_bytes() == b"") if target == "existing" else not elsewhere.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "s.journal", "s.toml"]
+
+
+@pytest.mark.parametrize("lock", ["s.journal.write.lock", "s.journal.workers.lock"])
+def test_a_lock_that_is_a_link_is_never_written_through(study: Path, lock: str) -> None:
+    victim = study.parent / "victim"
+    victim.write_text("keep me")
+    (study.parent / lock).symlink_to(victim)
+    before = study.with_suffix(".journal").read_bytes()
+    one_line_error(run("run", str(study), "--trials", "1", "--no-report"), lock, "symbolic link")
+    assert victim.read_text() == "keep me"
+    assert study.with_suffix(".journal").read_bytes() == before
+
+
+def test_the_journal_writer_opens_no_link_put_there_later(tmp_path: Path) -> None:
+    """A link put in the journal's place after it was opened is refused at the next append (the
+    writer opens the file with O_NOFOLLOW each time), not written through."""
+    import optuna
+
+    from dse.search.storage.journal_writing import journal_storage
+
+    journal = tmp_path / "s.journal"
+    storage = journal_storage(journal)
+    study = optuna.create_study(study_name="s", storage=storage)
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    journal.unlink()
+    journal.symlink_to(victim)
+    with pytest.raises(DseInputError, match="is a symbolic link"):
+        study.set_user_attr("k", 1)
+    assert victim.read_text() == "keep me"
+
+
+def test_a_sqlite_storage_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    study = write_study(tmp_path / "s.toml", name="s", **CHEAP, sampler="random", budget=3, seed=1)
+    (tmp_path / "s.db").symlink_to(tmp_path / "elsewhere.db")
+    one_line_error(run("run", str(study), "--storage", f"sqlite:///{tmp_path / 's.db'}",
+                       "--no-report"), "s.db", "symbolic link")
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
 # --- prices -------------------------------------------------------------------------------------
 
 

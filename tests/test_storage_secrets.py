@@ -167,9 +167,37 @@ def test_urls_as_libpq_reads_them_and_as_shown() -> None:
                  "postgresql://u:p%40w@h:5/db", "grpc://127.0.0.1:13000", "studies/x.journal"):
         assert encode_credentials(same) == same
     assert redact("postgresql://u:p%40w@h:5/db") == "postgresql://u:***@h:5/db"
+    # A password is percent-decoded (docs/cluster.md says so): %40 is '@', a literal '%40' is %2540.
+    assert encode_credentials("postgresql://u:p%2540w@h/db") == "postgresql://u:p%2540w@h/db"
     for unclear in ("postgresql://dse:Xq7/Zr9@db/dse", "postgresql://dse:Xq7?a=Zr9@db/dse",
                     "postgresql://dse:Xq7@Zr9#x@db/dse", "mysql+pymysql://dse:Xq7/Zr9@db/dse"):
         assert redact(unclear) == unclear.split("://")[0] + "://***"
         with pytest.raises(DseInputError) as refused:
             encode_credentials(unclear)
         shows_none(str(refused.value))
+
+
+MALFORMED = {
+    "unclosed IPv6 bracket": ("postgresql://dse:Xq7kVb2Rt@[::1:5432/dse", "Invalid IPv6 URL"),
+    "unclosed IPv6 bracket, proxy": ("grpc://[::1", "Invalid IPv6 URL"),
+    "a host that is no address": ("postgresql://dse:Xq7kVb2Rt@[zz]/dse", "'zz' does not appear"),
+    "a port out of range": ("postgresql://dse:Xq7kVb2Rt@db:99999/dse", "Port out of range"),
+    "a port that is no number": ("grpc://127.0.0.1:x", "Port could not be cast"),
+}
+
+
+@pytest.mark.parametrize("command", ["status", "worker", "storage-proxy"])
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_a_malformed_url_is_one_line_with_its_password_masked(tmp_path: Path, command: str,
+                                                              kind: str) -> None:
+    """Issue 42, item 5: an unclosed IPv6 bracket printed a 56-line ``ValueError`` traceback in
+    status, worker and storage-proxy. Every URL is parsed by one function
+    (:func:`dse.search.storage.servers.parse_url`) that turns a malformed one into one line."""
+    url, words = MALFORMED[kind]
+    args = ["--storage", url] if command == "storage-proxy" else [str(study_file(tmp_path)),
+                                                                   "--storage", url]
+    line = one_line(dse(command, *args))
+    assert "malformed URL" in line and words in line, line
+    assert "Traceback" not in line and "Xq7kVb2Rt" not in line
+    if "dse:" in url:
+        assert "dse:***@" in line, line

@@ -401,6 +401,57 @@ def test_a_stopped_proxy_ends_its_workers_within_the_deadline(
     assert_exact(url, path.stem)
 
 
+PAUSE_DEADLINE_S = 5.0
+"""The workers' answer deadline in the paused-proxy test (``dse_answer_timeout``)."""
+SAID_WITHIN_S = PAUSE_DEADLINE_S + 4
+"""Tolerance of a worker's one line after the pause: one deadline, plus the time to its next call
+(a trial in flight, the process's own wake-up) under load. Below two deadlines, which is what
+failing the trial and reading the summary each cost before (issue 42)."""
+ENDED_WITHIN_S = PAUSE_DEADLINE_S + 9
+"""Tolerance of the worker's exit: its line, then the process's teardown (3-4 s measured under a
+load of 10 with the default 20 s deadline: lines at 20.6-21.4 s, exits at 24.4-25.2 s;
+``benchmarks/bench_proxy_pause.py``)."""
+
+
+@pytest.mark.slow
+def test_a_paused_proxy_ends_every_worker_after_one_deadline(
+        tmp_path: Path, server: tuple[Path, str], proxies: list[Proxy]) -> None:
+    """Five workers behind a SIGSTOPped proxy ended 40-60 s after the pause, past the documented
+    30 s (20 s deadline): each closing call (failing the trial, the summary) waited a deadline of
+    its own. A proxy that passed its deadline is now not waited for again (its later calls fail at
+    once): every worker says its one line within one deadline and the stated tolerance. This
+    test takes about 30 s (no ``slow`` marker is registered on this branch to mark it)."""
+    _, url = server
+    proxy = Proxy(url, postgres_server.free_port())
+    proxies.append(proxy)
+    path = make_study(tmp_path)
+    created(path, url)
+    grpc_url = f"{proxy.url}?dse_answer_timeout={PAUSE_DEADLINE_S:g}"
+    workers = [Worker(tmp_path, i, "worker", str(path), "--storage", grpc_url) for i in range(5)]
+    wait_complete(url, path.stem, 5, workers)
+    said: dict[int, float] = {}
+    ended: dict[int, float] = {}
+    with paused(workers):
+        os.kill(proxy.proc.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        while len(ended) < len(workers) and time.monotonic() - stopped < 60:
+            for i, w in enumerate(workers):
+                if i not in said and w.err.stat().st_size:
+                    said[i] = time.monotonic() - stopped
+                if i not in ended and w.proc.poll() is not None:
+                    ended[i] = time.monotonic() - stopped
+            time.sleep(0.05)
+    finally:
+        os.kill(proxy.proc.pid, signal.SIGCONT)
+    for w in workers:
+        code, _, err = w.wait(timeout=30)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "did not answer within its deadline" in err, err
+    assert max(said.values()) < SAID_WITHIN_S, said
+    assert max(ended.values()) < ENDED_WITHIN_S, ended
+
+
 # --- a worker that wakes after its trial was failed ------------------------------------------------
 
 

@@ -42,11 +42,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -54,10 +55,11 @@ import numpy as np
 from dse.calibration.cpu import cpu_loo_log_residuals, cpu_outside
 from dse.calibration.fit import check_loss, fit, loss_of, predict_full
 from dse.calibration.measurements import REFERENCE_FAMILY, Measurement, measurement_design
-from dse.calibration.regime import AXES, DesignClass, Regime, design_class, measurement_class
+from dse.calibration.regime import AXES, DesignClass, Regime, design_class, measurement_class, outside_axes
 from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import Evaluation
+from dse.model.metrics import METRICS
 from dse.model.parameters import (
     FITTED_APART,
     NOT_SCALARS,
@@ -82,24 +84,12 @@ ENSEMBLE_FILE = "calibration_ensemble.json"
 LOO_MAX_ITERATIONS = 60
 """Levenberg-Marquardt iterations of each refit (they start at the calibration, a few steps from
 their optimum; ``dse validate`` uses the same)."""
-THROUGHPUT_EXPONENT: dict[str, int] = {
-    "throughput_samples_per_s": 1,
-    "step_time_s": -1,
-    "samples_per_s_per_kusd": 1,
-    "samples_per_s_per_w": 1,
-    "usd_per_million_samples": -1,
-    "usd_per_billion_samples": -1,
-    "energy_per_sample_j": -1,
-    "epoch_time_s": -1,
-    "epoch_cost_usd": -1,
-    "dataset_time_s": -1,
-    "dataset_cost_usd": -1,
-    "time_to_train_s": -1,
-    "cost_to_train_usd": -1,
-}
+THROUGHPUT_EXPONENT: Mapping[str, int] = MappingProxyType(
+    {m.name: m.throughput_exponent for m in METRICS if m.throughput_exponent is not None})
 """Metrics that move with the calibration, as the power of throughput they are proportional to
-(:func:`dse.model.cost.economics`: TCO per second, capex and power do not depend on it). Capex,
-power and the memory figures are the same under every member."""
+(their :attr:`~dse.model.metrics.Metric.throughput_exponent`; :func:`dse.model.cost.economics`:
+TCO per second, capex and power do not depend on it). Capex, power and the memory figures are the
+same under every member."""
 
 
 class EnsembleUnavailable(DseInputError):
@@ -189,15 +179,24 @@ class CalibrationEnsemble:
     class_coverage: tuple[ClassCoverage, ...] = ()
     """Coverage of the widened intervals of each left-out class (:func:`class_coverages`)."""
 
-    def outside_residuals(self, excluding: frozenset[str] = frozenset()) -> np.ndarray:
+    def outside_residuals(self, excluding: frozenset[str] = frozenset(),
+                          axes: tuple[str, ...] = ()) -> np.ndarray:
         """The error distribution of a design outside the measured regime: the leave-one-class-out
-        residuals of every holdout (without those of the measurements in ``excluding``), each
-        with both signs. A left-out class errs mostly one way (its own bias: Hopper under-rated,
-        Volta over-rated), and which way a class never measured errs is not known from which
-        classes happened to be measured, so the sign is not taken from them."""
-        r = np.array([r for h in self.holdouts
-                      for i, r in zip(h.measurement_ids, h.log_residuals, strict=True)
-                      if i not in excluding])
+        residuals of the holdouts on ``axes``, the axes the design lies outside on (without those
+        of the measurements in ``excluding``), each with both signs. An accelerator generation no
+        measurement has (Blackwell) takes the errors of the fit on each measured generation it
+        never saw (the architecture holdouts), not those of an unseen software family; a design
+        outside only on axes with no holdout (one measured class: placement, vendor), or when
+        ``axes`` is empty or its holdouts hold only ``excluding``, takes every holdout's, the best
+        evidence the data hold on an unseen class. A left-out class errs mostly one way (its own
+        bias: Hopper over-rated, Volta under-rated), and which way a class never measured errs is
+        not known from which classes happened to be measured, so the sign is not taken from
+        them."""
+        def pooled(holdouts: Iterable[ClassHoldout]) -> list[float]:
+            return [r for h in holdouts for i, r in zip(h.measurement_ids, h.log_residuals, strict=True)
+                    if i not in excluding]
+
+        r = np.array(pooled(h for h in self.holdouts if h.axis in axes) or pooled(self.holdouts))
         return np.concatenate([r, -r])
 
     def outside(self, design: DesignClass) -> tuple[str, ...]:
@@ -547,14 +546,16 @@ def interval_of_spread(point: float, spread: np.ndarray, ens: CalibrationEnsembl
     ``spread`` (log ratios, one per member): :func:`prediction_interval` once the members are timed.
     ``outside`` (why the design lies outside the measured regime, :meth:`CalibrationEnsemble.outside`)
     widens the interval to take in the one the leave-one-class-out residuals give as well: the
-    error of a fit on a class it never saw, the design's own case (:func:`widened_bounds`).
+    error of a fit on a class it never saw, the design's own case (:func:`widened_bounds`), taken
+    from the holdouts on the axes the design is outside on (an unmeasured generation: the
+    leave-one-generation-out errors; :meth:`CalibrationEnsemble.outside_residuals`).
     ``ends`` (:func:`range_ends`) widens it to take in the predictions at both ends of every range
     of the parameters no measurement pins down: what the design's step rests on unmeasured is never
     narrower than its range."""
     spread = spread[np.isfinite(spread)]
     if not (0 < point < math.inf) or spread.size == 0:
         return None
-    widened = ens.outside_residuals() if outside else np.zeros(0)
+    widened = ens.outside_residuals(axes=outside_axes(outside)) if outside else np.zeros(0)
     lo, hi = widened_bounds(spread, np.asarray(ens.loo_log_residuals), widened, level)
     lo, hi = min(lo, ends.low), max(hi, ends.high)
     return PredictionInterval.around(level, point, (lo, hi), _quantiles(spread, np.zeros(0), level),
@@ -582,7 +583,7 @@ def class_coverage_of(holdout: ClassHoldout, ens: CalibrationEnsemble,
     outside the class and the leave-one-out residuals of the points outside it: never the class's
     own), and is covered when its residual lies inside."""
     own = frozenset(holdout.measurement_ids)
-    pool = ens.outside_residuals(excluding=own)
+    pool = ens.outside_residuals(excluding=own, axes=(holdout.axis,))
     loo = np.array([r for i, r in zip(ens.measurement_ids, ens.loo_log_residuals, strict=True)
                     if i not in own])
     covered, widths = 0, []

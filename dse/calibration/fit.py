@@ -44,6 +44,14 @@ from typing import Any
 
 import numpy as np
 
+from dse.calibration.generations import (
+    GenerationHoldout,
+    RatioReport,
+    architecture_of,
+    generations,
+    ratio_report,
+    spearman,
+)
 from dse.calibration.measurements import (
     MEASUREMENT_CLASSES,
     POWER_MEASUREMENTS,
@@ -430,26 +438,6 @@ def fit(
 # --- accuracy ----------------------------------------------------------------------------------
 
 
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman rank correlation (average ranks for ties)."""
-
-    def ranks(x: Sequence[float]) -> np.ndarray:
-        arr = np.asarray(x, dtype=float)
-        order = arr.argsort()
-        r = np.empty(len(arr))
-        r[order] = np.arange(len(arr), dtype=float)
-        for v in np.unique(arr):
-            idx = arr == v
-            r[idx] = r[idx].mean()
-        return r
-
-    ra, rb = ranks(a), ranks(b)
-    ra -= ra.mean()
-    rb -= rb.mean()
-    denom = math.sqrt(float(ra @ ra) * float(rb @ rb))
-    return float(ra @ rb) / denom if denom else 0.0
-
-
 def abs_pct_error(predicted: float, measured: float) -> float:
     """|predicted - measured| / measured, in percent."""
     return abs(predicted - measured) / measured * 100.0
@@ -557,6 +545,11 @@ class Forward:
         """Rank correlation of predicted and measured throughput over the predicted points."""
         return spearman([p for _, p in self.points], [m.samples_per_s for m, _ in self.points])
 
+    @property
+    def ratios(self) -> RatioReport:
+        """The pairwise ratios among the predicted points (:func:`ratio_report`)."""
+        return ratio_report(self.points)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the ``forward`` entry of ``dse validate --json``)."""
         return {
@@ -566,6 +559,7 @@ class Forward:
             "median_abs_pct_error": self.median_abs_pct_error,
             "max_abs_pct_error": self.max_abs_pct_error,
             "spearman": self.spearman,
+            "ratios": self.ratios.to_dict(),
             "points": [{"id": m.id, "published": m.published, "measured": m.samples_per_s,
                         "predicted": p, "abs_pct_error": abs_pct_error(p, m.samples_per_s)}
                        for m, p in self.points],
@@ -614,6 +608,22 @@ class Validation:
     excluded: tuple[PointReport, ...] = ()
     """The points the state-change rule keeps out of the fit and out of every statistic above,
     each with its error against the calibration (no leave-one-out: the fit never saw them)."""
+    generations: tuple[GenerationHoldout, ...] = ()
+    """Each architecture left out of the fit whole and predicted (:func:`generation_holdouts`;
+    empty without leave-one-out)."""
+
+    @property
+    def ratios(self) -> RatioReport:
+        """The pairwise ratios of the points at this calibration (:func:`ratio_report`)."""
+        return ratio_report([(p.measurement, p.predicted) for p in self.points])
+
+    @property
+    def loo_ratios(self) -> RatioReport | None:
+        """The same with each point predicted by the fit that left it out (None without
+        leave-one-out): out of sample, as every pair's two points are."""
+        if any(p.loo_predicted is None for p in self.points):
+            return None
+        return ratio_report([(p.measurement, float(p.loo_predicted or 0.0)) for p in self.points])
 
     @property
     def downweighted(self) -> list[tuple[PointReport, float]]:
@@ -659,6 +669,9 @@ class Validation:
             "huber_k": HUBER_K if self.loss == "huber" else None,
             "downweighted": [{"id": p.measurement.id, "weight": w} for p, w in self.downweighted],
             "forward": None if self.forward is None else self.forward.to_dict(),
+            "ratios": self.ratios.to_dict(),
+            "loo_ratios": None if self.loo_ratios is None else self.loo_ratios.to_dict(),
+            "leave_one_generation_out": [g.to_dict() for g in self.generations],
             "power": None if self.power is None else self.power.to_dict(),
             "classes": self.classes(),
             "excluded": [
@@ -744,7 +757,23 @@ def validate(
         power=power_fit(calib),
         excluded=tuple(PointReport(m, p, abs_pct_error(p, m.samples_per_s), None, None, bn)
                        for m in out_of_fit for p, bn in [_predict_point(m, calib)]),
+        generations=generation_holdouts(measurements, calib, loss) if leave_one_out else (),
     )
+
+
+def generation_holdouts(measurements: Sequence[Measurement], calib: Calibration,
+                        loss: str = FIT_LOSS) -> tuple[GenerationHoldout, ...]:
+    """Refit ``calib`` (with ``loss``) without every point of each architecture in turn
+    (:func:`~dse.calibration.generations.generations`) and predict those points: the error dse
+    makes on a generation it has never seen. A software family measured only on the left-out
+    generation runs at the reference family's speed there (:func:`predict_full`)."""
+    out = []
+    for arch in generations(measurements):
+        rest = [m for m in measurements if architecture_of(m) != arch]
+        refit = fit(rest, calib, max_iter=60, loss=loss).calibration
+        held = tuple((m, predict_full(m, refit)) for m in measurements if architecture_of(m) == arch)
+        out.append(GenerationHoldout(arch, held))
+    return tuple(out)
 
 
 def _predict_point(m: Measurement, calib: Calibration) -> tuple[float, str]:

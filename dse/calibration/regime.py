@@ -101,6 +101,12 @@ def measurement_class(m: Measurement) -> DesignClass:
     return dataclasses.replace(found, software=m.family, layout=family_layout(m.family))
 
 
+def outside_axes(reasons: Iterable[str]) -> tuple[str, ...]:
+    """The axes of :meth:`Regime.outside`'s reasons (each sentence starts with its axis and a
+    colon)."""
+    return tuple(r.split(":", 1)[0] for r in reasons)
+
+
 @dataclass(frozen=True, slots=True)
 class Regime:
     """The classes the measurements span on each axis (sorted)."""

@@ -28,9 +28,19 @@ __all__ = ["app", "case", "evaluate", "fail", "main", "show", "study", "sweep", 
 
 
 def main() -> None:
-    """Console-script entry point (``dse``, ``python -m dse``, ``python -m dse.cli``)."""
+    """Console-script entry point (``dse``, ``python -m dse``, ``python -m dse.cli``).
+
+    A reader that stops reading (``dse status | head -1``) is no error of dse's: Click ends the
+    command on the broken pipe with exit code 1 and no word; dse exits 0 then, as the output the
+    reader wanted was written."""
     try:
         app()
     except DseInputError as exc:  # pragma: no cover - commands catch their own
         typer.echo(f"dse: error: {exc}", err=True)
         sys.exit(2)
+    except SystemExit as exc:
+        # Click marks a broken stdout by wrapping it (click.utils.PacifyFlushWrapper) before it
+        # exits 1; no other exit does.
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            sys.exit(0)
+        raise

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from dse.cli._app import app, fail
+from dse.cli._app import app, console, fail
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.outputs.paths import CASE_DIR
@@ -83,6 +82,6 @@ def _show(name: str, result: CaseResult[Any]) -> None:
     for col in ("as priced", "-30%", "+30%"):
         table.add_column(col)
     for c in result.claims:
-        table.add_row(c.text, *("holds" if ok else "[red]fails[/red]"
+        table.add_row(c.text, *("holds" if ok else "fails"
                                 for ok in (c.holds, c.holds_low, c.holds_high)))
-    print_table(Console(), table)
+    print_table(console(), table)

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from dse.cli._app import app, check_targets, fail, si, to_json, warn, write_or_fail
+from dse.cli._app import console as plain_console
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.catalog import LISTED_SECTIONS, Catalog
@@ -132,19 +133,19 @@ def evaluate_cmd(
                             "sensitive_defaults": [dataclasses.asdict(d) for d in leaned_on],
                             **extra}))
     else:
-        print_evaluation(ev, Console(), iv)
+        print_evaluation(ev, plain_console(), iv)
         if iv_note:
-            Console(stderr=True, soft_wrap=True).print(escape(f"note: {iv_note}"))
+            plain_console(stderr=True, soft_wrap=True).print(f"note: {iv_note}")
         if summary:
-            print_plan(summary, Console())
+            print_plan(summary, plain_console())
         if what_if_:
-            print_what_if(ev, Console())
+            print_what_if(ev, plain_console())
         for d in leaned_on:
-            Console().print(escape(f"note: {d.describe()}"))
+            plain_console().print(f"note: {d.describe()}")
         if larger is not None:
-            Console().print(escape(f"note: {_larger_batch_note(ev, larger)}"))
+            plain_console().print(f"note: {_larger_batch_note(ev, larger)}")
         for change in user.changes:
-            Console().print(escape(f"catalog: {change.describe()}"))
+            plain_console().print(f"catalog: {change.describe()}")
     if html is not None:
         from dse.outputs.timeline import timeline_page
 
@@ -238,7 +239,7 @@ def compare_cmd(
     if as_json:
         typer.echo(to_json(result.to_dict()))
     else:
-        print_comparison(result, Console())
+        print_comparison(result, plain_console())
 
 
 def _trial_pair(study: str, storage: str | None, first: str, second: str,
@@ -372,24 +373,23 @@ def _print_headline(ev: Evaluation, console: Console, iv: PredictionInterval | N
     s = ev.system
     racks = rack_count(s.spec)
     size = rack_phrase(racks, s.nodes) if racks_of(s.spec) else f"{s.nodes} node(s)"
-    console.print(
-        f"[bold]{ev.workload.name}[/] on [bold]{s.spec.name or s.accelerator.name}[/]: "
-        f"{size} x {s.accelerators_per_node} {s.accelerator.name} "
-        f"({s.scaleup}, {s.network.topology}); calibration {ev.calibration_version}"
-    )
+    console.print(Text.assemble(
+        (ev.workload.name, "bold"), " on ", (s.spec.name or s.accelerator.name, "bold"),
+        f": {size} x {s.accelerators_per_node} {s.accelerator.name} "
+        f"({s.scaleup}, {s.network.topology}); calibration {ev.calibration_version}"))
     if racks:
         console.print(f"{ev.rack_kw:.1f} kW a rack with every accelerator at TDP")
-    status = "[green]feasible[/]" if ev.feasible else "[red]INFEASIBLE[/]: " + "; ".join(ev.reasons)
-    console.print(status)
+    console.print(Text("feasible", "green") if ev.feasible else
+                  Text.assemble(("INFEASIBLE", "red"), ": " + "; ".join(ev.reasons)))
     if ev.what_if:
-        console.print("[yellow]WHAT-IF parts[/] (not on sale): " + "; ".join(ev.what_if))
-    console.print(
-        f"throughput [bold]{si(ev.throughput_samples_per_s, 'samples/s')}[/]"
+        console.print(Text.assemble(("WHAT-IF parts", "yellow"), " (not on sale): "
+                                    + "; ".join(ev.what_if)))
+    console.print(Text.assemble(
+        "throughput ", (si(ev.throughput_samples_per_s, 'samples/s'), "bold"),
         f"{_span(iv, 'throughput_samples_per_s', ev.throughput_samples_per_s, lambda v: si(v, ''))}, "
         f"step {ev.step_time_s * 1e3:.3f} ms"
         f"{_span(iv, 'step_time_s', ev.step_time_s, lambda v: f'{v * 1e3:.3f}')}, "
-        f"bottleneck [bold]{ev.bottleneck}[/]"
-    )
+        "bottleneck ", (ev.bottleneck, "bold")))
 
 
 def _print_stages(ev: Evaluation, console: Console) -> None:
@@ -428,7 +428,8 @@ def _print_memory_and_parts(ev: Evaluation, m: Mapping[str, float], console: Con
     for part in parts:
         money.add_row(part, f"{ev.cost.parts_usd.get(part, 0.0):,.0f}",
                       f"{ev.power.parts_w.get(part, 0.0):,.0f}")
-    money.add_row("[bold]total", f"[bold]{ev.cost.capex_usd:,.0f}", f"[bold]{ev.power.power_w:,.0f}")
+    money.add_row(*(Text(cell, "bold") for cell in (
+        "total", f"{ev.cost.capex_usd:,.0f}", f"{ev.power.power_w:,.0f}")))
     console.print(money)
 
 
@@ -572,7 +573,7 @@ def list_cmd(
 ) -> None:
     """List what is available: workloads, systems, accelerators, CPUs, NICs, CXL memory, switches,
     spaces, objective sets or studies."""
-    console = Console()
+    console = plain_console()
     if what not in LIST_KINDS:
         fail(f"list: unknown kind {what!r} (known: {', '.join(LIST_KINDS)})")
     if (as_json or catalog is not None) and what not in PART_KINDS:
@@ -634,7 +635,7 @@ def _part_table(what: str, rows: list[dict[str, Any]]) -> Table:
     columns = PART_COLUMNS.get(what) or tuple(k for k in (rows[0] if rows else {}) if k not in notes)
     table = Table(*columns)
     for row in rows:
-        table.add_row(*(escape(_part_cell(row.get(col))) for col in columns))
+        table.add_row(*(_part_cell(row.get(col)) for col in columns))
     return table
 
 
@@ -754,13 +755,13 @@ def _calibrate_published(data: Path | None, out: Path, version: str, ensemble: i
         write_calibration(calib, out)
     except DseInputError as exc:
         fail(str(exc))
-    console = Console()
+    console = plain_console()
     table = Table("parameter", "fitted", "prior", title=f"calibration {label}")
     prior = Calibration()
     for name in FIT_PARAMETERS:
         table.add_row(name, f"{getattr(calib, name):.4g}", f"{getattr(prior, name):.4g}")
     for family, factor in sorted(calib.software_factor.items()):
-        table.add_row(escape(f"software_factor[{family}]"), f"{factor:.4g}", "1")
+        table.add_row(f"software_factor[{family}]", f"{factor:.4g}", "1")
     console.print(table)
     console.print(
         f"{len(measurements)} points, {result.free_parameters} free parameters: median |error| "
@@ -854,7 +855,7 @@ def validate_cmd(
                             "stage_breakdowns": [c.to_dict() for c in comparisons],
                             "cpu_class": cpu_class_summary(cpu_report)}))
     else:
-        console = Console()
+        console = plain_console()
         print_table(console, validation_table(report))
         for line in summary_lines(report):
             console.print(line)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
 from dse.cli._app import si
 from dse.cli.tables import Column, print_fitted
@@ -64,4 +63,4 @@ def print_robust(console: Console, front: RobustFront, title: str) -> None:
                       "neighbouring pairs"
                       + (f": {pairs}" if pairs else ""))
     for note in front.notes:
-        console.print(f"note: {escape(note)}")
+        console.print(f"note: {note}")

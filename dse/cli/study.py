@@ -19,12 +19,19 @@ from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from dse.cli._app import app, check_targets, fail, to_json, warn, write_or_fail
+from dse.cli._app import console as plain_console
 from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
-from dse.search.algorithms.reference import REFERENCE_MAX_DESIGNS, REFERENCE_MIN_BUDGET
+from dse.search.algorithms.reference import (
+    OWN_RANGE,
+    REFERENCE_MAX_DESIGNS,
+    REFERENCE_MIN_BUDGET,
+    is_own_range,
+)
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
 from dse.search.storage.failures import quiet_lost_storage, storage_failure
 from dse.search.storage.journal_check import JournalScan, repair_journal
@@ -315,7 +322,7 @@ def _run_with_progress(spec: StudySpec, study: str, url: str, until: int, jobs: 
     from dse.search.runner import run_study
 
     workers = start_workers(study, url, until, jobs - 1, catalog, calibration)
-    bar = progress_bar(Console(stderr=True), quiet, "detail")
+    bar = progress_bar(plain_console(stderr=True), quiet, "detail")
     with bar:
         task = bar.add_task(spec.name, total=until, detail="")
 
@@ -344,7 +351,7 @@ def progress_bar(console: Console, quiet: bool, field: str) -> Progress:
     def cut(width: int) -> Column:
         return Column(max_width=width, no_wrap=True, overflow="ellipsis")
 
-    return Progress(TextColumn("[bold]{task.description}", table_column=cut(12)),
+    return Progress(TextColumn("{task.description}", style="bold", markup=False, table_column=cut(12)),
                     BarColumn(bar_width=10), MofNCompleteColumn(table_column=Column(no_wrap=True)),
                     TextColumn(f"{{task.fields[{field}]}}", markup=False, table_column=cut(36)),
                     TimeElapsedColumn(), console=console, disable=quiet or not console.is_terminal)
@@ -362,7 +369,7 @@ def trial_detail(p: StudyProgress) -> str:
 def _sweep_progress(quiet: bool) -> Iterator[Callable[[int, int], None]]:
     """The progress of the sweep a new study runs before its first trial (its hypervolume
     reference and warm start): a line announcing it, then a bar of designs scored."""
-    console = Console(stderr=True)
+    console = plain_console(stderr=True)
     bar = progress_bar(console, quiet, "what")
     task: list[TaskID] = []
 
@@ -371,7 +378,7 @@ def _sweep_progress(quiet: bool) -> Iterator[Callable[[int, int], None]]:
             if not quiet:
                 console.print("sweeping before the first trial (a coarse grid or a CPU-timed "
                               "pre-screen, then refined along its front): the hypervolume "
-                              "reference", highlight=False, soft_wrap=False)
+                              "reference", soft_wrap=False)
             task.append(bar.add_task("sweep", total=total, what="designs scored"))
         bar.update(task[0], completed=done, total=total)
 
@@ -667,17 +674,16 @@ def status_cmd(
     if as_json:
         typer.echo(to_json(info))
         return
-    console = Console()
-    console.print(
-        f"[bold]{spec.name}[/]: {info['complete']} of {info['budget']} complete, {info['running']} "
+    console = plain_console()
+    console.print(Text(spec.name, "bold"), Text(
+        f": {info['complete']} of {info['budget']} complete, {info['running']} "
         f"running, {info['failed']} failed ({info['retried']} retried), {info['pruned']} pruned; "
         f"{info['feasible']} feasible; front of {info['front_size']}, hypervolume "
         f"{info['hypervolume']:.3f} ({_against(info['hypervolume_reference'])}; "
         f"{_trend(info['hypervolume_gained'], info['hypervolume_window'], info['front_moving'])}); "
-        f"calibration {info['calibration_version']}"
-    )
+        f"calibration {info['calibration_version']}"), sep="")
     if info.get("prescreen"):
-        console.print(prescreen_line(info["prescreen"]), highlight=False)
+        console.print(prescreen_line(info["prescreen"]))
     objectives = [(o["metric"], o["direction"]) for o in info["objectives"]]
     _print_designs(console, info["front"], objectives, columns,
                    "best designs (front, first objective first)")
@@ -691,9 +697,11 @@ def prescreen_line(pre: dict[str, Any]) -> str:
 
 
 def _against(reference: str) -> str:
-    """What a hypervolume figure is relative to, in words."""
-    if reference == "own range":
-        return "in the front's own range: not a convergence figure"
+    """What a hypervolume figure is relative to, in words (and why no fixed box is used, when the
+    study's is flat)."""
+    if is_own_range(reference):
+        why = reference.removeprefix(OWN_RANGE).strip(" ()")
+        return "in the front's own range: not a convergence figure" + (f"; {why}" if why else "")
     return f"1.0 = the front of a {reference}"
 
 
@@ -753,7 +761,7 @@ def pareto_cmd(
     if as_json:
         typer.echo(to_json(rows))
     elif csv is None and parquet is None:
-        _print_designs(Console(), rows, objectives, columns, f"{spec.name}: Pareto front")
+        _print_designs(plain_console(), rows, objectives, columns, f"{spec.name}: Pareto front")
 
 
 def _export(frame: pd.DataFrame, csv: Path | None, parquet: Path | None, force: bool,
@@ -791,7 +799,7 @@ def _pareto_robust(spec: StudySpec, storage: str | None, csv: Path | None, parqu
     elif csv is None and parquet is None:
         from dse.cli.robust import print_robust
 
-        print_robust(Console(), result, f"{spec.name}: Pareto front under the calibration ensemble")
+        print_robust(plain_console(), result, f"{spec.name}: Pareto front under the calibration ensemble")
 
 
 @app.command("export")

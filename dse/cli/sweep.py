@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -20,6 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from dse.cli._app import app, fail, to_json
+from dse.cli._app import console as plain_console
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
 from dse.model.workload import load_workload
@@ -64,10 +64,11 @@ def sweep_cmd(
     except DseInputError as exc:
         fail(str(exc))
         return
-    console = Console(stderr=True)
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                   TimeRemainingColumn(), console=console, disable=quiet or not console.is_terminal)
+    console = plain_console(stderr=True)
+    bar = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                   MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                   disable=quiet or not console.is_terminal)
     try:
         with bar:
             task = bar.add_task(f"sweep {sp.name}", total=None, rate="")
@@ -139,7 +140,7 @@ def _print_front(result: SweepResult) -> None:
     """The front, one row per distinct objective vector: designs that tie on every objective (a
     parameter that changes neither, such as the fabric of a one-accelerator node) are counted in
     the ``ties`` column rather than listed."""
-    console = Console()
+    console = plain_console()
     frame = result.frame
     metrics = [o.metric for o in result.objectives.objectives]
     params = list(result.grid.names)

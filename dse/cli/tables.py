@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from dse.cli._app import console as plain_console
 from dse.errors import DseInputError
 from dse.outputs.labels import design_phrase, header, show
 
@@ -159,7 +160,7 @@ def print_fitted(console: Console, title: str, caption: str, columns: Sequence[C
         table.add_row(*(Text(cell) for cell in row))
     need = sum(widths) + 3 * len(widths) + 1
     if need > console.width:
-        console = Console(width=need, file=console.file)
+        console = plain_console(width=need, file=console.file)
     console.print(table)
 
 
@@ -209,14 +210,14 @@ def _print_records(console: Console, title: str, caption: str, columns: Sequence
 
 def print_table(console: Console, table: Table) -> None:
     """A Rich ``table`` built by a command, fitted to the console like :func:`print_fitted`
-    (its cells as plain text: a column of numbers stays on one line, text wraps)."""
+    (its cells as plain text, never markup: a column of numbers stays on one line, text wraps)."""
     columns = []
     for column in table.columns:
-        cells = [Text.from_markup(c).plain if isinstance(c, str) else str(c) for c in column.cells]
+        cells = [c.plain if isinstance(c, Text) else str(c) for c in column.cells]
         numeric = all(_NUMBER.fullmatch(c) for c in cells if c)
         columns.append(Column(str(column.header), cells, not numeric))
     title = table.title if isinstance(table.title, str) else ""
-    print_fitted(console, Text.from_markup(title).plain, "", columns)
+    print_fitted(console, title, "", columns)
 
 
 _NUMBER = re.compile(r"[-+]?[\d,.]+ ?%?|-")

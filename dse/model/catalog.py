@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
 from dse.errors import DseInputError
-from dse.limits import MAX_PRICE_USD, positive, upto
+from dse.limits import (
+    MAX_AMORTISATION_YEARS,
+    MAX_BANDWIDTH_GB_S,
+    MAX_LATENCY_S,
+    MAX_LINK_GBIT_S,
+    MAX_MEMORY_GB,
+    MAX_PRICE_USD,
+    MAX_PUE,
+    MAX_RACK_W,
+    MAX_TFLOPS,
+    positive,
+    upto,
+)
 from dse.records import from_mapping, read_toml
 
 Precision = Literal["fp32", "tf32", "amp", "bf16", "fp16", "fp8"]
@@ -26,6 +39,9 @@ Topology = Literal["none", "ring", "hybrid_cube_mesh", "fully_connected", "switc
 
 POSITIVE = {"min": 0.0, "min_exclusive": True}
 NON_NEGATIVE = {"min": 0.0}
+"""Bounds of a figure with no unit of its own below (every other figure names its physical limit,
+:mod:`dse.limits`); :func:`dse.records.convert` keeps such a figure within
+:data:`~dse.limits.MAX_QUANTITY`."""
 PRICE = positive(MAX_PRICE_USD)
 PRICE_OR_FREE = upto(MAX_PRICE_USD)
 """Bounds of every price and USD rate: an absurd one (1e308) would make capex ``inf``."""
@@ -35,11 +51,11 @@ PRICE_OR_FREE = upto(MAX_PRICE_USD)
 class PeakTflops:
     """Dense peak tensor throughput per precision (TFLOP/s, no sparsity). Absent = unsupported."""
 
-    fp32: float | None = None
-    tf32: float | None = None
-    bf16: float | None = None
-    fp16: float | None = None
-    fp8: float | None = None
+    fp32: float | None = field(default=None, metadata=positive(MAX_TFLOPS))
+    tf32: float | None = field(default=None, metadata=positive(MAX_TFLOPS))
+    bf16: float | None = field(default=None, metadata=positive(MAX_TFLOPS))
+    fp16: float | None = field(default=None, metadata=positive(MAX_TFLOPS))
+    fp8: float | None = field(default=None, metadata=positive(MAX_TFLOPS))
 
     def for_precision(self, precision: Precision) -> float | None:
         """Peak TFLOP/s the dense math of ``precision`` runs at (``amp`` uses fp16, else bf16)."""
@@ -55,14 +71,14 @@ class Accelerator:
 
     name: str
     peak_tflops: PeakTflops
-    hbm_gb: float = field(metadata=POSITIVE)
-    hbm_gb_s: float = field(metadata=POSITIVE)
-    scaleup_gb_s: float = field(metadata=NON_NEGATIVE)
+    hbm_gb: float = field(metadata=positive(MAX_MEMORY_GB))
+    hbm_gb_s: float = field(metadata=positive(MAX_BANDWIDTH_GB_S))
+    scaleup_gb_s: float = field(metadata=upto(MAX_BANDWIDTH_GB_S))
     """Scale-up link bandwidth per accelerator per direction (vendor bidirectional figure halved)."""
     default_scaleup: Topology
     scaleup_links: int = field(metadata={"min": 0})
     """Scale-up links per accelerator (NVLink, Infinity Fabric, on-die Ethernet ports); 0 = none."""
-    scaleup_link_gb_s: float = field(metadata=NON_NEGATIVE)
+    scaleup_link_gb_s: float = field(metadata=upto(MAX_BANDWIDTH_GB_S))
     """Bandwidth of one scale-up link per direction (GB/s); links x this bounds any fabric."""
     switch_domain_max: int = field(metadata={"min": 0})
     """Most accelerators one switched scale-up fabric of this part joins (the switch generation's
@@ -72,7 +88,7 @@ class Accelerator:
     available: int = field(metadata={"min": 2000})
     """Year the part was first on sale (era rules: ``[constraints] year``)."""
     pcie_gen: int = field(metadata={"min": 3, "max": 6})
-    tdp_w: float = field(metadata=POSITIVE)
+    tdp_w: float = field(metadata=positive(MAX_RACK_W))
     price_usd: float = field(metadata=PRICE)
     memory_type: str
     source: str
@@ -89,7 +105,7 @@ class Accelerator:
     price_high_usd: float | None = field(default=None, metadata=PRICE)
     """Range of ``price_usd`` a user catalog states (a quote's spread); the robust front and the
     case studies draw the price within it. ``None``: no range (their default spread)."""
-    idle_w: float | None = None
+    idle_w: float | None = field(default=None, metadata=upto(MAX_RACK_W))
     """Idle power; when absent the power model uses its idle fraction of TDP."""
     compute_units: int = field(default=0, metadata={"min": 0})
     """Streaming multiprocessors (NVIDIA), compute units (AMD) or equivalent 128x128-tile engines:
@@ -105,8 +121,16 @@ class Accelerator:
     nic_ports: int = field(default=0, metadata={"min": 0})
     """Scale-out Ethernet ports on the die (Gaudi 2); NICs attached to the accelerator then use
     these ports and no PCIe lanes. 0 = NICs are separate PCIe cards."""
-    nic_port_gbit_s: float = field(default=0.0, metadata=NON_NEGATIVE)
+    nic_port_gbit_s: float = field(default=0.0, metadata=upto(MAX_LINK_GBIT_S))
     """Speed of one on-die scale-out port (Gb/s)."""
+    matmul_efficiency: float = field(default=0.80, metadata={"min": 0.0, "min_exclusive": True, "max": 1.0})
+    """Share of the half-precision tensor peak (``peak_tflops.bf16``) a vendor library's matmul
+    reaches at its best shape: the part's maximum achievable matmul FLOP/s, measured, over that
+    peak (docs/sources.md, "Achieved matmul rates by part"). dse times half-precision dense math at
+    this share of peak times the calibration's ``dense_efficiency_half``, the share of that ceiling
+    DLRM's layers reach: parts differ by what a microbenchmark measured on each, not by their peak
+    alone (a B200 reaches 0.78 of its peak, an H100 0.80, an MI300X 0.51). Default: the H100 SXM's
+    0.80, for a part no such measurement lists (its entry then names the field in ``assumed``)."""
     assumed: tuple[str, ...] = ()
     """Names of fields whose values are assumptions rather than published figures."""
 
@@ -121,7 +145,7 @@ class Cpu:
 
     name: str
     cores: int = field(metadata={"min": 1})
-    tdp_w: float = field(metadata=POSITIVE)
+    tdp_w: float = field(metadata=positive(MAX_RACK_W))
     ddr: str
     """Key into the ``ddr`` catalog (``ddr4-3200``, ``ddr5-4800``...)."""
     ddr_channels: int = field(metadata={"min": 1})
@@ -132,7 +156,7 @@ class Cpu:
     dimms_per_channel: int = field(metadata={"min": 1})
     """DIMM slots per memory channel the platform supports (DDR capacity = channels x this x the
     largest DIMM of the DDR generation)."""
-    socket_link_gb_s: float = field(metadata=POSITIVE)
+    socket_link_gb_s: float = field(metadata=positive(MAX_BANDWIDTH_GB_S))
     """Socket-to-socket bandwidth per direction (UPI / Infinity Fabric), for traffic crossing sockets."""
     price_usd: float = field(metadata=PRICE)
     source: str
@@ -165,11 +189,11 @@ class Cpu:
 class Ddr:
     """One DDR generation and speed."""
 
-    channel_gb_s: float = field(metadata=POSITIVE)
-    max_dimm_gb: float = field(metadata=POSITIVE)
+    channel_gb_s: float = field(metadata=positive(MAX_BANDWIDTH_GB_S))
+    max_dimm_gb: float = field(metadata=positive(MAX_MEMORY_GB))
     """Largest DIMM (or soldered device per channel) of this generation on sale (GB)."""
     usd_per_gb: float = field(metadata=PRICE)
-    w_per_gb: float = field(metadata=POSITIVE)
+    w_per_gb: float = field(metadata=positive(MAX_RACK_W))
     source: str
     assumed: tuple[str, ...] = ()
 
@@ -180,18 +204,18 @@ class CxlMemory:
     the parts of a node's ``cxl`` memory tier (:mod:`dse.model.tiers`)."""
 
     name: str
-    capacity_gb: float = field(metadata=POSITIVE)
-    gb_s: float = field(metadata=POSITIVE)
+    capacity_gb: float = field(metadata=positive(MAX_MEMORY_GB))
+    gb_s: float = field(metadata=positive(MAX_BANDWIDTH_GB_S))
     """Read+write bandwidth of one module as its vendor measures it (GB/s)."""
     lanes: int = field(metadata={"min": 1})
     """Width of its link (PCIe lanes it takes from the CPUs' CXL-capable ones)."""
     pcie_gen: int = field(metadata={"min": 5, "max": 6})
     """Generation of its link (CXL 1.1-2.0 run on PCIe 5.0)."""
-    added_latency_ns: float = field(metadata=POSITIVE)
+    added_latency_ns: float = field(metadata=positive(MAX_LATENCY_S * 1e9))
     """A load's latency beyond local DDR (ns); not timed, the reason ``cxl_efficiency`` is a range."""
     available: int = field(metadata={"min": 2000})
     price_usd: float = field(metadata=PRICE)
-    w: float = field(metadata=POSITIVE)
+    w: float = field(metadata=positive(MAX_RACK_W))
     """Draw of one module under load (W)."""
     source: str
     vendor: str = ""
@@ -206,11 +230,11 @@ class CxlMemory:
 class Pcie:
     """One PCIe generation: usable bandwidth of an x16 link per direction."""
 
-    x16_gb_s: float = field(metadata=POSITIVE)
-    latency_s: float = field(metadata=POSITIVE)
+    x16_gb_s: float = field(metadata=positive(MAX_BANDWIDTH_GB_S))
+    latency_s: float = field(metadata=positive(MAX_LATENCY_S))
     switch_usd: float = field(metadata=PRICE_OR_FREE)
     """Price of one PCIe switch chip of this generation (for boxes with shared switches)."""
-    switch_w: float = field(metadata=NON_NEGATIVE)
+    switch_w: float = field(metadata=upto(MAX_RACK_W))
     available: int = field(metadata={"min": 2000})
     """Year the first hosts and switches of this generation were on sale."""
     switch_lanes: int = field(metadata={"min": 32})
@@ -223,9 +247,9 @@ class Pcie:
 class Nic:
     """One NIC speed grade (price and power of one port, optics excluded)."""
 
-    gbit_s: float = field(metadata=POSITIVE)
+    gbit_s: float = field(metadata=positive(MAX_LINK_GBIT_S))
     price_usd: float = field(metadata=PRICE)
-    tdp_w: float = field(metadata=POSITIVE)
+    tdp_w: float = field(metadata=positive(MAX_RACK_W))
     available: int = field(metadata={"min": 2000})
     """Year NICs of this speed were first on sale."""
     source: str
@@ -245,11 +269,11 @@ class NetworkSwitch:
 
     radix: int = field(metadata={"min": 2})
     usd_per_port_per_400g: float = field(metadata=PRICE)
-    w_per_port_per_400g: float = field(metadata=POSITIVE)
+    w_per_port_per_400g: float = field(metadata=positive(MAX_RACK_W))
     optics_usd_per_end_per_400g: float = field(metadata=PRICE_OR_FREE)
-    optics_w_per_end_per_400g: float = field(metadata=NON_NEGATIVE)
-    hop_latency_s: float = field(metadata=POSITIVE)
-    nic_latency_s: float = field(metadata=POSITIVE)
+    optics_w_per_end_per_400g: float = field(metadata=upto(MAX_RACK_W))
+    hop_latency_s: float = field(metadata=positive(MAX_LATENCY_S))
+    nic_latency_s: float = field(metadata=positive(MAX_LATENCY_S))
     source: str
     assumed: tuple[str, ...] = ()
 
@@ -259,8 +283,8 @@ class ScaleupSwitch:
     """Scale-up switch silicon (NVSwitch-class), priced and powered per attached accelerator."""
 
     usd_per_accelerator: float = field(metadata=PRICE_OR_FREE)
-    w_per_accelerator: float = field(metadata=NON_NEGATIVE)
-    latency_s: float = field(metadata=POSITIVE)
+    w_per_accelerator: float = field(metadata=upto(MAX_RACK_W))
+    latency_s: float = field(metadata=positive(MAX_LATENCY_S))
     source: str
     assumed: tuple[str, ...] = ()
 
@@ -272,7 +296,7 @@ class Chassis:
     usd_per_node: float = field(metadata=PRICE_OR_FREE)
     usd_per_accelerator: float = field(metadata=PRICE_OR_FREE)
     """Baseboard/riser cost that grows with the number of accelerator slots."""
-    base_w: float = field(metadata=NON_NEGATIVE)
+    base_w: float = field(metadata=upto(MAX_RACK_W))
     """Fans, storage, BMC and board power per node."""
     psu_efficiency: float = field(metadata={"min": 0.5, "max": 1.0})
     source: str
@@ -286,11 +310,11 @@ class Cdu:
     (:attr:`~dse.model.system.RackSpec.liquid_kw`) buys and powers that share of one
     (:mod:`dse.model.cost`)."""
 
-    capacity_kw: float = field(metadata=POSITIVE)
+    capacity_kw: float = field(metadata=positive(MAX_RACK_W / 1e3))
     """Heat one unit moves to the facility's water (kW)."""
     usd: float = field(metadata=PRICE_OR_FREE)
     """Price of one unit (USD)."""
-    pump_w: float = field(metadata=NON_NEGATIVE)
+    pump_w: float = field(metadata=upto(MAX_RACK_W))
     """Draw of its pumps at full flow (W, at the wall)."""
     source: str
     assumed: tuple[str, ...] = ()
@@ -300,16 +324,16 @@ class Cdu:
 class Facility:
     """Data-centre and finance defaults for TCO."""
 
-    pue: float = field(metadata={"min": 1.0})
+    pue: float = field(metadata=upto(MAX_PUE, 1.0))
     usd_per_kwh: float = field(metadata=PRICE_OR_FREE)
-    server_amortisation_years: float = field(metadata=POSITIVE)
-    network_amortisation_years: float = field(metadata=POSITIVE)
+    server_amortisation_years: float = field(metadata=positive(MAX_AMORTISATION_YEARS))
+    network_amortisation_years: float = field(metadata=positive(MAX_AMORTISATION_YEARS))
     hbm_usd_per_gb: float = field(metadata=PRICE_OR_FREE)
     """Price of HBM capacity beyond (or below) an accelerator's catalog figure, when it is a knob."""
     hbm_usd_per_gb_s: float = field(metadata=PRICE_OR_FREE)
     """Price of HBM bandwidth beyond an accelerator's catalog figure, when it is a knob."""
-    hbm_w_per_gb: float = field(metadata=NON_NEGATIVE)
-    hbm_w_per_gb_s: float = field(metadata=NON_NEGATIVE)
+    hbm_w_per_gb: float = field(metadata=upto(MAX_RACK_W))
+    hbm_w_per_gb_s: float = field(metadata=upto(MAX_RACK_W))
     source: str
     assumed: tuple[str, ...] = ()
 
@@ -365,7 +389,7 @@ class Catalog:
         Speeds between grades are interpolated linearly; beyond the ends the per-Gb/s figure of the
         nearest grade is used, so price and power never fall as speed rises.
         """
-        grades = sorted(self.nic.values(), key=lambda n: n.gbit_s)
+        grades = sorted(self.nic.values(), key=_SPEED)
         if gbit_s <= grades[0].gbit_s:
             g = grades[0]
             return g.price_usd, g.tdp_w
@@ -380,6 +404,9 @@ class Catalog:
         scale = gbit_s / g.gbit_s
         return g.price_usd * scale, g.tdp_w * scale
 
+
+_SPEED = operator.attrgetter("gbit_s")
+"""A NIC grade's speed (the sort key of :meth:`Catalog.nic_for`, which every evaluation calls)."""
 
 PricedPart = Accelerator | Cpu | Nic | CxlMemory
 """The parts with a price of their own (the sections a user catalog's ``[price]`` reaches)."""

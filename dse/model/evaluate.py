@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
+from dse.model.bom import bill_of_materials
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
@@ -20,9 +21,8 @@ from dse.model.cost import (
     CostBreakdown,
     Economics,
     PowerBreakdown,
-    capex,
     economics,
-    power,
+    priced,
     to_train,
 )
 from dse.model.parameters import Calibration, load_calibration
@@ -54,7 +54,8 @@ class Evaluation:
     what_if: tuple[str, ...] = ()
     """What-if parts the design uses (allowed by ``[constraints] hypothetical = true``)."""
     rack_kw: float = 0.0
-    """Draw of one rack at full accelerator power (kW; :func:`rack_kw`), 0 when not rack-scale."""
+    """Draw of one rack at full accelerator power (kW; :attr:`dse.model.cost.Priced.rack_kw`), 0
+    when not rack-scale."""
 
     @property
     def feasible_without_rules(self) -> bool:
@@ -120,7 +121,8 @@ class Evaluation:
                         self.economics)
 
     def metrics(self) -> dict[str, float | int | str | bool]:
-        """Flat scalar metrics: what objectives, constraints and trial attributes read."""
+        """Flat scalar metrics: what objectives, constraints and trial attributes read. Their keys
+        are exactly the registry's, in its order (:data:`dse.model.metrics.METRICS`)."""
         memory = self.plan.memory
         eco = self.economics
         dataset = self.dataset_pass()
@@ -134,6 +136,7 @@ class Evaluation:
             "power_per_node_w": self.power.power_w / self.system.nodes,
             "tco_usd_per_year": eco.tco_usd_per_year,
             "usd_per_million_samples": eco.usd_per_million_samples,
+            "usd_per_billion_samples": self.usd_per_billion_samples,
             "samples_per_s_per_kusd": eco.samples_per_s_per_kusd,
             "samples_per_s_per_w": eco.samples_per_s_per_w,
             "energy_per_sample_j": eco.energy_per_sample_j,
@@ -175,8 +178,8 @@ class Evaluation:
                 "stages_s": dict(self.timing.stages_s),
                 "critical_path": list(self.timing.critical_path),
                 "kernels_per_step": self.timing.kernels,
-                "capex_by_part_usd": dict(self.cost.parts_usd),
-                "power_by_part_w": dict(self.power.parts_w),
+                "capex_by_part_usd": {part.value: usd for part, usd in self.cost.parts_usd.items()},
+                "power_by_part_w": {part.value: w for part, w in self.power.parts_w.items()},
                 "placement": dict(self.plan.counts),
                 "notes": list(self.timing.notes),
                 "workload": self.workload.name,
@@ -188,7 +191,6 @@ class Evaluation:
         )
         dataset = self.dataset_pass()
         out.update({
-            "usd_per_billion_samples": self.usd_per_billion_samples,
             "samples_per_epoch": self.workload.samples_per_epoch or None,
             "dataset_time_s": dataset[0] if dataset else None,
             "dataset_cost_usd": dataset[1] if dataset else None,
@@ -288,8 +290,7 @@ def evaluate(
     if not math.isfinite(timing.step_s):
         reasons.append("a stage has no bandwidth (step time is infinite)")
     step = timing.step_s
-    cost = capex(system, cat)
-    pw = power(system, cat, calib.accelerator_training_utilisation)
+    cost, pw, rack_kw = priced(bill_of_materials(system, cat), calib.accelerator_training_utilisation)
     throughput = workload.global_batch / step if 0 < step < math.inf else 0.0
     return Evaluation(
         workload=workload,
@@ -305,18 +306,6 @@ def evaluate(
         calibration_version=calib.version,
         rules=rules,
         what_if=what_if_parts(system) if system.spec.constraints.hypothetical else (),
-        rack_kw=rack_kw(system, cat),
+        rack_kw=rack_kw,
     )
 
-
-def rack_kw(system: System, catalog: Catalog) -> float:
-    """Wall draw of one rack of a rack-scale system with every accelerator at TDP (kW): what a
-    facility's per-rack power feed must carry (GB200 NVL72: 120-132 kW a rack, NVIDIA datasheet).
-    Nodes, rack parts and their PSU losses; the scale-out switches and the coolant distribution
-    units (in the row, on feeds of their own) stand outside the racks."""
-    racks = rack_count(system.spec)
-    if not racks:
-        return 0.0
-    full = power(system, catalog, 1.0)
-    outside = full.parts_w["network"] + full.parts_w.get("cooling", 0.0)
-    return (full.power_w - outside) / racks / 1e3

@@ -47,9 +47,13 @@ class Calibration:
     dense_efficiency_tf32: float = field(default=0.60, metadata=EFF)
     """TF32 tensor-core GEMM efficiency at large sizes. Prior: as for half precision; TF32 GEMMs
     reach a similar share of their (half as high) peak (NVIDIA A100 whitepaper, cuBLAS TF32)."""
-    dense_efficiency_half: float = field(default=0.60, metadata=EFF)
-    """Half-precision (fp16/bf16/fp8) tensor-core GEMM efficiency at large sizes. Prior: MLPerf
-    DLRM MLP layers reach about 50-70% of tensor peak (NVIDIA HugeCTR/DLRM blog posts, 2021-2022)."""
+    dense_efficiency_half: float = field(default=0.75, metadata=EFF)
+    """Half-precision (fp16/bf16/fp8) tensor-core GEMM efficiency at large sizes, as a share of
+    the part's measured matmul ceiling (``Accelerator.matmul_efficiency`` x peak: what a vendor
+    library's best matmul reaches on that part), so one fitted value serves every generation while
+    each keeps its own measured ceiling. Prior: MLPerf DLRM MLP layers reach about 50-70% of tensor
+    peak (NVIDIA HugeCTR/DLRM blog posts, 2021-2022), on parts whose matmul ceiling is about 0.8 of
+    peak: 0.75 of the ceiling."""
     memory_efficiency: float = field(default=0.60, metadata=EFF)
     """Fraction of HBM peak that embedding gathers and element-wise kernels reach. Prior: FBGEMM
     table-batched embedding kernels reach 60-80% of HBM bandwidth (FBGEMM GPU docs)."""

@@ -207,6 +207,16 @@ def dense_efficiency_of(system: System, precision: str) -> str:
             "dense_efficiency_tf32" if math_at == "tf32" else "dense_efficiency_half")
 
 
+def dense_efficiency(system: System, calib: Calibration, precision: str) -> float:
+    """The share of ``precision``'s peak the device's dense math runs at: the calibration's
+    efficiency of the unit it runs on (:func:`dense_efficiency_of`), and for half-precision tensor
+    math also the part's measured matmul ceiling (``Accelerator.matmul_efficiency``), so that
+    generations differ by what a matmul reaches on each, not by their peak alone."""
+    name = dense_efficiency_of(system, precision)
+    eff: float = getattr(calib, name)
+    return eff * system.accelerator.matmul_efficiency if name == "dense_efficiency_half" else eff
+
+
 def own_memory_bytes_s(system: System, calib: Calibration) -> float:
     """Bandwidth the training device reaches in its own memory (its first tier: HBM, or a CPU
     device's DDR) for embedding and element-wise work: the tier's peak at its calibrated
@@ -229,7 +239,7 @@ def dense_times(wl: Workload, system: System, calib: Calibration, b: float,
     b_bottom = b if b_bottom is None else b_bottom
     precision = wl.precision
     peak = system.peak_flops[precision]
-    eff: float = getattr(calib, dense_efficiency_of(system, precision))
+    eff = dense_efficiency(system, calib, precision)
     units = system.accelerator.compute_units
     mem = own_memory_bytes_s(system, calib)
     elem = ACTIVATION_BYTES[precision]

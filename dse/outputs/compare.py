@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.model.evaluate import Evaluation
+from dse.model.metrics import METRICS
 from dse.model.timing import STAGES
 from dse.model.whatif import what_if
 
-COMPARED_METRICS = ("throughput_samples_per_s", "step_time_s", "capex_usd", "power_w",
-                    "tco_usd_per_year", "usd_per_billion_samples", "energy_per_sample_j",
-                    "hbm_used_gb", "ddr_used_gb", "accelerators", "nodes")
-"""Metrics a comparison lists, in order."""
+COMPARED_METRICS = tuple(m.name for m in METRICS if m.compared)
+"""Metrics a comparison lists, in the registry's order (:attr:`~dse.model.metrics.Metric.compared`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +65,12 @@ class DesignComparison:
         }
 
 
-def _metric(ev: Evaluation, name: str) -> float:
-    if name == "usd_per_billion_samples":
-        return ev.usd_per_billion_samples
-    return float(ev.metrics()[name])
-
-
 def compare(a: Evaluation, b: Evaluation, labels: tuple[str, str]) -> DesignComparison:
     """``a`` and ``b`` side by side, named ``labels``."""
+    ma, mb = a.metrics(), b.metrics()
     return DesignComparison(
         labels=labels,
-        metrics=tuple(Row(m, _metric(a, m), _metric(b, m)) for m in COMPARED_METRICS),
+        metrics=tuple(Row(m, float(ma[m]), float(mb[m])) for m in COMPARED_METRICS),
         stages_s=tuple(Row(s, a.breakdown_s[s], b.breakdown_s[s]) for s in STAGES),
         bottlenecks=(a.bottleneck, b.bottleneck),
         feasible=(a.feasible, b.feasible),

@@ -163,7 +163,8 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         *_regime_intro(ens),
         *_regime_rule(ens.outside_residuals().size // 2),
         "**Judged by leave-one-class-out.** Each class left out is predicted by the fit without "
-        "it, with the widened interval built from the other classes' pooled residuals and the "
+        "it, with the widened interval built from the pooled residuals of the other classes of "
+        "its axis (every axis's where it is alone on its own) and the "
         "leave-one-out residuals of the points outside the class (never its own points'), and "
         "the bootstrap members' spread at each point (members that saw "
         "the class: the spread is the smaller part of every interval). Coverage of the 80% "
@@ -175,9 +176,10 @@ def regime_lines(ens: CalibrationEnsemble) -> list[str]:
         "",
         *_axis_lines(ens),
         f"- {', '.join(single) or 'no axis'}: one measured class only, so no class can be left "
-        "out and the widening there cannot be judged by these data; a design outside on such "
-        "an axis gets the pooled residuals of the others as well, the best evidence the data hold on an "
-        "unseen class, and no claim of coverage",
+        "out and the widening there cannot be judged by these data; a design outside only on such "
+        "axes gets every holdout's residuals, the best evidence the data hold on an unseen class, "
+        "and no claim of coverage; an AMD or Intel part, outside on vendor and architecture, "
+        "takes the architecture holdouts'",
         "- per class, 70%-90% cannot hold for every class under any one rule: a class whose "
         "points share one bias (Hopper, HugeCTR 2023.04: residuals within a few percent of "
         "each other) is covered whole or not at all, and a class of 2 points can only score "
@@ -251,11 +253,16 @@ def _regime_rule(pooled: int) -> list[str]:
         "design outside came out 1 point narrower than inside). The class-out residuals: every "
         "class of an axis with at least two measured classes is left out of the fit whole "
         "(refitted from the calibration, unseen software at the reference family's speed), and "
-        "its points' log errors under that fit "
-        f"are pooled over all classes and both axes ({pooled} residuals), each taken "
-        "with both signs. They are the errors the model makes on a class it never saw, which "
-        "is the design's case; a left-out class errs mostly one way (Hopper under, Volta "
-        "over), and which way a class never measured will err is not known from the classes "
+        "its points' log errors under that fit are pooled over the classes of the axes the "
+        "design is outside on, each taken with both signs: a generation no measurement has "
+        "(Blackwell, CDNA, Gaudi) takes the errors of the fit on each measured generation it "
+        "never saw (the architecture holdouts, leave-one-generation-out, as vendors quote a new "
+        "generation against the last), not those of an unseen software family (issue 40); a "
+        "design outside only on an axis with one measured class (placement, vendor) takes every "
+        f"holdout's ({pooled} residuals). They are the errors the model makes on a "
+        "class it never saw, which "
+        "is the design's case; a left-out class errs mostly one way (Hopper over, Volta "
+        "under), and which way a class never measured will err is not known from the classes "
         "that happened to be measured. (Both were measured, on calibration 2026.12-3's 58 points, "
         "with the rule of class-out residuals alone: with the signs as they fell the "
         "pooled rule covers 43 of 58 points when their architecture is left out and 44 of 49 "

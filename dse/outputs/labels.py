@@ -1,5 +1,7 @@
 """Human names, units and number formats for every metric and design parameter: the one table the
-terminal tables and the report read, so a column header and an axis title say the same thing.
+terminal tables and the report read, so a column header and an axis title say the same thing. A
+metric's label is its record in the metric registry (:mod:`dse.model.metrics`); the parameters'
+are listed here.
 
 >>> header("capex_usd"), title("power_w"), show("power_w", 5975.3)
 ('capex USD', 'power (W)', '5.98')
@@ -14,8 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
+from dse.model.metrics import METRICS
 from dse.model.racks import rack_phrase
 
 
@@ -33,40 +37,12 @@ class Label:
     """How a design states the value, ``{}`` standing for it (``"{} nodes"``); empty: not a knob."""
 
 
-LABELS: Mapping[str, Label] = {
-    # Metrics (keys of Evaluation.metrics()).
-    "throughput_samples_per_s": Label("samples/s", "throughput (samples/s)"),
-    "step_time_s": Label("step ms", "step time (s)", 1e3),
-    "capex_usd": Label("capex USD", "capex (USD)"),
-    "power_w": Label("power kW", "power (W)", 1e-3),
-    "power_per_node_w": Label("kW/node", "power per node (W)", 1e-3),
-    "tco_usd_per_year": Label("TCO USD/yr", "TCO (USD per year)"),
-    "usd_per_million_samples": Label("USD/M samples", "cost (USD per million samples)"),
-    "usd_per_billion_samples": Label("USD/G samples", "cost (USD per billion samples)"),
-    "samples_per_s_per_kusd": Label("samples/s/kUSD", "throughput per capex (samples/s per kUSD)"),
-    "samples_per_s_per_w": Label("samples/s/W", "throughput per watt (samples/s per W)"),
-    "energy_per_sample_j": Label("mJ/sample", "energy per sample (J)", 1e3),
-    "epoch_time_s": Label("epoch min", "one epoch of the dataset (s)", 1 / 60),
-    "epoch_cost_usd": Label("epoch USD", "one epoch of the dataset (USD)"),
-    "dataset_time_s": Label("train h", "one pass over the dataset (s)", 1 / 3600),
-    "dataset_cost_usd": Label("train USD", "one pass over the dataset (USD)"),
-    "time_to_train_s": Label("TTT min", "time to train to target (s)", 1 / 60),
-    "cost_to_train_usd": Label("TTT USD", "TCO of training to target (USD)"),
-    "hbm_used_gb": Label("HBM GB", "HBM used, fullest accelerator (GB)"),
-    "hbm_capacity_gb": Label("HBM cap. GB", "HBM for tables per accelerator (GB)"),
-    "ddr_used_gb": Label("DDR GB", "host DDR used, fullest node (GB)"),
-    "ddr_capacity_gb": Label("DDR cap. GB", "host DDR for tables per node (GB)"),
-    "memory_short_gb": Label("short GB", "memory lacking (GB)"),
-    "accelerators": Label("accel.", "accelerators"),
-    "compute_share": Label("compute %", "compute and HBM share of the step (fraction)", 100.0),
-    "bottleneck": Label("bound by", "bottleneck"),
-    "rack_kw": Label("kW/rack", "rack power at full draw (kW)"),
-    # Design parameters (search-space keys; nodes is both).
-    "nodes": Label("nodes", "nodes", phrase="{} nodes"),
+PARAMETER_LABELS: Mapping[str, Label] = {
+    # Design parameters (search-space keys); those that are also metrics (nodes, racks) are labelled
+    # with the metrics.
     "workload.global_batch": Label("batch", "global batch (samples)", phrase="batch {}"),
     "workload.batch_per_accelerator": Label("batch/acc", "batch per accelerator (samples)",
                                             phrase="batch {} an accelerator"),
-    "racks": Label("racks", "racks", phrase="{} racks"),
     "system": Label("system", "system", phrase="{}"),
     "node.accelerator": Label("accelerator", "accelerator", phrase="{}"),
     "node.accelerators": Label("accel./node", "accelerators per node", phrase="{} accelerators"),
@@ -81,6 +57,12 @@ LABELS: Mapping[str, Label] = {
     "network.topology": Label("network", "network topology", phrase="{}"),
     "network.oversubscription": Label("oversub.", "network oversubscription", phrase="{}:1 oversubscribed"),
 }
+"""How each design parameter is shown."""
+
+LABELS: Mapping[str, Label] = MappingProxyType({
+    **{m.name: Label(m.header, m.title, m.scale, m.phrase) for m in METRICS},
+    **PARAMETER_LABELS,
+})
 """Every metric and parameter a table or figure names; others fall back to :func:`label`."""
 
 

@@ -49,7 +49,7 @@ from dse.safe_write import write_file
 from dse.search.algorithms.analysis import hypervolume_curve, importances, importances_key
 from dse.search.algorithms.dedup import group_by_design, trial_numbers
 from dse.search.algorithms.pareto import is_feasible, pareto_trials
-from dse.search.algorithms.reference import convergence
+from dse.search.algorithms.reference import OWN_RANGE, convergence, is_own_range
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.storage.recovery import BASELINE_KEY
 from dse.search.study.attribute_keys import (
@@ -347,7 +347,7 @@ def progress_figure(study: Study, data: ReportData, cache: Path | None = None) -
     figure, :mod:`dse.outputs.figures`); ``cache``: :func:`report_cache` (the importances)."""
     conv = convergence(study, data.feasible, len(data.trials))
     title = ("hypervolume of the feasible front (objectives scaled to the study's range)"
-             if conv.reference == "own range" else
+             if is_own_range(conv.reference) else
              f"hypervolume of the feasible front (1.0 = the front of a {plot_text(conv.reference)})")
     xs, ys = hypervolume_curve(study, data.feasible, data.trials)
     traces: list[dict[str, Any]] = [{"mode": "lines", "name": "hypervolume", "x": xs, "y": ys,
@@ -468,8 +468,9 @@ def parts_line(study: Study, data: ReportData) -> str:
 def convergence_line(study: Study, data: ReportData) -> str:
     """The hypervolume against the study's fixed reference and whether the front still moves."""
     conv = convergence(study, data.feasible, len(data.trials))
-    against = ("in the front's own range (no fixed reference: not a convergence figure)"
-               if conv.reference == "own range" else f"1.0 = the front of a {conv.reference}")
+    why = conv.reference.removeprefix(OWN_RANGE).strip(" ()")
+    against = (f"in the front's own range ({why or 'no fixed reference'}: not a convergence figure)"
+               if is_own_range(conv.reference) else f"1.0 = the front of a {conv.reference}")
     trend = (f"<b>still moving</b>: +{conv.gained:.3f} over the last {conv.window} trials"
              if conv.moving else f"+{conv.gained:.3f} over the last {conv.window} trials")
     return f"hypervolume {conv.hypervolume:.3f} ({text(against)}); {trend}"

@@ -21,16 +21,24 @@ from dse.calibration.fit import (
     Validation,
     at_bound,
 )
+from dse.calibration.generations import RatioReport, ratio_report
 from dse.calibration.state_change import MIN_CHANGED_STEPS, RATE_CHANGE
 from dse.outputs.markup import plot_text
 
 TARGETS = {
-    "median_abs_pct_error": 8.0, "loo_median_abs_pct_error": 10.0, "spearman": 0.97,
+    "median_abs_pct_error": 6.0, "loo_median_abs_pct_error": 8.0, "spearman": 0.97,
     "dcnv2_max_abs_pct_error": 20.0, "dcnv2_multinode_max_abs_pct_error": 15.0,
-    "forward_median_abs_pct_error": 12.0, "forward_spearman": 0.9,
+    "forward_median_abs_pct_error": 8.0, "forward_max_abs_pct_error": 20.0, "forward_spearman": 0.9,
+    "generation_median_abs_pct_error": 12.0,
+    "ratio_median_pct": 6.0, "ratio_max_pct": 25.0,
 }
 """Accuracy targets (issue 13, "Fidelity on today's workload at scale"; the forward median
-tightened from 15% to 12% by issue 27)."""
+tightened from 15% to 12% by issue 27; issue 40, "Fidelity across accelerator generations": the
+all-point, leave-one-out and forward medians to 6%, 8% and 8%, the forward maximum 20%, Hopper
+left out of the fit and predicted within a 12% median, pairwise ratios within a 6% median and
+25% at worst)."""
+TARGET_GENERATION = "hopper"
+"""The generation issue 40's leave-one-generation-out target names (the others are reported)."""
 HOST_TARGETS = {"max_abs_pct_error": 25.0, "loo_median_abs_pct_error": 15.0}
 """Targets of the host-memory class (issue 27)."""
 DCNV2 = "mlperf-dlrm-dcnv2"
@@ -79,14 +87,86 @@ def summary_lines(v: Validation) -> list[str]:
             f"{len(f.points)} later): median |error| {f.median_abs_pct_error:.1f}% (target <= "
             f"{t['forward_median_abs_pct_error']:.0f}%: "
             f"{_met(f.median_abs_pct_error <= t['forward_median_abs_pct_error'])}), max "
-            f"{f.max_abs_pct_error:.1f}%, Spearman {f.spearman:.3f} (target >= "
-            f"{t['forward_spearman']}: {_met(f.spearman >= t['forward_spearman'])})")
+            f"{f.max_abs_pct_error:.1f}% (target <= {t['forward_max_abs_pct_error']:.0f}%: "
+            f"{_met(f.max_abs_pct_error <= t['forward_max_abs_pct_error'])}), Spearman "
+            f"{f.spearman:.3f} (target >= {t['forward_spearman']}: "
+            f"{_met(f.spearman >= t['forward_spearman'])})")
+    lines += ratio_lines(v)
     lines.append(f"worst point {v.worst.measurement.id}: {v.worst.abs_pct_error:.1f}%")
     lines += class_lines(v)
     lines += [f"excluded (machine changed state during the run): {p.measurement.id}, |error| "
               f"{p.abs_pct_error:.1f}% (measured {p.measurement.samples_per_s / 1e6:.2f} M, "
               f"predicted {p.predicted / 1e6:.2f} M samples/s)" for p in v.excluded]
     return lines
+
+
+def _ratio_line(name: str, r: RatioReport, targets: bool) -> str:
+    """One line on a set of pairwise ratios: pairs, median and worst ratio error (with issue 40's
+    targets when ``targets``)."""
+    worst = r.worst
+    if worst is None or r.median_pct is None:
+        return f"{name}: no two points on the same job"
+    med, top = r.median_pct, worst.error_pct
+    t = TARGETS
+    return (f"{name}: {len(r.pairs)} pairs of systems on the same job, median ratio error "
+            f"{med:.1f}%" + (f" (target <= {t['ratio_median_pct']:.0f}%: "
+                             f"{_met(med <= t['ratio_median_pct'])})" if targets else "")
+            + f", worst {top:.1f}% ({worst.a} / {worst.b})"
+            + (f" (target <= {t['ratio_max_pct']:.0f}%: {_met(top <= t['ratio_max_pct'])})"
+               if targets else ""))
+
+
+def ratio_lines(v: Validation) -> list[str]:
+    """The pairwise ratios (in sample, leave-one-out, forward) and the leave-one-generation-out
+    errors, with issue 40's targets."""
+    lines = [_ratio_line("pairwise ratios", v.ratios, True)]
+    if v.loo_ratios is not None:
+        lines.append(_ratio_line("pairwise ratios, each point left out of the fit", v.loo_ratios, False))
+    if v.forward is not None:
+        lines.append(_ratio_line("pairwise ratios of the forward predictions", v.forward.ratios, False))
+    target = TARGETS["generation_median_abs_pct_error"]
+    for g in v.generations:
+        med = float(np.median(g.errors))
+        goal = (f" (target <= {target:.0f}%: {_met(med <= target)})"
+                if g.architecture == TARGET_GENERATION else "")
+        lines.append(f"{g.architecture} left out of the fit ({len(g.points)} points): median "
+                     f"|error| {med:.1f}%{goal}, max {max(g.errors):.1f}%, mean log error "
+                     f"{g.mean_log_error:+.3f} ({'over' if g.mean_log_error > 0 else 'under'}-rated)")
+    return lines
+
+
+def ratio_section(v: Validation) -> list[str]:
+    """``docs/validation.md``'s section on ratios between systems and on generations left out."""
+    out = ["## Ratios between systems and generations left out", "",
+           "A buyer choosing between generations acts on the ratio of two systems' throughputs on "
+           "the same job, so every pair of measured systems on the same workload, precision and "
+           "global batch is compared: predicted ratio over measured ratio, its error "
+           "max(q, 1/q) - 1 (`dse.calibration.generations`). Spearman is over each workload's "
+           "points.", "",
+           "| workload | points | pairs | median ratio error | worst | worst pair | Spearman |",
+           "|---|---|---|---|---|---|---|"]
+    for name, r in (("in sample", v.ratios), ("leave-one-out", v.loo_ratios),
+                    ("forward", None if v.forward is None else v.forward.ratios)):
+        if r is None:
+            continue
+        for w, row in r.by_workload().items():
+            med, top = row["median_ratio_error_pct"], row["max_ratio_error_pct"]
+            pair = " / ".join(row["worst_pair"]) if row["worst_pair"] else "-"
+            out.append(f"| {w} ({name}) | {row['points']} | {row['pairs']} | {_fmt(med)} | "
+                       f"{_fmt(top)} | {pair} | {row['spearman']:.3f} |")
+    if v.generations:
+        out += ["", "Each architecture left out of the fit whole (refitted from this calibration "
+                "without its points; a software family measured only on it runs at the "
+                "reference family's speed) and its points predicted: the error on a generation "
+                "dse has never seen, from which the interval of an unmeasured generation "
+                "(Blackwell, CDNA, Gaudi) is built.", "",
+                "| architecture left out | points | median abs error | max | mean log error | "
+                "median ratio error among its points |", "|---|---|---|---|---|---|"]
+        for g in v.generations:
+            rr = ratio_report(g.points).median_pct
+            out.append(f"| {g.architecture} | {len(g.points)} | {np.median(g.errors):.1f}% | "
+                       f"{max(g.errors):.1f}% | {g.mean_log_error:+.3f} | {_fmt(rr)} |")
+    return out
 
 
 def class_lines(v: Validation) -> list[str]:
@@ -470,6 +550,88 @@ squares stays the loss):
 
 Targets not met are listed as such in the summary above; no efficiency was set by hand."""
 
+GENERATIONS = """\
+What calibration 2026.12-8 changes (issue 40, "Fidelity across accelerator generations"):
+
+- **Half-precision math runs at each part's measured matmul ceiling.** The model scaled dense
+  compute with the catalog's peak times one fitted efficiency per precision, the same for every
+  generation and vendor. Each accelerator entry now carries `matmul_efficiency`, the maximum
+  achievable BF16 matmul FLOP/s measured on that part over its peak (docs/sources.md, "Achieved
+  matmul rates by part": A100 SXM 0.869, H100/H200 0.803, B200 0.776, B300 0.786, GB200 0.729,
+  MI300X 0.511, MI325X 0.600, MI355X 0.622, Gaudi 2 0.969, Gaudi 3 0.677; 0.80 where no measurement
+  exists, named in `assumed`), and `dense_efficiency_half` is the share of that ceiling DLRM's
+  layers reach (0.494). Every other part of the step was already per layer: each GEMM of the bottom
+  MLP, the DCNv2 cross layers and the top MLP by its own roofline with wave quantisation over the
+  part's SMs, its element-wise passes and the interaction at HBM bandwidth, and a per-kernel cost
+  that does not scale with the peak (`kernel_overhead_s`, at its measured floor of 0.5 us, the
+  CUDA-graph gap measured on Volta and again on Blackwell).
+- **The ratio a buyer acts on** is now reported (`dse.calibration.generations`): every pair of
+  measured systems on the same job, the error of their predicted over measured ratio, and each
+  architecture left out of the fit and predicted. A generation no measurement has takes the
+  leave-one-generation-out errors for its interval (`dse.calibration.ensemble`).
+
+| figure (issue 40's target) | 2026.12-7 | 2026.12-8 |
+|---|---|---|
+| median abs error, 57 points (<= 6%) | 4.8% | 5.3% |
+| leave-one-out median (<= 8%) | 6.1% | 6.3% |
+| forward median, fit through 2022 (<= 8%); max (<= 20%) | 10.3%; 25.2% | 13.2%; 22.9% |
+| Hopper left out, median (<= 12%); max; mean log error | 6.8%; 47.1%; +0.078 | 5.0%; 44.3%; +0.060 |
+| pairwise ratios, 174 pairs: median (<= 6%); worst (<= 25%) | 4.8%; 32.1% | 3.6%; 29.5% |
+| the same, each point left out of the fit | 5.7%; 60.9% | 4.1%; 55.7% |
+| the same among the forward predictions | 5.9%; 29.8% | 6.5%; 30.8% |
+| DCNv2 pairs (128): median; worst | 4.4%; 25.2% | 2.6%; 25.6% |
+| Spearman, all points; DCNv2 | 0.996; 0.975 | 0.996; 0.976 |
+| Ampere / Volta / Ada left out, median | 13.9% / 3.4% / 7.1% | 15.1% / 7.4% / 6.1% |
+| leave-one-out coverage of the 80% intervals | 47 of 57 | 48 of 57 |
+| evaluation, M instructions: dcnv2 / v1 / proda | 3.612 / 1.929 / 34.11 | 3.613 / 1.931 / 34.11 |
+| evaluation, M instructions: zion / cpu | 7.877 / 1.439 | 7.878 / 1.438 |
+
+**Adopted as the price of a defect fixed, not by the rule.** All three medians are worse (in
+sample by 0.5 points, left out by 0.2, forward by 3.0), so by the rule every calibration since
+2026.12-3 has used this change would not pass; it is adopted because the defect it fixes is the one
+issue 40 is about, and is larger than what it costs here: with peak alone, dse rated an MI300X node
+38% faster than a DGX H100 on DCNv2 and an MI300X's dense math 32% faster than an H100's, where the
+measured matmul ceilings (668 against 795 TFLOP/s) put it 16% slower; Gaudi 3, MI355X and GB200
+were over-rated by their peak in the same way. What the data here can judge moves the right way:
+the ratios between measured systems (median 4.8% to 3.6%, each point left out 5.7% to 4.1%; the
+v3.0 DGX H100 over the Dell 8x A100 box, same software, from 4.8% to 1.1% off), and Hopper predicted by
+a fit that never saw it (median 6.8% to 5.0%, its over-rating from 8% to 6%). The forward figure
+is worse for a reason the data show: fitted on the one-hot points, the model scores 2023's
+software at the reference release's speed and so under-predicts every v3.x point by about 10%,
+which a 5% over-rating of H100 against A100 used to offset in part; with H100's lower measured
+ceiling the two no longer cancel. The forward fit from the priors is also not sharply determined:
+started from other half-precision efficiencies it lands between 8.9% and 11.4% on 2026.12-7's model
+and between 11.8% and 13.3% on this one, so differences under about 2.5 points there are not
+resolved. Volta and Ampere left out get worse (3.4% to 7.4%, 13.9% to 15.1%): V100 has no measured
+ceiling and takes the 0.80 default against A100's measured 0.87, which the DeepLearningExamples
+V100/A100 points do not bear out (the one-GPU A100/V100 mixed-precision pair is the worst pair,
+29.5% off, 22.7% before). Whether 0.80 is right for V100 is not known; choosing it by its effect
+would be tuning (with A100's 0.869 for V100: in-sample 4.9%, ratios 4.6%, forward 11.8%).
+
+**What it does to the question issue 40 asks.** At the reference software on one node
+(`dse evaluate -w mlperf-dlrm-dcnv2`): DGX H100 13.46 to 12.88 M samples/s, HGX H200 16.37 to
+15.71, DGX B200 30.31 to 28.75, MI300X 18.57 to 14.90, MI355X 29.96 to 26.73, Gaudi 2 8.52 to
+8.74, Gaudi 3 17.25 to 15.90. The B200/H100 ratio moves from 2.25 to 2.23 only: B200's measured
+matmul ceiling is 3% below H100's, and no published microbenchmark found puts B200's HBM, gather
+or kernel costs further below H100's (docs/sources.md, "Fixed costs per kernel", "Embedding gathers
+by generation"). What the data hold about an unmeasured generation is in its interval instead:
+built from the Hopper, Ampere, Volta and Ada holdouts' errors, it runs from -18% to +28% around the
+B200 node's point.
+
+**Tried and not adopted** (each measured with the same fit on the same 57 points, the matmul
+ceilings in place):
+
+- A fixed time inside every dense kernel beyond `kernel_overhead_s` (a tile-sized cuBLAS GEMM takes
+  2.1-2.9 us end to end): fitted, the data drive it to 0; held at 1, 2 and 3 us, in-sample 5.3%,
+  5.6% and 5.4%, ratio median 3.9%, 4.8% and 3.9%, Hopper left out 4.6%, 4.7% and 4.4%: no
+  consistent gain, a cost the data do not ask for.
+- The DCNv2 cross layer's element-wise work as the layer does it (x0 * (W v + b) + x: 4 passes
+  forward and 6-8 backward over the 3,456-wide output, none after the low-rank projection, against
+  2 and 4 after each GEMM): in-sample 5.5-5.8%, forward 16.0-18.2%.
+- Embedding gathers by generation: the one published gather microbenchmark is H100's (0.79 of
+  peak), none for Blackwell, CDNA or Gaudi; `memory_efficiency` stays one parameter.
+"""
+
 UNDER_RATING = """\
 **Status under calibration 2026.12-5.** Every single-node H100 SXM DCNv2 point but one is
 predicted within 5% with its software family's factor (the seven 8-GPU v3.1 boxes 3.0-3.9% under,
@@ -612,6 +774,7 @@ def render_markdown(v: Validation, intervals: Sequence[str] = ()) -> str:
                 "|---|---|---|---|---|"]
         out += [f"| {m.id} | {m.published} | {m.samples_per_s / 1e6:.2f} | {p / 1e6:.2f} | "
                 f"{abs(p - m.samples_per_s) / m.samples_per_s * 100:.1f}% |" for m, p in f.points]
+    out += ["", *ratio_section(v), "", GENERATIONS]
     out += ["", *intervals, "## Analysis", "", ANALYSIS, "",
             "## The single-node H100/H200 under-rating", "", UNDER_RATING]
     out += [
@@ -642,10 +805,13 @@ def _hover(p: PointReport) -> str:
 
 def render_html(v: Validation) -> str:
     """A standalone Plotly page: predicted against measured on log axes with the identity line
-    (hover: system and workload), and the median error by group."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4],
+    (hover: system and workload), the median error by group, and every pair of systems on the
+    same job, predicted ratio against measured ratio (:func:`add_ratio_plot`)."""
+    fig = make_subplots(rows=2, cols=2, column_widths=[0.6, 0.4], row_heights=[0.55, 0.45],
+                        specs=[[{}, {}], [{"colspan": 2}, None]],
                         subplot_titles=("predicted vs measured (samples/s)",
-                                        "median |error| by software family"))
+                                        "median |error| by software family",
+                                        "ratio of two systems on the same job: predicted vs measured"))
     families = sorted({p.measurement.family for p in v.points})
     for fam in families:
         pts = [p for p in v.points if p.measurement.family == fam]
@@ -670,10 +836,38 @@ def render_html(v: Validation) -> str:
     groups = by_group(v, "family")
     fig.add_trace(go.Bar(x=[plot_text(g) for g in groups], y=list(groups.values()), name="median |error| %",
                          showlegend=False), row=1, col=2)
+    add_ratio_plot(fig, v.ratios, row=2, col=1)
     fig.update_xaxes(type="log", title_text="measured", row=1, col=1)
     fig.update_yaxes(type="log", title_text="predicted", row=1, col=1)
     fig.update_yaxes(title_text="%", row=1, col=2)
     fig.update_layout(title=plot_text(f"dse validation, calibration {v.calibration.version}: "
-                                      + "; ".join(summary_lines(v)[:4])), height=650)
+                                      + "; ".join(summary_lines(v)[:4])), height=1100)
     html: str = fig.to_html(include_plotlyjs=True, full_html=True)
     return html
+
+
+def add_ratio_plot(fig: go.Figure, ratios: RatioReport, row: int, col: int) -> None:
+    """Every pair of ``ratios`` as a point (measured ratio, predicted ratio) on log axes, one trace
+    per workload, with the identity line and the +-25% band of issue 40's worst-pair target
+    (hover: the pair, both ratios and the ratio error)."""
+    pairs = ratios.pairs
+    if not pairs:
+        return
+    for workload in sorted({p.workload for p in pairs}):
+        got = [p for p in pairs if p.workload == workload]
+        fig.add_trace(go.Scatter(
+            x=[p.measured for p in got], y=[p.predicted for p in got], mode="markers",
+            marker={"size": 6, "opacity": 0.7}, name=plot_text(f"pairs: {workload}"),
+            text=[plot_text(f"{p.a} / {p.b}") + f"<br>ratio error {p.error_pct:.1f}%" for p in got],
+            hovertemplate="%{text}<br>measured ratio %{x:.3f}<br>predicted ratio %{y:.3f}<extra></extra>",
+        ), row=row, col=col)
+    values = [x for p in pairs for x in (p.measured, p.predicted)]
+    lo, hi = min(values) * 0.8, max(values) * 1.25
+    band = 1.0 + TARGETS["ratio_max_pct"] / 100.0
+    for factor, name, dash in ((1.0, "identity (right ratio)", "dash"), (band, "ratio off by 25%", "dot"),
+                               (1.0 / band, "ratio off by 25%", "dot")):
+        fig.add_trace(go.Scatter(x=[lo, hi], y=[lo * factor, hi * factor], mode="lines", name=name,
+                                 showlegend=factor != band,
+                                 line={"dash": dash, "color": "gray"}), row=row, col=col)
+    fig.update_xaxes(type="log", title_text="measured ratio", row=row, col=col)
+    fig.update_yaxes(type="log", title_text="predicted ratio", row=row, col=col)

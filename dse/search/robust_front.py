@@ -34,9 +34,10 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,7 @@ from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Catalog
 from dse.model.cost import capex, economics
 from dse.model.evaluate import Evaluation, Memo, evaluate
+from dse.model.metrics import METRICS
 from dse.model.parameters import Calibration
 from dse.model.system import System
 from dse.model.timing import loads_key
@@ -84,18 +86,11 @@ from dse.search.study.study_file import (
     study_workload,
 )
 
-PRICE_EXPONENTS: dict[str, tuple[int, int]] = {
-    "capex_usd": (1, 0),
-    "samples_per_s_per_kusd": (-1, 0),
-    "tco_usd_per_year": (0, 1),
-    "usd_per_million_samples": (0, 1),
-    "usd_per_billion_samples": (0, 1),
-    "epoch_cost_usd": (0, 1),
-    "dataset_cost_usd": (0, 1),
-}
+PRICE_EXPONENTS: Mapping[str, tuple[int, int]] = MappingProxyType(
+    {m.name: m.price_exponents for m in METRICS if m.price_exponents is not None})
 """Metrics that move with prices, as (power of capex, power of TCO) they are proportional to
-(:func:`dse.model.cost.economics`: cost per sample and per epoch are TCO per second over
-throughput)."""
+(their :attr:`~dse.model.metrics.Metric.price_exponents`; :func:`dse.model.cost.economics`: cost
+per sample and per epoch are TCO per second over throughput)."""
 PRICE_SEED = 0
 """Seed of the price draws within user-catalog ranges (the same front on every run)."""
 ROBUST_PROBABILITY = 0.8

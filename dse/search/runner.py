@@ -41,7 +41,7 @@ from dse.search import _optuna
 from dse.search.algorithms.dedup import DesignIndex, group_by_design, shared_index
 from dse.search.algorithms.pareto import is_feasible, pareto_trials
 from dse.search.algorithms.prescreen import REFINE_SHARE
-from dse.search.algorithms.reference import REFERENCE_MIN_BUDGET, convergence
+from dse.search.algorithms.reference import OWN_RANGE, REFERENCE_MIN_BUDGET, convergence
 from dse.search.algorithms.refine import seed_new_study
 from dse.search.algorithms.samplers import make_sampler, worker_seed
 from dse.search.broken_rules import RuleWatch
@@ -431,7 +431,7 @@ class Progress:
     hypervolume: float
     """Against the study's fixed reference (``reference`` says which; see
     :mod:`dse.search.algorithms.reference`)."""
-    reference: str = "own range"
+    reference: str = OWN_RANGE
     gained: float = 0.0
     """Hypervolume gained over the last ``window`` completed trials."""
     window: int = 0
@@ -642,26 +642,36 @@ def _optimize(study: optuna.Study, spec: StudySpec, budget: int,
                 time.sleep(WAIT_POLL_S / 4)
                 continue
         room_since = None
-        optuna_log = logging.getLogger("optuna.study._optimize")
-        quiet = _TakenTrialFilter()
-        optuna_log.addFilter(quiet)
-        try:
-            study.optimize(objective, n_trials=budget - complete, callbacks=[after_trial],
-                           catch=(), gc_after_trial=False)
-            if objective.exhausted:
-                log.warning("dse: every design of the space is evaluated; the study stops at %d "
-                            "distinct designs", completed(study))
-                break
-        except Exception as exc:
-            if not taken_by_another(exc):
-                raise
-            # This worker stalled (stopped, paused, starved) past the time others wait for a
-            # running trial, and another failed its trial as abandoned and enqueued its retry.
-            log.warning("dse: trial %d of this worker was failed as abandoned by another process "
-                        "while this one was not running; its retry redoes the design, and this "
-                        "worker goes on", objective.trial)
-        finally:
-            optuna_log.removeFilter(quiet)
+        if _run_trials(study, objective, budget - complete, after_trial):
+            break
+
+
+def _run_trials(study: optuna.Study, objective: DesignObjective, trials: int,
+                after_trial: Callable[[optuna.Study, FrozenTrial], None]) -> bool:
+    """Run up to ``trials`` trials of ``objective`` on ``study`` (Optuna's loop, its log line of
+    a trial another process took quieted); True when every design of the space is evaluated and
+    the study stops. A trial of this worker that another process failed as abandoned while this
+    one was not running is said in one line, and the worker goes on."""
+    optuna_log = logging.getLogger("optuna.study._optimize")
+    quiet = _TakenTrialFilter()
+    optuna_log.addFilter(quiet)
+    try:
+        study.optimize(objective, n_trials=trials, callbacks=[after_trial], catch=(), gc_after_trial=False)
+        if objective.exhausted:
+            log.warning("dse: every design of the space is evaluated; the study stops at %d "
+                        "distinct designs", completed(study))
+            return True
+    except Exception as exc:
+        if not taken_by_another(exc):
+            raise
+        # This worker stalled (stopped, paused, starved) past the time others wait for a
+        # running trial, and another failed its trial as abandoned and enqueued its retry.
+        log.warning("dse: trial %d of this worker was failed as abandoned by another process "
+                    "while this one was not running; its retry redoes the design, and this "
+                    "worker goes on", objective.trial)
+    finally:
+        optuna_log.removeFilter(quiet)
+    return False
 
 
 class _TakenTrialFilter(logging.Filter):

@@ -28,6 +28,7 @@ import pandas as pd
 from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.evaluate import Evaluation, evaluate
+from dse.model.metrics import METRIC
 from dse.model.parameters import Calibration, load_calibration
 from dse.model.system import System
 from dse.model.workload import Workload
@@ -132,7 +133,10 @@ class CaseData:
 
 
 def _direction(metric: str, directions: Mapping[str, str]) -> str:
-    return directions.get(metric, "maximize" if metric == "throughput_samples_per_s" else "minimize")
+    """The study's direction of ``metric``, else the better one of its registry record (a column
+    that is no metric is minimised)."""
+    known = METRIC.get(metric)
+    return directions.get(metric) or (known.better if known else None) or "minimize"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,15 @@ REFERENCE_MAX_DESIGNS = 20_000
 of :mod:`dse.search.algorithms.refine` adds at most as many designs again)."""
 MOVING_GAIN = 0.005
 """A front whose hypervolume rose by more than this over the last window is still moving."""
+FLAT_WIDTH = 1e-6
+"""A box narrower than this share of its values in some objective has no width there: its front
+held a single value of that objective (:func:`~dse.search.algorithms.pareto.loss_box` widens a
+zero range by 1e-9 of it). Any design a little better than that value then scores beyond all
+measure: a single-design reference front, a box 5e-5 wide, gave "hypervolume 1255068.997"
+(issue 42), so such a box is not used."""
+OWN_RANGE = "own range"
+"""The reference label of a figure in the front's own range (no fixed box); a label that starts
+with it may say why a stored box is not used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +73,14 @@ class Reference:
             return 0.0
         return float(compute_hypervolume(points, np.ones(loss.shape[1])))
 
+    def flat(self) -> int | None:
+        """The first objective (from 0) in which the box has no width (:data:`FLAT_WIDTH`), or
+        ``None``: only a box of width in every objective measures a hypervolume."""
+        width = self.nadir - self.ideal
+        scale = np.maximum(np.maximum(np.abs(self.ideal), np.abs(self.nadir)), 1e-12)
+        found = np.flatnonzero(width <= FLAT_WIDTH * scale)
+        return int(found[0]) if len(found) else None
+
 
 def reference_from_front(front_losses: np.ndarray, designs: int, method: str) -> Reference:
     """The box of a reference front (losses): its ideal point and its nadir pushed 10% out."""
@@ -73,7 +90,14 @@ def reference_from_front(front_losses: np.ndarray, designs: int, method: str) ->
 
 
 def study_reference(study: optuna.Study) -> Reference | None:
-    """The study's fixed box, if it has one."""
+    """The study's fixed box, if it has one with width in every objective (else the study is
+    measured in its own range, and :func:`convergence`'s label says why)."""
+    ref = stored_reference(study)
+    return ref if ref is not None and ref.flat() is None else None
+
+
+def stored_reference(study: optuna.Study) -> Reference | None:
+    """The box stored when the study was created, as it is (perhaps flat)."""
     raw = study.user_attrs.get(REFERENCE_KEY)
     if not raw:
         return None
@@ -95,7 +119,8 @@ class Convergence:
     """Against the reference front (``reference`` set) or in the front's own range."""
     reference: str
     """What ``hypervolume`` is relative to: ``coarse-to-fine sweep of N designs`` (``coarse sweep
-    of N designs`` for studies created before it) or ``own range``."""
+    of N designs`` for studies created before it) or ``own range`` (followed by why a stored box
+    is not used, when one is flat: :func:`is_own_range`)."""
     gained: float
     """Hypervolume gained over the last ``window`` completed trials (same scale)."""
     window: int
@@ -107,9 +132,10 @@ def convergence(study: optuna.Study, feasible: list[FrozenTrial], complete: int)
     """:class:`Convergence` of the feasible completed trials of ``study`` (``complete`` trials
     completed in all)."""
     w = window(complete)
-    ref = study_reference(study)
+    stored = stored_reference(study)
+    ref = stored if stored is not None and stored.flat() is None else None
     if not feasible:
-        return Convergence(0.0, _label(ref), 0.0, w, False)
+        return Convergence(0.0, _label(stored), 0.0, w, False)
     last = max(t.number for t in feasible)
     numbers = np.array([t.number for t in feasible])
     # The trial number `w` completed trials back (numbers skip pruned repeats; close enough).
@@ -125,12 +151,25 @@ def convergence(study: optuna.Study, feasible: list[FrozenTrial], complete: int)
         best, box = loss_box(study_losses(study, feasible))
         before = hypervolume(study, older, box, best) if older else 0.0
     gained = now - before
-    return Convergence(now, _label(ref), gained, w, gained > MOVING_GAIN)
+    return Convergence(now, _label(stored), gained, w, gained > MOVING_GAIN)
 
 
-def _label(ref: Reference | None) -> str:
-    return "own range" if ref is None else f"{ref.method} of {ref.designs:,} designs"
+def _label(stored: Reference | None) -> str:
+    """What a study's figure is relative to, given its stored box (see :class:`Convergence`)."""
+    if stored is None:
+        return OWN_RANGE
+    flat = stored.flat()
+    if flat is None:
+        return f"{stored.method} of {stored.designs:,} designs"
+    return (f"{OWN_RANGE} (no fixed reference: the front of the {stored.method} of "
+            f"{stored.designs:,} designs has a single value of objective {flat + 1}, a box of no "
+            "width)")
 
 
-__all__ = ["REFERENCE_KEY", "Convergence", "Reference", "convergence", "reference_from_front",
-           "study_reference", "window"]
+def is_own_range(reference: str) -> bool:
+    """Whether a :class:`Convergence` label is the front's own range (no fixed box used)."""
+    return reference.startswith(OWN_RANGE)
+
+
+__all__ = ["OWN_RANGE", "REFERENCE_KEY", "Convergence", "Reference", "convergence", "is_own_range",
+           "reference_from_front", "stored_reference", "study_reference", "window"]

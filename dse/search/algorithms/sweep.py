@@ -41,6 +41,7 @@ from dse.errors import DseInputError
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.equivalence import INERT_VALUES
 from dse.model.evaluate import Memo, evaluate
+from dse.model.metrics import METRICS
 from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import plan_key
 from dse.model.system import resolve_system
@@ -308,15 +309,7 @@ class _Context:
 _CTX: _Context | None = None
 
 
-METRIC_COLUMNS: tuple[str, ...] = (
-    "throughput_samples_per_s", "step_time_s", "capex_usd", "power_w", "power_per_node_w",
-    "tco_usd_per_year", "usd_per_million_samples", "samples_per_s_per_kusd", "samples_per_s_per_w",
-    "energy_per_sample_j", "epoch_time_s", "epoch_cost_usd", "dataset_time_s", "dataset_cost_usd",
-    "memory_short_gb", "hbm_used_gb",
-    "hbm_capacity_gb", "ddr_used_gb", "ddr_capacity_gb", "accelerators", "nodes", "compute_share",
-    "time_to_train_s", "cost_to_train_usd",
-    "racks", "rack_kw",
-)
+METRIC_COLUMNS: tuple[str, ...] = tuple(m.name for m in METRICS if m.numeric)
 """Numeric metrics of :meth:`dse.model.Evaluation.metrics` written per design."""
 
 

@@ -12,10 +12,14 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
 - any other damage (a line that is not a record, invalid UTF-8, NUL bytes, a record naming a
   trial or study never created) is refused with one line naming the file, the line and what is
   wrong (:func:`check_journal`), and nothing is written to the file;
+- dse's own records are checked as a sequence (:mod:`dse.search.storage.journal_sequence`): a
+  byte-identical repeat is a copy, reordered records are named and put back in order, a line
+  above dse's record 0 was written by no dse, and a journal holding fewer lines than its writer
+  last recorded was cut (how many records were lost is said; a torn last line is not a cut);
 - ``dse repair STUDY`` (:func:`repair_journal`) writes a clean copy beside the original: every
-  intact record kept, a placeholder creation record where a trial's was lost (so later trials
-  keep their numbers), garbage dropped and reported; the original is left untouched, and an
-  existing copy is never overwritten (without ``--force``).
+  intact record kept (in the order of dse's numbers), a placeholder creation record where a
+  trial's was lost (so later trials keep their numbers), garbage dropped and reported; the
+  original is left untouched, and an existing copy is never overwritten (without ``--force``).
 
 The records' layout and dse's check on each are :mod:`dse.search.storage.journal_format`'s; the ids
 a record names are checked as Optuna's replay numbers them, by the replay the snapshot reader
@@ -37,6 +41,7 @@ from dse.errors import DseInputError
 from dse.safe_write import check_target, write_file
 from dse.search._optuna import JOURNAL_FIELDS, STUDY_OPS, TRIAL_OPS, JournalOperation
 from dse.search.storage.journal_format import (
+    LOCK_SUFFIX,
     RECORD_LINE,
     RecordNumbers,
     check_start,
@@ -45,6 +50,7 @@ from dse.search.storage.journal_format import (
     read_check,
 )
 from dse.search.storage.journal_replay import JournalReplay
+from dse.search.storage.journal_sequence import repeats, restored_order, was_cut
 
 OP = JournalOperation
 PLACEHOLDER_WORKER = "dse-repair"
@@ -75,6 +81,9 @@ class JournalScan:
     missing: dict[int, int] = field(default_factory=dict)
     """Line number -> trial creation records lost just before it (as :func:`repair_journal`
     restores them), keyed by the line of the first record naming a trial never created."""
+    cut: int = 0
+    """Records lost after the journal's last line: the file was cut after dse wrote them
+    (:func:`dse.search.storage.journal_sequence.was_cut`); 0 if not."""
 
 
 def _quick(raw: bytes) -> dict[str, Any] | str:
@@ -86,8 +95,11 @@ def _quick(raw: bytes) -> dict[str, Any] | str:
     if m is None or m[4][:1] not in (b",", b"}") or not raw.endswith(b"}") or b"\x00" in raw:
         return _parse(raw)
     value = m[3]
-    return {"op_code": int(m[1]),
-            m[2].decode(): int(value) if value[:1] != b'"' else value.decode("utf-8", "replace")}
+    try:  # a study's name decoded (a creation record is rare), as the thorough scan decodes it
+        ident = int(value) if value[:1] != b'"' else json.loads(value)
+    except ValueError:
+        return _parse(raw)
+    return {"op_code": int(m[1]), m[2].decode(): ident}
 
 
 def _parse(raw: bytes) -> dict[str, Any] | str:
@@ -155,7 +167,9 @@ class _Line:
 
     kind: str
     """``record`` (kept), ``garbage`` (no record), ``copy`` (a duplicated line),
-    ``unplaceable`` (names a study or trial that cannot be), ``altered`` (its check fails)."""
+    ``unplaceable`` (names a study or trial that cannot be), ``altered`` (its check fails),
+    ``foreign`` (a record no dse wrote into this journal: above dse's first record, or creating
+    another study)."""
     problems: list[str]
     lost: int = 0
     """Trial creation records lost just before this line (restored as placeholders)."""
@@ -167,54 +181,115 @@ class _Line:
     """For an altered record: it created a trial (a placeholder takes its place)."""
 
 
+class _Order:
+    """dse's records of one journal as a sequence (:mod:`dse.search.storage.journal_sequence`): the
+    order a repaired copy restores, and what each line repeating or moved is."""
+
+    def __init__(self, raws: list[bytes], verify: bool) -> None:
+        self.checks: list[tuple[int, bool] | None] = [
+            read_check(raw) if verify else None for raw in raws]
+        repeated, first_at = repeats(raws, self.checks) if verify else ({}, {})
+        self.repeated = repeated
+        self.first_at = first_at
+        self.order, self.moved = restored_order(len(raws), first_at)
+        self.above_first = self._above_first()
+
+    def _above_first(self) -> int:
+        """Lines (in the restored order) above dse's first record when that is record 0: it was
+        written to an empty file, so they were added since (0 if none)."""
+        for at, i in enumerate(self.order):
+            check = self.checks[i]
+            if check is not None and check[1] and i not in self.repeated:
+                return at if check[0] == 0 else 0
+        return 0
+
+    def said(self, i: int, lines: list[tuple[int, bytes, bool]]) -> str:
+        """What is wrong with line ``i`` that repeats or moved a record ('' if neither)."""
+        check = self.checks[i]
+        kind = self.repeated.get(i)
+        if check is None or (kind is None and i not in self.moved):
+            return ""
+        if kind == "copy":
+            return (f"a copy of line {lines[self.first_at[check[0]]][0]} (dse's record "
+                    f"{check[0]} again): a duplicated line, dropped from a repaired copy")
+        if kind == "conflict":
+            return (f"numbered like line {lines[self.first_at[check[0]]][0]} (dse's record "
+                    f"{check[0]}) but a different record, so not a copy: written without dse's "
+                    "lock or taken from another journal; a repaired copy keeps both")
+        neighbour, at = self.moved[i]
+        side = "after" if neighbour < check[0] else "before"
+        return (f"dse's record {check[0]} is out of order (it belongs {side} record {neighbour}, "
+                f"line {lines[at][0]}): reordered lines; a repaired copy puts it back in its place")
+
+
 def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line | None]]:
-    """Every line of a journal: (line number from 1, its bytes, whether it ended in a newline,
-    what is wrong with it or ``None`` for an intact record), as the checks of the module find
-    it."""
+    """Every line of a journal, dse's records in the order of their numbers
+    (:class:`_Order`): (line number from 1, its bytes, whether it ended in a newline, what is
+    wrong with it or ``None`` for an intact record), as the checks of the module find it."""
     parse = _parse if thorough else _quick
+    lines = list(_lines(data))
+    raws = [raw for _, raw, _ in lines]
     # Where every check holds (nearly always) no line needs its own: the fast test first.
-    verify = not checks_hold(data, 0, 0, RecordNumbers())
+    order = _Order(raws, verify=not checks_hold(data, 0, 0, RecordNumbers()))
     replay = JournalReplay()
     numbers = RecordNumbers()
-    first_at: dict[int, int] = {}
     unnumbered = 0
-    for number, raw, ended in _lines(data):
+    for at, i in enumerate(order.order):
+        number, raw, ended = lines[i]
         parsed = parse(raw)
         if isinstance(parsed, str):
             unnumbered += 1
             yield number, raw, ended, _Line(
                 "garbage", [parsed if ended else "a torn last record (no newline)"])
             continue
-        check = read_check(raw) if verify else None
-        if check is None or not check[1]:
+        said = order.said(i, lines)
+        if order.repeated.get(i) == "copy":
+            yield number, raw, ended, _Line("copy", [said])
+            continue
+        check = order.checks[i]
+        if at < order.above_first and (check is None or not check[1]):
             unnumbered += 1
-            if check is not None:
+            yield number, raw, ended, _Line("foreign", [_above_first(parsed)])
+            continue
+        problems = [said] if said else []
+        if check is None or not check[1] or i in order.repeated:
+            unnumbered += 1
+            if check is not None and not check[1]:
                 yield number, raw, ended, _altered(parsed, replay)
                 continue
-            problems = []
         else:
             before = numbers.last
-            lost = numbers.take(number - 1, check[0], unnumbered)
-            if lost < 0:
-                yield number, raw, ended, _Line("copy", [
-                    f"a copy of line {first_at.get(check[0], '?')} (dse's record {check[0]} "
-                    "again): a duplicated line, dropped from a repaired copy"])
-                continue
+            lost = max(0, numbers.take(at, check[0], unnumbered))
             unnumbered = 0
-            first_at.setdefault(check[0], number)
-            problems = ([f"{lost} record(s) lost just before this line (dse's record numbers go "
-                        f"from {before} to {check[0]}; a repair restores lost trial creations only)"]
-                        if lost else [])
-        problem, missing = _place(replay, parsed)
-        if problem:
-            problems.append(problem)
-        if missing:
-            replay.placeholder_trials(missing, replay.last_study)
-        if problems or missing:
-            kind = "unplaceable" if problem and not missing else "record"
-            yield number, raw, ended, _Line(kind, problems, missing, replay.last_study)
-        else:
-            yield number, raw, ended, None
+            if lost:
+                problems.append(f"{lost} record(s) lost just before this line (dse's record numbers "
+                                f"go from {before} to {check[0]}; a repair restores lost trial "
+                                "creations only)")
+        yield number, raw, ended, _placed(replay, parsed, problems)
+
+
+def _placed(replay: JournalReplay, record: dict[str, Any], problems: list[str]) -> _Line | None:
+    """``record`` followed in ``replay``: what is wrong with it (with ``problems`` found before),
+    or ``None`` for an intact record."""
+    problem, missing = _place(replay, record)
+    if problem:
+        problems.append(problem)
+    if missing:
+        replay.placeholder_trials(missing, replay.last_study)
+    if problems or missing:
+        kind = "unplaceable" if problem and not missing else "record"
+        return _Line(kind, problems, missing, replay.last_study)
+    return None
+
+
+def _above_first(record: dict[str, Any]) -> str:
+    """Why a record above dse's record 0 is not this journal's: dse wrote record 0 to an empty
+    file, so the record was added since, by no dse (whose records all carry their check); a
+    study created there would take the id dse's records name their own study by."""
+    created = record.get("study_name") if record["op_code"] == OP.CREATE_STUDY else None
+    what = f" (it creates study {created!r})" if isinstance(created, str) else ""
+    return (f"added above dse's first record (record 0, written when the journal was empty), "
+            f"so written by no dse version{what}; a repaired copy drops it")
 
 
 def _altered(record: dict[str, Any], replay: JournalReplay) -> _Line:
@@ -239,13 +314,14 @@ def scan_journal(path: Path, thorough: bool = True, data: bytes | None = None) -
     ``thorough=False`` decodes only the op code and first id of each line as Optuna writes it
     (about ten times faster); it finds every damage but a broken end of such a line without
     dse's check."""
+    data = path.read_bytes() if data is None else data
     damage: list[Damage] = []
     missing: dict[int, int] = {}
     tail_start: int | None = None  # line where the trailing run of damaged lines starts
     tail_bytes = 0
     tail_complete = False
     records = 0
-    for number, raw, ended, line in _read(path.read_bytes() if data is None else data, thorough):
+    for number, raw, ended, line in _read(data, thorough):
         if line is not None and line.kind == "garbage":
             if tail_start is None:
                 tail_start, tail_bytes, tail_complete = number, 0, False
@@ -260,13 +336,22 @@ def scan_journal(path: Path, thorough: bool = True, data: bytes | None = None) -
             missing[number] = line.lost
     if tail_start is not None:
         damage = [d for d in damage if d.line < tail_start]
-    return JournalScan(tuple(damage), tail_bytes, tail_start or 0, tail_complete, records, missing)
+    cut = was_cut(path, data)
+    if cut:
+        end = data.count(b"\n")
+        damage.append(Damage(end + 1, f"the journal ends here, but it held {end + cut} lines when "
+                             f"dse last wrote to it ({path.name}{LOCK_SUFFIX}): its last {cut} "
+                             "record(s) were lost (the file was cut, not torn by one interrupted "
+                             f"write); a repaired copy keeps the {records} record(s) before"))
+    return JournalScan(tuple(damage), tail_bytes, tail_start or 0, tail_complete, records, missing,
+                       cut)
 
 
-def check_journal(path: Path, study: str = "STUDY", thorough: bool = True,
+def check_journal(path: Path, study: str | None = None, thorough: bool = True,
                   data: bytes | None = None) -> JournalScan:
     """Scan the journal at ``path`` (:func:`scan_journal`) and refuse damage before its tail: a
-    :class:`DseInputError` naming the file, the first damaged line and what is wrong."""
+    :class:`DseInputError` naming the file, the first damaged line and what is wrong (``study``
+    names the study in its ``dse repair`` advice)."""
     scan = scan_journal(path, thorough, data)
     if not scan.records and scan.tail_complete:
         # Nothing but lines that are no records: another file, not a journal to cut short.
@@ -277,7 +362,7 @@ def check_journal(path: Path, study: str = "STUDY", thorough: bool = True,
         more = f" (and {len(scan.damage) - 1} more damaged lines)" if len(scan.damage) > 1 else ""
         raise DseInputError(str(path), f"line {first.line}",
                             f"damaged journal: {first.problem}{more}; it is left as it is: "
-                            f"dse repair {study} writes a repaired copy beside it")
+                            f"dse repair {study or 'STUDY'} writes a repaired copy beside it")
     return scan
 
 
@@ -304,7 +389,7 @@ def repaired_lines(data: bytes) -> Iterator[bytes]:
         if line is None:
             yield out(None, raw)
             continue
-        if line.kind in ("garbage", "copy", "unplaceable"):
+        if line.kind in ("garbage", "copy", "unplaceable", "foreign"):
             continue
         for _ in range(line.lost + line.creates):
             yield out(_head(_placeholder(line.study)))
@@ -339,13 +424,16 @@ def repair_journal(path: Path, out: Path | None = None,
     """Write a clean copy of the journal at ``path`` to ``out`` (default :func:`repaired_path`),
     leaving ``path`` untouched; returns the copy's path and what was repaired.
 
-    Every intact record is kept in order. A line that is not a record, and a second copy of a
-    record, are dropped; where records name trials whose creation records were lost, placeholder
-    creation records (in the study of the trial created last) take their place so every later
-    trial keeps its number. A record altered since dse wrote it is replaced by a FAIL state
-    record of its trial (a placeholder first if it created the trial). A record naming a study
-    never created cannot be placed and is dropped. Lost records other than trial creations
-    cannot be restored: they are reported.
+    Every intact record is kept, dse's records in the order of their numbers (reordered lines
+    are put back in their place). A line that is not a record, a byte-identical second copy of
+    a record and a record no dse wrote (above dse's record 0, which was written to an empty
+    file) are dropped; where records name trials whose
+    creation records were lost, placeholder creation records (in the study of the trial created
+    last) take their place so every later trial keeps its number. A record altered since dse
+    wrote it is replaced by a FAIL state record of its trial (a placeholder first if it created
+    the trial). A record naming a study never created cannot be placed and is dropped. Lost
+    records other than trial creations cannot be restored: they are reported, as are records
+    lost after a cut.
 
     An existing ``out`` (an earlier repair a study may have resumed on, or the journal of a study
     named ``NAME.repaired``) is refused unless ``force``; the copy is written in one rename

@@ -14,8 +14,11 @@ ignores the field, so such a journal is still an Optuna journal. The scan then f
 (:class:`RecordNumbers`):
 
 - a record whose CRC does not match: altered since it was written;
-- a record numbered like an earlier one: a copy (a duplicated line);
-- numbers that jump further than the lines between them: records lost.
+- a record numbered like an earlier one: a copy (a duplicated line) when byte-identical, or
+  numbers out of order (:mod:`dse.search.storage.journal_sequence` tells which and restores the
+  order);
+- numbers that jump further than the lines between them: records lost;
+- record 0 below other lines: it was written to an empty file, so those lines were added since.
 
 Records without the field (written by plain Optuna or by earlier versions of dse; a journal may mix both)
 are read as before, with only the checks above on the records around them. A writer that does
@@ -44,6 +47,37 @@ _CHECK_AT = b',"' + CHECK_KEY.encode() + b'":['
 _CHECK = re.compile(re.escape(_CHECK_AT) + rb"(0|[1-9]\d{0,17}),(\d{1,10})\]\}")
 """The check field at the end of a line (its whole rest: a field of the same name nested in a
 value is followed by more closing brackets)."""
+
+
+LOCK_SUFFIX = ".write.lock"
+"""The journal's write lock beside it (``NAME.journal.write.lock``), which also keeps the journal's
+extent (:func:`extent_text`)."""
+_EXTENT = re.compile(rb"dse journal extent 1: inode (\d{1,20}), first line crc (\d{1,10}), "
+                     rb"lines (\d{1,18})\n")
+EXTENT_BYTES = 128
+"""The extent's fixed size at the start of the lock file (overwritten in place, never grown)."""
+
+
+def extent_text(inode: int, first_line: bytes, lines: int) -> bytes:
+    """What a writer keeps in the lock file after each append (fsynced before): the journal (its
+    inode and the CRC of its first line, so a replaced or recreated journal is not taken for it)
+    held ``lines`` lines. A journal found with fewer lines was cut after dse wrote to it; an
+    interrupted append never updates it, so a torn last line is not taken for a cut."""
+    text = b"dse journal extent 1: inode %d, first line crc %d, lines %d\n" % (
+        inode, zlib.crc32(first_line), lines)
+    return text.ljust(EXTENT_BYTES, b" ")
+
+
+def read_extent(blob: bytes) -> tuple[int, int, int] | None:
+    """(inode, CRC of the first line, lines) of a lock file's extent; ``None`` without one."""
+    m = _EXTENT.match(blob)
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def first_line(data: bytes) -> bytes | None:
+    """The journal's first line with its newline (``None`` before one is complete)."""
+    end = data.find(b"\n")
+    return data[:end + 1] if end >= 0 else None
 
 
 def _crc(head: bytes | memoryview, number: int) -> int:
@@ -86,6 +120,12 @@ def without_check(text: bytes) -> bytes:
     return text if at < 0 or _CHECK.fullmatch(text, at) is None else text[:at] + b"}"
 
 
+REPEATED = -1
+""":meth:`RecordNumbers.take` of a record numbered like an earlier one, or below it."""
+ADDED_BEFORE_FIRST = -2
+""":meth:`RecordNumbers.take` of record 0 below other lines (lines added above dse's first)."""
+
+
 class RecordNumbers:
     """dse's record numbers read in file order, and what they say about the lines between.
 
@@ -104,10 +144,16 @@ class RecordNumbers:
 
     def take(self, line: int, number: int, unnumbered: int) -> int:
         """Records lost just before ``line`` (from 0), which holds record ``number`` after
-        ``unnumbered`` lines without a number: 0 if none, -1 when ``number`` repeats an earlier
-        record's (a duplicated line; then nothing is taken)."""
+        ``unnumbered`` lines without a number: 0 if none, :data:`REPEATED` when ``number`` does
+        not come after every earlier record's (a duplicated or reordered line; then nothing is
+        taken), :data:`ADDED_BEFORE_FIRST` when record 0 does not stand on the first line."""
         if number <= self.last:
-            return -1
+            return REPEATED
+        if number == 0 and line > 0:
+            # Record 0 was written to an empty file: every line above it was put there since, by
+            # no dse (which checks all it writes) -- another study's creation record shifts the
+            # study ids of every record below it.
+            return ADDED_BEFORE_FIRST
         lost = max(0, (number - self.last) - (line - self.line) - self.slack)
         self.slack = unnumbered or (self.slack if number == self.last + 1 else 0)
         self.last, self.line = number, line

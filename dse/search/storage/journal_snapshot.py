@@ -50,18 +50,20 @@ from dse.search._optuna import FrozenStudy
 from dse.search.storage.journal_check import check_journal
 from dse.search.storage.journal_format import RECORD_LINE, checks_hold
 from dse.search.storage.journal_replay import JournalReplay, ReplayedStudy, ReplayRefused
+from dse.search.storage.journal_sequence import was_cut
 
 
-def read_journal(path: Path, study: str = "STUDY") -> BaseStorage:
+def read_journal(path: Path, study: str | None = None) -> BaseStorage:
     """The journal at ``path`` for a command that only reads it, never writing to it (a damaged tail
     is left out, not cut off; nothing is created beside it but the snapshot cache, whose write may
     fail): a :class:`JournalSnapshot`, or Optuna's replay of the journal's bytes when the snapshot
     refuses them. Damage before the tail is refused as
-    :func:`dse.search.storage.journal_check.check_journal` refuses it (``study`` names the study in
-    its ``dse repair`` advice); an unreadable file raises :class:`OSError`."""
+    :func:`dse.search.storage.journal_check.check_journal` refuses it (``study`` names the study
+    in its ``dse repair`` advice), a journal cut since dse wrote to it included; an unreadable
+    file raises :class:`OSError`."""
     data = path.read_bytes()
     snapshot = read_snapshot(path, data=data)
-    if snapshot is not None:
+    if snapshot is not None and not was_cut(path, data):
         return snapshot
     scan = check_journal(path, study, thorough=False, data=data)
     data = data[:len(data) - scan.tail_bytes]

@@ -25,19 +25,33 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from dse.errors import DseInputError
+from dse.safe_write import check_target, open_in_place
 from dse.search import _optuna
 from dse.search._optuna import BaseJournalFileLock
 from dse.search.storage.journal_check import check_journal
-from dse.search.storage.journal_format import record_line
+from dse.search.storage.journal_format import (
+    LOCK_SUFFIX,
+    extent_text,
+    first_line,
+    record_line,
+)
+
+FIRST_LINE_BYTES = 1 << 16
+"""The most of a journal's first line read to name it in its extent: a study creation record is a
+few hundred bytes."""
 
 
 class CheckedJournalBackend(JournalFileBackend):
     """Optuna's journal file with each record written with dse's check (see the module).
 
     Under the write lock it counts the lines other writers added since its last write (reading
-    only those bytes) and numbers its own from there; reads are Optuna's."""
+    only those bytes) and numbers its own from there, and after each append keeps the journal's
+    extent in the lock file (:meth:`FlockLock.keep_extent`); reads are Optuna's. The file is
+    opened without following a link (:func:`dse.safe_write.open_in_place`), and created so
+    before Optuna's own constructor would create a missing one through a dangling link."""
 
     def __init__(self, path: str, lock: BaseJournalFileLock) -> None:
+        os.close(open_in_place(Path(path), os.O_WRONLY | os.O_CREAT))
         super().__init__(path, lock_obj=lock)
         self._path = path
         self._write_lock = lock
@@ -47,14 +61,17 @@ class CheckedJournalBackend(JournalFileBackend):
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         self._write_lock.acquire()
         try:
-            with open(self._path, "a+b") as f:
-                size = os.fstat(f.fileno()).st_size
-                first = self._lines_in(f.fileno(), size)
+            fd = open_in_place(Path(self._path), os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            with os.fdopen(fd, "a+b") as f:
+                size = os.fstat(fd).st_size
+                first = self._lines_in(fd, size)
                 data = b"".join(record_line(log, first + i) for i, log in enumerate(logs))
                 f.write(data)
                 f.flush()
-                os.fsync(f.fileno())
-            self._counted = (size + len(data), first + len(logs))
+                os.fsync(fd)
+                self._counted = (size + len(data), first + len(logs))
+                if isinstance(self._write_lock, FlockLock):
+                    self._write_lock.keep_extent(fd, first + len(logs))
         finally:
             self._write_lock.release()
 
@@ -83,17 +100,32 @@ class FlockLock(BaseJournalFileLock):
     """
 
     def __init__(self, journal: str) -> None:
-        self.path = journal + ".write.lock"
+        self.path = journal + LOCK_SUFFIX
         self._fd: int | None = None
+        self._first: bytes | None = None
+        """The journal's first line, once read (what its extent names it by)."""
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "_fd": None}
+        return {"path": self.path, "_fd": None, "_first": None}
 
     def acquire(self) -> bool:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = open_in_place(Path(self.path), os.O_RDWR | os.O_CREAT)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         return True
+
+    def keep_extent(self, journal_fd: int, lines: int) -> None:
+        """Keep in the lock file (held) that the journal open as ``journal_fd``, just fsynced,
+        holds ``lines`` lines (:func:`~dse.search.storage.journal_format.extent_text`): a later
+        reader finding fewer knows the file was cut. Not fsynced itself: after a power cut it
+        may be older than the journal, never newer, so it never claims lines the journal lacks."""
+        if self._fd is None:
+            return
+        if self._first is None:
+            self._first = first_line(os.pread(journal_fd, FIRST_LINE_BYTES, 0))
+            if self._first is None:
+                return  # a first line longer than any record dse writes: no extent kept
+        os.pwrite(self._fd, extent_text(os.fstat(journal_fd).st_ino, self._first, lines), 0)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -123,14 +155,16 @@ class QueueJournalStorage(JournalStorage):
         return waiting
 
 
-def journal_storage(path: Path, study: str = "STUDY") -> JournalStorage:
+def journal_storage(path: Path, study: str | None = None) -> JournalStorage:
     """Optuna's journal in ``path`` with an :class:`FlockLock`, checked first: a damaged tail is
     cut off, any other damage refused without writing (:func:`dse.search.storage.journal_check.check_journal`;
     ``study`` names the study in the message's ``dse repair`` advice)."""
     check_journal_file(path)
+    lock = FlockLock(str(path))
+    for target in (path, Path(lock.path)):  # never written through a link (open_in_place)
+        check_target(target, True)  # said before any work, not at the first write
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FlockLock(str(path))
         if path.exists() and check_journal(path, study, thorough=False).tail_bytes:
             repair_journal_tail(path, lock, study)
         return QueueJournalStorage(CheckedJournalBackend(str(path), lock))
@@ -163,7 +197,8 @@ def check_journal_file(path: Path) -> None:
                             "folder or a pipe, perhaps through a link): a journal must be a file")
 
 
-def repair_journal_tail(path: Path, lock: BaseJournalFileLock, study: str = "STUDY") -> bool:
+def repair_journal_tail(path: Path, lock: BaseJournalFileLock,
+                        study: str | None = None) -> bool:
     """Cut the damaged last lines off the journal: a partial record (an append that power loss
     interrupted) or lines that hold no record (garbage, even ending in a newline), when no intact
     record follows them.
@@ -179,7 +214,7 @@ def repair_journal_tail(path: Path, lock: BaseJournalFileLock, study: str = "STU
         scan = check_journal(path, study)  # again under the lock: a writer may have finished
         if not scan.tail_bytes:
             return False
-        with path.open("rb+") as f:
+        with os.fdopen(open_in_place(path, os.O_RDWR), "rb+") as f:
             f.truncate(f.seek(0, os.SEEK_END) - scan.tail_bytes)
             f.flush()
             os.fsync(f.fileno())

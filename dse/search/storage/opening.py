@@ -21,6 +21,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from dse.errors import DseInputError
+from dse.safe_write import check_target
 from dse.search import _optuna
 from dse.search._optuna import rdb_backend
 from dse.search.storage.databases import rdb_state_counts, rdb_storage
@@ -63,6 +64,9 @@ def open_storage(url: str | None, spec: StudySpec) -> BaseStorage:
         raise DseInputError("--storage", url, "expected an Optuna storage URL or a .journal path")
     if url.startswith("grpc://"):
         return grpc_storage(url)
+    database = storage_file(url, spec)
+    if database is not None:
+        check_target(database, True)  # SQLite writes its file in place: never through a link
     return rdb_storage(url, RetryStaleTrial(max_retry=MAX_RETRIES))
 
 

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlunsplit
 
 import psycopg
 from psycopg.abc import PQGen
@@ -55,6 +55,7 @@ from dse.search.storage.servers import (
     REFUSED,
     dse_params,
     encode_credentials,
+    parse_url,
 )
 
 STATEMENT_TIMEOUT_S = 15
@@ -246,7 +247,7 @@ def split_url(url: str) -> tuple[str, dict[str, str], float]:
     parameters as libpq reads them (percent-decoded; ``+`` stays ``+``), and the answer deadline
     in seconds (0: none)."""
     plain, ours = dse_params(encode_credentials(url))
-    parts = urlsplit(plain)
+    parts = parse_url(plain)
     query = {unquote(k): unquote(v) for k, _, v in
              (item.partition("=") for item in filter(None, parts.query.split("&")))}
     uri = urlunsplit(("postgresql", parts.netloc, parts.path, parts.query, parts.fragment))

@@ -39,6 +39,13 @@ from dse.search.storage.servers import (
 )
 
 GRPC_READY_TIMEOUT_S = 10.0
+_HUNG: dict[str, Any] = {}
+"""Per proxy address (``HOST:PORT``): the first call of this process there that passed its
+deadline. A deadline's one line is final (a hung proxy is not waited for again:
+:func:`~dse.search.storage.failures.storage_lost`), so every later call there fails at once with
+that error: a worker's closing calls (failing its trial, its summary) no longer wait a deadline
+each, which ended 5 workers behind a paused proxy 21-63 s after the pause instead of within
+30 s (issue 42; ``benchmarks/bench_proxy_pause.py``)."""
 PROXY_THREADS = 8
 """Requests a ``dse storage-proxy`` serves at once, and so its database connections."""
 
@@ -48,6 +55,9 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
     :class:`DseInputError` after ``timeout`` seconds)."""
     host, port = parse_grpc_url(url)
     answer_s = dse_params(url)[1].get(ANSWER_TIMEOUT_PARAM, ANSWER_TIMEOUT_S)
+    address = grpc_address(host, port)
+    if address in _HUNG:
+        raise _HUNG[address]  # hung earlier in this process: not waited for again
     try:
         import grpc
     except ModuleNotFoundError as exc:
@@ -55,31 +65,40 @@ def grpc_storage(url: str, timeout: float = GRPC_READY_TIMEOUT_S) -> BaseStorage
                             "pip install 'dse[cluster]'") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExperimentalWarning)
-        channel = grpc.insecure_channel(f"{host}:{port}")
+        channel = grpc.insecure_channel(address)
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
-            raise StorageUnreachable("--storage", url, f"no storage proxy answers at {host}:{port} "
+            raise StorageUnreachable("--storage", url, f"no storage proxy answers at {address} "
                                 f"within {timeout:g} s (is dse storage-proxy running?)") from None
         finally:
             channel.close()
-        return _optuna.grpc_proxy_client(host, port, _deadline(answer_s) if answer_s else None)
+        return _optuna.grpc_proxy_client(address.rpartition(":")[0], port,
+                                         _deadline(answer_s, address)
+                                         if answer_s else None)
 
 
-def _deadline(seconds: float) -> Any:
+def _deadline(seconds: float, address: str) -> Any:
     """A gRPC client interceptor that gives every call without a deadline of its own one of
     ``seconds``: Optuna's proxy client sets none, so a hung proxy (or one whose database hangs
     past the proxy's own deadlines) would hold a worker forever. A call past it fails with
-    ``DEADLINE_EXCEEDED`` (:func:`~dse.search.storage.failures.storage_failure` says so in one line)."""
+    ``DEADLINE_EXCEEDED`` (:func:`~dse.search.storage.failures.storage_failure` says so in one
+    line), and so does every later call to ``address`` at once (:data:`_HUNG`)."""
     import grpc
 
     class Deadline(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+            hung = _HUNG.get(address)
+            if hung is not None:
+                return hung  # an RpcError is its own outcome: its result() raises it
             if details.timeout is None:
                 details = _CallDetails(details.method, seconds, details.metadata,
                                        details.credentials, details.wait_for_ready,
                                        getattr(details, "compression", None))
-            return continuation(details, request)
+            outcome = continuation(details, request)
+            if isinstance(outcome, grpc.RpcError) and outcome.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                _HUNG.setdefault(address, outcome)
+            return outcome
 
     class _CallDetails(grpc.ClientCallDetails):  # type: ignore[misc]
         def __init__(self, method: str, timeout: float, metadata: Any, credentials: Any,
@@ -104,6 +123,7 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
         raise DseInputError("--storage", url, "the storage proxy serves a database "
                             "(postgresql://... or sqlite:///...), not a journal file")
     _check_port_free(host, port)
+    listen = grpc_address(host, port).rpartition(":")[0]  # an IPv6 address in brackets
     storage = optuna.storages.get_storage(
         rdb_storage(url, pool_size=threads, overflow=0, heartbeat=False))
     with warnings.catch_warnings():
@@ -111,7 +131,7 @@ def serve_proxy(url: str, host: str, port: int, threads: int = PROXY_THREADS,
         try:
             # gRPC shares a port by default (SO_REUSEPORT): a second proxy on it would start
             # and take half the new clients, to its own database.
-            server = _optuna.make_grpc_server(storage, host, port,
+            server = _optuna.make_grpc_server(storage, listen, port,
                                               ThreadPoolExecutor(max_workers=threads),
                                               options=(("grpc.so_reuseport", 0),),
                                               interceptors=(_database_status(redact(url)),))
@@ -168,6 +188,13 @@ def _database_status(shown: str) -> Any:
     return DatabaseStatus()
 
 
+def grpc_address(host: str, port: int) -> str:
+    """``HOST:PORT`` as gRPC reads an address: an IPv6 address in brackets (``[::1]:13000``;
+    gRPC took ``::1:13000`` for a misformatted name and logged a line of its own)."""
+    bare = host.strip("[]")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
 def _check_port_free(host: str, port: int) -> None:
     """:class:`DseInputError` when ``host:port`` cannot be ours alone (another proxy, or any
     server, listens on it), before the gRPC server tries it (whose own refusal also logs a line
@@ -175,7 +202,8 @@ def _check_port_free(host: str, port: int) -> None:
     import socket
 
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port,
+                                                             type=socket.SOCK_STREAM)[0]
     except OSError as exc:
         raise DseInputError("--host", host, f"cannot listen there: {exc.strerror or exc}") from None
     with socket.socket(family, kind, proto) as probe:

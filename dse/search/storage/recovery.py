@@ -26,6 +26,7 @@ from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
+from dse.safe_write import open_in_place
 from dse.search import _optuna
 from dse.search.study.attribute_keys import RETRY_KEY, WORKER_KEY
 
@@ -191,7 +192,7 @@ class WorkerLock:
     def _open(self) -> int | None:
         if self.path is not None and self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = open_in_place(self.path, os.O_RDWR | os.O_CREAT)  # never through a link
         return self._fd
 
     def exclusive(self) -> bool:

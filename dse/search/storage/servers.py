@@ -10,7 +10,7 @@ imported only for a PostgreSQL URL) and the reading of a lost storage
 
 from __future__ import annotations
 
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from dse.errors import DseInputError
 
@@ -125,13 +125,31 @@ def is_server_url(url: str) -> bool:
     return "://" in url and not url.startswith("sqlite")
 
 
+def parse_url(url: str) -> SplitResult:
+    """The one parse of a server's URL, which every reader of one goes through (:func:`dse_params`,
+    :func:`parse_grpc_url`, PostgreSQL's connection): its parts, with the user name and password
+    percent-encoded (:func:`encode_credentials`). A malformed URL (an unclosed IPv6 bracket, a
+    host that is no address, a port that is no number or over 65535, a password that cannot be
+    told from the host) is a one-line :class:`DseInputError` showing the URL with its password
+    masked (:func:`redact`), never Python's ``ValueError``."""
+    try:
+        parts = urlsplit(encode_credentials(url))
+        _ = parts.port  # a port that is no number, or out of range, raises here
+    except ValueError as exc:
+        raise DseInputError("--storage", redact(url), f"malformed URL ({exc}): expected "
+                            "SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/DATABASE][?PARAMETERS], an "
+                            "IPv6 address in brackets ([::1])") from None
+    return parts
+
+
 def dse_params(url: str) -> tuple[str, dict[str, float]]:
     """``url`` without dse's own query parameters (:data:`ANSWER_TIMEOUT_PARAM`,
-    :data:`RECONNECT_PARAM`; the rest of it exactly as given) and their values in seconds."""
-    parts = urlsplit(url)
+    :data:`RECONNECT_PARAM`; the rest of it exactly as given) and their values in seconds; a
+    malformed URL is refused by :func:`parse_url`."""
+    query = parse_url(url).query
     kept: list[str] = []
     found: dict[str, float] = {}
-    for item in filter(None, parts.query.split("&")):
+    for item in filter(None, query.split("&")):
         key, _, value = (unquote(x) for x in item.partition("="))
         if key not in (ANSWER_TIMEOUT_PARAM, RECONNECT_PARAM):
             kept.append(item)
@@ -145,7 +163,11 @@ def dse_params(url: str) -> tuple[str, dict[str, float]]:
         found[key] = seconds
     if not found:
         return url, found
-    return urlunsplit(parts._replace(query="&".join(kept))), found
+    # The query as given (the URL's own text, not the parse's, whose credentials are encoded): it
+    # starts at the first '?' (parse_url refused a password holding one unencoded).
+    rest, hash_, fragment = url.partition("#")
+    head = rest.partition("?")[0]
+    return head + ("?" + "&".join(kept) if kept else "") + hash_ + fragment, found
 
 
 def reconnect_window(url: str | None) -> float:
@@ -158,7 +180,8 @@ def reconnect_window(url: str | None) -> float:
 
 
 def parse_grpc_url(url: str) -> tuple[str, int]:
-    """``grpc://HOST:PORT`` (dse's query parameters aside) -> (host, port)."""
+    """``grpc://HOST:PORT`` (dse's query parameters aside) -> (host, port); a malformed URL is
+    refused by :func:`parse_url`."""
     where = dse_params(url)[0].removeprefix("grpc://").rstrip("/")
     host, _, port = where.rpartition(":")
     if not host or not port.isdigit():

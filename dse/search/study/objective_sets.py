@@ -24,57 +24,30 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from dse.errors import DseInputError
 from dse.limits import MAX_CONSTRAINTS, MAX_OBJECTIVES
+from dse.model.metrics import METRIC, Direction
+from dse.model.metrics import METRICS as REGISTRY
 from dse.model.rules import RULE_NAMES
 from dse.records import OBJECTIVES, from_mapping, named_file, read_toml
 
-Direction = Literal["maximize", "minimize"]
+METRICS: Mapping[str, str] = MappingProxyType(
+    {m.name: m.words for m in REGISTRY if m.numeric})
+"""Metrics objectives and constraints may name, in words: every number of
+``Evaluation.metrics()`` (:data:`dse.model.metrics.METRICS`)."""
 
-METRICS: dict[str, str] = {
-    "throughput_samples_per_s": "training samples per second",
-    "step_time_s": "seconds per step",
-    "capex_usd": "capital cost of the cluster (USD)",
-    "power_w": "wall power of the cluster while training (W)",
-    "power_per_node_w": "wall power per node (W)",
-    "tco_usd_per_year": "capex amortised plus energy, per year (USD)",
-    "usd_per_million_samples": "TCO per million training samples (USD)",
-    "samples_per_s_per_kusd": "throughput per thousand dollars of capex",
-    "samples_per_s_per_w": "throughput per watt",
-    "energy_per_sample_j": "wall energy per sample (J)",
-    "epoch_time_s": "time for one epoch of the workload's dataset, else of Criteo 1TB (s)",
-    "epoch_cost_usd": "TCO of one epoch of the workload's dataset, else of Criteo 1TB (USD)",
-    "dataset_time_s": "time for one pass over the workload's own dataset (s)",
-    "dataset_cost_usd": "TCO of one pass over the workload's own dataset (USD)",
-    "hbm_used_gb": "HBM used on the fullest accelerator (GB)",
-    "ddr_used_gb": "host DDR used on the fullest node (GB)",
-    "accelerators": "accelerators in the cluster",
-    "nodes": "nodes in the cluster",
-    "compute_share": "share of the step on compute and HBM traffic",
-    "memory_short_gb": "memory the design lacks to hold the model (GB)",
-    # Rack-scale systems (dse.model.racks); 0 for systems bought node by node.
-    "racks": "racks of a rack-scale system (whole racks or the fractions sold)",
-    "rack_kw": "draw of one rack with every accelerator at TDP (kW), for a facility's rack limit",
-}
-"""Metrics objectives and constraints may name (keys of ``Evaluation.metrics()``)."""
-
-# --- time and cost to train (samples to converge by global batch, dse.model.convergence) -------
-TRAIN_METRICS: dict[str, str] = {
-    "time_to_train_s": "time to train: samples to converge at the batch (the workload's "
-                       "convergence curve, else one epoch) over throughput (s)",
-    "cost_to_train_usd": "TCO over the time to train (USD)",
-}
+TRAIN_METRICS: Mapping[str, str] = MappingProxyType(
+    {name: words for name, words in METRICS.items() if METRIC[name].needs == "convergence"})
 """Metrics of a whole training run. A design they cannot be computed for (its batch beyond the
 workload's convergence curve, or no curve and no dataset size) breaks the ``to_train``
 constraint of a study that names one of them."""
-METRICS.update(TRAIN_METRICS)
 TO_TRAIN_CONSTRAINT = "to_train"
 
-DATASET_METRICS = ("dataset_time_s", "dataset_cost_usd")
+DATASET_METRICS = tuple(name for name in METRICS if METRIC[name].needs == "dataset")
 """Metrics defined only for a workload that states its ``samples_per_epoch``."""
 
 WORST_LOSS = 1e300
@@ -250,7 +223,22 @@ def objectives_from_mapping(data: dict[str, Any], source: str) -> ObjectiveSet:
                                 f"unknown metric {c.metric!r} (known: {', '.join(METRICS)})")
         if c.max is None and c.min is None:
             raise DseInputError(source, f"constraints[{i}]", "give max, min or both")
+        impossible = _impossible(c)
+        if impossible:
+            raise DseInputError(source, f"constraints[{i}]", f"{c.metric}: {impossible}; no design "
+                                "can meet it, so it is refused before any trial")
     return ObjectiveSet(raw.name, raw.objectives, raw.constraints, raw.description)
+
+
+def _impossible(c: Constraint) -> str:
+    """Why no design can meet constraint ``c`` ('' if one may): a ``min`` above its ``max``, or
+    a ``max`` below 0, since every metric is at least 0 (a count, a time, a cost, a share, a
+    shortfall)."""
+    if c.min is not None and c.max is not None and c.min > c.max:
+        return f"min {c.min:g} is above max {c.max:g}"
+    if c.max is not None and c.max < 0:
+        return f"max {c.max:g} is below 0, and every metric is at least 0"
+    return ""
 
 
 def needs_dataset(objectives: ObjectiveSet, samples_per_epoch: int) -> str:

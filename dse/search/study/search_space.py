@@ -48,6 +48,7 @@ from dse.records import (
     SYSTEM,
     NamedFile,
     apply_override,
+    brief,
     from_mapping,
     named_beside,
     named_file,
@@ -66,12 +67,17 @@ SYSTEM_LABEL = "system "
 """How a study's record of a system is labelled (``system dgx-h100``: the name the space gives)."""
 
 
+_SET_FIELD_BOUNDS = {"max": float("inf")}
+"""A range's ends are bounded by the field they set (checked on the base system, naming the
+parameter), not by :data:`dse.limits.MAX_QUANTITY`."""
+
+
 @dataclass(frozen=True, slots=True)
 class _ParamFile:
     type: ParamType
-    low: float | None = None
-    high: float | None = None
-    step: float | None = None
+    low: float | None = field(default=None, metadata=_SET_FIELD_BOUNDS)
+    high: float | None = field(default=None, metadata=_SET_FIELD_BOUNDS)
+    step: float | None = field(default=None, metadata=_SET_FIELD_BOUNDS)
     log: bool = False
     choices: tuple[Any, ...] | None = None
     when: dict[str, tuple[Any, ...]] | None = None
@@ -293,7 +299,7 @@ def _read_systems(space: SearchSpace, source: str, naming: Path | None) -> dict[
         try:
             out[base] = read_named(named_beside(base, SYSTEM, naming), SYSTEM)
         except DseInputError as exc:
-            raise DseInputError(source, key, f"{base!r}: {exc.message or exc}") from None
+            raise DseInputError(source, key, f"{brief(base)}: {exc.message or exc}") from None
     return out
 
 
