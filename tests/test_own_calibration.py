@@ -464,3 +464,21 @@ def test_the_page_s_widths_are_what_the_script_measures() -> None:
             rows = "none (packaged)" if not count else str(count)
             line = f"| {rows} | {w['fitted']} | {w['host_efficiency']:.3f} | {cells[0]} | {cells[1]} |"
             assert line in text, line
+
+
+def test_init_copies_a_study_s_own_calibration_and_its_ensemble(fitted: Path, tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("mine-calibration.toml", "mine-calibration_ensemble.json"):
+        (source / name).write_text((fitted / name).read_text())
+    study = write_study(source, 'calibration = "mine-calibration.toml"\n')
+    copy = tmp_path / "copy"
+    result = run("init", str(copy), "--from", str(study))
+    assert result.exit_code == 0, result.output
+    assert 'calibration = "my-calibration.toml"' in (copy / "my-study.toml").read_text()
+    assert (copy / "my-calibration.toml").read_text() == (source / "mine-calibration.toml").read_text()
+    assert (copy / "my-calibration_ensemble.json").is_file()
+    ran = run("run", str(copy / "my-study.toml"), "--quiet", "--no-report", "--trials", "1")
+    assert ran.exit_code == 0, ran.output
+    attrs = stored_attrs(copy, "my-study")
+    assert attrs["dse:calibration_version"] == load_calibration(fitted / "mine-calibration.toml").version

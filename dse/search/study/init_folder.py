@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dse.errors import DseInputError
+from dse.limits import MAX_DATA_FILE_BYTES, MAX_SPEC_FILE_BYTES
+from dse.reading import read_text
 from dse.records import OBJECTIVES, SPACE, SYSTEM, WORKLOAD, named_beside, read_toml
 from dse.safe_write import check_target, write_file
 from dse.search.study.search_space import load_space
@@ -24,6 +26,8 @@ INIT_STUDY = "todays-hardware"
 sold (H100, H200, B200, MI300X, Gaudi2) at 1-16 nodes, the question a buyer asks today."""
 STUDY_FILE = "my-study.toml"
 CATALOG_FILE = "my-parts.toml"
+CALIBRATION_FILE = "my-calibration.toml"
+"""The copy of a study's own calibration (its ensemble beside it as ``my-calibration_ensemble.json``)."""
 COPIES = {"workload": (WORKLOAD, "my-workload"), "space": (SPACE, "my-space"),
           "objectives": (OBJECTIVES, "my-objectives")}
 """Study key -> (kind of file, name of its copy)."""
@@ -81,11 +85,24 @@ def _own_systems(space: Path, folder: Path, texts: dict[Path, str]) -> dict[Path
     return out
 
 
+def _own_calibration(calibration: Path, folder: Path) -> dict[Path, str]:
+    """The study's own calibration file and, when it has one, its ensemble beside it
+    (:func:`dse.calibration.ensemble.ensemble_beside`), as copies in ``folder``."""
+    from dse.calibration.ensemble import ensemble_beside
+
+    out = {folder / CALIBRATION_FILE: read_text(calibration, MAX_SPEC_FILE_BYTES)}
+    ensemble = ensemble_beside(calibration)
+    if ensemble.is_file():
+        out[ensemble_beside(folder / CALIBRATION_FILE)] = read_text(ensemble, MAX_DATA_FILE_BYTES)
+    return out
+
+
 def write_starter(folder: Path, start: str = INIT_STUDY) -> Starter:
     """Copy the study ``start`` (a name: ``./studies``, then the packaged studies; or a file) and
     the files it names into ``folder`` (created) for editing. Its names resolve as the study's
-    own do (beside it, then the packaged presets); its catalog is copied too, and its storage
-    left to the default (the copy's results land beside it).
+    own do (beside it, then the packaged presets); its catalog and its calibration (with that
+    calibration's ensemble) are copied too, and its storage left to the default (the copy's
+    results land beside it).
 
     The user's own systems the space names are copied into ``folder/systems/``, so the copy
     finds them. Existing files are never overwritten: a folder that already holds one is refused.
@@ -114,6 +131,9 @@ def write_starter(folder: Path, start: str = INIT_STUDY) -> Starter:
         texts[folder / STUDY_FILE] = study.replace(line, f'{line}\ncatalog = "{CATALOG_FILE}"  # your '
                                                    "parts and prices (all commented out at first)", 1)
         texts[folder / CATALOG_FILE] = CATALOG_EXAMPLE
+    if isinstance(spec.get("calibration"), str) and spec["calibration"]:
+        texts.update(_own_calibration(source.parent / str(spec["calibration"]), folder))
+        texts[folder / STUDY_FILE] = _rename(texts[folder / STUDY_FILE], "calibration", CALIBRATION_FILE)
     never = "dse init never overwrites (choose another folder)"
     for path in texts:
         check_target(path, False, never)
