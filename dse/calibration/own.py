@@ -37,10 +37,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -62,6 +62,8 @@ from dse.model.timing import step_time
 from dse.model.workload import Workload, load_workload
 from dse.reading import read_text
 from dse.records import SYSTEM, WORKLOAD, named_beside, parse_override
+
+T = TypeVar("T")
 
 OWN_COLUMNS = ("id", "system", "workload", "set", "samples_per_s", "note")
 """Columns of a user's measurement CSV, in any order: ``id`` (unique), ``system`` and ``workload``
@@ -160,14 +162,16 @@ def _own_row(raw: dict[str, str], csv_path: Path, where: str) -> OwnMeasurement:
     wl_set = tuple((k.removeprefix("workload."), v) for k, v in overrides if k.startswith("workload."))
     sys_set = tuple((k.removeprefix("system."), v) for k, v in overrides if not k.startswith("workload."))
     wl = _loaded(where, "workload", lambda: str(named_beside(raw["workload"], WORKLOAD, csv_path)),
-                 lambda f, s: load_workload(f, s), wl_set)
+                 load_workload, wl_set)
     sysm = _loaded(where, "system", lambda: str(named_beside(raw["system"], SYSTEM, csv_path)),
                    lambda f, s: load_system(f, s), sys_set)
     return OwnMeasurement(raw["id"], raw["system"], raw["workload"], overrides, rate,
                           raw.get("note", ""), where, wl, sysm)
 
 
-def _loaded(where: str, column: str, resolve: Any, load: Any, overrides: tuple[tuple[str, Any], ...]) -> Any:
+def _loaded(where: str, column: str, resolve: Callable[[], str],
+            load: Callable[[str, tuple[tuple[str, Any], ...]], T],
+            overrides: tuple[tuple[str, Any], ...]) -> T:
     """``load(file, overrides)`` of a row's ``column``; an error names the row and the column at
     fault: the column when its file does not load, ``set`` when only the overrides fail."""
     try:
