@@ -177,6 +177,7 @@ def _dse_run(path: Path) -> subprocess.Popen[str]:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_run_says_what_was_kept(tmp_path: Path) -> None:
     """A real SIGINT to ``dse run`` in a subprocess: exit 130, one line on stderr, no traceback;
     the resume retries a trial the interrupt failed."""
