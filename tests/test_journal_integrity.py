@@ -27,7 +27,7 @@ from study_helpers import ROOT, finished_journal_study, journal_study
 from study_helpers import run_cli as run
 
 from dse.search._optuna import JournalOperation
-from dse.search.storage.journal_check import repaired_path, scan_journal
+from dse.search.storage.journal_check import repair_journal, repaired_path, scan_journal
 from dse.search.storage.journal_format import RecordNumbers, checks_hold, read_check, record_line
 from dse.search.storage.journal_snapshot import read_snapshot
 
@@ -369,6 +369,73 @@ def test_a_record_added_above_dses_first_is_refused_and_dropped(study: Path) -> 
     assert repaired(study) == intact
     assert not checks_hold(other + intact, 0, 0, RecordNumbers())
     assert read_snapshot(journal, cache=False) is None
+
+
+def unchecked(*logs: dict[str, object]) -> bytes:
+    """Records as another tool (plain Optuna, optuna-dashboard) writes them: no dse check."""
+    return b"".join(json.dumps(log, separators=(",", ":")).encode() + b"\n" for log in logs)
+
+
+def test_a_study_created_after_dses_first_is_refused_and_dropped(study: Path) -> None:
+    """Unchecked records on dse's own study (optuna-dashboard's notes) are accepted as before; a
+    study another tool creates in the journal is refused at its line, and the repaired copy drops
+    it and the records naming it, keeping every other line byte for byte."""
+    journal = study.with_suffix(".journal")
+    intact = journal.read_bytes()
+    trials = sum(r["op_code"] == OP.CREATE_TRIAL for r in records(journal))
+    notes = unchecked(
+        {"op_code": OP.SET_STUDY_SYSTEM_ATTR, "worker_id": "dashboard", "study_id": 0,
+         "system_attr": {"dashboard:study_note:0": {"version": 1, "body": "look at 7"}}},
+        {"op_code": OP.SET_STUDY_USER_ATTR, "worker_id": "dashboard", "study_id": 0,
+         "user_attr": {"reviewed": True}})
+    journal.write_bytes(intact + notes)
+    assert run("status", str(study)).exit_code == 0
+    assert not scan_journal(journal).damage and checks_hold(intact + notes, 0, 0, RecordNumbers())
+    snapshot = read_snapshot(journal, cache=False)
+    assert snapshot is not None and snapshot.get_study_user_attrs(0)["reviewed"] is True
+    other = unchecked(
+        {"op_code": OP.CREATE_STUDY, "worker_id": "x", "study_name": "other", "directions": [1]},
+        {"op_code": OP.SET_STUDY_USER_ATTR, "worker_id": "x", "study_id": 1, "user_attr": {"a": 1}},
+        {"op_code": OP.CREATE_TRIAL, "worker_id": "x", "study_id": 1, "datetime_start": None},
+        {"op_code": OP.SET_TRIAL_USER_ATTR, "worker_id": "x", "trial_id": trials,
+         "user_attr": {"b": 2}})
+    journal.write_bytes(intact + notes + other)
+    at = intact.count(b"\n") + 3
+    refused(study, at, "creates study 'other' without dse's check, in a journal dse writes (its "
+            "first record on line 1): written by no dse version; a repaired copy drops it and "
+            "every record naming that study")
+    damage = scan_journal(journal).damage
+    assert [d.line for d in damage] == [at, at + 1, at + 2, at + 3]
+    assert damage[1].problem == (f"names study 'other', created on line {at} without dse's "
+                                 "check: a repaired copy drops it with that study")
+    assert damage[3].problem.startswith(f"names trial {trials} of study 'other'")
+    assert not checks_hold(intact + notes + other, 0, 0, RecordNumbers())
+    assert read_snapshot(journal, cache=False) is None
+    assert repaired(study) == intact + notes
+
+
+@pytest.mark.parametrize("worker", ["w", "w\u00f6rker"])  # Optuna's layout; escaped: another
+def test_the_records_after_a_dropped_study_keep_their_trials(tmp_path: Path, worker: str) -> None:
+    """dse's records written after another tool's study and trial name ids counting them: the
+    repaired copy closes the ids up, so each record still names its own trial (checks renewed)."""
+    path = tmp_path / "r.journal"
+    lines = [record_line({"op_code": OP.CREATE_STUDY, "worker_id": "w", "study_name": "s",
+                          "directions": [1]}, 0),
+             unchecked({"op_code": OP.CREATE_STUDY, "worker_id": "x", "study_name": "x",
+                        "directions": [1]},
+                       {"op_code": OP.CREATE_TRIAL, "worker_id": "x", "study_id": 1,
+                        "datetime_start": None})]
+    lines += [record_line(log, 3 + i) for i, log in enumerate([
+        {"op_code": OP.CREATE_TRIAL, "worker_id": "w", "study_id": 0, "datetime_start": None},
+        {"op_code": OP.SET_TRIAL_USER_ATTR, "worker_id": worker, "trial_id": 1,
+         "user_attr": {"mine": True}}])]
+    path.write_bytes(b"".join(lines))
+    assert [d.line for d in scan_journal(path).damage] == [2, 3]
+    out, _ = repair_journal(path)
+    assert every_line_checked(out) and len(lines_of(out)) == 3
+    assert [r.get("trial_id", r.get("study_id")) for r in records(out)] == [None, 0, 0]
+    trial, = optuna_reading(out)
+    assert trial.user_attrs == {"mine": True} and not scan_journal(out).damage
 
 
 def extended(study: Path) -> Path:

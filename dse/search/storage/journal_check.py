@@ -16,9 +16,13 @@ line makes every read fail. Before a journal is opened dse scans it (:func:`scan
   byte-identical repeat is a copy, reordered records are named and put back in order, a line
   above dse's record 0 was written by no dse, and a journal holding fewer lines than its writer
   last recorded was cut (how many records were lost is said; a torn last line is not a cut);
+- a study created without dse's check after dse's first record was written by no dse: its line
+  and every record naming it are refused (:mod:`dse.search.storage.journal_foreign`); other
+  records without the check (a note on dse's study written by optuna-dashboard) are accepted;
 - ``dse repair STUDY`` (:func:`repair_journal`) writes a clean copy beside the original: every
   intact record kept (in the order of dse's numbers), a placeholder creation record where a
-  trial's was lost (so later trials keep their numbers), garbage dropped and reported; the
+  trial's was lost (so later trials keep their numbers), garbage dropped and reported, a study
+  no dse created dropped with its records (the ids after it closed up); the
   original is left untouched, and an existing copy is never overwritten (without ``--force``).
 
 The records' layout and dse's check on each are :mod:`dse.search.storage.journal_format`'s; the ids
@@ -40,6 +44,7 @@ from optuna.trial import TrialState
 from dse.errors import DseInputError
 from dse.safe_write import check_target, write_file
 from dse.search._optuna import JOURNAL_FIELDS, STUDY_OPS, TRIAL_OPS, JournalOperation
+from dse.search.storage.journal_foreign import ForeignStudies
 from dse.search.storage.journal_format import (
     LOCK_SUFFIX,
     RECORD_LINE,
@@ -192,16 +197,20 @@ class _Order:
         self.repeated = repeated
         self.first_at = first_at
         self.order, self.moved = restored_order(len(raws), first_at)
-        self.above_first = self._above_first()
-
-    def _above_first(self) -> int:
+        self.first, number = self._first()
+        """Where dse's first record stands in the restored order (after the last line: none)."""
+        self.above_first = self.first if number == 0 else 0
         """Lines (in the restored order) above dse's first record when that is record 0: it was
         written to an empty file, so they were added since (0 if none)."""
+
+    def _first(self) -> tuple[int, int]:
+        """Where (in the restored order) dse's first intact record stands and its number; the
+        end of the journal and -1 without one."""
         for at, i in enumerate(self.order):
             check = self.checks[i]
             if check is not None and check[1] and i not in self.repeated:
-                return at if check[0] == 0 else 0
-        return 0
+                return at, check[0]
+        return len(self.order), -1
 
     def said(self, i: int, lines: list[tuple[int, bytes, bool]]) -> str:
         """What is wrong with line ``i`` that repeats or moved a record ('' if neither)."""
@@ -222,16 +231,19 @@ class _Order:
                 f"line {lines[at][0]}): reordered lines; a repaired copy puts it back in its place")
 
 
-def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line | None]]:
+def _read(data: bytes, thorough: bool, foreign: ForeignStudies | None = None
+          ) -> Iterator[tuple[int, bytes, bool, _Line | None]]:
     """Every line of a journal, dse's records in the order of their numbers
     (:class:`_Order`): (line number from 1, its bytes, whether it ended in a newline, what is
-    wrong with it or ``None`` for an intact record), as the checks of the module find it."""
+    wrong with it or ``None`` for an intact record), as the checks of the module find it.
+    ``foreign`` follows the ids (pass one to learn the ids a repaired copy gives)."""
     parse = _parse if thorough else _quick
     lines = list(_lines(data))
     raws = [raw for _, raw, _ in lines]
     # Where every check holds (nearly always) no line needs its own: the fast test first.
     order = _Order(raws, verify=not checks_hold(data, 0, 0, RecordNumbers()))
-    replay = JournalReplay()
+    foreign = ForeignStudies(JournalReplay()) if foreign is None else foreign
+    replay = foreign.replay
     numbers = RecordNumbers()
     unnumbered = 0
     for at, i in enumerate(order.order):
@@ -251,6 +263,11 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
             unnumbered += 1
             yield number, raw, ended, _Line("foreign", [_above_first(parsed)])
             continue
+        if check is None and at > order.first and parsed["op_code"] == OP.CREATE_STUDY:
+            unnumbered += 1
+            first = lines[order.order[order.first]][0]
+            yield number, raw, ended, _Line("foreign", [foreign.creation(parsed, number, first)])
+            continue
         problems = [said] if said else []
         if check is None or not check[1] or i in order.repeated:
             unnumbered += 1
@@ -265,7 +282,15 @@ def _read(data: bytes, thorough: bool) -> Iterator[tuple[int, bytes, bool, _Line
                 problems.append(f"{lost} record(s) lost just before this line (dse's record numbers "
                                 f"go from {before} to {check[0]}; a repair restores lost trial "
                                 "creations only)")
-        yield number, raw, ended, _placed(replay, parsed, problems)
+        yield number, raw, ended, _owned(foreign, parsed, problems)
+
+
+def _owned(foreign: ForeignStudies, record: dict[str, Any], problems: list[str]) -> _Line | None:
+    """:func:`_placed`, but a record naming a study created without dse's check (or one of its
+    trials) goes with that study: refused, and dropped from a repaired copy."""
+    owner = foreign.owner(record)
+    line = _placed(foreign.replay, record, problems)
+    return line if owner is None else _Line("foreign", [*problems, foreign.named(owner, record)])
 
 
 def _placed(replay: JournalReplay, record: dict[str, Any], problems: list[str]) -> _Line | None:
@@ -374,8 +399,11 @@ def repaired_path(path: Path) -> Path:
 def repaired_lines(data: bytes) -> Iterator[bytes]:
     """The lines of a repaired copy of the journal ``data`` (see :func:`repair_journal`).
 
-    Records with dse's check are numbered afresh for the lines of the copy."""
+    Records with dse's check are numbered afresh for the lines of the copy; where a study created
+    without dse's check is dropped, the ids of the studies and trials after it close up
+    (:meth:`~dse.search.storage.journal_foreign.ForeignStudies.renumbered`)."""
     written = 0
+    foreign = ForeignStudies(JournalReplay())
 
     def out(head: bytes | None, raw: bytes = b"") -> bytes:
         nonlocal written
@@ -385,19 +413,21 @@ def repaired_lines(data: bytes) -> Iterator[bytes]:
             return raw + b"\n" if at < 0 else checked_line(raw[:at], written - 1)
         return checked_line(head, written - 1)
 
-    for _, raw, _ended, line in _read(data, thorough=True):
-        if line is None:
-            yield out(None, raw)
+    for _, raw, _ended, line in _read(data, True, foreign):
+        if line is not None and line.kind in ("garbage", "copy", "unplaceable", "foreign"):
             continue
-        if line.kind in ("garbage", "copy", "unplaceable", "foreign"):
+        study = foreign.study_id(line.study) if line is not None else None
+        if line is not None and study is not None:  # none for a dropped study's trials
+            for _ in range(line.lost + line.creates):
+                yield out(_head(_placeholder(study)))
+        if line is not None and line.kind == "altered":
+            failed = foreign.trial_id(line.failed) if line.failed >= 0 else None
+            if failed is not None:
+                yield out(_head(_fail(failed)))
             continue
-        for _ in range(line.lost + line.creates):
-            yield out(_head(_placeholder(line.study)))
-        if line.kind == "altered":
-            if line.failed >= 0:
-                yield out(_head(_fail(line.failed)))
-            continue
-        yield out(None, raw)
+        kept = foreign.renumbered(raw)
+        if kept is not None:
+            yield out(None, kept)
 
 
 def _head(log: dict[str, Any]) -> bytes:
@@ -427,7 +457,9 @@ def repair_journal(path: Path, out: Path | None = None,
     Every intact record is kept, dse's records in the order of their numbers (reordered lines
     are put back in their place). A line that is not a record, a byte-identical second copy of
     a record and a record no dse wrote (above dse's record 0, which was written to an empty
-    file) are dropped; where records name trials whose
+    file) are dropped, and so is a study created without dse's check after dse's first record,
+    with every record naming it or its trials (the ids of the studies and trials after it
+    close up, so each record still names its own); where records name trials whose
     creation records were lost, placeholder creation records (in the study of the trial created
     last) take their place so every later trial keeps its number. A record altered since dse
     wrote it is replaced by a FAIL state record of its trial (a placeholder first if it created

@@ -23,7 +23,9 @@ ignores the field, so such a journal is still an Optuna journal. The scan then f
 Records without the field (written by plain Optuna or by earlier versions of dse; a journal may mix both)
 are read as before, with only the checks above on the records around them. A writer that does
 not take dse's lock can slip a line in between another's count and its write; such unchecked
-lines are allowed for (they only ever add lines), so they are never taken for damage.
+lines are allowed for (they only ever add lines), so they are never taken for damage. One kind
+is not: a study created without the check after dse's first record was created by no dse
+(:mod:`dse.search.storage.journal_foreign`), so :func:`checks_hold` leaves it to the scan.
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ import json
 import re
 import zlib
 from typing import Any
+
+from dse.search._optuna import JournalOperation
 
 _STRING = rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 RECORD_LINE = re.compile(
@@ -160,19 +164,23 @@ class RecordNumbers:
         return lost
 
 
+_CREATES_STUDY = b"%d" % JournalOperation.CREATE_STUDY
+"""A study creation record's op code as its line spells it."""
 _CHECK_LINE = re.compile(_CHECK.pattern + rb"$", re.MULTILINE)
 _CHECKED_LINE = re.compile(rb"^(.*)" + _CHECK_LINE.pattern, re.MULTILINE)
 
 
 def checks_hold(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
     """Whether dse's checks of every line of ``data`` from byte ``start`` (the start of line
-    ``line``, from 0) hold: no record altered, repeated or lost, as
+    ``line``, from 0) hold: no record altered, repeated or lost, and no study created without
+    dse's check after dse's first record, as
     :func:`~dse.search.storage.journal_check.scan_journal` finds them (a yes or no, several times
     faster: for a reader that refuses any damage). ``numbers`` goes on from the lines before
     ``start``."""
     checked = data.count(_CHECK_AT, start)
     if not checked:
-        return True  # written by plain Optuna or an earlier dse: nothing to check
+        # Written by plain Optuna or an earlier dse: nothing to check, unless dse wrote before.
+        return numbers.last < 0 or _unchecked_hold(data, start, len(data))
     if checked != data.count(b"\n", start) + (not data.endswith(b"\n")):
         return _checks_hold_mixed(data, start, line, numbers)
     rows = _CHECKED_LINE.findall(data, start)
@@ -191,16 +199,35 @@ def checks_hold(data: bytes, start: int, line: int, numbers: RecordNumbers) -> b
 
 
 def _checks_hold_mixed(data: bytes, start: int, line: int, numbers: RecordNumbers) -> bool:
-    """:func:`checks_hold` of lines some of which have no check."""
+    """:func:`checks_hold` of lines some of which have no check (:func:`_unchecked_hold` of
+    those after dse's first record)."""
     pos = start
+    after = start if numbers.last >= 0 else -1  # the lines after dse's last record so far
     for m in _CHECK_LINE.finditer(data, start):
         at = m.start()
         line += data.count(b"\n", pos, at)
         pos = at
         number = int(m[1])
         head = max(data.rfind(b"\n", start, at) + 1, start)
+        if after >= 0 and not _unchecked_hold(data, after, head):
+            return False
         if int(m[2]) != _crc(memoryview(data)[head:at], number):
             return False
         if numbers.take(line, number, line - numbers.line - 1):
             return False
+        after = m.end() + 1
+    return after < 0 or _unchecked_hold(data, after, len(data))
+
+
+def _unchecked_hold(data: bytes, start: int, end: int) -> bool:
+    """Whether the lines of ``data`` from byte ``start`` (a line's start) to ``end``, none with
+    dse's check and all after dse's first record, are records in Optuna's layout that create no
+    study. A study created there was written by no dse
+    (:mod:`dse.search.storage.journal_foreign`); a line the fast test cannot read (another
+    layout, damage) is left to the scan too."""
+    while start < end:
+        m = RECORD_LINE.match(data, start, end)
+        if m is None or m[1] == _CREATES_STUDY:
+            return False
+        start = m.end() + 1
     return True

@@ -129,7 +129,8 @@ def read_snapshot(path: Path, cache: bool = True, data: bytes | None = None
 
 
 CACHE_SUFFIX = ".snapshot"
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
+"""3: a cache written before a study created without dse's check was refused is not resumed."""
 CACHE_AFTER_BYTES = 1_000_000
 """The cache is rewritten when at least this much of the journal was read past it (about 120
 trials of the default study): a study read while it runs is not rewritten at every look."""
