@@ -158,8 +158,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("rack_kw", "draw of the fullest rack with every accelerator at TDP (kW), for a facility's "
            "rack limit", "kW/rack", "rack power at full draw (kW)"),
     Metric("rack_nodes", "nodes (compute trays) in a whole rack of a rack-scale system as sold; 0 "
-           "for a system bought node by node", "nodes/rack", "nodes in a rack as sold", kind="int",
-           better=None),
+           "for a system bought node by node", "nodes/rack", "nodes in a rack as sold", kind="int"),
 )
 """The registry, in the order of ``Evaluation.metrics()``."""
 
