@@ -6,6 +6,7 @@ by hand from the catalog's and the calibration's numbers."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def test_flat_activity_is_the_model_before_and_a_stalled_step_draws_idle() -> No
     assert priced(bill, 0.61).power.power_w == pytest.approx(old)
     assert priced(bill, flat(0.61)) == priced(bill, 0.61)
     ev = evaluate(load_workload(REFERENCE[0]), H100)
-    stalled = activity(ev.timing._replace(step_s=math.inf), H100, CALIB)
+    stalled = activity(dataclasses.replace(ev.timing, step_s=math.inf), H100, CALIB)
     assert (stalled.accelerator, stalled.network) == (0.0, CALIB.link_idle_power)
 
 

@@ -77,7 +77,8 @@ def priced(bill: Bill, activity: Activity | float) -> Priced:
     what each kind of part draws of its active span over the step (:func:`dse.model.power.activity`);
     a number ``u`` prices every accelerator at ``u`` of TDP - idle and the rest at full draw
     (:func:`dse.model.power.flat`)."""
-    shares = flat(activity) if isinstance(activity, float | int) else activity
+    shares = activity if isinstance(activity, tuple) else flat(activity)
+    accelerator = Load.accelerator
     usd: dict[Part, float] = {}
     w: dict[Part, float] = {}
     to_tdp = 0.0
@@ -94,8 +95,9 @@ def priced(bill: Bill, activity: Activity | float) -> Priced:
             w[part] += drawn
         else:
             usd[part], w[part] = amount, drawn
-        if load == Load.accelerator:
+        if load == accelerator:
             to_tdp += quantity * (w_active + w_added_active) * (1.0 - a)
+    w.pop(Part.node_quote, None)  # a row of the capex breakdown alone: a quote draws nothing
     parts_w, behind = _at_the_wall(w, bill.psu_efficiency)
     racks, rack_kw = rack_draw(bill, (behind + to_tdp) / bill.psu_efficiency)
     return Priced(CostBreakdown(usd, sum(usd.values()), usd[Part.network]),

@@ -97,11 +97,21 @@ def device_times(t: StageCosts, step: float) -> DeviceTimes:
     memory, and the transfers it takes part in (host-link traffic, both all-to-alls on whichever of
     fabric and network is longer, the key exchange, the allreduce), filled into the step in that
     order."""
-    dense = min(t.bottom_fwd + t.bottom_bwd + t.top_fwd + t.top_bwd + t.optimizer, step)
-    embedding = min(t.emb_fwd + t.emb_bwd, step - dense)
-    links = (t.host_fwd + t.host_bwd + 2.0 * max(t.a2a_fabric, t.a2a_network) + t.keys_fabric
-             + t.keys_network + t.allreduce)
-    return DeviceTimes(dense, embedding, min(links, step - dense - embedding), step)
+    # Unpacked rather than read field by field: every evaluation reads them (mypy checks the
+    # unpacking against StageCosts' fields).
+    (bottom_fwd, bottom_bwd, top_fwd, top_bwd, _wgrad, optimizer, emb_fwd, emb_bwd, host_fwd, host_bwd,
+     _cpu_fwd, _cpu_bwd, a2a_fabric, a2a_network, keys_fabric, keys_network, allreduce, _exposed,
+     _overhead, _input) = t
+    dense = min(bottom_fwd + bottom_bwd + top_fwd + top_bwd + optimizer, step)
+    embedding = min(emb_fwd + emb_bwd, step - dense)
+    links = (host_fwd + host_bwd + 2.0 * max(a2a_fabric, a2a_network) + keys_fabric + keys_network
+             + allreduce)
+    return _device_times((dense, embedding, min(links, step - dense - embedding), step))
+
+
+_device_times = functools.partial(tuple.__new__, DeviceTimes)
+"""A DeviceTimes from the tuple of its fields, skipping the named tuple's ``__new__`` (as
+:data:`dse.model.bom.new_line`)."""
 
 
 @functools.cache
@@ -155,17 +165,27 @@ NOT_TIMING = frozenset({*POWER_LEVELS, "accelerator_training_utilisation"})
 """The calibration's parameters no step time reads."""
 
 
+_LEVELS: dict[int, tuple[Calibration, float]] = {}
+
+
 def dense_level(calib: Calibration) -> float:
     """Share of ``TDP - idle`` an accelerator draws while its dense kernels run: the level at which
     the measured node's accelerators, with the stated embedding and wait levels, draw the fitted
-    ``accelerator_training_utilisation`` on average; clipped to [0, 1]."""
+    ``accelerator_training_utilisation`` on average; clipped to [0, 1]. Remembered by the
+    calibration's identity, as :func:`reference_times`."""
+    known = _LEVELS.get(id(calib))
+    if known is not None and known[0] is calib:
+        return known[1]
     ref = reference_times(calib)
-    if ref.dense <= 0.0:
-        return min(max(calib.accelerator_training_utilisation, 0.0), 1.0)
-    level = (calib.accelerator_training_utilisation * ref.step
-             - calib.accelerator_memory_power * ref.embedding
-             - calib.accelerator_wait_power * ref.waiting) / ref.dense
-    return min(max(level, 0.0), 1.0)
+    level = calib.accelerator_training_utilisation
+    if ref.dense > 0.0:
+        level = (calib.accelerator_training_utilisation * ref.step
+                 - calib.accelerator_memory_power * ref.embedding
+                 - calib.accelerator_wait_power * ref.waiting) / ref.dense
+    if len(_LEVELS) >= REFERENCES_REMEMBERED:
+        _LEVELS.clear()
+    _LEVELS[id(calib)] = (calib, min(max(level, 0.0), 1.0))
+    return _LEVELS[id(calib)][1]
 
 
 def activity(timing: StepTime, system: System, calib: Calibration) -> Activity:
@@ -173,24 +193,29 @@ def activity(timing: StepTime, system: System, calib: Calibration) -> Activity:
     that never ends (a link without bandwidth) draws idle: nothing it waits on ever moves."""
     step = timing.step_s
     t = timing.stages
+    idle = calib.link_idle_power
     if not 0.0 < step < math.inf:
-        return Activity(0.0, 0.0, calib.cpu_feed_power, calib.link_idle_power, calib.link_idle_power,
-                        calib.link_idle_power)
-    dev = device_times(t, step)
-    accelerator = (dense_level(calib) * dev.dense + calib.accelerator_memory_power * dev.embedding
-                   + calib.accelerator_wait_power * dev.waiting) / step
+        return _activity((0.0, 0.0, calib.cpu_feed_power, idle, idle, idle))
+    dense, embedding, waiting, _ = device_times(t, step)
+    accelerator = (dense_level(calib) * dense + calib.accelerator_memory_power * embedding
+                   + calib.accelerator_wait_power * waiting) / step
     pooling = min((t.cpu_fwd + t.cpu_bwd) / step, 1.0)
-    cpu = calib.cpu_feed_power + (calib.cpu_pool_power - calib.cpu_feed_power) * pooling
+    feed = calib.cpu_feed_power
+    cpu = feed + (calib.cpu_pool_power - feed) * pooling
     # Traffic of each kind of link, in seconds of the step: both all-to-alls and the key exchange;
     # the allreduce on the fabric within a scale-up domain and on the network beyond it; the input
     # on the host links, and on the NICs where it streams in through them.
-    allreduce_crosses = system.accelerators_total > system.scaleup_domain
-    network = 2.0 * t.a2a_network + t.keys_network + (t.allreduce if allreduce_crosses else 0.0)
+    allreduce, domain = t.allreduce, system.scaleup_domain
+    crosses = system.accelerators_total > domain
+    network = 2.0 * t.a2a_network + t.keys_network + (allreduce if crosses else 0.0)
     if system.input_nic_bytes_s > 0:
         network += t.input
-    fabric = 2.0 * t.a2a_fabric + t.keys_fabric + (t.allreduce if system.scaleup_domain > 1 else 0.0)
+    fabric = 2.0 * t.a2a_fabric + t.keys_fabric + (allreduce if domain > 1 else 0.0)
     host = t.host_fwd + t.host_bwd + t.input + network
-    idle = calib.link_idle_power
     busy = 1.0 - idle
-    return Activity(0.0, min(max(accelerator, 0.0), 1.0), cpu, idle + busy * min(network / step, 1.0),
-                    idle + busy * min(fabric / step, 1.0), idle + busy * min(host / step, 1.0))
+    return _activity((0.0, min(max(accelerator, 0.0), 1.0), cpu, idle + busy * min(network / step, 1.0),
+                      idle + busy * min(fabric / step, 1.0), idle + busy * min(host / step, 1.0)))
+
+
+_activity = functools.partial(tuple.__new__, Activity)
+"""An Activity from the tuple of its fields (every evaluation makes one)."""
