@@ -146,7 +146,8 @@ def test_rack_kw_is_one_rack_at_full_draw_within_the_datasheet() -> None:
     # The scale-out network and the coolant distribution units stand outside the rack's feed.
     outside = full.parts_w["network"] + full.parts_w["cooling"]
     assert one.rack_kw == pytest.approx((full.power_w - outside) / 1e3)
-    assert two.rack_kw == pytest.approx(one.rack_kw, rel=1e-3)
+    # Two racks draw a hair more a rack: their NICs carry the network's traffic.
+    assert one.rack_kw < two.rack_kw < 1.002 * one.rack_kw
     assert 120 <= one.rack_kw <= 132  # NVIDIA GB200 NVL72 datasheet: 120-132 kW a rack
     assert (one.racks, two.racks, one.metrics()["rack_nodes"]) == (1, 2, 18)
     # A system bought node by node stands in the facility's racks (dse.model.cost.facility_racks).
