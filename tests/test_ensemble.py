@@ -313,6 +313,8 @@ def test_robust_front_is_a_subset_of_the_front(small_study: tuple[optuna.Study, 
                 assert span is not None and span[0] <= value <= span[1]
             else:
                 assert span is None  # capex depends on neither
+    # The power objective moves under each member's drawn power levels too (dse.model.power).
+    assert "power levels drawn within their ranges under each member (dse.model.power)" in result.notes
 
 
 def test_robust_front_of_cpu_nodes_takes_the_cpu_class_intervals(tmp_path: Path) -> None:

@@ -152,6 +152,25 @@ def test_the_power_levels_are_ranges_the_intervals_take_in() -> None:
         "power_w", "power_per_node_w", "samples_per_s_per_w", "energy_per_sample_j"}
 
 
+def test_the_robust_front_moves_power_by_each_members_levels() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from dse.search.robust_front import _probabilities
+
+    # Two designs on a throughput-power front: A faster and hungrier, B slower and frugal.
+    groups = [[SimpleNamespace(values=(10.0, 100.0))], [SimpleNamespace(values=(5.0, 60.0))]]
+    objs = (("throughput_samples_per_s", "maximize"), ("power_w", "minimize"))
+    devs = np.zeros((2, 2))
+    # Member 0 leaves power as scored; member 1 draws B's waits high (its power x 1.8 = 108 W):
+    # B is then dominated by A, so B stays on the front under half the members.
+    watts = np.array([[1.0, 1.0], [1.0, 1.8]])
+    kept = _probabilities(groups, 2, devs, None, objs, 2, watts)  # type: ignore[arg-type]
+    assert list(kept) == [1.0, 0.5]
+    assert list(_probabilities(groups, 2, devs, None, objs, 2)) == [1.0, 1.0]  # type: ignore[arg-type]
+
+
 # --- quotes ---------------------------------------------------------------------------------------
 
 
@@ -173,6 +192,27 @@ def test_a_node_quote_replaces_its_parts_sum(tmp_path: Path) -> None:
     # A design that changes the node's parts is priced by its parts.
     more = evaluate(wl, load_system("dgx-h100", (("node.ddr_gb", 4096),), cat), catalog=cat)
     assert Part.node_quote not in more.cost.parts_usd
+
+
+def test_a_quotes_range_is_drawn_by_the_robust_front_and_the_case_studies(tmp_path: Path) -> None:
+    import numpy as np
+
+    from dse.outputs.cases.uncertainty import price_draw
+    from dse.search.robust_front import price_draws, price_ratios
+
+    cat = load_user_catalog(_user(tmp_path, "[node_price.dgx-h100]\nprice_usd = 300000\n"
+                                            "price_low_usd = 280000\nprice_high_usd = 330000\n")).catalog
+    draws = price_draws(cat, 50)
+    quotes = np.array([d.node_price["dgx-h100"].price_usd for d in draws])
+    assert quotes.min() >= 280_000 and quotes.max() <= 330_000 and np.ptp(quotes) > 40_000
+    system = load_system("dgx-h100", (("nodes", 2),), cat)
+    ev = evaluate(load_workload(REFERENCE[0]), system, catalog=cat)
+    for d, (capex_ratio, _) in zip(draws[:3], price_ratios(system, ev, draws[:3]), strict=True):
+        moved = 2 * (d.node_price["dgx-h100"].price_usd - 300_000)
+        assert capex_ratio == pytest.approx((ev.cost.capex_usd + moved) / ev.cost.capex_usd)
+    for seed in range(10):
+        drawn = price_draw(cat, np.random.default_rng(seed)).node_price["dgx-h100"].price_usd
+        assert 280_000 <= drawn <= 330_000
 
 
 def test_a_quote_may_cover_fewer_parts(tmp_path: Path) -> None:
