@@ -43,6 +43,7 @@ from dse.model.stages import StageCosts
 from dse.model.system import System, load_system
 from dse.model.timing import StepTime, step_loads, step_time
 from dse.model.workload import Workload, load_workload
+from dse.records import SYSTEM, WORKLOAD
 
 
 class Activity(NamedTuple):
@@ -116,8 +117,10 @@ _device_times = functools.partial(tuple.__new__, DeviceTimes)
 
 @functools.cache
 def _reference_design() -> tuple[Workload, System, Plan]:
-    """The measured node as the model describes it (the plan does not depend on the calibration)."""
-    workload, system = load_workload(REFERENCE[0]), load_system(REFERENCE[1])
+    """The measured node as the packaged presets describe it, whatever ``./systems`` and
+    ``./workloads`` of the working directory hold (the plan does not depend on the calibration)."""
+    workload = load_workload(str(WORKLOAD.builtin / f"{REFERENCE[0]}.toml"))
+    system = load_system(str(SYSTEM.builtin / f"{REFERENCE[1]}.toml"))
     return workload, system, plan_placement(workload, system)
 
 
