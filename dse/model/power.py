@@ -200,7 +200,9 @@ def activity(timing: StepTime, system: System, calib: Calibration) -> Activity:
     if not 0.0 < step < math.inf:
         return _activity((0.0, 0.0, calib.cpu_feed_power, idle, idle, idle))
     dense, embedding, waiting, _ = device_times(t, step)
-    accelerator = (dense_level(calib) * dense + calib.accelerator_memory_power * embedding
+    # A node without accelerators has none to draw (its CPUs are its device): no level to set.
+    level = 0.0 if system.cpu_only else dense_level(calib)
+    accelerator = (level * dense + calib.accelerator_memory_power * embedding
                    + calib.accelerator_wait_power * waiting) / step
     pooling = min((t.cpu_fwd + t.cpu_bwd) / step, 1.0)
     feed = calib.cpu_feed_power
@@ -216,7 +218,8 @@ def activity(timing: StepTime, system: System, calib: Calibration) -> Activity:
     fabric = 2.0 * t.a2a_fabric + t.keys_fabric + (allreduce if domain > 1 else 0.0)
     host = t.host_fwd + t.host_bwd + t.input + network
     busy = 1.0 - idle
-    return _activity((0.0, min(max(accelerator, 0.0), 1.0), cpu, idle + busy * min(network / step, 1.0),
+    # (Each level is in [0, 1] and the device's times add up to at most the step: so is the share.)
+    return _activity((0.0, accelerator, cpu, idle + busy * min(network / step, 1.0),
                       idle + busy * min(fabric / step, 1.0), idle + busy * min(host / step, 1.0)))
 
 
