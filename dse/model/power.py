@@ -10,7 +10,8 @@ much of that span each kind draws over a step, an :class:`Activity`, from the st
   kernels (tensor-core GEMMs), its embedding kernels (HBM gathers and updates) and its waits on a
   transfer it takes part in (the host link, the scale-up fabric, the network), each for as long as
   its stages last; what is left of the step it idles. Each draws its level of ``TDP - idle``
-  (:data:`ACCELERATOR_LEVELS`): embedding kernels ``accelerator_memory_power`` and waits
+  (the calibration's, :data:`~dse.model.parameters.POWER_LEVELS`): embedding kernels
+  ``accelerator_memory_power`` and waits
   ``accelerator_wait_power`` (ranges from published measurements,
   :mod:`dse.model.parameters`), dense kernels the level that makes the measured node
   (:data:`REFERENCE`: the 8x H100 node whose wall power was measured training DLRM-DCNv2) draw the
