@@ -107,6 +107,9 @@ capex (at most :data:`MAX_ACCELERATORS_TOTAL` parts, about 1e6) and TCO stay fin
 MAX_RACK_W = 10e6
 """Draw of one rack-level part (W): the densest rack announced (NVIDIA Kyber NVL576) is about
 600 kW, so 10 MW is over 16 of them."""
+MAX_RACK_UNITS = 1_000
+"""Height of a rack or of one node in rack units (U): the tallest racks sold are 52-58U and the
+tallest server 10U (NVIDIA DGX B200), so 1,000 is far beyond any."""
 MAX_SEED = 2**32 - 1
 """Largest sampler seed: NumPy's random generators take seeds in [0, 2**32)."""
 MAX_CHOICES = 1_000

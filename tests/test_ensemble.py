@@ -308,10 +308,13 @@ def test_robust_front_is_a_subset_of_the_front(small_study: tuple[optuna.Study, 
     assert result.members >= 100 and result.candidates >= len(result.designs)
     for d in result.designs:
         for (metric, _), value, span in zip(result.objectives, d.values, d.intervals, strict=True):
-            if metric == "throughput_samples_per_s":
+            if metric in ("throughput_samples_per_s", "power_w"):
+                # Throughput moves with the calibration, power with the power levels' ranges.
                 assert span is not None and span[0] <= value <= span[1]
             else:
-                assert span is None  # capex and power do not depend on the calibration
+                assert span is None  # capex depends on neither
+    # The power objective moves under each member's drawn power levels too (dse.model.power).
+    assert "power levels drawn within their ranges under each member (dse.model.power)" in result.notes
 
 
 def test_robust_front_of_cpu_nodes_takes_the_cpu_class_intervals(tmp_path: Path) -> None:

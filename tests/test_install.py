@@ -171,7 +171,8 @@ def test_bad_catalog_input_is_one_line(args: list[str], message: str) -> None:
 
 @pytest.mark.parametrize("text, message", [
     ("[facility]\nusd_per_kwhh = 0.2\n", "bad.toml: facility.usd_per_kwhh: unknown key"),
-    ("[network_switch]\nradix = 32\n", "bad.toml: network_switch: unknown key"),
+    # Of a switch, only its vendors and prices are the user's; its radix is the model's.
+    ("[network_switch]\nradix = 32\n", "bad.toml: network_switch.radix: only a switch's vendors and prices"),
     ("[cpu.my-cpu]\ncores = 8\n", "bad.toml: cpu.my-cpu.name: required key is missing"),
     ("[price\n", "bad.toml: malformed TOML"),
 ])

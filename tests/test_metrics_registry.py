@@ -10,7 +10,7 @@ import math
 import pytest
 
 from dse import evaluate, load_calibration, load_catalog, load_system, load_workload
-from dse.calibration.ensemble import THROUGHPUT_EXPONENT
+from dse.calibration.ensemble import POWER_EXPONENT, THROUGHPUT_EXPONENT
 from dse.model.evaluate import Evaluation
 from dse.model.metrics import METRIC, METRIC_NAMES, METRICS, Metric
 from dse.outputs.compare import COMPARED_METRICS
@@ -97,19 +97,46 @@ def _ratio(a: float, b: float) -> float:
 
 def test_throughput_exponents_are_how_the_metrics_move_with_throughput(
         designs: dict[str, Evaluation]) -> None:
-    # A slower calibration moves throughput alone: each metric with an exponent moves by the
-    # throughput ratio to that power; capex, power and memory stay.
+    # A slower calibration moves throughput and, through the step's activity, power (and with it
+    # the TCO's energy): each metric moves by the throughput ratio to its throughput exponent
+    # times the power ratio to its power exponent times the TCO ratio to its TCO exponent; capex
+    # and memory stay.
     ev = designs["dgx-h100 x4"]
     slow = evaluate(ev.workload, ev.system, load_calibration().with_values(memory_efficiency=0.3))
     a, b = ev.metrics(), slow.metrics()
     r = _ratio(float(a["throughput_samples_per_s"]), float(b["throughput_samples_per_s"]))
-    assert r < 0.95
+    watts = _ratio(float(a["power_w"]), float(b["power_w"]))
+    tco = _ratio(float(a["tco_usd_per_year"]), float(b["tco_usd_per_year"]))
+    assert r < 0.95 and watts != 1.0  # the slower step draws otherwise
     for m in METRICS:
-        if m.throughput_exponent is not None:
+        if m.throughput_exponent is not None or m.power_exponent is not None:
+            t = (m.price_exponents or (0, 0))[1] + (m.name == "cost_to_train_usd")
             assert _ratio(float(a[m.name]), float(b[m.name])) == pytest.approx(
-                r ** m.throughput_exponent, rel=1e-9), m.name
-    for name in ("capex_usd", "power_w", "tco_usd_per_year", "hbm_used_gb", "rack_kw"):
+                r ** (m.throughput_exponent or 0) * watts ** (m.power_exponent or 0) * tco ** t,
+                rel=1e-9), m.name
+    for name in ("capex_usd", "hbm_used_gb"):
         assert a[name] == b[name], name
+
+
+def test_power_exponents_are_how_the_metrics_move_with_the_power_levels(
+        designs: dict[str, Evaluation]) -> None:
+    # A power level no measurement pins down moves power alone (the step is the same): each metric
+    # with a power exponent moves by the power ratio to it, those priced by TCO by the TCO ratio,
+    # and the rest (throughput, capex, memory, the racks at TDP) stay.
+    ev = designs["dgx-h100 x4"]
+    other = evaluate(ev.workload, ev.system, load_calibration().with_values(accelerator_wait_power=0.0))
+    a, b = ev.metrics(), other.metrics()
+    watts = _ratio(float(a["power_w"]), float(b["power_w"]))
+    tco = _ratio(float(a["tco_usd_per_year"]), float(b["tco_usd_per_year"]))
+    assert a["throughput_samples_per_s"] == b["throughput_samples_per_s"] and watts < 0.995
+    for m in METRICS:
+        t = (m.price_exponents or (0, 0))[1] + (m.name == "cost_to_train_usd")
+        if m.power_exponent is not None or t:
+            assert _ratio(float(a[m.name]), float(b[m.name])) == pytest.approx(
+                watts ** (m.power_exponent or 0) * tco ** t, rel=1e-9), m.name
+        elif m.numeric and m.name != "power_w":
+            assert a[m.name] == b[m.name] or math.isnan(float(a[m.name])), m.name
+    assert {m.name: m.power_exponent for m in METRICS if m.power_exponent is not None} == POWER_EXPONENT
 
 
 def test_price_exponents_are_how_the_metrics_move_with_prices(designs: dict[str, Evaluation]) -> None:

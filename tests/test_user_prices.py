@@ -47,21 +47,25 @@ def test_vendors_come_from_the_names() -> None:
     assert vendor_of(CAT.accelerator["b300-sxm-288gb"]) == "nvidia"
     assert vendor_of(CAT.accelerator["mi355x"]) == "amd"
     assert vendor_of(CAT.cpu["xeon-8570"]) == "intel"
-    assert vendor_of(CAT.nic["800g"]) == ""  # a NIC grade is any vendor's card of that speed
+    assert vendor_of(CAT.nic["800g"]) == "nvidia"  # the packaged NIC grades are ConnectX cards
+    assert CAT.scaleup_switch.vendor == "nvidia"  # NVSwitch
+    assert CAT.network_switch.vendor == CAT.network_switch.optics_vendor == ""  # any vendor's
 
 
 def test_a_discount_lowers_capex_by_the_discount_times_the_vendors_parts(tmp_path: Path) -> None:
     base, parts = _capex("hgx-b300", None)
     nvidia = _user(tmp_path, "[discounts]\nnvidia = 0.15\n")
-    # HGX B300's NVIDIA parts with a price of their own: the 8 GPUs (8 x 45,000); its Xeons are
-    # Intel's, NIC grades have no vendor.
-    assert parts["accelerators"] == 360_000
-    assert _capex("hgx-b300", nvidia)[0] == pytest.approx(base - 0.15 * 360_000)
+    # HGX B300's NVIDIA parts with a price of their own: the 8 GPUs (8 x 45,000), its NICs
+    # (ConnectX: 8 x 3,250 compute and 2 x 2,000 front-end) and its NVSwitch silicon (8 x 1,500 a
+    # GPU); its Xeons are Intel's.
+    assert (parts["accelerators"], parts["nics"], parts["scaleup_switches"]) == (360_000, 30_000, 12_000)
+    nvidia_parts = 360_000 + 8 * 3_250 + 2 * 2_000 + 8 * 1_500
+    assert _capex("hgx-b300", nvidia)[0] == pytest.approx(base - 0.15 * nvidia_parts)
     intel = _user(tmp_path, "[discounts]\nintel = 0.1\nNVIDIA = 0.15\n", "both.toml")
-    assert _capex("hgx-b300", intel)[0] == pytest.approx(base - 0.15 * 360_000 - 0.1 * parts["cpus"])
-    # A NIC grade the user assigns to a vendor is discounted with it.
-    nics = _user(tmp_path, '[discounts]\nnvidia = 0.2\n[nic.800g]\nvendor = "nvidia"\n', "nics.toml")
-    assert _capex("hgx-b300", nics)[0] == pytest.approx(base - 0.2 * (360_000 + 8 * 3_250))
+    assert _capex("hgx-b300", intel)[0] == pytest.approx(base - 0.15 * nvidia_parts - 0.1 * parts["cpus"])
+    # A NIC grade the user assigns to another vendor is discounted with that vendor, not NVIDIA.
+    nics = _user(tmp_path, '[discounts]\nnvidia = 0.2\n[nic.800g]\nvendor = "broadcom"\n', "nics.toml")
+    assert _capex("hgx-b300", nics)[0] == pytest.approx(base - 0.2 * (nvidia_parts - 8 * 3_250))
 
 
 def test_a_stated_price_is_the_price_paid(tmp_path: Path) -> None:
@@ -71,7 +75,8 @@ def test_a_stated_price_is_the_price_paid(tmp_path: Path) -> None:
     assert user.catalog.accelerator["b300-sxm-288gb"].price_usd == 40_000
     b200 = CAT.accelerator["b200-sxm-180gb"].price_usd
     assert user.catalog.accelerator["b200-sxm-180gb"].price_usd == b200 / 2
-    assert _capex("hgx-b300", quoted)[0] == pytest.approx(base - 8 * 5_000)
+    # The stated GPU price stands; NVIDIA's NICs and NVSwitch take the discount.
+    assert _capex("hgx-b300", quoted)[0] == pytest.approx(base - 8 * 5_000 - 0.5 * (30_000 + 12_000))
     assert any(c.describe() == "accelerator.b200-sxm-180gb.price_usd = 17500 (50% nvidia discount) "
                f"({quoted})" for c in user.changes)
 

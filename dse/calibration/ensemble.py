@@ -58,17 +58,20 @@ from dse.calibration.measurements import REFERENCE_FAMILY, Measurement, measurem
 from dse.calibration.regime import AXES, DesignClass, Regime, design_class, measurement_class, outside_axes
 from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
+from dse.model.cost import priced
 from dse.model.evaluate import Evaluation
 from dse.model.metrics import METRICS
 from dse.model.parameters import (
     FITTED_APART,
     NOT_SCALARS,
+    POWER_LEVELS,
     Calibration,
     fingerprint,
     load_calibration,
     unpinned,
 )
 from dse.model.placement import Plan, plan_placement
+from dse.model.power import activity
 from dse.model.stages import DenseTimes
 from dse.model.system import System
 from dse.model.timing import loads_key, recalibrated_loads, step_loads, step_time
@@ -88,8 +91,18 @@ THROUGHPUT_EXPONENT: Mapping[str, int] = MappingProxyType(
     {m.name: m.throughput_exponent for m in METRICS if m.throughput_exponent is not None})
 """Metrics that move with the calibration, as the power of throughput they are proportional to
 (their :attr:`~dse.model.metrics.Metric.throughput_exponent`; :func:`dse.model.cost.economics`:
-TCO per second, capex and power do not depend on it). Capex, power and the memory figures are the
-same under every member."""
+TCO per second, capex and power do not depend on it). Capex and the memory figures are the same
+under every member."""
+POWER_EXPONENT: Mapping[str, int] = MappingProxyType(
+    {m.name: m.power_exponent for m in METRICS if m.power_exponent is not None})
+"""Metrics that move with the power levels no measurement pins down (:func:`power_ends`), as the
+power of wall power they are proportional to (:attr:`~dse.model.metrics.Metric.power_exponent`).
+The members' other parameters move a design's power too, through its step's activity, but they
+move the measured node's step with it, which sets the dense kernels' level
+(:func:`dse.model.power.dense_level`), so the power intervals take in the levels' ranges alone."""
+INTERVAL_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.name in THROUGHPUT_EXPONENT
+                                          or m.name in POWER_EXPONENT)
+"""Every metric an interval moves (``metric_intervals`` of ``dse evaluate --json``)."""
 
 
 class EnsembleUnavailable(DseInputError):
@@ -404,6 +417,12 @@ class PredictionInterval:
     """The parameters no measurement pins down that move this design's prediction
     (:func:`~dse.model.parameters.unpinned`), each with its range: the interval takes in the
     predictions at both ends of every range (:func:`range_ends`)."""
+    power_low: float = 1.0
+    power_high: float = 1.0
+    """The interval of the design's wall power as factors of its point value: the power at both
+    ends of the power levels' ranges (:func:`power_ends`)."""
+    power_unpinned: tuple[str, ...] = ()
+    """The power levels that move this design's power, each with its range."""
 
     @classmethod
     def around(cls, level: float, point: float, log_bounds: tuple[float, float],
@@ -423,12 +442,15 @@ class PredictionInterval:
 
     def of(self, metric: str, value: float) -> tuple[float, float] | None:
         """``[low, high]`` of ``metric`` whose point value is ``value`` (a metric of
-        :data:`THROUGHPUT_EXPONENT`), or None for one the calibration does not move."""
-        power = THROUGHPUT_EXPONENT.get(metric)
-        if power is None or not math.isfinite(value):
+        :data:`THROUGHPUT_EXPONENT` or :data:`POWER_EXPONENT`), or None for one neither the
+        calibration nor the power levels move. A metric that moves with both (energy per sample)
+        takes the widest of the four corners: the two are not known to move together."""
+        exponent, watts = THROUGHPUT_EXPONENT.get(metric), POWER_EXPONENT.get(metric)
+        if (exponent is None and watts is None) or not math.isfinite(value):
             return None
-        lo, hi = (f ** power for f in self.relative)
-        return (value * min(lo, hi), value * max(lo, hi))
+        factors = [f ** (exponent or 0) * p ** (watts or 0) for f in self.relative
+                   for p in (self.power_low, self.power_high)]
+        return (value * min(factors), value * max(factors))
 
     def to_dict(self, step_time_s: float) -> dict[str, Any]:
         """The JSON keys of ``dse evaluate --json``."""
@@ -442,6 +464,8 @@ class PredictionInterval:
             "outside_measured_regime": list(self.outside),
             "interval_basis": self.basis,
             "interval_unpinned_parameters": list(self.unpinned),
+            "power_interval_factors": [self.power_low, self.power_high],
+            "power_interval_unpinned_parameters": list(self.power_unpinned),
         }
 
 
@@ -457,7 +481,7 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
     calibration, and :class:`EnsembleMismatch` when ``ev`` was scored with another calibration."""
     calib = calibration or load_calibration()
     if ev.system.cpu_only:
-        return cpu_prediction_interval(ev, calib, level)
+        return with_power_ends(cpu_prediction_interval(ev, calib, level), ev, calib)
     ens = ensemble or load_ensemble(calibration=calib)
     if ev.calibration_version != ens.calibration_version:
         raise EnsembleMismatch("evaluation", "calibration_version", (
@@ -469,7 +493,17 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
     logs = log_throughputs(ev.workload, ev.system, ev.plan, ens.members)
     outside = ens.outside(design_class(ev.system, ev.plan))
     ends = range_ends(ev.workload, ev.system, ev.plan, calib, point)
-    return interval_of_spread(point, logs - math.log(point), ens, level, outside, ends)
+    return with_power_ends(interval_of_spread(point, logs - math.log(point), ens, level, outside, ends),
+                           ev, calib)
+
+
+def with_power_ends(iv: PredictionInterval | None, ev: Evaluation,
+                    calib: Calibration) -> PredictionInterval | None:
+    """``iv`` with the interval of ``ev``'s wall power (:func:`power_ends`)."""
+    if iv is None:
+        return None
+    ends = power_ends(ev, calib)
+    return dataclasses.replace(iv, power_low=ends.low, power_high=ends.high, power_unpinned=ends.moved)
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,7 +530,7 @@ def range_ends(workload: Workload, system: System, plan: Plan, calib: Calibratio
     at either end of its range, then with every one at its slower end together and at its faster
     end together (the step is monotone in each: an efficiency speeds it, an overhead slows it, so
     these two bound every draw)."""
-    ranges = unpinned(calib)
+    ranges = {n: r for n, r in unpinned(calib).items() if n not in POWER_LEVELS}
     if not ranges or not (0 < point < math.inf):
         return NO_RANGE
     names = list(ranges)
@@ -510,6 +544,35 @@ def range_ends(workload: Workload, system: System, plan: Plan, calib: Calibratio
     moved = tuple(f"{n} {ranges[n][0]:g}-{ranges[n][1]:g}" for i, n in enumerate(names)
                   if max(abs(logs[2 * i]), abs(logs[2 * i + 1])) > MOVED_LOG)
     return RangeEnds(float(min(both.min(), logs.min(), 0.0)), float(max(both.max(), logs.max(), 0.0)), moved)
+
+
+NO_POWER = RangeEnds(1.0, 1.0, ())
+
+
+def power_ends(ev: Evaluation, calib: Calibration) -> RangeEnds:
+    """What the ranges of the power levels (:data:`~dse.model.parameters.POWER_LEVELS`) do to
+    ``ev``'s wall power, as factors of its point value (not logs): its bill repriced at each level
+    alone at either end of its range, then at every level's low-power end together and at every
+    high-power end together (power is linear in each level, so these bound every draw); the
+    measured node's dense-kernel level follows each draw (:func:`dse.model.power.dense_level`), so
+    its own power moves only by its other parts'."""
+    ranges = {n: r for n, r in unpinned(calib).items() if n in POWER_LEVELS}
+    point = ev.power.power_w
+    if ev.bill is None or not ranges or not 0 < point < math.inf:
+        return NO_POWER
+    bill = ev.bill
+
+    def at(values: dict[str, float]) -> float:
+        return priced(bill, activity(ev.timing, ev.system, calib.with_values(**values))).power.power_w / point
+
+    names = list(ranges)
+    alone = [at({n: v}) for n in names for v in ranges[n]]
+    low = {n: ranges[n][0] if alone[2 * i] <= alone[2 * i + 1] else ranges[n][1] for i, n in enumerate(names)}
+    high = {n: ranges[n][1] if v == ranges[n][0] else ranges[n][0] for n, v in low.items()}
+    both = (at(low), at(high))
+    moved = tuple(f"{n} {ranges[n][0]:g}-{ranges[n][1]:g}" for i, n in enumerate(names)
+                  if max(abs(math.log(alone[2 * i])), abs(math.log(alone[2 * i + 1]))) > MOVED_LOG)
+    return RangeEnds(min(*both, *alone, 1.0), max(*both, *alone, 1.0), moved)
 
 
 def cpu_prediction_interval(ev: Evaluation, calib: Calibration,

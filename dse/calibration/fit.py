@@ -66,9 +66,10 @@ from dse.model.cost import power
 from dse.model.evaluate import evaluate
 from dse.model.parameters import DEFAULT_RANGES, Calibration
 from dse.model.placement import Plan, plan_placement
+from dse.model.power import flat
 from dse.model.system import System, load_system
 from dse.model.timing import step_time
-from dse.model.workload import Workload
+from dse.model.workload import Workload, load_workload
 
 FIT_PARAMETERS: tuple[str, ...] = (
     "dense_efficiency_simt",
@@ -446,15 +447,17 @@ def abs_pct_error(predicted: float, measured: float) -> float:
 @dataclass(frozen=True, slots=True)
 class PowerFit:
     """``accelerator_training_utilisation`` against its wall-power measurement: the model's wall
-    power of the measured system at the calibration's utilisation, and the utilisation that would
+    power of the measured system training the measured workload, and the utilisation that would
     hit the middle of the measured range."""
 
     measurement: PowerMeasurement
     utilisation: float
-    """The calibration's ``accelerator_training_utilisation``."""
+    """The calibration's ``accelerator_training_utilisation``: the measured node's accelerators'
+    average share of TDP - idle (:mod:`dse.model.power` makes it so, whatever the other levels)."""
     predicted_w: float
     exact_utilisation: float
-    """The utilisation at which the model draws ``measurement.mid_w``."""
+    """The utilisation at which the model draws ``measurement.mid_w``, the node's other parts
+    drawing as they do over its step."""
 
     @property
     def abs_pct_error(self) -> float:
@@ -471,20 +474,23 @@ class PowerFit:
         m = self.measurement
         return {"parameter": "accelerator_training_utilisation", "value": self.utilisation,
                 "exact_fit": self.exact_utilisation, "id": m.id, "system": m.system,
-                "measured_low_w": m.low_w, "measured_high_w": m.high_w,
+                "workload": m.workload, "measured_low_w": m.low_w, "measured_high_w": m.high_w,
                 "predicted_w": self.predicted_w, "abs_pct_error": self.abs_pct_error,
                 "within_range": self.within_range, "source": m.source}
 
 
 def power_fit(calib: Calibration, measurement: PowerMeasurement = POWER_MEASUREMENTS[0]) -> PowerFit:
-    """Score ``calib``'s ``accelerator_training_utilisation`` on ``measurement``. Wall power is
-    linear in the utilisation (:func:`dse.model.cost.power`), so the exact fit is the utilisation
-    at which the line through its values at 0 and 1 meets the measured midpoint."""
+    """Score ``calib``'s ``accelerator_training_utilisation`` on ``measurement``: the measured
+    system evaluated on the measured workload. Its accelerators draw that utilisation on average
+    (:func:`dse.model.power.dense_level`) and the rest of its parts by its step's activity, so its
+    wall power is linear in the utilisation, and the exact fit is where the line through its values
+    at 0 and 1 meets the measured midpoint."""
     system = load_system(measurement.system)
-    idle_w = power(system, None, 0.0).power_w
-    full_w = power(system, None, 1.0).power_w
-    util = calib.accelerator_training_utilisation
-    return PowerFit(measurement, util, power(system, None, util).power_w,
+    ev = evaluate(load_workload(measurement.workload), system, calib)
+    act = ev.power.activity or flat(calib.accelerator_training_utilisation)
+    idle_w = power(system, None, act._replace(accelerator=0.0)).power_w
+    full_w = power(system, None, act.at_tdp()).power_w
+    return PowerFit(measurement, calib.accelerator_training_utilisation, ev.power.power_w,
                     (measurement.mid_w - idle_w) / (full_w - idle_w))
 
 

@@ -35,6 +35,7 @@ from dse.calibration.state_change import STATE_CHECKS
 from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Precision, Topology, load_catalog
+from dse.model.power import REFERENCE
 from dse.model.system import System, load_system, system_presets
 from dse.model.workload import Workload, load_workload, workload_presets
 from dse.reading import read_text
@@ -142,6 +143,9 @@ class PowerMeasurement:
     """A published wall power of a whole system while it trained, as the range its logs show (W)."""
 
     id: str
+    workload: str
+    """The workload preset of what it trained (its step's activity sets the parts' draws,
+    :mod:`dse.model.power`)."""
     system: str
     """The system preset that describes the measured machine."""
     low_w: float
@@ -156,13 +160,14 @@ class PowerMeasurement:
 
 POWER_MEASUREMENTS: tuple[PowerMeasurement, ...] = (
     PowerMeasurement(
-        "mlperf-v4.0-8xh100-dcnv2-power", "dgx-h100", 7060.0, 7110.0,
+        "mlperf-v4.0-8xh100-dcnv2-power", *REFERENCE, 7060.0, 7110.0,
         "MLPerf Training v4.0 DLRM-DCNv2 on an 8x H100 SXM node, wall power during training from "
         "the submission's smc-ac-power logs (mlcommons/training_results_v4.0; docs/sources.md, "
         "\"Whole-node power\")"),
 )
 """Wall-power measurements of training systems: the one point ``accelerator_training_utilisation``
-is fitted to."""
+is fitted to, the measured node whose dense kernels' level :mod:`dse.model.power` derives from it
+(:data:`dse.model.power.REFERENCE`, the design named once)."""
 
 
 def software_family(software: str) -> str | None:

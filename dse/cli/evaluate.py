@@ -329,7 +329,8 @@ def design_interval(ev: Evaluation, path: Path | None = None, calib: Calibration
 def interval_json(ev: Evaluation, iv: PredictionInterval | None, note: str) -> dict[str, Any]:
     """The interval keys of ``dse evaluate --json``: ``throughput_interval_samples_per_s`` and
     ``step_time_interval_s`` as ``[low, high]`` (null without an interval, ``interval_note`` then
-    says why), ``metric_intervals`` for every metric that scales with throughput, and
+    says why), ``metric_intervals`` for every metric that scales with throughput or with wall
+    power (``dse.calibration.ensemble.INTERVAL_METRICS``), and
     ``outside_measured_regime``: why the design lies outside the calibration's measured regime (an
     empty list when inside; null without an interval), and ``interval_basis``: ``ensemble`` or,
     for a node without accelerators, ``cpu_class``."""
@@ -337,9 +338,9 @@ def interval_json(ev: Evaluation, iv: PredictionInterval | None, note: str) -> d
         return {"throughput_interval_samples_per_s": None, "step_time_interval_s": None,
                 "metric_intervals": {}, "interval_note": note, "outside_measured_regime": None}
     metrics = ev.to_dict()
-    from dse.calibration.ensemble import THROUGHPUT_EXPONENT
+    from dse.calibration.ensemble import INTERVAL_METRICS
 
-    spans = {k: iv.of(k, float(metrics[k])) for k in THROUGHPUT_EXPONENT
+    spans = {k: iv.of(k, float(metrics[k])) for k in INTERVAL_METRICS
              if isinstance(metrics.get(k), int | float)}
     return {**iv.to_dict(ev.step_time_s),
             "metric_intervals": {k: list(v) for k, v in spans.items() if v is not None}}
@@ -379,6 +380,9 @@ def _print_headline(ev: Evaluation, console: Console, iv: PredictionInterval | N
         f"({s.scaleup}, {s.network.topology}); calibration {ev.calibration_version}"))
     if racks:
         console.print(f"{ev.rack_kw:.1f} kW a rack with every accelerator at TDP")
+    elif ev.racks:
+        console.print(f"in {ev.racks} of the facility's racks ({ev.rack_kw:.1f} kW the fullest with "
+                      "every accelerator at TDP)")
     console.print(Text("feasible", "green") if ev.feasible else
                   Text.assemble(("INFEASIBLE", "red"), ": " + "; ".join(ev.reasons)))
     if ev.what_if:
@@ -431,6 +435,11 @@ def _print_memory_and_parts(ev: Evaluation, m: Mapping[str, float], console: Con
     money.add_row(*(Text(cell, "bold") for cell in (
         "total", f"{ev.cost.capex_usd:,.0f}", f"{ev.power.power_w:,.0f}")))
     console.print(money)
+    act = ev.power.activity
+    if act is not None and ev.system.accelerators_per_node and not ev.system.cpu_only:
+        console.print(f"power by activity: accelerators at {act.accelerator:.0%} of TDP - idle over "
+                      f"the step, CPUs at {act.cpu:.0%} of TDP, links at {act.network:.0%} (network), "
+                      f"{act.fabric:.0%} (scale-up), {act.host:.0%} (host) of their draw")
 
 
 def _print_costs(ev: Evaluation, m: Mapping[str, float], console: Console,
@@ -465,6 +474,9 @@ def _print_interval_source(iv: PredictionInterval, console: Console) -> None:
                   f"from {source}")
     for reason in iv.outside:
         console.print(f"outside the measured regime: {reason}; the interval is widened")
+    if iv.power_unpinned:
+        console.print(f"power: {iv.power_low - 1:+.0%} to {iv.power_high - 1:+.0%} at the ends of the "
+                      f"power levels no measurement pins down ({', '.join(iv.power_unpinned)})")
 
 
 def device_ranges(devices: tuple[int, ...]) -> str:

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from dse.cli._app import console as plain_console
 from dse.errors import DseInputError
-from dse.outputs.labels import design_phrase, header, show
+from dse.outputs.labels import design_phrase, header, rack_scale_racks, show
 
 SPECIAL = ("trials", "design")
 """Columns that are not a metric or parameter: the trial numbers and the design in words."""
@@ -97,7 +97,7 @@ def _cell(design: DesignRow, column: str, constant: dict[str, Any]) -> str:
     if column == "design":
         phrase = design_phrase({k: v for k, v in design.values.items()
                                 if k.startswith("param:") and k not in constant},
-                               design.values.get("racks"))
+                               rack_scale_racks(design.values))
         same = int(design.values.get("equivalents") or 1)
         return f"{phrase} ({same} equivalent settings)" if same > 1 else phrase
     value = _value(design, column)

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import functools
 import math
-from enum import StrEnum, auto
+from enum import IntEnum, StrEnum, auto
 from typing import NamedTuple
 
-from dse.model.catalog import Catalog, vendor_of
+from dse.model.catalog import Catalog, NodeQuote, vendor_of
 from dse.model.equivalence import switch_tiers
 from dse.model.racks import rack_count
-from dse.model.system import System
+from dse.model.system import System, load_system_spec
 
 ACCELERATOR_IDLE_FRACTION = 0.15
 """Idle draw as a share of TDP where the catalog gives none [A: an idle H100 SXM draws about
 70-100 W of 700 W; the measured 8x H100 node idled at 2.3-2.7 kW at the wall]."""
 CPU_TRAINING_UTILISATION = 0.5
-"""Share of TDP the host CPUs draw while feeding training (data pipeline, framework threads) [A]."""
+"""Share of TDP the host CPUs draw while feeding training (data pipeline, framework threads) [A]:
+the prior of the calibration's ``cpu_feed_power``, and what :func:`dse.model.power.flat` draws."""
 CPU_COMPUTE_UTILISATION = 1.0
 """Share of TDP the CPUs draw where they do the training themselves (a node without accelerators):
 TDP is by Intel's definition the average power a socket dissipates at base frequency with all
@@ -56,6 +57,9 @@ class Part(StrEnum):
     pcie_switches = auto()
     scaleup_switches = auto()
     chassis = auto()
+    node_quote = auto()
+    """A vendor's quote for a whole node (a user catalog's ``[node_price.SYSTEM]``), in place of
+    the prices of the parts it covers (a row only where a quote applies)."""
     rack = auto()
     """The shared parts of a rack-scale system's racks (a row only where there are racks)."""
     cooling = auto()
@@ -72,6 +76,23 @@ breakdown adds them after the PSU losses (switches and coolant distribution unit
 nodes and the racks' feeds)."""
 
 
+class Load(IntEnum):
+    """What a line's active span (:attr:`Line.w_active`) follows: the index of the share of it a
+    unit draws in a :class:`dse.model.power.Activity`."""
+
+    constant = 0
+    """No active span: the line draws :attr:`Line.w` (DDR, chassis, a rack's shared parts, CDUs,
+    the CPUs of a node without accelerators, which are its device)."""
+    accelerator = 1
+    cpu = 2
+    network = 3
+    """Compute and front-end NICs, scale-out switch ports and optics."""
+    fabric = 4
+    """Scale-up switches (a share per accelerator, or a rack's switch trays)."""
+    host = 5
+    """PCIe switches."""
+
+
 class Per(StrEnum):
     """What a line's :attr:`Line.each` is counted per."""
 
@@ -83,10 +104,12 @@ class Per(StrEnum):
 class Line(NamedTuple):
     """``quantity`` units of one item in the cluster, and one unit's price and draw.
 
-    One unit draws ``w + w_active x u`` watts at accelerator utilisation ``u`` (the share of TDP -
-    idle an accelerator draws), plus ``w_added + w_added_active x u`` for HBM added beyond the
-    catalog part's (its capacity draws at idle, its bandwidth with ``u``): only an accelerator's
-    draw moves with ``u`` (:meth:`w_at`)."""
+    One unit draws ``w + w_active x a`` watts where ``a`` is the share of its active span the
+    kind of work it follows (:attr:`load`) draws over the step (:class:`dse.model.power.Activity`:
+    an accelerator's share of TDP - idle, the CPUs' of TDP, a link's of its draw), plus
+    ``w_added + w_added_active x a`` for HBM added beyond an accelerator's catalog part (its
+    capacity draws at idle, its bandwidth with ``a``) (:meth:`w_at`). The bill holds no activity:
+    the step's is applied when the bill is priced (:func:`dse.model.cost.priced`)."""
 
     part: Part
     item: str
@@ -103,18 +126,22 @@ class Line(NamedTuple):
     usd: float
     """Price of one unit (USD; 0 where another part's price covers it)."""
     w: float
-    """Draw of one unit (W); an accelerator's at idle."""
+    """Draw of one unit that no activity moves (W): an accelerator's idle draw, DDR's, a
+    chassis'; 0 for a part whose whole draw follows its work (CPUs, NICs, switches)."""
     w_active: float = 0.0
-    """An accelerator's further draw at full utilisation (TDP - idle, W)."""
+    """Further draw of one unit at full activity (W): an accelerator's TDP - idle, a CPU's TDP, a
+    NIC's or switch's draw."""
     w_added: float = 0.0
     """Draw of the HBM capacity an accelerator has beyond its catalog part's (W)."""
     w_added_active: float = 0.0
     """Draw of the HBM bandwidth an accelerator has beyond its catalog part's, at full
     utilisation (W)."""
+    load: Load = Load.constant
+    """What :attr:`w_active` follows."""
 
-    def w_at(self, u: float) -> float:
-        """Watts one unit draws at accelerator utilisation ``u`` (0-1)."""
-        return self.w + self.w_active * u + (self.w_added + self.w_added_active * u)
+    def w_at(self, a: float) -> float:
+        """Watts one unit draws when its kind of work draws share ``a`` (0-1) of its span."""
+        return self.w + self.w_active * a + (self.w_added + self.w_added_active * a)
 
 
 new_line = functools.partial(tuple.__new__, Line)
@@ -132,6 +159,13 @@ class Bill(NamedTuple):
     psu_efficiency: float
     """Of the nodes' power supplies: what the parts behind them draw from the wall is their draw
     over this."""
+    node_units: int = 0
+    """Height of one node (U) of a system bought node by node, which the facility's racks hold
+    (:func:`dse.model.cost.facility_racks`); 0 for a rack-scale system (its racks are its own)."""
+    rack_w: float = 0.0
+    """Power the facility feeds one rack (W; the catalog's ``facility.rack_kw``)."""
+    rack_units: int = 0
+    """Space of one of the facility's racks (U)."""
 
 
 BILLS_REMEMBERED = 64
@@ -165,39 +199,76 @@ def count_parts(system: System, catalog: Catalog) -> Bill:
     racks = rack_count(system.spec)
     bundled = not system.accelerator.price_includes_system
     ddr = cat.ddr[cpu.ddr]
-    cpu_util = CPU_COMPUTE_UTILISATION if system.cpu_only else CPU_TRAINING_UTILISATION
+    cpu_w = cpu.tdp_w * CPU_COMPUTE_UTILISATION if system.cpu_only else 0.0
+    cpu_load = Load.constant if system.cpu_only else Load.cpu
     pcie_key = f"gen{system.pcie_gen}"
     pcie = cat.pcie[pcie_key]
     switches = _pcie_switches(system)
     chassis = cat.chassis
     lines = [
         _accelerators(system, cat),
+        # The CPUs of a node with accelerators draw by their work (dse.model.power); a node
+        # without is trained by its CPUs, at TDP.
         new_line((Part.cpus, node.cpu, vendor_of(cpu), Per.node, node.cpu_sockets, n * node.cpu_sockets,
-                  cpu.price_usd if bundled else 0.0, cpu.tdp_w * cpu_util, 0.0, 0.0, 0.0)),
+                  cpu.price_usd if bundled else 0.0, cpu_w, cpu.tdp_w - cpu_w, 0.0, 0.0, cpu_load)),
         new_line((Part.ddr, cpu.ddr, "", Per.node, node.ddr_gb, n * node.ddr_gb,
-                  ddr.usd_per_gb if bundled else 0.0, ddr.w_per_gb, 0.0, 0.0, 0.0)),
+                  ddr.usd_per_gb if bundled else 0.0, ddr.w_per_gb, 0.0, 0.0, 0.0, Load.constant)),
         *_cxl(system, cat, bundled),
         *_nics(system, cat),
         new_line((Part.pcie_switches, pcie_key, "", Per.node, switches, n * switches,
-                  pcie.switch_usd, pcie.switch_w, 0.0, 0.0, 0.0)),
+                  pcie.switch_usd, 0.0, pcie.switch_w, 0.0, 0.0, Load.host)),
         _scaleup_switches(system, cat, racks, bundled),
         # Accelerator slots: none on a node without accelerators (its one device is its CPUs).
         new_line((Part.chassis, "chassis", "", Per.node, 1, n,
                   chassis.usd_per_node + node.accelerators * chassis.usd_per_accelerator if bundled else 0.0,
-                  chassis.base_w, 0.0, 0.0, 0.0)),
+                  chassis.base_w, 0.0, 0.0, 0.0, Load.constant)),
     ]
+    quote = node_quote(system, cat)
+    if quote is not None:
+        lines = _quoted(lines, quote, n)
     rack = system.spec.rack
     if racks:
         lines.append(new_line((Part.rack, "rack", "", Per.rack, 1, racks, rack.shared_usd, rack.shared_w,
-                               0.0, 0.0, 0.0)))
+                               0.0, 0.0, 0.0, Load.constant)))
     # Each rack's share of a coolant distribution unit (a row's CDU serves several racks); none
     # for racks cooled by air or systems bought node by node.
     cdus = racks * rack.liquid_kw / cat.cdu.capacity_kw
     if cdus:
         lines.append(new_line((Part.cooling, "cdu", "", Per.rack, rack.liquid_kw / cat.cdu.capacity_kw, cdus,
-                               cat.cdu.usd, cat.cdu.pump_w, 0.0, 0.0, 0.0)))
+                               cat.cdu.usd, cat.cdu.pump_w, 0.0, 0.0, 0.0, Load.constant)))
     lines.append(_network(system, cat))
-    return Bill(tuple(lines), n, racks, chassis.psu_efficiency)
+    units = 0 if racks else node.rack_units or chassis.rack_units
+    return Bill(tuple(lines), n, racks, chassis.psu_efficiency, units, cat.facility.rack_kw * 1e3,
+                cat.facility.rack_units)
+
+
+NODE_PARTS = (Part.accelerators, Part.cpus, Part.ddr, Part.cxl, Part.nics, Part.pcie_switches,
+              Part.scaleup_switches, Part.chassis)
+"""The parts a node is bought with, which a quote for the whole node covers unless it lists
+fewer (:attr:`~dse.model.catalog.NodeQuote.covers`)."""
+
+
+def node_quote(system: System, cat: Catalog) -> NodeQuote | None:
+    """The catalog's quote for ``system``'s nodes (:attr:`~dse.model.catalog.Catalog.node_price`):
+    one stated for the system ``system`` was loaded from (a preset's name or a file), while its
+    node is as that system states it; None otherwise (a design that changes the node's parts is
+    priced by its parts)."""
+    for name, quote in cat.node_price.items():
+        quoted = load_system_spec(name)
+        if quoted.name == system.spec.name and quoted.node == system.spec.node:
+            return quote
+    return None
+
+
+def _quoted(lines: list[Line], quote: NodeQuote, nodes: int) -> list[Line]:
+    """``lines`` with the parts ``quote`` covers at 0 USD (still drawing their power) and the
+    quote's own line after the chassis, one a node."""
+    covers = set(quote.covers) or {str(p) for p in NODE_PARTS}
+    out = [line._replace(usd=0.0) if line.per == Per.node and line.part in covers else line
+           for line in lines]
+    out.append(new_line((Part.node_quote, "node_quote", "", Per.node, 1, nodes, quote.price_usd, 0.0,
+                         0.0, 0.0, 0.0, Load.constant)))
+    return out
 
 
 def _cxl(system: System, cat: Catalog, bundled: bool) -> tuple[Line, ...]:
@@ -209,7 +280,7 @@ def _cxl(system: System, cat: Catalog, bundled: bool) -> tuple[Line, ...]:
     part = cat.cxl_named(node.cxl_memory)
     return (new_line((Part.cxl, node.cxl_memory, vendor_of(part), Per.node, node.cxl_modules,
                       system.nodes * node.cxl_modules, part.price_usd if bundled else 0.0, part.w,
-                      0.0, 0.0, 0.0)),)
+                      0.0, 0.0, 0.0, Load.constant)),)
 
 
 def _accelerators(system: System, cat: Catalog) -> Line:
@@ -226,7 +297,7 @@ def _accelerators(system: System, cat: Catalog) -> Line:
     return new_line((Part.accelerators, system.spec.node.accelerator or acc.name, vendor_of(acc), Per.node,
                      a, system.nodes * a, max(usd, PRICE_FLOOR_FRACTION * acc.price_usd), idle,
                      acc.tdp_w - idle, max(extra_gb, 0.0) * fac.hbm_w_per_gb,
-                     max(extra_gb_s, 0.0) * fac.hbm_w_per_gb_s))
+                     max(extra_gb_s, 0.0) * fac.hbm_w_per_gb_s, Load.accelerator))
 
 
 def _nics(system: System, cat: Catalog) -> tuple[Line, Line]:
@@ -240,7 +311,8 @@ def _nics(system: System, cat: Catalog) -> tuple[Line, Line]:
 def _nic_line(cat: Catalog, nodes: int, per_node: int, gbit_s: float) -> Line:
     """``per_node`` NICs of ``gbit_s`` a node (:func:`nic_grade`)."""
     usd, w, key, vendor = nic_grade(cat, gbit_s)
-    return new_line((Part.nics, key, vendor, Per.node, per_node, nodes * per_node, usd, w, 0.0, 0.0, 0.0))
+    return new_line((Part.nics, key, vendor, Per.node, per_node, nodes * per_node, usd, 0.0, w, 0.0, 0.0,
+                     Load.network))
 
 
 NIC_GRADES_REMEMBERED = 256
@@ -278,14 +350,16 @@ def _scaleup_switches(system: System, cat: Catalog, racks: int, bundled: bool) -
     NVLink switch trays), else a share per accelerator on a switched fabric, else none."""
     rack = system.spec.rack
     if racks * rack.switch_trays:
-        return new_line((Part.scaleup_switches, "switch_tray", "", Per.rack, rack.switch_trays,
-                         racks * rack.switch_trays, rack.switch_tray_usd, rack.switch_tray_w, 0.0, 0.0, 0.0))
+        return new_line((Part.scaleup_switches, "switch_tray", cat.scaleup_switch.vendor, Per.rack,
+                         rack.switch_trays, racks * rack.switch_trays, rack.switch_tray_usd, 0.0,
+                         rack.switch_tray_w, 0.0, 0.0, Load.fabric))
     switch = cat.scaleup_switch
     # A domain of one device has no scale-up traffic, so no switch (dse.model.equivalence).
     shares = system.accelerators_total if system.scaleup == "switch" and system.scaleup_domain > 1 else 0
-    return new_line((Part.scaleup_switches, "scaleup_switch", "", Per.node,
+    return new_line((Part.scaleup_switches, "scaleup_switch", switch.vendor, Per.node,
                      system.accelerators_per_node if shares else 0, shares,
-                     switch.usd_per_accelerator if bundled else 0.0, switch.w_per_accelerator, 0.0, 0.0, 0.0))
+                     switch.usd_per_accelerator if bundled else 0.0, 0.0, switch.w_per_accelerator, 0.0, 0.0,
+                     Load.fabric))
 
 
 def scaleout_tiers(system: System, catalog: Catalog) -> int:
@@ -314,6 +388,7 @@ def _network(system: System, cat: Catalog) -> Line:
         ports, ends = 1.0 + 2.0 * upper, 2.0 * (1.0 + upper)
     nic_ports = system.nodes * system.spec.node.nics * (system.spec.node.nic_gbit_s / 400.0)
     sw = cat.network_switch
-    return new_line((Part.network, "network_switch", "", Per.cluster, nic_ports, nic_ports,
-                     ports * sw.usd_per_port_per_400g + ends * sw.optics_usd_per_end_per_400g,
-                     ports * sw.w_per_port_per_400g + ends * sw.optics_w_per_end_per_400g, 0.0, 0.0, 0.0))
+    return new_line((Part.network, "network_switch", sw.vendor, Per.cluster, nic_ports, nic_ports,
+                     ports * sw.usd_per_port_per_400g + ends * sw.optics_usd_per_end_per_400g, 0.0,
+                     ports * sw.w_per_port_per_400g + ends * sw.optics_w_per_end_per_400g, 0.0, 0.0,
+                     Load.network))

@@ -24,6 +24,7 @@ from dse.limits import (
     MAX_MEMORY_GB,
     MAX_PRICE_USD,
     MAX_PUE,
+    MAX_RACK_UNITS,
     MAX_RACK_W,
     MAX_TFLOPS,
     positive,
@@ -254,8 +255,9 @@ class Nic:
     """Year NICs of this speed were first on sale."""
     source: str
     vendor: str = ""
-    """Vendor key a user catalog's ``[discounts]`` names (lower case); empty: none (a NIC grade
-    stands for any vendor's card of its speed)."""
+    """Vendor key a user catalog's ``[discounts]`` names (lower case): the packaged grades are
+    NVIDIA ConnectX cards (their sources), so ``nvidia``; empty: none (a grade a user adds for
+    any vendor's card of its speed)."""
     price_low_usd: float | None = field(default=None, metadata=PRICE)
     price_high_usd: float | None = field(default=None, metadata=PRICE)
     """Range of ``price_usd`` a user catalog states (a quote's spread); the robust front and the
@@ -276,6 +278,12 @@ class NetworkSwitch:
     nic_latency_s: float = field(metadata=positive(MAX_LATENCY_S))
     source: str
     assumed: tuple[str, ...] = ()
+    vendor: str = ""
+    """Vendor key of the switches (``[discounts]``): empty in the packaged catalog, whose figures
+    are any 51.2 Tb/s switch's; a user catalog names the vendor it buys from
+    (``[network_switch] vendor = "nvidia"``)."""
+    optics_vendor: str = ""
+    """Vendor key of the optics and cables, likewise (NVIDIA LinkX, say)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +295,9 @@ class ScaleupSwitch:
     latency_s: float = field(metadata=positive(MAX_LATENCY_S))
     source: str
     assumed: tuple[str, ...] = ()
+    vendor: str = ""
+    """Vendor key of the switch silicon (``[discounts]``; the packaged entry is NVSwitch:
+    ``nvidia``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +312,9 @@ class Chassis:
     psu_efficiency: float = field(metadata={"min": 0.5, "max": 1.0})
     source: str
     assumed: tuple[str, ...] = ()
+    rack_units: int = field(default=8, metadata=upto(MAX_RACK_UNITS, 1))
+    """Height of a node (U) where its system file states none (``node.rack_units``): how many fit
+    the facility's rack (:class:`Facility`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +350,34 @@ class Facility:
     hbm_w_per_gb_s: float = field(metadata=upto(MAX_RACK_W))
     source: str
     assumed: tuple[str, ...] = ()
+    rack_kw: float = field(default=41.0, metadata=positive(MAX_RACK_W / 1e3))
+    """Power one of the facility's racks is fed (kW): nodes bought one by one are placed in as
+    many of them as their draw and height need (:func:`dse.model.cost.facility_racks`), so a
+    system of nodes has ``racks`` and ``rack_kw`` as a rack-scale one does."""
+    rack_units: int = field(default=42, metadata=upto(MAX_RACK_UNITS, 1))
+    """Space of one of the facility's racks (U)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeQuote:
+    """A vendor's quote for a whole node (``[node_price.SYSTEM]`` of a user catalog): it replaces
+    the sum of the parts it covers for every node of a design whose system is ``SYSTEM`` (a
+    preset's name or a system file) and whose node is as that system states it
+    (:func:`dse.model.bom.count_parts`); a design that changes the node's parts is priced by its
+    parts. Its range is drawn as a part's is."""
+
+    price_usd: float = field(metadata=PRICE)
+    price_low_usd: float | None = field(default=None, metadata=PRICE)
+    price_high_usd: float | None = field(default=None, metadata=PRICE)
+    """Range of ``price_usd`` (a quote's spread); the robust front and the case studies draw the
+    price within it. ``None``: no range."""
+    covers: tuple[str, ...] = ()
+    """The breakdown rows (``dse.model.bom.Part`` names of parts bought per node) the quote
+    covers; empty: every one (accelerators, CPUs, DDR, CXL memory, NICs, PCIe and scale-up
+    switches, chassis)."""
+    source: str = ""
+    vendor: str = ""
+    """Never discounted (a quote is the price paid): always empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +396,8 @@ class Catalog:
     chassis: Chassis
     facility: Facility
     cdu: Cdu
+    node_price: dict[str, NodeQuote] = field(default_factory=dict)
+    """Quotes for whole nodes by system (a user catalog's ``[node_price.SYSTEM]``; none packaged)."""
 
     def accelerator_named(self, key: str, source: str = "catalog", field_key: str = "") -> Accelerator:
         """The accelerator ``key``, or an error listing the known keys."""
@@ -408,9 +452,9 @@ class Catalog:
 _SPEED = operator.attrgetter("gbit_s")
 """A NIC grade's speed (the sort key of :meth:`Catalog.nic_for`, which every evaluation calls)."""
 
-PricedPart = Accelerator | Cpu | Nic | CxlMemory
+PricedPart = Accelerator | Cpu | Nic | CxlMemory | NodeQuote
 """The parts with a price of their own (the sections a user catalog's ``[price]`` reaches)."""
-PRICED_SECTIONS = ("accelerator", "cpu", "nic", "cxl")
+PRICED_SECTIONS = ("accelerator", "cpu", "nic", "cxl", "node_price")
 """The :class:`Catalog` tables of :data:`PricedPart` parts, by key (a user catalog's ``[price]``,
 ``[price_range]`` and ``[discounts]`` reach them)."""
 PART_SECTIONS = (*PRICED_SECTIONS, "ddr")
@@ -424,7 +468,7 @@ def vendor_of(part: PricedPart) -> str:
     ``name`` (``NVIDIA A100 ...`` -> ``nvidia``); empty for a NIC grade without one."""
     if part.vendor:
         return part.vendor.lower()
-    name = "" if isinstance(part, Nic) else part.name
+    name = "" if isinstance(part, Nic | NodeQuote) else part.name
     return name.split()[0].lower() if name else ""
 
 

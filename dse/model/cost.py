@@ -2,11 +2,13 @@
 
 The parts are counted once, in the design's bill of materials (:mod:`dse.model.bom`); this prices
 that one list. Capex sums every line's quantity times its price; power sums every line's quantity
-times its draw at the accelerators' training utilisation, divides the nodes' parts by the power-supply
-efficiency (wall power) and adds the parts drawn at the wall (the scale-out network and, for
-liquid-cooled racks, their share of a coolant distribution unit's pumps); a rack's draw is the same
-sum at full utilisation over the racks. TCO amortises capex and adds energy at a PUE (the
-facility's own cooling) and price.
+times its draw at the step's activity (:mod:`dse.model.power`: what each kind of part draws of its
+active span while it trains), divides the nodes' parts by the power-supply efficiency (wall power)
+and adds the parts drawn at the wall (the scale-out network and, for liquid-cooled racks, their
+share of a coolant distribution unit's pumps); a rack's draw is the same sum with every
+accelerator at TDP, over the racks: a rack-scale system's own, or the facility's racks that hold a
+system bought node by node (:func:`facility_racks`). TCO amortises capex and adds energy at a PUE
+(the facility's own cooling) and price.
 All figures are per cluster. Prices are estimates (see the catalog's ``price_source`` fields).
 """
 
@@ -17,8 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from dse.model.bom import WALL_PARTS, Bill, Part, bill_of_materials
+from dse.model.bom import WALL_PARTS, Bill, Load, Part, bill_of_materials
 from dse.model.catalog import Catalog, load_catalog
+from dse.model.power import Activity, flat
 from dse.model.system import System
 
 HOURS_PER_YEAR = 8766.0
@@ -47,6 +50,9 @@ class PowerBreakdown:
     drawn at the wall (:data:`~dse.model.bom.WALL_PARTS`): the order they add up in."""
     power_w: float
     accelerator_utilisation: float
+    """Share of TDP - idle each accelerator draws over the step (:attr:`activity`)."""
+    activity: Activity | None = None
+    """What every kind of part drew of its active span (:class:`~dse.model.power.Activity`)."""
 
 
 class Priced(NamedTuple):
@@ -56,58 +62,81 @@ class Priced(NamedTuple):
     power: PowerBreakdown
     """At the accelerators' training utilisation."""
     rack_kw: float
-    """Wall draw of one rack of a rack-scale system with every accelerator at TDP (kW): what a
-    facility's per-rack power feed must carry (GB200 NVL72: 120-132 kW a rack, NVIDIA datasheet).
-    Nodes, rack parts and their PSU losses; the parts drawn at the wall (the scale-out switches and
-    the coolant distribution units, in the row on feeds of their own) stand outside the racks. 0
-    when the system is bought node by node."""
+    """Wall draw of the fullest rack with every accelerator at TDP and the other parts as they
+    draw training (kW): what a facility's per-rack power feed must carry (GB200 NVL72: 120-132 kW
+    a rack, NVIDIA datasheet). Nodes, rack parts and their PSU losses; the parts drawn at the wall
+    (the scale-out switches and the coolant distribution units, in the row on feeds of their own)
+    stand outside the racks."""
+    racks: int = 0
+    """Racks: a rack-scale system's own (:func:`~dse.model.racks.rack_count`), or the facility's
+    that hold a system bought node by node (:func:`facility_racks`)."""
 
 
-def priced(bill: Bill, accelerator_utilisation: float) -> Priced:
-    """Capex, wall power and a rack's draw of ``bill``, in one walk of its lines.
-    ``accelerator_utilisation``: the share of (TDP - idle) each accelerator draws, the
-    calibration's ``accelerator_training_utilisation`` (fitted to a wall-power measurement,
-    :class:`~dse.model.parameters.Calibration`), clipped to [0, 1]."""
-    util = min(max(accelerator_utilisation, 0.0), 1.0)
+def priced(bill: Bill, activity: Activity | float) -> Priced:
+    """Capex, wall power and a rack's draw of ``bill``, in one walk of its lines. ``activity``:
+    what each kind of part draws of its active span over the step (:func:`dse.model.power.activity`);
+    a number ``u`` prices every accelerator at ``u`` of TDP - idle and the rest at full draw
+    (:func:`dse.model.power.flat`)."""
+    shares = activity if isinstance(activity, tuple) else flat(activity)
+    accelerator = Load.accelerator
     usd: dict[Part, float] = {}
     w: dict[Part, float] = {}
-    full: dict[Part, float] = {}
-    racks = bill.racks
+    to_tdp = 0.0
+    """What the accelerators would draw beyond their step's at TDP (W, behind the PSUs)."""
     # Unpacked rather than read field by field, and Line.w_at inlined: every evaluation walks
     # every line, and this is the cheapest walk (mypy checks the unpacking against Line's fields).
-    for part, _item, _vendor, _per, _each, quantity, usd_each, w_each, w_active, w_added, w_added_active \
-            in bill.lines:
+    for (part, _item, _vendor, _per, _each, quantity, usd_each, w_each, w_active, w_added,
+         w_added_active, load) in bill.lines:
+        a = shares[load]
         amount = quantity * usd_each
-        drawn = quantity * (w_each + w_active * util + (w_added + w_added_active * util))
+        drawn = quantity * (w_each + w_active * a + (w_added + w_added_active * a))
         if part in usd:  # a part's second line (the front-end NICs after the compute NICs)
             usd[part] += amount
             w[part] += drawn
         else:
             usd[part], w[part] = amount, drawn
-        if racks:
-            at_tdp = quantity * (w_each + w_active + (w_added + w_added_active))
-            full[part] = full[part] + at_tdp if part in full else at_tdp
-    parts_w = _at_the_wall(w, bill.psu_efficiency)
+        if load == accelerator:
+            to_tdp += quantity * (w_active + w_added_active) * (1.0 - a)
+    w.pop(Part.node_quote, None)  # a row of the capex breakdown alone: a quote draws nothing
+    parts_w, behind = _at_the_wall(w, bill.psu_efficiency)
+    racks, rack_kw = rack_draw(bill, (behind + to_tdp) / bill.psu_efficiency)
     return Priced(CostBreakdown(usd, sum(usd.values()), usd[Part.network]),
-                  PowerBreakdown(parts_w, sum(parts_w.values()), util),
-                  _rack_kw(full, bill) if racks else 0.0)
+                  PowerBreakdown(parts_w, sum(parts_w.values()), shares.accelerator, shares),
+                  rack_kw, racks)
 
 
-def _at_the_wall(w: Mapping[Part, float], psu_efficiency: float) -> dict[Part, float]:
+def rack_draw(bill: Bill, full_w: float) -> tuple[int, float]:
+    """Racks and the fullest one's draw (kW) of ``bill``, whose nodes and rack parts draw
+    ``full_w`` at the wall with every accelerator at TDP: a rack-scale system's own racks share
+    it; nodes bought one by one fill the facility's racks (:func:`facility_racks`)."""
+    if bill.racks:
+        return bill.racks, full_w / bill.racks / 1e3
+    node_w = full_w / bill.nodes
+    per_rack = facility_racks(node_w, bill.node_units, bill.rack_w, bill.rack_units)
+    return math.ceil(bill.nodes / per_rack), min(bill.nodes, per_rack) * node_w / 1e3
+
+
+def facility_racks(node_w: float, node_units: int, rack_w: float, rack_units: int) -> int:
+    """Nodes one of the facility's racks holds: as many as its space (``rack_units`` over
+    ``node_units``) and its power feed (``rack_w`` over a node's ``node_w`` with every accelerator
+    at TDP) both allow, and never fewer than one: a node drawing more than a rack is fed stands
+    alone in one, and its ``rack_kw`` above the feed is what a facility limit
+    (``rack_kw <= ...`` in an objective file) refuses."""
+    by_space = rack_units // node_units if node_units > 0 else rack_units
+    by_power = math.floor(rack_w / node_w) if node_w > 0 else by_space
+    return max(1, min(by_space, by_power))
+
+
+def _at_the_wall(w: Mapping[Part, float], psu_efficiency: float) -> tuple[dict[Part, float], float]:
     """Draw by part at the wall: the parts behind the nodes' power supplies, the supplies' losses,
-    then the parts drawn at the wall (:data:`~dse.model.bom.WALL_PARTS`)."""
+    then the parts drawn at the wall (:data:`~dse.model.bom.WALL_PARTS`); and what the parts
+    behind the supplies draw together (W, before their losses)."""
     parts = dict(w)
     wall = [(p, parts.pop(p)) for p in WALL_PARTS if p in parts]
-    parts[Part.psu_loss] = sum(parts.values()) * (1.0 / psu_efficiency - 1.0)
+    behind = sum(parts.values())
+    parts[Part.psu_loss] = behind * (1.0 / psu_efficiency - 1.0)
     parts.update(wall)
-    return parts
-
-
-def _rack_kw(full: Mapping[Part, float], bill: Bill) -> float:
-    """:attr:`Priced.rack_kw` from the draw by part with every accelerator at TDP."""
-    parts = _at_the_wall(full, bill.psu_efficiency)
-    outside = sum(parts[p] for p in WALL_PARTS if p in parts)
-    return (sum(parts.values()) - outside) / bill.racks / 1e3
+    return parts, behind
 
 
 def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
@@ -115,9 +144,9 @@ def capex(system: System, catalog: Catalog | None = None) -> CostBreakdown:
     return priced(bill_of_materials(system, catalog or load_catalog()), 0.0).cost
 
 
-def power(system: System, catalog: Catalog | None, accelerator_utilisation: float) -> PowerBreakdown:
+def power(system: System, catalog: Catalog | None, activity: Activity | float) -> PowerBreakdown:
     """Wall power of the cluster while training, by part (:func:`priced`)."""
-    return priced(bill_of_materials(system, catalog or load_catalog()), accelerator_utilisation).power
+    return priced(bill_of_materials(system, catalog or load_catalog()), activity).power
 
 
 @dataclass(frozen=True, slots=True)

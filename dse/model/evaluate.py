@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dse.limits import MAX_MEMO_PLAN_GROUPS, check_placement_work
-from dse.model.bom import bill_of_materials
+from dse.model.bom import Bill, bill_of_materials
 from dse.model.catalog import Catalog, load_catalog
 from dse.model.convergence import TrainingSamples, training_samples
 from dse.model.cost import (
@@ -27,7 +27,7 @@ from dse.model.cost import (
 )
 from dse.model.parameters import Calibration, load_calibration
 from dse.model.placement import Plan, plan_key, plan_placement
-from dse.model.racks import rack_count
+from dse.model.power import activity
 from dse.model.rules import RuleCheck, check_rules, what_if_parts
 from dse.model.system import GB, System
 from dse.model.tiers import TIER_KINDS
@@ -54,8 +54,13 @@ class Evaluation:
     what_if: tuple[str, ...] = ()
     """What-if parts the design uses (allowed by ``[constraints] hypothetical = true``)."""
     rack_kw: float = 0.0
-    """Draw of one rack at full accelerator power (kW; :attr:`dse.model.cost.Priced.rack_kw`), 0
-    when not rack-scale."""
+    """Draw of the fullest rack at full accelerator power (kW; :attr:`dse.model.cost.Priced.rack_kw`)."""
+    racks: int = 0
+    """Racks: a rack-scale system's own, or the facility's that hold its nodes
+    (:attr:`dse.model.cost.Priced.racks`)."""
+    bill: Bill | None = None
+    """The bill of materials the cost and power were priced from (:mod:`dse.model.bom`): what the
+    power intervals reprice at other power levels (``dse.calibration.ensemble.power_ends``)."""
 
     @property
     def feasible_without_rules(self) -> bool:
@@ -152,9 +157,11 @@ class Evaluation:
             "nodes": self.system.nodes,
             "compute_share": self.compute_share(),
             **dict(zip(("time_to_train_s", "cost_to_train_usd"), self.to_train(), strict=True)),
-            # Rack-scale systems (dse.model.racks): 0 for a system bought node by node.
-            "racks": rack_count(self.system.spec),
+            # A rack-scale system's racks (dse.model.racks), or the facility's that hold a system
+            # bought node by node (dse.model.cost.facility_racks).
+            "racks": self.racks,
             "rack_kw": self.rack_kw,
+            "rack_nodes": self.system.spec.rack.nodes,
         }
 
     def _memory_gb(self) -> dict[str, float]:
@@ -180,6 +187,7 @@ class Evaluation:
                 "kernels_per_step": self.timing.kernels,
                 "capex_by_part_usd": {part.value: usd for part, usd in self.cost.parts_usd.items()},
                 "power_by_part_w": {part.value: w for part, w in self.power.parts_w.items()},
+                "power_activity": self.power.activity._asdict() if self.power.activity else None,
                 "placement": dict(self.plan.counts),
                 "notes": list(self.timing.notes),
                 "workload": self.workload.name,
@@ -290,7 +298,8 @@ def evaluate(
     if not math.isfinite(timing.step_s):
         reasons.append("a stage has no bandwidth (step time is infinite)")
     step = timing.step_s
-    cost, pw, rack_kw = priced(bill_of_materials(system, cat), calib.accelerator_training_utilisation)
+    bill = bill_of_materials(system, cat)
+    cost, pw, rack_kw, racks = priced(bill, activity(timing, system, calib))
     throughput = workload.global_batch / step if 0 < step < math.inf else 0.0
     return Evaluation(
         workload=workload,
@@ -307,5 +316,7 @@ def evaluate(
         rules=rules,
         what_if=what_if_parts(system) if system.spec.constraints.hypothetical else (),
         rack_kw=rack_kw,
+        racks=racks,
+        bill=bill,
     )
 

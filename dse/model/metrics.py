@@ -3,16 +3,17 @@
 
 A record says what the metric is (its name, in words, its kind), how a table and a figure label it
 (header, title, the scale between them), which direction is better, and how it moves when the
-model's inputs move: with throughput under the calibration ensemble (a power of throughput) and
-with prices (powers of capex and of TCO). Every list of metric names elsewhere is derived from
+model's inputs move: with throughput under the calibration ensemble (a power of throughput), with
+the power levels no measurement pins down (a power of wall power) and with prices (powers of capex
+and of TCO). Every list of metric names elsewhere is derived from
 :data:`METRICS`:
 
 - the metrics objectives and constraints may name (``dse.search.study.objective_sets.METRICS``,
   with the ones that need a dataset size or a convergence curve);
 - the columns a sweep writes per design (``dse.search.algorithms.sweep.METRIC_COLUMNS``);
 - the labels of tables and figures (``dse.outputs.labels.LABELS``);
-- the throughput exponents of the prediction intervals (``dse.calibration.ensemble``) and the
-  price exponents of the robust front (``dse.search.robust_front``);
+- the throughput and power exponents of the prediction intervals (``dse.calibration.ensemble``)
+  and the price exponents of the robust front (``dse.search.robust_front``);
 - the metrics ``dse compare`` lists (``dse.outputs.compare.COMPARED_METRICS``).
 
 A new metric is one entry here and its computation in ``Evaluation.metrics()``;
@@ -62,6 +63,11 @@ class Metric:
     """The power of throughput the metric is proportional to with everything else fixed (samples
     per kUSD: 1, USD per sample: -1), so it moves with the calibration's throughput; None for one
     the calibration does not move (capex, power, memory)."""
+    power_exponent: int | None = None
+    """The power of the cluster's wall power the metric is proportional to with everything else
+    fixed (energy per sample: 1, samples per watt: -1), so it moves with the power levels no
+    measurement pins down (``dse.model.power``; the power intervals); None for one they do not
+    move, or move only in part (TCO, whose energy share they move)."""
     price_exponents: tuple[int, int] | None = None
     """(power of capex, power of TCO) it is proportional to, so it moves with prices; None for one
     prices do not move (:func:`dse.model.cost.economics`)."""
@@ -89,8 +95,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("capex_usd", "capital cost of the cluster (USD)", "capex USD", "capex (USD)",
            price_exponents=(1, 0), compared=True),
     Metric("power_w", "wall power of the cluster while training (W)", "power kW", "power (W)", 1e-3,
-           compared=True),
-    Metric("power_per_node_w", "wall power per node (W)", "kW/node", "power per node (W)", 1e-3),
+           power_exponent=1, compared=True),
+    Metric("power_per_node_w", "wall power per node (W)", "kW/node", "power per node (W)", 1e-3,
+           power_exponent=1),
     Metric("tco_usd_per_year", "capex amortised plus energy, per year (USD)", "TCO USD/yr",
            "TCO (USD per year)", price_exponents=(0, 1), compared=True),
     Metric("usd_per_million_samples", "TCO per million training samples (USD)", "USD/M samples",
@@ -102,9 +109,10 @@ METRICS: tuple[Metric, ...] = (
            "throughput per capex (samples/s per kUSD)", better="maximize", throughput_exponent=1,
            price_exponents=(-1, 0)),
     Metric("samples_per_s_per_w", "throughput per watt", "samples/s/W",
-           "throughput per watt (samples/s per W)", better="maximize", throughput_exponent=1),
+           "throughput per watt (samples/s per W)", better="maximize", throughput_exponent=1,
+           power_exponent=-1),
     Metric("energy_per_sample_j", "wall energy per sample (J)", "mJ/sample", "energy per sample (J)",
-           1e3, throughput_exponent=-1, compared=True),
+           1e3, throughput_exponent=-1, power_exponent=1, compared=True),
     Metric("epoch_time_s", "time for one epoch of the workload's dataset, else of Criteo 1TB (s)",
            "epoch min", "one epoch of the dataset (s)", 1 / 60, throughput_exponent=-1),
     Metric("epoch_cost_usd", "TCO of one epoch of the workload's dataset, else of Criteo 1TB (USD)",
@@ -143,11 +151,14 @@ METRICS: tuple[Metric, ...] = (
     # (it is TCO over a time, so (0, 1) would move it as they move epoch_cost_usd).
     Metric("cost_to_train_usd", "TCO over the time to train (USD)", "TTT USD",
            "TCO of training to target (USD)", throughput_exponent=-1, needs="convergence"),
-    # Rack-scale systems (dse.model.racks); 0 for systems bought node by node.
-    Metric("racks", "racks of a rack-scale system (whole racks or the fractions sold)", "racks",
-           "racks", kind="int", phrase="{} racks"),
-    Metric("rack_kw", "draw of one rack with every accelerator at TDP (kW), for a facility's rack "
-           "limit", "kW/rack", "rack power at full draw (kW)"),
+    # A rack-scale system's racks (dse.model.racks), or the facility's racks its nodes fill
+    # (dse.model.cost.facility_racks).
+    Metric("racks", "racks of a rack-scale system (whole racks or the fractions sold), or the "
+           "facility's racks that hold a system's nodes", "racks", "racks", kind="int", phrase="{} racks"),
+    Metric("rack_kw", "draw of the fullest rack with every accelerator at TDP (kW), for a facility's "
+           "rack limit", "kW/rack", "rack power at full draw (kW)"),
+    Metric("rack_nodes", "nodes (compute trays) in a whole rack of a rack-scale system as sold; 0 "
+           "for a system bought node by node", "nodes/rack", "nodes in a rack as sold", kind="int"),
 )
 """The registry, in the order of ``Evaluation.metrics()``."""
 

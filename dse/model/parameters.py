@@ -116,15 +116,58 @@ class Calibration:
     2019: 9.6 us per kernel with a stream synchronisation after each launch, 3.8 us without). Not
     fitted (``dse.calibration.fit.PRIOR_REASONS``)."""
     accelerator_training_utilisation: float = field(default=0.61, metadata=EFF)
-    """Share of (TDP - idle) an accelerator draws while training DLRM (``dse.model.cost.power``).
-    Fitted, not to throughput but to the one published wall-power measurement
-    (``dse.calibration.measurements.POWER_MEASUREMENTS``): an 8x H100 SXM node (MLPerf Training
-    v4.0 DLRM-DCNv2, ``smc-ac-power`` logs) drew 7.06-7.11 kW at the wall; with this catalog
-    ``dgx-h100`` comes to 7.10 kW at 0.61 (the exact fit to the range's midpoint is 0.608). One
-    point, so its error is that of the measurement's range (+-0.4%) plus the catalog's estimates;
-    ``dse validate`` reports it (``dse.calibration.fit.power_fit``), and ``dse calibrate`` keeps it
-    (the throughput fit does not move it) and records its error in ``[fit]``. Power is a property
-    of the parts, not of the step breakdown, so adding a part never lowers it."""
+    """Share of (TDP - idle) an accelerator of the measured node draws on average while training
+    DLRM-DCNv2 (``dse.model.power``). Fitted, not to throughput but to the one published
+    wall-power measurement (``dse.calibration.measurements.POWER_MEASUREMENTS``): an 8x H100 SXM
+    node (MLPerf Training v4.0 DLRM-DCNv2, ``smc-ac-power`` logs) drew 7.06-7.11 kW at the wall.
+    One point, so its error is that of the measurement's range (+-0.4%) plus the catalog's
+    estimates; ``dse validate`` reports it (``dse.calibration.fit.power_fit``), and ``dse
+    calibrate`` keeps it (the throughput fit does not move it) and records its error in ``[fit]``.
+    Every other design's accelerators draw by their step's activity (``dse.model.power``): the
+    level of their dense kernels is the one that makes the measured node's average this value,
+    with the stated levels of its embedding kernels and waits, so a design waiting on its host or
+    its network draws less than one computing."""
+    accelerator_memory_power: float = field(default=0.2, metadata={
+        **EFF, "range": (0.05, 0.35), "range_source": (
+        "Ma, Afzal, Eitzinger, Wellein, 'The Illusion of Power Capping in LLM Decode', arXiv "
+        "2605.11999 (2026): memory-bound decode that saturates HBM draws 137-300 W on a 700 W "
+        "H200, (137 - 105) / (700 - 105) = 0.05 to (300 - 105) / 595 = 0.33 of TDP - idle at the "
+        "catalog's idle (15% of TDP); the top rounded up for the sparse updates' atomics"),
+        "moves": "power"})
+    """Share of (TDP - idle) an accelerator draws while its embedding kernels (HBM gathers and
+    updates, bound by memory bandwidth) run and no dense kernel does. A range (:func:`unpinned`):
+    no measurement of DLRM's power pins it; drawn by the ensemble and taken in by the interval of
+    every power metric of a design whose step has such time (``dse.calibration.ensemble``)."""
+    accelerator_wait_power: float = field(default=0.1, metadata={
+        **EFF, "min_exclusive": False, "range": (0.0, 0.2), "range_source": (
+        "low: with nothing to compute an accelerator draws its static power (ML.ENERGY Leaderboard "
+        "v3.0, 'Static Power Wastage', ml.energy/blog 2026: a GPU waiting on the CPU or the "
+        "network sits at static power); high: a copy or collective kernel streams through HBM at "
+        "a fraction of its bandwidth, at most about the middle of the memory-bound range [A]"),
+        "moves": "power"})
+    """Share of (TDP - idle) an accelerator draws while it waits on a transfer it takes part in
+    (the host link, the scale-up fabric, the network: copy engines and communication kernels)
+    with no kernel of its own to run. A range, as ``accelerator_memory_power``."""
+    cpu_feed_power: float = field(default=0.5, metadata={**EFF, "range": (0.3, 0.7), "range_source": (
+        "no measurement of a host's draw while it feeds accelerators was found: a few cores per "
+        "device launch kernels and run the input pipeline, the rest idle in C-states; the prior "
+        "is the model's earlier half of TDP and the range +-0.2 around it [A]"), "moves": "power"})
+    """Share of TDP the host CPUs of a node with accelerators draw while they feed the devices
+    (kernel launches, synchronisation, the input pipeline)."""
+    cpu_pool_power: float = field(default=0.85, metadata={**EFF, "range": (0.7, 1.0), "range_source": (
+        "high: TDP is the power a socket dissipates with every core active under a "
+        "high-complexity workload (Intel ARK, 'TDP'), which all cores gathering and pooling rows "
+        "are; low: the cores stall on DDR for most of a random gather, 30% below [A]"),
+        "moves": "power"})
+    """Share of TDP the host CPUs draw while they gather, pool and update the tables they serve
+    (the step's ``cpu_pooling`` stages)."""
+    link_idle_power: float = field(default=0.95, metadata={**EFF, "range": (0.9, 1.0), "range_source": (
+        "Mahadevan, Sharma, Banerjee, Ranganathan, 'A Power Benchmarking Framework for Network "
+        "Devices', IFIP Networking 2009 (HP Labs): a switch's power is set by its enabled ports and "
+        "their line rates, traffic moving it by a few percent; NICs keep their SerDes and optics "
+        "lit idle or not [A]"), "moves": "power"})
+    """Share of its draw a NIC, a PCIe or scale-up switch or a scale-out switch port draws with no
+    traffic; it draws all of it while it carries the step's traffic."""
     cpu_dense_efficiency: float = field(default=0.50, metadata=EFF)
     """Share of a CPU socket's vector peak (``Cpu.peak_tflops``: AVX-512 or AVX2 FMAs, AVX512_BF16
     dot products) that DLRM's MLPs reach on a node without accelerators. Prior: oneDNN bf16/fp32
@@ -162,6 +205,10 @@ DEFAULT_RANGES: dict[str, tuple[tuple[float, float], str]] = {
     f.name: (f.metadata["range"], f.metadata["range_source"])
     for f in fields(Calibration) if "range" in f.metadata}
 """The parameters no measurement pins down, each with its default range and the range's source."""
+POWER_LEVELS: tuple[str, ...] = tuple(f.name for f in fields(Calibration)
+                                      if f.metadata.get("moves") == "power")
+"""The unpinned parameters that move power alone, never the step (``dse.model.power``): the
+throughput intervals' range ends leave them out, the power intervals take them in."""
 
 
 def unpinned(calib: Calibration) -> dict[str, tuple[float, float]]:
@@ -228,7 +275,9 @@ def checked_ranges(calib: Calibration, source: str) -> Calibration:
             raise DseInputError(source, where, "needs [low, high]")
         lo, hi = float(rng[0]), float(rng[1])
         meta = bounds[name]
-        if not (meta.get("min", -math.inf) < lo <= getattr(calib, name) <= hi <= meta.get("max", math.inf)):
+        floor = meta.get("min", -math.inf)
+        above_floor = lo > floor if meta.get("min_exclusive", False) else lo >= floor
+        if not (above_floor and lo <= getattr(calib, name) <= hi <= meta.get("max", math.inf)):
             raise DseInputError(source, where, f"[{lo:g}, {hi:g}] must hold the value "
                                 f"{getattr(calib, name):g} within ({meta.get('min', '-inf')}, "
                                 f"{meta.get('max', 'inf')}]")

@@ -33,6 +33,7 @@ from dse.limits import (
     MAX_NODES,
     MAX_OVERSUBSCRIPTION,
     MAX_PRICE_USD,
+    MAX_RACK_UNITS,
     MAX_RACK_W,
     MAX_ROWS_PER_TABLE,
     positive,
@@ -128,6 +129,10 @@ class NodeSpec:
     none. With ``cxl_modules`` they form the node's ``cxl`` memory tier, after host DDR."""
     cxl_modules: int = field(default=0, metadata=upto(MAX_MEMORY_MODULES_PER_NODE))
     """How many ``cxl_memory`` modules the node carries (0: no CXL tier)."""
+    rack_units: int | None = field(default=None, metadata=upto(MAX_RACK_UNITS, 1))
+    """Height of the node (U), which the facility's racks hold (``[facility] rack_units`` of the
+    catalog; :func:`dse.model.cost.facility_racks`); ``None``: the catalog chassis' (8U, an
+    8-GPU SXM server). A rack-scale system's nodes are in its own racks and never read it."""
     accelerator: str = field(default="", kw_only=True)
     """The accelerator's catalog key; required unless ``accelerators = 0``."""
 

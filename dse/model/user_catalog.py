@@ -14,24 +14,37 @@ in a study) and ``--set`` items add or change entries. They may hold these table
     h100-sxm5-80gb = [22000, 28000]
     [discounts]                   # a vendor's discount off the catalog's prices, a fraction in [0, 1)
     nvidia = 0.15
-    [facility]                    # electricity, PUE, years of amortisation
+    [node_price.dgx-h100]         # a quote for a whole node of a system (a preset's name or a file)
+    price_usd = 350000            # replaces the prices of the parts it covers (default: all of the node's)
+    price_low_usd = 320000        # and its range, drawn as a part's is
+    price_high_usd = 380000
+    [facility]                    # electricity, PUE, years of amortisation, the racks nodes go in
     usd_per_kwh = 0.2
+    rack_kw = 60
     [cdu]                         # the coolant distribution unit liquid-cooled racks share
     usd = 60000
+    [network_switch]              # whose scale-out switches and optics (cables) are bought, and
+    vendor = "nvidia"             # their prices; [scaleup_switch] likewise (vendor, usd_per_accelerator)
+    optics_vendor = "nvidia"
 
 A part's price range (``price_low_usd`` <= ``price_usd`` <= ``price_high_usd``, or the
 ``[price_range]`` shorthand) replaces the default spread of the draws that move prices: the robust
 front's (:mod:`dse.search.robust_front`) and the case studies' (:mod:`dse.outputs.cases.uncertainty`).
-A discount multiplies the price (and range) of every accelerator, CPU and NIC of that vendor
-(:func:`~dse.model.catalog.vendor_of`: the part's ``vendor``, else the first word of its name;
-NIC grades have none unless a user catalog gives one) by ``1 - discount``, except a part whose
-price or range the user states: a stated price is the price paid. Discounts from the file and
-``--set`` are applied once, after both (``--set`` wins for a vendor both name).
+A discount multiplies the price (and range) of every part of that vendor by ``1 - discount``:
+accelerators, CPUs, CXL memory, NICs (:func:`~dse.model.catalog.vendor_of`: the part's ``vendor``,
+else the first word of its name; the packaged NIC grades are NVIDIA ConnectX cards), the scale-up
+switch silicon (NVSwitch, NVIDIA's) and the scale-out switches and their optics when the user
+catalog names their vendors; never a part whose price or range the user states, nor a quote for a
+whole node: a stated price is the price paid. Discounts from the file and ``--set`` are applied
+once, after both (``--set`` wins for a vendor both name). A quote for a whole node
+(``[node_price.SYSTEM]``) replaces the prices of the node's parts it covers wherever the node is as
+that system states it (:func:`dse.model.bom.node_quote`).
 
 The result is a plain :class:`~dse.model.catalog.Catalog` passed to the model, which never reads
-a user file itself. Scale-out and scale-up switches and PCIe generations cannot be changed here:
-the step-time model reads their latencies and radix from the packaged catalog. Every change is
-listed as a :class:`CatalogChange`, so the pages that used it can say so.
+a user file itself. Of the scale-out and scale-up switches only their vendors and prices can be
+changed here (:data:`SWITCH_KEYS`), and PCIe generations not at all: the step-time model reads
+their latencies and radix from the packaged catalog. Every change is listed as a
+:class:`CatalogChange`, so the pages that used it can say so.
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from dse.errors import DseInputError
+from dse.model.bom import NODE_PARTS
 from dse.model.catalog import (
     CATALOG_FILE,
     PART_SECTIONS,
@@ -53,9 +67,21 @@ from dse.model.catalog import (
     load_catalog,
     vendor_of,
 )
+from dse.model.system import load_system_spec
 from dse.records import apply_override, from_mapping, read_toml
 
-FIELD_SECTIONS = ("chassis", "facility", "cdu")
+SWITCH_KEYS: dict[str, tuple[str, ...]] = {
+    "network_switch": ("vendor", "optics_vendor", "usd_per_port_per_400g", "optics_usd_per_end_per_400g"),
+    "scaleup_switch": ("vendor", "usd_per_accelerator"),
+}
+"""The fields of the switch tables a user catalog may change: whose they are and what they cost
+(their radix and latencies are the step-time model's, read from the packaged catalog)."""
+SWITCH_PRICES: dict[str, tuple[tuple[str, str], ...]] = {
+    "network_switch": (("usd_per_port_per_400g", "vendor"), ("optics_usd_per_end_per_400g", "optics_vendor")),
+    "scaleup_switch": (("usd_per_accelerator", "vendor"),),
+}
+"""Each switch table's prices and the field naming the vendor whose discount reaches each."""
+FIELD_SECTIONS = ("chassis", "facility", "cdu", *SWITCH_KEYS)
 """Single tables: a user entry changes some of their fields (the tables of parts by key, where a
 user entry changes the named part or adds a new one, are
 :data:`~dse.model.catalog.PART_SECTIONS`)."""
@@ -151,8 +177,14 @@ def _merge(merged: _Merged, user: dict[str, Any], source: str) -> _Merged:
             continue
         for key, value in table.items():
             if section in FIELD_SECTIONS:
+                allowed = SWITCH_KEYS.get(section)
+                if allowed is not None and key not in allowed:
+                    raise DseInputError(source, f"{section}.{key}", "only a switch's vendors and prices "
+                                        f"may be changed here (known keys: {', '.join(allowed)})")
                 out[section] = {**out[section], key: value}
                 changes.append(CatalogChange(f"{section}.{key}", repr(value), source))
+                if key.startswith("usd") or key.startswith("optics_usd"):
+                    stated[section, key] = source
                 continue
             if not isinstance(value, dict):
                 raise DseInputError(source, f"{section}.{key}", f"expected a table, got {value!r}")
@@ -200,7 +232,9 @@ def map_priced(catalog: Catalog, change: PartMap) -> Catalog:
 def _apply_discounts(catalog: Catalog, merged: _Merged) -> tuple[Catalog, list[CatalogChange]]:
     """``catalog`` with every discount applied to its vendor's parts whose price the user did not
     state (module docstring), and the changes that made."""
-    vendors = {vendor_of(p) for s in PRICED for p in getattr(catalog, s).values()} - {""}
+    vendors = ({vendor_of(p) for s in PRICED for p in getattr(catalog, s).values()}
+               | {getattr(getattr(catalog, t), v).lower() for t, prices in SWITCH_PRICES.items()
+                  for _, v in prices}) - {""}
     changes: list[CatalogChange] = []
     for vendor, (_, source) in sorted(merged.discounts.items()):
         if vendor not in vendors:
@@ -216,7 +250,26 @@ def _apply_discounts(catalog: Catalog, merged: _Merged) -> tuple[Catalog, list[C
                                      f"({found[0]:.0%} {vendor_of(part)} discount)", found[1]))
         return moved
 
-    return map_priced(catalog, change), changes
+    return _discounted_switches(map_priced(catalog, change), merged, changes), changes
+
+
+def _discounted_switches(catalog: Catalog, merged: _Merged, changes: list[CatalogChange]) -> Catalog:
+    """``catalog`` with each switch price (:data:`SWITCH_PRICES`) discounted by its vendor's
+    discount unless the user stated it; the changes appended to ``changes``."""
+    tables = {}
+    for section, prices in SWITCH_PRICES.items():
+        table = getattr(catalog, section)
+        moved = {}
+        for price, vendor_field in prices:
+            vendor = getattr(table, vendor_field).lower()
+            found = merged.discounts.get(vendor)
+            if found is None or (section, price) in merged.stated:
+                continue
+            moved[price] = getattr(table, price) * (1.0 - found[0])
+            changes.append(CatalogChange(f"{section}.{price}", f"{moved[price]:.6g} ({found[0]:.0%} "
+                                         f"{vendor} discount)", found[1]))
+        tables[section] = dataclasses.replace(table, **moved)
+    return dataclasses.replace(catalog, **tables)
 
 
 def discounted(part: P, factor: float) -> P:
@@ -284,6 +337,24 @@ def check_price_ranges(catalog: Catalog, stated: dict[tuple[str, str], str]) -> 
                                     f"{part.price_usd:.6g} (low <= price <= high)")
 
 
+def check_node_quotes(catalog: Catalog, stated: dict[tuple[str, str], str]) -> None:
+    """Every quote for a whole node names a system that loads (a preset or a system file) and
+    covers only parts a node is bought with (:data:`~dse.model.bom.NODE_PARTS`); one-line errors
+    naming the file that stated it and ``node_price.SYSTEM``."""
+    parts = [str(p) for p in NODE_PARTS]
+    for name, quote in catalog.node_price.items():
+        source = stated.get(("node_price", name), "catalog")
+        try:
+            load_system_spec(name)
+        except DseInputError as exc:
+            raise DseInputError(source, f"node_price.{name}",
+                                f"names no system that loads ({exc.message})") from None
+        unknown = [c for c in quote.covers if c not in parts]
+        if unknown:
+            raise DseInputError(source, f"node_price.{name}.covers", f"{unknown[0]!r} is no part a node is "
+                                f"bought with (those are: {', '.join(parts)})")
+
+
 def load_user_catalog(path: Path | None = None,
                       overrides: tuple[tuple[str, Any], ...] = ()) -> UserCatalog:
     """The packaged catalog with a user catalog file and then ``--set`` items applied.
@@ -303,6 +374,7 @@ def load_user_catalog(path: Path | None = None,
             items = apply_override(items, key, value)
         merged = _merge(merged, items, "--set")
     catalog = from_mapping(Catalog, merged.table, "--set" if overrides else str(path))
+    check_node_quotes(catalog, merged.stated)
     catalog, discount_changes = _apply_discounts(catalog, merged)
     check_price_ranges(catalog, merged.stated)
     return UserCatalog(catalog, (*merged.changes, *discount_changes))

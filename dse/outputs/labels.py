@@ -113,6 +113,13 @@ def show(name: str, value: Any) -> str:
     return str(value)
 
 
+def rack_scale_racks(values: Mapping[str, Any]) -> Any:
+    """The ``racks`` metric of a design's recorded values where it is a rack-scale system's (its
+    ``rack_nodes`` metric not 0; a record from before that metric counted racks of rack-scale
+    systems alone), for :func:`design_phrase`; None for nodes the facility's racks hold."""
+    return values.get("racks") if values.get("rack_nodes", 1) else None
+
+
 def design_phrase(params: Mapping[str, Any], racks: Any = None) -> str:
     """A design in words from its parameters (``param:`` prefixes allowed), in the order given:
     ``16 accelerators, 29.2 GB HBM, 2 NICs, 400 Gb/s``; a count and a kind of accelerator read

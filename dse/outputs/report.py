@@ -40,7 +40,7 @@ from dse.outputs.figures import (
     packed_plotlyjs,
 )
 from dse.outputs.front_design_detail import MAX_DESIGNS, chosen_section, score_designs
-from dse.outputs.labels import design_phrase, show, title
+from dse.outputs.labels import design_phrase, rack_scale_racks, show, title
 from dse.outputs.labels import header as short_label
 from dse.outputs.markup import plot_text, plot_value, text
 from dse.reading import read_text
@@ -237,7 +237,7 @@ def design_label(trials: list[FrozenTrial], params: list[str]) -> str:
     base = trials[0].user_attrs.get(BASELINE_KEY)
     numbers = ", ".join(f"#{t.number}" for t in trials) + (f" {base}" if base else "")
     phrase = design_phrase({p: design[p] for p in params if p in design},
-                           trials[0].user_attrs.get("racks"))
+                           rack_scale_racks(trials[0].user_attrs))
     return "<br>".join(plot_text(line) for line in (numbers, phrase) if line)
 
 

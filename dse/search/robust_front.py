@@ -46,6 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from dse.calibration.ensemble import (
     LEVEL,
+    POWER_EXPONENT,
     THROUGHPUT_EXPONENT,
     CalibrationEnsemble,
     DenseCache,
@@ -56,15 +57,17 @@ from dse.calibration.ensemble import (
     interval_of_spread,
     log_throughputs,
     range_ends,
+    with_power_ends,
 )
 from dse.calibration.regime import design_class
 from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.catalog import Catalog
-from dse.model.cost import capex, economics
+from dse.model.cost import capex, economics, priced
 from dse.model.evaluate import Evaluation, Memo, evaluate
 from dse.model.metrics import METRICS
-from dse.model.parameters import Calibration
+from dse.model.parameters import POWER_LEVELS, Calibration
+from dse.model.power import activity
 from dse.model.system import System
 from dse.model.timing import loads_key
 from dse.model.user_catalog import PRICED, draw_ranged_prices, price_range, ranged_parts
@@ -105,7 +108,7 @@ RETIMING_FORMAT = 1
 FRONT_SUFFIX = ".front"
 """The cache of a journal's last robust front, beside its retimings: ``NAME.journal.retiming.front``
 (:func:`front_cache`)."""
-FRONT_FORMAT = 3
+FRONT_FORMAT = 4
 """Version of that cache's layout; raise it when the layout or :class:`RobustFront` changes."""
 
 
@@ -354,6 +357,7 @@ def _interval_from_json(values: list[Any]) -> PredictionInterval:
     named = {f.name: v for f, v in zip(fields(PredictionInterval), values, strict=True)}
     named["outside"] = tuple(named["outside"])
     named["unpinned"] = tuple(named["unpinned"])
+    named["power_unpinned"] = tuple(named["power_unpinned"])
     return PredictionInterval(**named)
 
 
@@ -420,6 +424,10 @@ class _Retimer:
         self.dense: DenseCache = {}
         self.retimed: dict[tuple[object, ...], np.ndarray] = {}
         """Log throughput ratios by :func:`timing_key`: designs that time alike share one."""
+        self.levels = tuple(calib.with_values(**{n: getattr(m, n) for n in POWER_LEVELS})
+                            for m in ens.members)
+        """The calibration with each member's power levels (drawn across their ranges,
+        :func:`~dse.calibration.ensemble.with_drawn_ranges`): what moves a design's power."""
 
     def context(self) -> str:
         """What every retiming depends on besides its design (:func:`_context`)."""
@@ -468,6 +476,21 @@ class _Retimer:
         ev = evaluate(self.workload, system, self.calib, self.catalog, self.memo)
         return price_ratios(system, ev, prices)
 
+    def power_ratios(self, group: list[FrozenTrial]) -> np.ndarray:
+        """The group's wall power under each member's power levels over its power as scored
+        (ones for a design that no longer builds)."""
+        members = len(self.levels)
+        try:
+            system, trained = self.built(group)
+        except DseInputError:
+            return np.ones(members)
+        ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
+        point, bill = ev.power.power_w, ev.bill
+        if bill is None or not 0 < point < math.inf:
+            return np.ones(members)
+        return np.array([priced(bill, activity(ev.timing, system, c)).power.power_w / point
+                         for c in self.levels])
+
     def interval(self, group: list[FrozenTrial], dev: np.ndarray,
                  point: float) -> PredictionInterval | None:
         """The group's interval: a node without accelerators takes the CPU class's (its
@@ -480,12 +503,13 @@ class _Retimer:
             system, trained = self.built(group)
         except DseInputError:
             return interval_of_spread(point, dev, ens, LEVEL)
+        ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
         if system.cpu_only:
-            return cpu_interval_at(point, system, self.calib, LEVEL)
-        plan = evaluate(trained, system, self.calib, self.catalog, self.memo).plan
+            return with_power_ends(cpu_interval_at(point, system, self.calib, LEVEL), ev, self.calib)
+        plan = ev.plan
         ends = range_ends(trained, system, plan, self.calib, point)
         outside = ens.outside(design_class(system, plan)) if ens.regime is not None else ()
-        return interval_of_spread(point, dev, ens, LEVEL, outside, ends)
+        return with_power_ends(interval_of_spread(point, dev, ens, LEVEL, outside, ends), ev, self.calib)
 
 
 def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
@@ -528,7 +552,10 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     front_dev = [retimer.ratios(g) for g in front_groups]
     prices = price_draws(retimer.catalog, len(ens.members))
     notes: list[str] = []
-    near = _near_groups(front_groups, rest_groups, front_dev, objs, prices, retimer.catalog, notes)
+    moves_power = bool(np.any(_power_exponents(objs)))
+    front_watts = [retimer.power_ratios(g) for g in front_groups] if moves_power else []
+    near = _near_groups(front_groups, rest_groups, front_dev, objs, prices, retimer.catalog, notes,
+                        front_watts)
     near_dev = [retimer.ratios(g) for g in near]
     if len(retimer.known) != loaded:
         raw = _write_retimings(cache, context, retimer.known)
@@ -538,7 +565,11 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     if prices:
         notes.append(f"prices drawn within the user catalog's ranges "
                      f"({len(ranged_parts(retimer.catalog))} parts) under each member")
-    probability = _probabilities(groups, len(front_groups), devs, moves, objs, len(ens.members))
+    watts = (np.array([*front_watts, *(retimer.power_ratios(g) for g in near)]).reshape(
+        len(groups), len(ens.members)) if moves_power else None)
+    if moves_power:
+        notes.append("power levels drawn within their ranges under each member (dse.model.power)")
+    probability = _probabilities(groups, len(front_groups), devs, moves, objs, len(ens.members), watts)
     designs, comparisons = _front_designs(front_groups, front_dev, probability, objs, retimer)
     result = RobustFront(objs, designs, comparisons, len(ens.members), len(groups),
                          ens.calibration_version, threshold, LEVEL, tuple(notes))
@@ -548,6 +579,11 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
     return result
 
 
+def _power_exponents(objectives: Sequence[tuple[str, str]]) -> np.ndarray:
+    """Per objective, the power of wall power it moves with (:data:`POWER_EXPONENT`)."""
+    return np.array([POWER_EXPONENT.get(m, 0) for m, _ in objectives], dtype=float)
+
+
 def _cost_exponents(objectives: Sequence[tuple[str, str]]) -> np.ndarray:
     """Per objective, the powers of capex and TCO it moves with (:data:`PRICE_EXPONENTS`)."""
     return np.array([PRICE_EXPONENTS.get(m, (0, 0)) for m, _ in objectives], dtype=float).reshape(-1, 2)
@@ -555,13 +591,16 @@ def _cost_exponents(objectives: Sequence[tuple[str, str]]) -> np.ndarray:
 
 def _near_groups(front_groups: list[list[FrozenTrial]], rest_groups: list[list[FrozenTrial]],
                  front_dev: list[Retiming], objs: tuple[tuple[str, str], ...],
-                 prices: Sequence[Catalog], catalog: Catalog, notes: list[str]) -> list[list[FrozenTrial]]:
+                 prices: Sequence[Catalog], catalog: Catalog, notes: list[str],
+                 front_watts: Sequence[np.ndarray] = ()) -> list[list[FrozenTrial]]:
     """The dominated designs that the ensemble and the price draws could move onto the front,
     nearest first (at most :data:`NEAR_FRONT_LIMIT`; a note in ``notes`` when more were near)."""
     margin = _margin(np.array([d for d, _ in front_dev]))
-    # How far each objective can move two designs apart: the ensemble's throughput margin, and
-    # the price ranges' reach on the objectives that move with capex or TCO.
-    reach = (margin * np.abs(_exponents(objs))
+    watt_margin = _margin(np.log(np.array(front_watts))) if len(front_watts) else 0.0
+    # How far each objective can move two designs apart: the ensemble's throughput margin, the
+    # power levels' on the objectives that move with power, and the price ranges' reach on the
+    # objectives that move with capex or TCO.
+    reach = (margin * np.abs(_exponents(objs)) + watt_margin * np.abs(_power_exponents(objs))
              + (price_reach(catalog) if prices else 0.0) * np.abs(_cost_exponents(objs)).sum(axis=1))
     if not (rest_groups and reach.any()):
         return []
@@ -577,18 +616,22 @@ def _near_groups(front_groups: list[list[FrozenTrial]], rest_groups: list[list[F
 
 def _probabilities(groups: list[list[FrozenTrial]], front: int, devs: np.ndarray,
                    moves: np.ndarray | None, objs: tuple[tuple[str, str], ...],
-                   members: int) -> np.ndarray:
+                   members: int, watts: np.ndarray | None = None) -> np.ndarray:
     """Per front group (the first ``front`` of ``groups``), the share of the ``members`` under
     which it stays non-dominated among ``groups``: each member moves every group's objectives by
-    its throughput ratio (``devs``) and, with price draws, its capex and TCO ratios (``moves``)."""
+    its throughput ratio (``devs``), with price draws its capex and TCO ratios (``moves``), and
+    the objectives that move with power by its power ratio under the member's power levels
+    (``watts``)."""
     directions = [d for _, d in objs]
-    exps, cost_exps = _exponents(objs), _cost_exponents(objs)
+    exps, cost_exps, power_exps = _exponents(objs), _cost_exponents(objs), _power_exponents(objs)
     values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))
     kept = np.zeros(front)
     for b in range(members):
         moved = values * np.exp(devs[:, b][:, None] * exps[None, :])
         if moves is not None:
             moved *= np.exp(np.log(moves[:, b, :]) @ cost_exps.T)
+        if watts is not None:
+            moved *= np.exp(np.log(watts[:, b])[:, None] * power_exps[None, :])
         mask = pareto_mask(losses_of(moved, directions))
         kept += mask[:front]
     return kept / members

@@ -58,8 +58,8 @@ def price_draw(catalog: Catalog, rng: np.random.Generator, spread: float = PRICE
     """``catalog`` with every accelerator's price, the HBM price and the network prices each
     scaled by an independent uniform factor in ``[1 - spread, 1 + spread]``. A part whose user
     catalog states a price range is drawn uniformly within it instead (an accelerator from the
-    same variate, mapped onto its range; CPUs and NICs after the network factor), so without
-    ranges the draws are those of the spread alone."""
+    same variate, mapped onto its range; CPUs, NICs and quotes for whole nodes after the network
+    factor), so without ranges the draws are those of the spread alone."""
     def accelerator(a: Accelerator) -> Accelerator:
         factor = float(rng.uniform(1 - spread, 1 + spread))
         if price_range(a) is None:
@@ -70,7 +70,7 @@ def price_draw(catalog: Catalog, rng: np.random.Generator, spread: float = PRICE
     moved = dataclasses.replace(catalog, accelerator=acc)
     moved = scale_hbm_price(moved, float(rng.uniform(1 - spread, 1 + spread)))
     moved = scale_network_prices(moved, float(rng.uniform(1 - spread, 1 + spread)))
-    return draw_ranged_prices(moved, lambda: float(rng.uniform()), ("cpu", "nic"))
+    return draw_ranged_prices(moved, lambda: float(rng.uniform()), ("cpu", "nic", "node_price"))
 
 
 def claims_under_ensemble(case: CaseStudy[Any], data: CaseData, ensemble: CalibrationEnsemble,

@@ -41,10 +41,20 @@ CATALOG_EXAMPLE = """\
 # h100-sxm5-80gb = 25000
 # xeon-8480p = 9000
 #
+# [discounts]                      # a vendor's discount on every part of theirs you do not price
+# nvidia = 0.15
+#
+# [node_price.dgx-h100]            # a quote for a whole node of a system, in place of its parts
+# price_usd = 350000
+# price_low_usd = 320000           # the quote's spread, drawn by the robust front
+# price_high_usd = 380000
+#
 # [facility]
 # usd_per_kwh = 0.12               # electricity
 # pue = 1.2
 # server_amortisation_years = 4
+# rack_kw = 40                     # power and space of the racks a system of nodes fills
+# rack_units = 42
 #
 # [accelerator.h100-sxm5-80gb]     # change any figure of a part ...
 # tdp_w = 650
