@@ -85,7 +85,7 @@ FIT_PARAMETERS: tuple[str, ...] = (
 tables in host memory; :data:`PRIOR_REASONS`), ``collective_latency_s`` and ``peer_latency_s``
 (not separable from the per-kernel overhead with these data) and ``step_overhead_s`` (a measured
 host synchronisation) keep their priors. ``accelerator_training_utilisation`` does not move
-throughput; it is fitted to wall power (:func:`power_fit`) and carried through this fit unchanged."""
+throughput; it is fitted to wall power after this fit (:func:`fit_power`)."""
 EFFICIENCIES = frozenset(p for p in FIT_PARAMETERS if p.endswith("efficiency") or "_efficiency_" in p)
 OVERHEAD_FLOORS_S: dict[str, float] = {
     "kernel_overhead_s": 0.5e-6,
@@ -492,6 +492,19 @@ def power_fit(calib: Calibration, measurement: PowerMeasurement = POWER_MEASUREM
     full_w = power(system, None, act.at_tdp()).power_w
     return PowerFit(measurement, calib.accelerator_training_utilisation, ev.power.power_w,
                     (measurement.mid_w - idle_w) / (full_w - idle_w))
+
+
+POWER_DIGITS = 2
+"""Decimals ``accelerator_training_utilisation`` is fitted to: the measured range (7.06-7.11 kW,
++-25 W) moves it by +-0.005, so a third digit would claim more than the measurement holds."""
+
+
+def fit_power(calib: Calibration) -> Calibration:
+    """``calib`` with ``accelerator_training_utilisation`` fitted to the wall-power measurement:
+    its exact fit (:func:`power_fit`) to :data:`POWER_DIGITS` decimals. Run after the throughput
+    fit, since the measured node's other parts draw by the step the throughput parameters time."""
+    exact = power_fit(calib).exact_utilisation
+    return calib.with_values(accelerator_training_utilisation=round(exact, POWER_DIGITS))
 
 
 def power_record(calib: Calibration) -> dict[str, float]:

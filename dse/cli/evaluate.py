@@ -735,6 +735,7 @@ def _calibrate_published(data: Path | None, out: Path, version: str, ensemble: i
         FIT_PARAMETERS,
         check_loss,
         fit,
+        fit_power,
         loss_record,
         power_record,
         validate,
@@ -751,7 +752,8 @@ def _calibrate_published(data: Path | None, out: Path, version: str, ensemble: i
         return
     result = fit(measurements, Calibration(), loss=loss)
     # The CPU-only class moves only the CPU efficiencies, fitted apart (dse.calibration.cpu).
-    result = dataclasses.replace(result, calibration=fit_cpu(load_cpu_measurements(), result.calibration))
+    result = dataclasses.replace(result, calibration=fit_power(
+        fit_cpu(load_cpu_measurements(), result.calibration)))
     check = validate(measurements, result.calibration, leave_one_out=False, loss=loss)
     label = version or f"{date.today():%Y.%m.%d}-n{len(measurements)}"
     calib = dataclasses.replace(result.calibration, version=label, fit={

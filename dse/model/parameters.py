@@ -122,7 +122,9 @@ class Calibration:
     node (MLPerf Training v4.0 DLRM-DCNv2, ``smc-ac-power`` logs) drew 7.06-7.11 kW at the wall.
     One point, so its error is that of the measurement's range (+-0.4%) plus the catalog's
     estimates; ``dse validate`` reports it (``dse.calibration.fit.power_fit``), and ``dse
-    calibrate`` keeps it (the throughput fit does not move it) and records its error in ``[fit]``.
+    calibrate`` fits it after the throughput fit, to two decimals (``fit_power``), and records its
+    error in ``[fit]``. This default, 0.61, is the prior: the fit when every part drew flat; under
+    power by activity calibration 2026.12-9 fits 0.62 (exact 0.6176).
     Every other design's accelerators draw by their step's activity (``dse.model.power``): the
     level of their dense kernels is the one that makes the measured node's average this value,
     with the stated levels of its embedding kernels and waits, so a design waiting on its host or

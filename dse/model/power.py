@@ -28,7 +28,7 @@ A node without accelerators draws as before: its CPUs are its device, at TDP.
 >>> from dse import evaluate, load_system, load_workload
 >>> ev = evaluate(load_workload("mlperf-dlrm-dcnv2"), load_system("dgx-h100"))
 >>> round(ev.power.accelerator_utilisation, 4)  # the measured node: the fitted average
-0.61
+0.62
 """
 
 from __future__ import annotations

@@ -630,6 +630,12 @@ ceilings in place):
   2 and 4 after each GEMM): in-sample 5.5-5.8%, forward 16.0-18.2%.
 - Embedding gathers by generation: the one published gather microbenchmark is H100's (0.79 of
   peak), none for Blackwell, CDNA or Gaudi; `memory_efficiency` stays one parameter.
+
+**Calibration 2026.12-9** is 2026.12-8 with `accelerator_training_utilisation` refitted, 0.61 to
+0.62 (exact 0.6176), after power came to follow the step (issue 41): the measured node's links now
+draw 5% under full while they idle, so 0.61 drew 7,047 W, under the measured 7.06-7.11 kW, and 0.62
+draws 7,097 W, inside it. `dse calibrate` now fits it (to two decimals, the precision the measured
+range holds) after the throughput fit; it moves no step, so every throughput figure above holds.
 """
 
 UNDER_RATING = """\
