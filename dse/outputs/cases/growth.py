@@ -59,6 +59,8 @@ class GrowthFindings:
     h100_bottleneck_4x: str
     h100_slowdown: float
     """One DGX H100 node's throughput with the published tables / with the 4x tables."""
+    h100_power_ratio: float
+    """One DGX H100 node's power with the 4x tables / with the published tables."""
     single_node: pd.DataFrame
     """One node of each vendor (400 Gb/s NICs): throughput as published and 4x, and the slowdown."""
     slowest_growth: str
@@ -95,7 +97,8 @@ def _front_moves(data: CaseData, before: pd.DataFrame, after: pd.DataFrame) -> p
 
 
 def _single_node_slowdown(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """One node of each vendor with 400 Gb/s NICs, before and after: throughput and slowdown."""
+    """One node of each vendor with 400 Gb/s NICs, before and after: throughput, slowdown and
+    power (W; power follows the step, so a node its host links bind draws less)."""
     def one_node(frame: pd.DataFrame) -> pd.DataFrame:
         return frame[(frame["param:nodes"] == 1) & (frame["param:node.nic_gbit_s"] == 400.0)]
 
@@ -105,7 +108,8 @@ def _single_node_slowdown(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataF
         "system": single["param:system"],
         "samples_per_s_1x": single[f"{THROUGHPUT}_1x"], "samples_per_s_4x": single[f"{THROUGHPUT}_4x"],
         "slowdown": single[f"{THROUGHPUT}_1x"] / single[f"{THROUGHPUT}_4x"],
-        "bottleneck_4x": single["bottleneck_4x"], "host_ddr_gb_4x": single["ddr_used_gb_4x"]})
+        "bottleneck_4x": single["bottleneck_4x"], "host_ddr_gb_4x": single["ddr_used_gb_4x"],
+        "power_w_1x": single["power_w_1x"], "power_w_4x": single["power_w_4x"]})
 
 
 def analyse_growth(data: CaseData) -> GrowthFindings:
@@ -127,6 +131,7 @@ def analyse_growth(data: CaseData) -> GrowthFindings:
                          / max(1, (moves_frame["change"] != "joins").sum())),
         h100_bottleneck_4x=str(h100["bottleneck_4x"]),
         h100_slowdown=float(h100["slowdown"]),
+        h100_power_ratio=float(h100["power_w_4x"] / h100["power_w_1x"]),
         single_node=slowdown,
         slowest_growth=str(slowdown.loc[slowdown["slowdown"].idxmax(), "system"]),
         others_slowdown=float(slowdown[slowdown["system"] != "dgx-h100"]["slowdown"].max()),
@@ -158,7 +163,8 @@ that stay to {', '.join(f.stayed_systems) or 'none'}.
 {markdown_table(f.single_node)}
 
 A DGX H100 node's 8 x 80 GB of HBM no longer holds the grown tables: it spills them to host DDR,
-becomes bound by `{f.h100_bottleneck_4x}` and trains {f.h100_slowdown:.1f}x slower, while
+becomes bound by `{f.h100_bottleneck_4x}` and trains {f.h100_slowdown:.1f}x slower, drawing
+{1 - f.h100_power_ratio:.0%} less power while its accelerators wait on the host links, while
 the other nodes spill little or nothing and slow down by at most {f.others_slowdown:.2f}x.
 (The MI300X node's figure a hair under 1 is the placement's granularity: its 4x tables are cut
 into more pieces, which balance a little better.)
@@ -185,12 +191,17 @@ GROWTH: CaseStudy[GrowthFindings] = CaseStudy(
         Claim("Of the five vendor nodes, one DGX H100 node slows down the most when the tables "
               "grow 4x.",
               lambda f: f.slowest_growth == "dgx-h100"),
-        # Since power follows the step (dse.model.power, issue 41): a node bound by its host
-        # links draws less, so the slowest design joins the power front at its low end.
-        Claim("With 4x tables no H100 or H200 design is on the capex front, and one DGX H100 node "
-              "joins the power front: bound by host PCIe, its accelerators wait and draw less.",
+        Claim("With 4x tables no H100 or H200 design is on the capex front, and none of more than "
+              "one node is on the power front. (Changed with calibration 2026.12-9: it said one "
+              "DGX H100 node joins the power front, which it does under some calibrations only.)",
               lambda f: not ({"dgx-h100", "hgx-h200"} & set(f.today.front_systems["capex"]))
-              and 1 in f.today.front_systems["power"].get("dgx-h100", [])),
+              and all(f.today.front_systems["power"].get(s, [1]) == [1]
+                      for s in ("dgx-h100", "hgx-h200"))),
+        # Since power follows the step (dse.model.power, issue 41): a node bound by its host
+        # links draws less while its accelerators wait.
+        Claim("Bound by host PCIe with 4x tables, one DGX H100 node draws less power than with the "
+              "tables as published: its accelerators wait on the host links.",
+              lambda f: f.h100_bottleneck_4x == Stage.host_pcie and f.h100_power_ratio < 1.0),
         Claim("B200 designs stay on the front when the tables grow 4x.",
               lambda f: "dgx-b200" in f.stayed_systems),
         Claim("The MI300X node still gives the most samples/s per dollar, and the B200 node the "
