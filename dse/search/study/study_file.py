@@ -11,6 +11,7 @@ import dataclasses
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,12 +264,7 @@ def with_calibration(spec: StudySpec, calibration: str) -> StudySpec:
     (``--calibration``; empty: unchanged), validated."""
     if not calibration:
         return spec
-    changed = dataclasses.replace(spec, calibration=calibration)
-    try:
-        study_calibration(changed)
-    except DseInputError as exc:
-        raise DseInputError("--calibration", "", str(exc)) from None
-    return changed
+    return _checked(dataclasses.replace(spec, calibration=calibration), "--calibration", study_calibration)
 
 
 def resolved(spec: StudySpec, value: str, kind: FileKind) -> str:
@@ -339,9 +335,14 @@ def with_catalog(spec: StudySpec, catalog: str) -> StudySpec:
     empty: unchanged), validated."""
     if not catalog:
         return spec
-    changed = dataclasses.replace(spec, catalog=catalog)
+    return _checked(dataclasses.replace(spec, catalog=catalog), "--catalog", study_catalog)
+
+
+def _checked(spec: StudySpec, flag: str, load: Callable[[StudySpec], object]) -> StudySpec:
+    """``spec`` once ``load`` has read the file ``flag`` gave it: a bad file fails here, in one
+    line naming the flag."""
     try:
-        study_catalog(changed)
+        load(spec)
     except DseInputError as exc:
-        raise DseInputError("--catalog", "", str(exc)) from None
-    return changed
+        raise DseInputError(flag, "", str(exc)) from None
+    return spec
