@@ -147,10 +147,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("time_to_train_s", "time to train: samples to converge at the batch (the workload's "
            "convergence curve, else one epoch) over throughput (s)", "TTT min",
            "time to train to target (s)", 1 / 60, throughput_exponent=-1, needs="convergence"),
-    # No price exponents, as before the registry: the robust front's price draws leave it as scored
-    # (it is TCO over a time, so (0, 1) would move it as they move epoch_cost_usd).
+    # TCO over a time, so it moves with prices as epoch_cost_usd does (before 2026-12 it had no
+    # price exponents, and the robust front's price draws left it as scored).
     Metric("cost_to_train_usd", "TCO over the time to train (USD)", "TTT USD",
-           "TCO of training to target (USD)", throughput_exponent=-1, needs="convergence"),
+           "TCO of training to target (USD)", throughput_exponent=-1, price_exponents=(0, 1),
+           needs="convergence"),
     # A rack-scale system's racks (dse.model.racks), or the facility's racks its nodes fill
     # (dse.model.cost.facility_racks).
     Metric("racks", "racks of a rack-scale system (whole racks or the fractions sold), or the "
