@@ -14,7 +14,8 @@ and of TCO). Every list of metric names elsewhere is derived from
 - the labels of tables and figures (``dse.outputs.labels.LABELS``);
 - the throughput and power exponents of the prediction intervals (``dse.calibration.ensemble``)
   and the price exponents of the robust front (``dse.search.robust_front``);
-- the metrics ``dse compare`` lists (``dse.outputs.compare.COMPARED_METRICS``).
+- the metrics ``dse compare`` lists (``dse.outputs.compare.COMPARED_METRICS``) and those every
+  point of a report shows (``dse.outputs.report.HOVER_METRICS``).
 
 A new metric is one entry here and its computation in ``Evaluation.metrics()``;
 tests/test_metrics_registry.py holds the two, and every derived list, together.
@@ -73,6 +74,8 @@ class Metric:
     prices do not move (:func:`dse.model.cost.economics`)."""
     compared: bool = False
     """Listed by ``dse compare``, in registry order."""
+    hovered: bool = False
+    """Shown in every point's hover on a study's report, after the study's objectives."""
     needs: Needs = ""
     phrase: str = ""
     """How a design states the value where the metric is also a design knob (``"{} nodes"``)."""
@@ -85,17 +88,18 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric("throughput_samples_per_s", "training samples per second", "samples/s",
-           "throughput (samples/s)", better="maximize", throughput_exponent=1, compared=True),
+           "throughput (samples/s)", better="maximize", throughput_exponent=1, compared=True,
+           hovered=True),
     Metric("step_time_s", "seconds per step", "step ms", "step time (s)", 1e3, throughput_exponent=-1,
-           compared=True),
+           compared=True, hovered=True),
     Metric("feasible", "the model's verdict: the design fits, runs and keeps every buildability rule",
            "feasible", "feasible", kind="bool", better=None),
     Metric("bottleneck", "the stage with the largest share of the critical path", "bound by",
-           "bottleneck", kind="str", better=None),
+           "bottleneck", kind="str", better=None, hovered=True),
     Metric("capex_usd", "capital cost of the cluster (USD)", "capex USD", "capex (USD)",
-           price_exponents=(1, 0), compared=True),
+           price_exponents=(1, 0), compared=True, hovered=True),
     Metric("power_w", "wall power of the cluster while training (W)", "power kW", "power (W)", 1e-3,
-           power_exponent=1, compared=True),
+           power_exponent=1, compared=True, hovered=True),
     Metric("power_per_node_w", "wall power per node (W)", "kW/node", "power per node (W)", 1e-3,
            power_exponent=1),
     Metric("tco_usd_per_year", "capex amortised plus energy, per year (USD)", "TCO USD/yr",

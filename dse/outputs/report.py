@@ -28,6 +28,7 @@ from plotly.offline import get_plotlyjs_version
 from dse import __version__
 from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
+from dse.model.metrics import METRICS
 from dse.model.stages import STAGE_WORDS, STAGES
 from dse.model.user_catalog import CatalogChange
 from dse.outputs.figures import (
@@ -93,7 +94,8 @@ def _design(t: FrozenTrial) -> dict[str, Any]:
     return design
 
 
-HOVER_METRICS = ("throughput_samples_per_s", "capex_usd", "power_w", "step_time_s", "bottleneck")
+HOVER_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.hovered)
+"""Metrics every point's hover shows after the study's objectives (the registry's ``hovered``)."""
 
 
 def _hover_metrics(data: ReportData) -> list[str]:
