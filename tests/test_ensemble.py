@@ -141,7 +141,12 @@ def test_interval_contains_the_point_and_scales_every_derived_metric() -> None:
     step = iv.of("step_time_s", ev.step_time_s)
     assert step == pytest.approx((ev.step_time_s / hi, ev.step_time_s / lo))
     usd = iv.of("usd_per_billion_samples", ev.usd_per_billion_samples)
-    assert usd == pytest.approx((ev.usd_per_billion_samples / hi, ev.usd_per_billion_samples / lo))
+    # Cost per sample is TCO over throughput: TCO's energy share moves with the power levels.
+    share = ev.economics.energy_usd_per_year / ev.economics.tco_usd_per_year
+    assert iv.tco_energy_share == pytest.approx(share) and 0.0 < share < 0.2
+    tco_low, tco_high = (1 - share + share * iv.power_low), (1 - share + share * iv.power_high)
+    assert usd == pytest.approx((ev.usd_per_billion_samples / hi * tco_low,
+                                 ev.usd_per_billion_samples / lo * tco_high))
     assert iv.of("capex_usd", ev.cost.capex_usd) is None  # the calibration does not move capex
 
 
@@ -264,6 +269,9 @@ def test_evaluate_json_has_the_interval_keys() -> None:
     assert slo < out["step_time_s"] < shi
     assert slo * hi == pytest.approx(out["step_time_s"] * out["throughput_samples_per_s"])
     assert out["metric_intervals"]["usd_per_billion_samples"][0] < out["usd_per_billion_samples"]
+    # TCO moves with the power levels' ranges through its energy share, not with throughput.
+    tlo, thi = out["metric_intervals"]["tco_usd_per_year"]
+    assert tlo < out["tco_usd_per_year"] < thi and thi / tlo < 1.1
     assert out["interval_level"] == 0.8 and out["interval_members"] >= 100
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dse.calibration.ensemble import POWER_EXPONENT, PredictionInterval, power_ends
+from dse.calibration.ensemble import POWER_EXPONENT, PredictionInterval, power_ends, with_power_ends
 from dse.calibration.fit import power_fit
 from dse.calibration.measurements import POWER_MEASUREMENTS
 from dse.errors import DseInputError
@@ -153,6 +153,27 @@ def test_the_power_levels_are_ranges_the_intervals_take_in() -> None:
     assert energy == pytest.approx((far.low / 1.1, far.high / 0.9))
     assert iv.of("capex_usd", 1.0) is None and set(POWER_EXPONENT) == {
         "power_w", "power_per_node_w", "samples_per_s_per_w", "energy_per_sample_j"}
+
+
+def test_tco_moves_with_the_power_levels_by_its_energy_share() -> None:
+    # By hand: a quarter of TCO is energy and power may be 0.8-1.2x, so TCO is 0.95-1.05x; cost
+    # per sample (TCO over throughput 0.9-1.1x) takes the widest corners.
+    iv = PredictionInterval(0.8, 100.0, 90.0, 110.0, 95.0, 105.0, 10, power_low=0.8, power_high=1.2,
+                            tco_energy_share=0.25)
+    assert iv.of("tco_usd_per_year", 100.0) == pytest.approx((95.0, 105.0))
+    assert iv.of("usd_per_billion_samples", 1.0) == pytest.approx((0.95 / 1.1, 1.05 / 0.9))
+    assert iv.of("capex_usd", 1.0) is None
+    # Without an energy share (or without a power range), TCO has no interval, as capex.
+    assert dataclasses.replace(iv, tco_energy_share=0.0).of("tco_usd_per_year", 100.0) is None
+    assert dataclasses.replace(iv, power_low=1.0, power_high=1.0).of("tco_usd_per_year", 1.0) is None
+    # A host-bound design's share is its energy over its TCO (dse.model.cost.economics).
+    host = evaluate(load_workload("zion-2019"), H100)
+    eco = host.economics
+    shared = with_power_ends(iv, host, CALIB)
+    assert shared is not None and 0.0 < shared.tco_energy_share < 1.0
+    assert shared.tco_energy_share == pytest.approx(eco.energy_usd_per_year / eco.tco_usd_per_year)
+    low, high = shared.of("tco_usd_per_year", eco.tco_usd_per_year) or (0.0, 0.0)
+    assert low < eco.tco_usd_per_year < high
 
 
 def test_the_robust_front_moves_power_by_each_members_levels() -> None:

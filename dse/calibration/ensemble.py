@@ -100,8 +100,13 @@ power of wall power they are proportional to (:attr:`~dse.model.metrics.Metric.p
 The members' other parameters move a design's power too, through its step's activity, but they
 move the measured node's step with it, which sets the dense kernels' level
 (:func:`dse.model.power.dense_level`), so the power intervals take in the levels' ranges alone."""
+TCO_EXPONENT: Mapping[str, int] = MappingProxyType(
+    {m.name: m.price_exponents[1] for m in METRICS if m.price_exponents and m.price_exponents[1]})
+"""Metrics proportional to a power of TCO (the second of their
+:attr:`~dse.model.metrics.Metric.price_exponents`): the power levels move them through TCO's
+energy share (:attr:`PredictionInterval.tco_energy_share`)."""
 INTERVAL_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.name in THROUGHPUT_EXPONENT
-                                          or m.name in POWER_EXPONENT)
+                                          or m.name in POWER_EXPONENT or m.name in TCO_EXPONENT)
 """Every metric an interval moves (``metric_intervals`` of ``dse evaluate --json``)."""
 
 
@@ -423,6 +428,9 @@ class PredictionInterval:
     ends of the power levels' ranges (:func:`power_ends`)."""
     power_unpinned: tuple[str, ...] = ()
     """The power levels that move this design's power, each with its range."""
+    tco_energy_share: float = 0.0
+    """Share of the design's TCO that is energy (:func:`dse.model.cost.economics`), the part of it
+    the power levels move: TCO moves by ``1 - share + share x`` the power factor."""
 
     @classmethod
     def around(cls, level: float, point: float, log_bounds: tuple[float, float],
@@ -442,14 +450,19 @@ class PredictionInterval:
 
     def of(self, metric: str, value: float) -> tuple[float, float] | None:
         """``[low, high]`` of ``metric`` whose point value is ``value`` (a metric of
-        :data:`THROUGHPUT_EXPONENT` or :data:`POWER_EXPONENT`), or None for one neither the
-        calibration nor the power levels move. A metric that moves with both (energy per sample)
-        takes the widest of the four corners: the two are not known to move together."""
+        :data:`THROUGHPUT_EXPONENT`, :data:`POWER_EXPONENT` or :data:`TCO_EXPONENT`), or None for
+        one neither the calibration nor the power levels move. A metric that moves with both
+        (energy per sample, cost per sample) takes the widest of the four corners: the two are not
+        known to move together."""
         exponent, watts = THROUGHPUT_EXPONENT.get(metric), POWER_EXPONENT.get(metric)
-        if (exponent is None and watts is None) or not math.isfinite(value):
+        tco = TCO_EXPONENT.get(metric, 0) if self.tco_energy_share > 0 else 0
+        powers = (self.power_low, self.power_high)
+        if (exponent is None and watts is None and not (tco and powers != (1.0, 1.0))) \
+                or not math.isfinite(value):
             return None
-        factors = [f ** (exponent or 0) * p ** (watts or 0) for f in self.relative
-                   for p in (self.power_low, self.power_high)]
+        share = self.tco_energy_share
+        factors = [f ** (exponent or 0) * p ** (watts or 0) * (1.0 - share + share * p) ** tco
+                   for f in self.relative for p in powers]
         return (value * min(factors), value * max(factors))
 
     def to_dict(self, step_time_s: float) -> dict[str, Any]:
@@ -499,11 +512,15 @@ def prediction_interval(ev: Evaluation, ensemble: CalibrationEnsemble | None = N
 
 def with_power_ends(iv: PredictionInterval | None, ev: Evaluation,
                     calib: Calibration) -> PredictionInterval | None:
-    """``iv`` with the interval of ``ev``'s wall power (:func:`power_ends`)."""
+    """``iv`` with the interval of ``ev``'s wall power (:func:`power_ends`) and the share of its
+    TCO that power moves."""
     if iv is None:
         return None
     ends = power_ends(ev, calib)
-    return dataclasses.replace(iv, power_low=ends.low, power_high=ends.high, power_unpinned=ends.moved)
+    eco = ev.economics
+    share = eco.energy_usd_per_year / eco.tco_usd_per_year if 0 < eco.tco_usd_per_year < math.inf else 0.0
+    return dataclasses.replace(iv, power_low=ends.low, power_high=ends.high, power_unpinned=ends.moved,
+                               tco_energy_share=share)
 
 
 @dataclass(frozen=True, slots=True)

@@ -329,8 +329,8 @@ def design_interval(ev: Evaluation, path: Path | None = None, calib: Calibration
 def interval_json(ev: Evaluation, iv: PredictionInterval | None, note: str) -> dict[str, Any]:
     """The interval keys of ``dse evaluate --json``: ``throughput_interval_samples_per_s`` and
     ``step_time_interval_s`` as ``[low, high]`` (null without an interval, ``interval_note`` then
-    says why), ``metric_intervals`` for every metric that scales with throughput or with wall
-    power (``dse.calibration.ensemble.INTERVAL_METRICS``), and
+    says why), ``metric_intervals`` for every metric that scales with throughput, with wall
+    power or with TCO's energy share (``dse.calibration.ensemble.INTERVAL_METRICS``), and
     ``outside_measured_regime``: why the design lies outside the calibration's measured regime (an
     empty list when inside; null without an interval), and ``interval_basis``: ``ensemble`` or,
     for a node without accelerators, ``cpu_class``."""
@@ -447,7 +447,9 @@ def _print_costs(ev: Evaluation, m: Mapping[str, float], console: Console,
     """TCO (USD/year), cost (USD per billion samples) and energy (mJ) per sample, and the lines on
     training the workload (with ``iv``, their intervals)."""
     console.print(
-        f"TCO {m['tco_usd_per_year']:,.0f} USD/year, {human_number(ev.usd_per_billion_samples)} USD "
+        f"TCO {m['tco_usd_per_year']:,.0f} USD/year"
+        f"{_span(iv, 'tco_usd_per_year', m['tco_usd_per_year'], lambda v: f'{v:,.0f}')}, "
+        f"{human_number(ev.usd_per_billion_samples)} USD "
         f"per billion samples"
         f"{_span(iv, 'usd_per_billion_samples', ev.usd_per_billion_samples, human_number)}, "
         f"{m['energy_per_sample_j'] * 1e3:.3f} mJ/sample"
