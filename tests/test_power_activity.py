@@ -188,11 +188,18 @@ def test_the_robust_front_moves_power_by_each_members_levels() -> None:
     objs = (("throughput_samples_per_s", "maximize"), ("power_w", "minimize"))
     devs = np.zeros((2, 2))
     # Member 0 leaves power as scored; member 1 draws B's waits high (its power x 1.8 = 108 W):
-    # B is then dominated by A, so B stays on the front under half the members.
-    watts = np.array([[1.0, 1.0], [1.0, 1.8]])
+    # B is then dominated by A, so B stays on the front under half the members. (The second
+    # column, TCO's ratio, moves only objectives priced by TCO.)
+    watts = np.array([[[1.0, 1.0], [1.0, 1.0]], [[1.0, 1.0], [1.8, 1.1]]])
     kept = _probabilities(groups, 2, devs, None, objs, 2, watts)  # type: ignore[arg-type]
     assert list(kept) == [1.0, 0.5]
     assert list(_probabilities(groups, 2, devs, None, objs, 2)) == [1.0, 1.0]  # type: ignore[arg-type]
+    # Against TCO: B's TCO (60) x 1.8 would pass A's 100, but its energy share of an eighth moves
+    # it x 1.1 only (66): B stays; at x 1.7 (102) it is dominated.
+    tco = (("throughput_samples_per_s", "maximize"), ("tco_usd_per_year", "minimize"))
+    assert list(_probabilities(groups, 2, devs, None, tco, 2, watts)) == [1.0, 1.0]  # type: ignore[arg-type]
+    watts[1, 1, 1] = 1.7
+    assert list(_probabilities(groups, 2, devs, None, tco, 2, watts)) == [1.0, 0.5]  # type: ignore[arg-type]
 
 
 # --- quotes ---------------------------------------------------------------------------------------
@@ -322,3 +329,25 @@ def test_a_rack_limit_binds_a_node_system(tmp_path: Path) -> None:
     assert b200.racks == 3 and b200.rack_kw > 10.0
     packaged = evaluate(wl, load_system("dgx-b200", (("nodes", 3),)))
     assert packaged.racks == 1 and packaged.rack_kw <= 41.0
+
+
+def test_the_robust_front_moves_tco_by_its_energy_share() -> None:
+    from types import SimpleNamespace
+
+    from dse.calibration.ensemble import load_ensemble
+    from dse.search.robust_front import _Retimer
+    from dse.search.study.study_file import load_study_spec
+
+    ens = load_ensemble(calibration=CALIB)
+    retimer = _Retimer(load_study_spec("todays-hardware"), CALIB, ens, {})
+    design = {"system": "dgx-h100", "nodes": 4, "node.nic_gbit_s": 400.0,
+              "network.topology": "rail_optimized", "network.oversubscription": 1.0}
+    group = [SimpleNamespace(user_attrs={"design": design})]
+    ratios = retimer.power_ratios(group)  # type: ignore[arg-type]
+    system, trained = retimer.built(group)  # type: ignore[arg-type]
+    eco = evaluate(trained, system, CALIB, retimer.catalog).economics
+    share = eco.energy_usd_per_year / eco.tco_usd_per_year
+    # One row a member: its power ratio, and TCO's, which moves by the energy share alone.
+    assert ratios.shape == (len(ens.members), 2) and ratios[:, 0].std() > 0.0
+    assert ratios[:, 1] == pytest.approx(1.0 - share + share * ratios[:, 0])
+    assert 0.0 < share < 0.2

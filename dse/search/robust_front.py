@@ -47,6 +47,7 @@ from optuna.trial import FrozenTrial, TrialState
 from dse.calibration.ensemble import (
     LEVEL,
     POWER_EXPONENT,
+    TCO_EXPONENT,
     THROUGHPUT_EXPONENT,
     CalibrationEnsemble,
     DenseCache,
@@ -108,8 +109,9 @@ RETIMING_FORMAT = 1
 FRONT_SUFFIX = ".front"
 """The cache of a journal's last robust front, beside its retimings: ``NAME.journal.retiming.front``
 (:func:`front_cache`)."""
-FRONT_FORMAT = 4
-"""Version of that cache's layout; raise it when the layout or :class:`RobustFront` changes."""
+FRONT_FORMAT = 5
+"""Version of that cache's layout; raise it when the layout, :class:`RobustFront` or how it is
+computed changes (5: objectives priced by TCO move with the power levels)."""
 
 
 @dataclass(frozen=True)
@@ -477,19 +479,22 @@ class _Retimer:
         return price_ratios(system, ev, prices)
 
     def power_ratios(self, group: list[FrozenTrial]) -> np.ndarray:
-        """The group's wall power under each member's power levels over its power as scored
-        (ones for a design that no longer builds)."""
+        """Per member (rows), the group's wall power under its power levels over its power as
+        scored, and its TCO's, which moves by TCO's energy share (columns; ones for a design that
+        no longer builds)."""
         members = len(self.levels)
         try:
             system, trained = self.built(group)
         except DseInputError:
-            return np.ones(members)
+            return np.ones((members, 2))
         ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
-        point, bill = ev.power.power_w, ev.bill
-        if bill is None or not 0 < point < math.inf:
-            return np.ones(members)
-        return np.array([priced(bill, activity(ev.timing, system, c)).power.power_w / point
-                         for c in self.levels])
+        point, bill, eco = ev.power.power_w, ev.bill, ev.economics
+        if bill is None or not 0 < point < math.inf or not 0 < eco.tco_usd_per_year < math.inf:
+            return np.ones((members, 2))
+        watts = np.array([priced(bill, activity(ev.timing, system, c)).power.power_w / point
+                          for c in self.levels])
+        share = eco.energy_usd_per_year / eco.tco_usd_per_year
+        return np.column_stack([watts, 1.0 - share + share * watts])
 
     def interval(self, group: list[FrozenTrial], dev: np.ndarray,
                  point: float) -> PredictionInterval | None:
@@ -566,7 +571,7 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
         notes.append(f"prices drawn within the user catalog's ranges "
                      f"({len(ranged_parts(retimer.catalog))} parts) under each member")
     watts = (np.array([*front_watts, *(retimer.power_ratios(g) for g in near)]).reshape(
-        len(groups), len(ens.members)) if moves_power else None)
+        len(groups), len(ens.members), 2) if moves_power else None)
     if moves_power:
         notes.append("power levels drawn within their ranges under each member (dse.model.power)")
     probability = _probabilities(groups, len(front_groups), devs, moves, objs, len(ens.members), watts)
@@ -580,8 +585,10 @@ def robust_front(study: Study, spec: StudySpec, objectives: ObjectiveSet,
 
 
 def _power_exponents(objectives: Sequence[tuple[str, str]]) -> np.ndarray:
-    """Per objective, the power of wall power it moves with (:data:`POWER_EXPONENT`)."""
-    return np.array([POWER_EXPONENT.get(m, 0) for m, _ in objectives], dtype=float)
+    """Per objective, the powers of wall power and of TCO it moves with under the power levels
+    (:data:`POWER_EXPONENT`, :data:`TCO_EXPONENT`; the columns of :meth:`_Retimer.power_ratios`)."""
+    return np.array([(POWER_EXPONENT.get(m, 0), TCO_EXPONENT.get(m, 0)) for m, _ in objectives],
+                    dtype=float).reshape(-1, 2)
 
 
 def _cost_exponents(objectives: Sequence[tuple[str, str]]) -> np.ndarray:
@@ -600,7 +607,7 @@ def _near_groups(front_groups: list[list[FrozenTrial]], rest_groups: list[list[F
     # How far each objective can move two designs apart: the ensemble's throughput margin, the
     # power levels' on the objectives that move with power, and the price ranges' reach on the
     # objectives that move with capex or TCO.
-    reach = (margin * np.abs(_exponents(objs)) + watt_margin * np.abs(_power_exponents(objs))
+    reach = (margin * np.abs(_exponents(objs)) + watt_margin * np.abs(_power_exponents(objs)).sum(axis=1)
              + (price_reach(catalog) if prices else 0.0) * np.abs(_cost_exponents(objs)).sum(axis=1))
     if not (rest_groups and reach.any()):
         return []
@@ -620,8 +627,8 @@ def _probabilities(groups: list[list[FrozenTrial]], front: int, devs: np.ndarray
     """Per front group (the first ``front`` of ``groups``), the share of the ``members`` under
     which it stays non-dominated among ``groups``: each member moves every group's objectives by
     its throughput ratio (``devs``), with price draws its capex and TCO ratios (``moves``), and
-    the objectives that move with power by its power ratio under the member's power levels
-    (``watts``)."""
+    the objectives that move with power by its power and TCO ratios under the member's power
+    levels (``watts``: groups x members x 2, :meth:`_Retimer.power_ratios`)."""
     directions = [d for _, d in objs]
     exps, cost_exps, power_exps = _exponents(objs), _cost_exponents(objs), _power_exponents(objs)
     values = np.array([g[0].values for g in groups], dtype=float).reshape(len(groups), len(objs))
@@ -631,7 +638,7 @@ def _probabilities(groups: list[list[FrozenTrial]], front: int, devs: np.ndarray
         if moves is not None:
             moved *= np.exp(np.log(moves[:, b, :]) @ cost_exps.T)
         if watts is not None:
-            moved *= np.exp(np.log(watts[:, b])[:, None] * power_exps[None, :])
+            moved *= np.exp(np.log(watts[:, b, :]) @ power_exps.T)
         mask = pareto_mask(losses_of(moved, directions))
         kept += mask[:front]
     return kept / members
