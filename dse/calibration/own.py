@@ -56,7 +56,8 @@ from dse.errors import DseInputError
 from dse.limits import MAX_DATA_FILE_BYTES
 from dse.model.evaluate import evaluate
 from dse.model.parameters import FITTED_PARAMETERS, Calibration
-from dse.model.placement import Plan, plan_placement
+from dse.model.placement import Plan
+from dse.model.power import NOT_TIMING
 from dse.model.system import System, load_system
 from dse.model.timing import step_time
 from dse.model.workload import Workload, load_workload
@@ -73,11 +74,9 @@ workload: ``nodes=2;workload.global_batch=32768``; optional), ``samples_per_s`` 
 training throughput, positive) and ``note`` (free text; optional)."""
 REQUIRED_COLUMNS = ("id", "system", "workload", "samples_per_s")
 """The columns every user CSV must have."""
-POWER_ONLY = ("accelerator_training_utilisation",)
-"""Calibration parameters that never move throughput (wall power only,
-:func:`dse.model.cost.power`): no throughput row constrains them."""
-CANDIDATES: tuple[str, ...] = tuple(n for n in FITTED_PARAMETERS if n not in POWER_ONLY)
-"""Every parameter a user's rows may constrain."""
+CANDIDATES: tuple[str, ...] = tuple(n for n in FITTED_PARAMETERS if n not in NOT_TIMING)
+"""Every parameter a user's rows may constrain: those that move the step (the power levels and the
+training utilisation move wall power alone, :data:`dse.model.power.NOT_TIMING`)."""
 ELASTICITY_STEP = 0.1
 """Relative move of a parameter (down and up, within its bounds) by which its elasticity is
 measured: wide enough to see a stage that a step's overlap hides until it grows."""
@@ -213,7 +212,7 @@ def prepared(rows: Sequence[OwnMeasurement], calib: Calibration) -> list[OwnRow]
         if not ev.feasible or not 0 < ev.throughput_samples_per_s < math.inf:
             raise DseInputError(m.where, "system", "the model finds this design infeasible ("
                                 + "; ".join(ev.reasons or ("no finite throughput",)) + ")")
-        out.append(OwnRow(m, plan_placement(m.design_workload, m.design_system)))
+        out.append(OwnRow(m, ev.plan))
     return out
 
 

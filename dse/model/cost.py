@@ -75,8 +75,8 @@ class Priced(NamedTuple):
 def priced(bill: Bill, activity: Activity | float) -> Priced:
     """Capex, wall power and a rack's draw of ``bill``, in one walk of its lines. ``activity``:
     what each kind of part draws of its active span over the step (:func:`dse.model.power.activity`);
-    a number ``u`` prices every accelerator at ``u`` of TDP - idle and the rest at full draw
-    (:func:`dse.model.power.flat`)."""
+    a number ``u`` prices every accelerator at ``u`` of TDP - idle, the CPUs at their feeding prior
+    and the links at full draw (:func:`dse.model.power.flat`)."""
     shares = activity if isinstance(activity, tuple) else flat(activity)
     accelerator = Load.accelerator
     usd: dict[Part, float] = {}

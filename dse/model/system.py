@@ -336,9 +336,10 @@ class System:
     and the device's own memory (its first tier) is the node's DDR."""
 
     @property
-    def tier_capacities(self) -> tuple[float, ...]:
-        """Each tier's capacity (bytes per device or node): all a plan reads of the tiers."""
-        return tuple([t.capacity_bytes for t in self.tiers])
+    def tier_layout(self) -> tuple[tuple[str, float, int], ...]:
+        """Each tier's name, capacity (bytes per device or node) and access unit (bytes): all a
+        plan reads of the tiers (never their bandwidths)."""
+        return tuple([(t.name, t.capacity_bytes, t.access_bytes) for t in self.tiers])
 
     @property
     def accelerators_total(self) -> int:

@@ -10,8 +10,9 @@ the figures of one design (capacity and bandwidth, per device or per node). Addi
 is one row there, one field of the system file that sizes it, and its catalog part
 (docs/design.md, section 4, "Memory tiers").
 
-The placement reads capacities only (:attr:`MemoryTier.usable_bytes`); the timing reads the
-bandwidths and efficiencies (:func:`dse.model.timing.embedding_seconds`).
+The placement reads each tier's kind, capacity and access unit (:attr:`MemoryTier.usable_bytes`,
+:attr:`MemoryTier.access_bytes`), never its bandwidth; the timing reads the bandwidths and
+efficiencies (:func:`dse.model.timing.embedding_seconds`).
 """
 
 from __future__ import annotations
@@ -96,8 +97,9 @@ class MemoryTier:
     bytes_s: float
     """Peak bandwidth per device or per node (bytes/s)."""
     access_bytes: int
-    """Smallest unit moved (bytes); the kind's, or the device's own when it is the first tier (a
-    CPU device gathers DDR in cache lines, an accelerator HBM in sectors)."""
+    """Smallest unit moved (bytes): the kind's (:attr:`TierKind.access_bytes`), except a CPU
+    device's own DDR, which keeps the 32 B sector the CPU class was fitted with when its DDR stood
+    in for HBM (:func:`dse.model.system.resolve_system`)."""
 
 
 def memory_tier(name: TierName, scope: Scope, capacity_bytes: float, bytes_s: float,
@@ -106,13 +108,3 @@ def memory_tier(name: TierName, scope: Scope, capacity_bytes: float, bytes_s: fl
     kind = TIER_KINDS[name]
     return MemoryTier(name, kind, scope, capacity_bytes, capacity_bytes * (1.0 - kind.reserve_fraction),
                       bytes_s, kind.access_bytes if access_bytes is None else access_bytes)
-
-
-def device_tier(tiers: tuple[MemoryTier, ...]) -> MemoryTier:
-    """The training device's own memory: the first tier."""
-    return tiers[0]
-
-
-def node_tiers(tiers: tuple[MemoryTier, ...]) -> tuple[MemoryTier, ...]:
-    """The node's pools behind the device's own memory, in the order the placement fills them."""
-    return tiers[1:]

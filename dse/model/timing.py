@@ -35,6 +35,7 @@ from dse.model.placement import Plan
 from dse.model.stages import STAGES as STAGES
 from dse.model.stages import Breakdown, DenseTimes, EmbeddingTimes, LinkTimes, Stage, StageCosts
 from dse.model.system import System
+from dse.model.tiers import HOST_LINE_BYTES
 from dse.model.widths import ACTIVATION_BYTES, COMM_BYTES
 from dse.model.workload import Workload, derived
 
@@ -441,7 +442,7 @@ def cpu_pooling_seconds(loads: EmbeddingLoads, tier_rates: list[float], system: 
     then a framework operation cost per table and operation (:data:`CPU_OPS_PER_TABLE`,
     ``cpu_op_overhead_s``: a range, no measurement pins it)."""
     cores = system.spec.node.cpu_sockets * system.cpu.cores
-    core_rate = cores * CPU_LINES_IN_FLIGHT * 64 / DRAM_LOAD_LATENCY_S
+    core_rate = cores * CPU_LINES_IN_FLIGHT * HOST_LINE_BYTES / DRAM_LOAD_LATENCY_S
     out = []
     for i, ops in enumerate(CPU_OPS_PER_TABLE):
         memory = 0.0
@@ -916,10 +917,11 @@ def _step_dense(wl: Workload, system: System, calib: Calibration, devices: int, 
     return dense
 
 
-def exposed_allreduce(t: StageCosts, lead: bool) -> float:
-    """Seconds of the allreduce beyond the backward phase it runs beside (:func:`backward_phase`):
-    ``stages_s["allreduce_exposed"]``; ``t.allreduce_exposed`` is not read."""
-    return max(0.0, t.allreduce - _longest(backward_phase(t, lead))[0])
+def exposed_allreduce(t: StageCosts, phase: Node) -> float:
+    """Seconds of the allreduce beyond the backward phase it runs beside (``phase``,
+    :func:`backward_phase` of ``t``): ``stages_s["allreduce_exposed"]``; ``t.allreduce_exposed``
+    is not read."""
+    return max(0.0, t.allreduce - _longest(phase)[0])
 
 
 def step_time(wl: Workload, system: System, plan: Plan, calib: Calibration,
@@ -938,7 +940,7 @@ def step_time(wl: Workload, system: System, plan: Plan, calib: Calibration,
         overhead=kernels * calib.kernel_overhead_s + calib.step_overhead_s,
         input_s=input_seconds(ld.input_bytes, system, calib))
     phase = backward_phase(t, ld.lead)
-    t = t._replace(allreduce_exposed=max(0.0, t.allreduce - _longest(phase)[0]))  # (exposed_allreduce)
+    t = t._replace(allreduce_exposed=exposed_allreduce(t, phase))
     tree = step_tree(t, ld.lead, phase)
     compute, attribution, path = critical(tree)
     step = compute

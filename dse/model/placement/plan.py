@@ -278,7 +278,7 @@ def plan_key(system: System) -> tuple[object, ...]:
     equal keys (for one workload) get the same plan. Bandwidths are absent by design (see
     :class:`~dse.model.placement.costs.ShardCosts`), so a sweep over link speeds places each workload
     once per key."""
-    return (system.nodes, system.accelerators_per_node, system.tier_capacities, system.scaleup_domain,
+    return (system.nodes, system.accelerators_per_node, system.tier_layout, system.scaleup_domain,
             system.scaleup == "none", system.spec.software, system.spec.node.hbm_cache_gb)
 
 
