@@ -261,6 +261,13 @@ class FileKind:
         """Whether ``path`` is one of the built-in presets (results then go under ``./FOLDER``)."""
         return path.resolve().parent == self.builtin.resolve()
 
+    def preset(self, name: str) -> Path | None:
+        """The built-in preset ``name`` stands for, or None; a name no file can have is refused in
+        one line before the file system is asked (:func:`check_name`)."""
+        check_name(name, self)
+        path = self.builtin / f"{name}.toml"
+        return path if path.is_file() else None
+
 
 STUDY = FileKind("study", "studies", builtin_folder("studies"))
 SPACE = FileKind("search space", "search_spaces", builtin_folder("search_spaces"))

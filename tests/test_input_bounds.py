@@ -394,6 +394,28 @@ def test_names_no_file_can_have_are_one_line(tmp_path: Path, where: str) -> None
     assert long not in line  # the name is cut in the message, not printed back whole
 
 
+def test_a_recorded_objective_set_name_no_file_can_have_is_passed_over() -> None:
+    """A journal recording an objective set named by 300 characters gave ``OSError: [Errno 36]``
+    from the packaged-preset lookup (dse report, pareto and plot): the name is refused in one line
+    before the file system is asked, and the study file's own set is used."""
+    import json
+
+    import optuna
+
+    from dse.search.results import objective_set_of
+    from dse.search.study.attribute_keys import OBJECTIVES_KEY
+
+    spec = load_study_spec("zion-2020")
+    own = load_objectives(spec.objectives)
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    study.set_user_attr(OBJECTIVES_KEY, json.dumps({**own.to_dict(), "name": "x" * 300}))
+    with pytest.raises(DseInputError) as info:
+        objective_set_of(study, spec)
+    _one_line(info.value, "")
+    study.set_user_attr(OBJECTIVES_KEY, json.dumps(own.to_dict()))
+    assert objective_set_of(study, spec).to_dict() == own.to_dict()
+
+
 def test_a_huge_value_is_not_repeated_in_its_error() -> None:
     """``--set nodes=<100,000 digits>`` repeated every digit in its error."""
     result = runner.invoke(app, ["evaluate", "--system", "dgx-h100", "--workload", "mlperf-dlrm-v1",

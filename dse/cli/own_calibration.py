@@ -9,10 +9,10 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from dse.calibration.own import MIN_ELASTICITY, OwnFit
+from dse.cli._app import console as plain_console
 from dse.cli._app import fail
 from dse.cli.tables import print_table
 from dse.errors import DseInputError
@@ -55,24 +55,24 @@ def calibrate_own(data: Path, out: Path, version: str, members: int, seed: int) 
     except DseInputError as exc:
         fail(str(exc))
         return
-    console = Console()
+    console = plain_console()
     print_own_fit(own, data, console)
-    console.print(escape(f"written to {out}: dse evaluate ... --calibration {out}; dse run STUDY "
+    console.print(f"written to {out}: dse evaluate ... --calibration {out}; dse run STUDY "
                          f"--calibration {out} (or calibration = \"{out.name}\" in a study file "
-                         "beside it)"), highlight=False)
+                         "beside it)")
     if not members:
-        console.print(escape(f"no ensemble, so no intervals with it (add --ensemble 100 to build "
-                             f"{ensemble_beside(out).name} beside it)"), highlight=False)
+        console.print(f"no ensemble, so no intervals with it (add --ensemble 100 to build "
+                             f"{ensemble_beside(out).name} beside it)")
         return
     ens = build_own_ensemble(own, packaged, members, seed)
     try:
         write_ensemble(ens, ensemble_beside(out))
     except DseInputError as exc:
         fail(str(exc))
-    console.print(escape(
+    console.print(
         f"ensemble of {members} members (seed {seed}) written to {ensemble_beside(out)}: the "
         f"packaged ensemble's members with the fitted parameters refitted to your rows and drawn "
-        f"from the fit's uncertainty; coverage is not measured on your rows"), highlight=False)
+        f"from the fit's uncertainty; coverage is not measured on your rows")
 
 
 def print_own_fit(own: OwnFit, data: Path, console: Console) -> None:
@@ -101,13 +101,13 @@ def print_own_fit(own: OwnFit, data: Path, console: Console) -> None:
     print_table(console, rows)
     fitted = ", ".join(own.fitted) or "none"
     pinned = [n for n in own.fitted if n in ranges]
-    console.print(escape(
+    console.print(
         f"fitted from your rows: {fitted}" + (f" (no longer a range: {', '.join(pinned)})"
                                               if pinned else "")
         + f"; every other parameter keeps calibration {base.version}'s value and range (your "
         f"rows do not depend on {', '.join(unseen) or 'none'}). Your rows are one software "
         "family, yours, scored at factor 1 like every design: what they fit takes in your "
-        "software's speed."), highlight=False)
+        "software's speed.")
 
 
 def _value(calib: Calibration, name: str) -> str:

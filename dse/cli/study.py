@@ -876,7 +876,6 @@ def plot_cmd(
         if metric not in names and metric not in METRIC_NAMES:
             fail(f"{flag}: unknown metric {metric!r}")
     plain = pair_figure(gather(stored, spec, objectives), x, y)
-    fig = to_graph_object(plain)
     written: list[Path] = []
     if out is not None or (png is None and svg is None):
         base = output_base(spec, storage or "")
@@ -887,7 +886,7 @@ def plot_cmd(
         if target is None:
             continue
         try:
-            image = fig.to_image(format=kind)
+            image = to_graph_object(plain).to_image(format=kind)
         except Exception as exc:  # kaleido raises several types when no browser is found
             fail(f"static export to {target} needs kaleido 1.x and a Chromium browser "
                  f"(pip install kaleido; apt-get install chromium): {str(exc).splitlines()[0]}")

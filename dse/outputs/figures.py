@@ -91,7 +91,7 @@ def colorscale(name: str) -> list[list[Any]]:
 
 
 def to_graph_object(fig: Figure) -> go.Figure:
-    """``fig`` as a validated ``go.Figure`` (for static export and full pages)."""
+    """``fig`` as a validated ``go.Figure`` (for static export; pages write the plain figure)."""
     import plotly.graph_objects as go
 
     return go.Figure(fig)

@@ -5,7 +5,6 @@ rather than read (``dse evaluate --html F``; docs/design.md, section 5, "Overlap
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dse.model.evaluate import Evaluation
 from dse.model.stages import Stage
@@ -14,8 +13,6 @@ from dse.model.whatif import bottom_mlp_leads
 from dse.outputs.figures import STAGE_COLOURS, Figure, titled_page
 from dse.outputs.markup import plot_text
 
-if TYPE_CHECKING:
-    pass
 
 @dataclass(frozen=True, slots=True)
 class Bar:

@@ -11,7 +11,7 @@ own line (its numbers, and for ``pcie_lanes`` the switch share that fits).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,23 +72,10 @@ def _scored(t: FrozenTrial) -> dict[str, Any] | None:
     return design if t.state == TrialState.COMPLETE and isinstance(design, dict) else None
 
 
-def always_broken(trials: Iterable[FrozenTrial], base_of: Callable[[Mapping[str, Any]], str],
-                  min_trials: int = MIN_SYSTEM_TRIALS) -> list[AlwaysBroken]:
-    """The (base system, rule) pairs of ``trials`` whose system has at least ``min_trials``
-    completed, scored trials and all of them break the rule (``rule:NAME`` constraint above 0);
-    ``base_of(design)`` names a design's base system. In order of first appearance."""
-    tally = _Tally()
-    for t in trials:
-        design = _scored(t)
-        if design is not None:
-            tally.add(t, base_of(design))
-    return tally.found(min_trials)
-
-
 @dataclass
 class RuleWatch:
     """Watches the trials one run completes and says, once each, which base system breaks a rule
-    in every one of them (:func:`always_broken`), once :data:`WATCH_TRIALS` are complete."""
+    in every one of them (:meth:`_Tally.found`), once :data:`WATCH_TRIALS` are complete."""
 
     base_of: Callable[[Mapping[str, Any]], str]
     tally: _Tally = field(default_factory=_Tally)

@@ -263,8 +263,8 @@ def objective_set_of(study: Study, spec: StudySpec) -> ObjectiveSet:
         """A recorded file (an absolute path), or the packaged preset a recorded name is."""
         if not name or name.endswith(".toml"):
             return name
-        path = OBJECTIVES.builtin / f"{name}.toml"
-        return str(path) if path.is_file() else ""
+        path = OBJECTIVES.preset(name)
+        return str(path) if path is not None else ""
 
     candidates: list[Callable[[], str]] = [
         lambda: packaged(files.get("objectives", "")),

@@ -5,14 +5,18 @@ For each front design (one per distinct design) and each bootstrap member of the
 ensemble (:mod:`dse.calibration.ensemble`), the design's step is retimed with that member's
 parameters; every objective that moves with throughput (:data:`THROUGHPUT_EXPONENT`: throughput,
 cost and energy per sample, samples per kUSD or per watt, epoch time) is scaled by the member's
-throughput ratio, the others (capex, power, memory) stay. A design's *probability* is the share of
+throughput ratio; the objectives that move with wall power (:data:`POWER_EXPONENT`) or are priced
+by TCO (:data:`TCO_EXPONENT`) are moved by the member's power levels (each member draws them across
+their ranges: the design's power ratio, and TCO's through its energy share); the others (capex,
+memory) stay. A design's *probability* is the share of
 members under which it is still non-dominated; the *robust front* is the designs at or above
 :data:`ROBUST_PROBABILITY`. The leave-one-out residuals are left out of the probabilities on
 purpose: they are the model-form error of one design against its measurement, and between two
 designs of one study (same workload, mostly the same parts) that error is shared, not
 independent, so drawing it per design would invent disagreements. They do enter each design's
-80% interval (its error bars), and a comparison between two neighbouring front designs is *within
-the model's error* when their throughput intervals overlap.
+80% interval (its error bars). A comparison between two neighbouring front designs is *within the
+model's error* when fewer than :data:`LEVEL` of the members keep their throughput order
+(:attr:`NeighbourComparison.within_error`), not when their intervals overlap.
 
 When the study's user catalog states price ranges (``price_low_usd``/``price_high_usd``,
 :mod:`dse.model.user_catalog`), each member also draws every ranged part's price uniformly within
@@ -38,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from optuna import Study
@@ -203,6 +207,15 @@ class RobustFront:
                              "within_error": c.within_error} for c in self.comparisons],
             "notes": list(self.notes),
         }
+
+
+class Scored(NamedTuple):
+    """A front design built and evaluated once (:meth:`_Retimer.scored`)."""
+
+    system: System
+    trained: Workload
+    """The study's workload as the design trains it (its searched batch, if any)."""
+    evaluation: Evaluation
 
 
 def _key(t: FrozenTrial) -> str:
@@ -428,6 +441,9 @@ class _Retimer:
         """Log throughput ratios by :func:`timing_key`: designs that time alike share one."""
         self.levels = tuple(calib.with_values(**{n: getattr(m, n) for n in POWER_LEVELS})
                             for m in ens.members)
+        self.evaluated: dict[str, Scored | None] = {}
+        """Each design's system, trained workload and evaluation by :func:`_key` (None: it no
+        longer builds), made once for its retiming, prices, power and interval."""
         """The calibration with each member's power levels (drawn across their ranges,
         :func:`~dse.calibration.ensemble.with_drawn_ranges`): what moves a design's power."""
 
@@ -443,6 +459,20 @@ class _Retimer:
         return (design_system(self.space, design, self.catalog),
                 design_workload(self.space, design, self.workload))
 
+    def scored(self, group: list[FrozenTrial]) -> Scored | None:
+        """The group's design built and evaluated under the calibration, once (None when it no
+        longer builds)."""
+        key = _key(group[0])
+        if key not in self.evaluated:
+            try:
+                system, trained = self.built(group)
+            except DseInputError:
+                self.evaluated[key] = None
+            else:
+                ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
+                self.evaluated[key] = Scored(system, trained, ev)
+        return self.evaluated[key]
+
     def ratios(self, group: list[FrozenTrial]) -> Retiming:
         """Each member's log throughput ratio to the calibration's, and the point throughput
         (from the cache when it holds the design)."""
@@ -454,11 +484,10 @@ class _Retimer:
 
     def _retime(self, group: list[FrozenTrial]) -> Retiming:
         members = len(self.ens.members)
-        try:
-            system, trained = self.built(group)
-        except DseInputError:
+        scored = self.scored(group)
+        if scored is None:
             return np.zeros(members), math.nan
-        ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
+        system, trained, ev = scored
         point = ev.throughput_samples_per_s
         if not 0 < point < math.inf:
             return np.zeros(members), math.nan
@@ -471,23 +500,20 @@ class _Retimer:
 
     def priced(self, group: list[FrozenTrial], prices: Sequence[Catalog]) -> np.ndarray:
         """The group's capex and TCO ratios under each price draw (:func:`price_ratios`)."""
-        try:
-            system = design_system(self.space, group[0].user_attrs.get("design") or {}, self.catalog)
-        except DseInputError:
+        scored = self.scored(group)
+        if scored is None:
             return np.ones((len(prices), 2))
-        ev = evaluate(self.workload, system, self.calib, self.catalog, self.memo)
-        return price_ratios(system, ev, prices)
+        return price_ratios(scored.system, scored.evaluation, prices)
 
     def power_ratios(self, group: list[FrozenTrial]) -> np.ndarray:
         """Per member (rows), the group's wall power under its power levels over its power as
         scored, and its TCO's, which moves by TCO's energy share (columns; ones for a design that
         no longer builds)."""
         members = len(self.levels)
-        try:
-            system, trained = self.built(group)
-        except DseInputError:
+        scored = self.scored(group)
+        if scored is None:
             return np.ones((members, 2))
-        ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
+        system, _, ev = scored
         point, bill, eco = ev.power.power_w, ev.bill, ev.economics
         if bill is None or not 0 < point < math.inf or not 0 < eco.tco_usd_per_year < math.inf:
             return np.ones((members, 2))
@@ -504,11 +530,10 @@ class _Retimer:
         ens = self.ens
         if not math.isfinite(point):
             return None
-        try:
-            system, trained = self.built(group)
-        except DseInputError:
+        scored = self.scored(group)
+        if scored is None:
             return interval_of_spread(point, dev, ens, LEVEL)
-        ev = evaluate(trained, system, self.calib, self.catalog, self.memo)
+        system, trained, ev = scored
         if system.cpu_only:
             return with_power_ends(cpu_interval_at(point, system, self.calib, LEVEL), ev, self.calib)
         plan = ev.plan

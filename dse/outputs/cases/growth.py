@@ -33,6 +33,7 @@ from dse.outputs.cases.today import (
     TODAY_SYSTEMS,
     TodayFindings,
     analyse_today,
+    hopper_off_the_fronts,
     systems_list,
 )
 from dse.search.study.study_file import study_workload
@@ -194,9 +195,7 @@ GROWTH: CaseStudy[GrowthFindings] = CaseStudy(
         Claim("With 4x tables no H100 or H200 design is on the capex front, and none of more than "
               "one node is on the power front. (Changed with calibration 2026.12-9: it said one "
               "DGX H100 node joins the power front, which it does under some calibrations only.)",
-              lambda f: not ({"dgx-h100", "hgx-h200"} & set(f.today.front_systems["capex"]))
-              and all(f.today.front_systems["power"].get(s, [1]) == [1]
-                      for s in ("dgx-h100", "hgx-h200"))),
+              lambda f: hopper_off_the_fronts(f.today.front_systems)),
         # Since power follows the step (dse.model.power, issue 41): a node bound by its host
         # links draws less while its accelerators wait.
         Claim("Bound by host PCIe with 4x tables, one DGX H100 node draws less power than with the "

@@ -31,6 +31,17 @@ PROJECTIONS = {"capex": ("throughput_samples_per_s", "capex_usd"),
 DISTINCT = ["throughput_samples_per_s", "capex_usd", "power_w"]
 
 
+HOPPER_SYSTEMS = ("dgx-h100", "hgx-h200")
+"""The vendor nodes of the previous generation, whose place on the fronts two claims state."""
+
+
+def hopper_off_the_fronts(front_systems: Mapping[str, Mapping[str, list[int]]]) -> bool:
+    """No Hopper node on the throughput-capex front, and none of more than one node on the
+    throughput-power front (``front_systems``: :attr:`TodayFindings.front_systems`)."""
+    return (not set(HOPPER_SYSTEMS) & set(front_systems["capex"])
+            and all(front_systems["power"].get(s, [1]) == [1] for s in HOPPER_SYSTEMS))
+
+
 def _front_systems(front: pd.DataFrame) -> dict[str, list[int]]:
     """Node counts on a front, per vendor node."""
     out: dict[str, list[int]] = {}
@@ -178,8 +189,7 @@ TODAY: CaseStudy[TodayFindings] = CaseStudy(
               "node is on the throughput-power front. (Changed with calibration 2026.12-9, power "
               "by activity: it said neither is on either front; one node of each now is on the "
               "power front, between the Gaudi2 and B200 nodes.)",
-              lambda f: not ({"dgx-h100", "hgx-h200"} & set(f.front_systems["capex"]))
-              and all(f.front_systems["power"].get(s, [1]) == [1] for s in ("dgx-h100", "hgx-h200"))),
+              lambda f: hopper_off_the_fronts(f.front_systems)),
         Claim("The MI300X node gives the most samples/s per dollar.",
               lambda f: f.best_per_kusd == "mi300x-x8"),
         Claim("The B200 node gives the most samples/s per watt and the highest throughput.",
