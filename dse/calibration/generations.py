@@ -18,8 +18,9 @@ And by generation (:class:`GenerationHoldout`): the calibration refitted without
 one architecture (the catalog's ``architecture``: volta, ampere, ada, hopper...), and those points
 predicted by it, as dse predicts a generation nobody has measured yet (a software family measured
 only on that generation runs at the reference family's speed there, as a new design does). The
-intervals of a design on a generation no measurement has (:mod:`dse.calibration.ensemble`) are
-built from these errors.
+intervals of a design on a generation no measurement has are built from the same holdouts, made
+and kept by the ensemble (:func:`dse.calibration.ensemble.with_class_holdouts`, architecture
+axis); these are refitted here for the report (the two fits are the same computation, run twice).
 """
 
 from __future__ import annotations

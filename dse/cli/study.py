@@ -27,10 +27,10 @@ from dse.cli.tables import choose_columns, distinct_designs, print_designs
 from dse.errors import DseInputError
 from dse.search import _optuna
 from dse.search.algorithms.reference import (
-    OWN_RANGE,
     REFERENCE_MAX_DESIGNS,
     REFERENCE_MIN_BUDGET,
     is_own_range,
+    own_range_reason,
 )
 from dse.search.results import load_stored_study, refresh_snapshot, status, trial_rows, trials_frame
 from dse.search.storage.failures import quiet_lost_storage, storage_failure
@@ -700,7 +700,7 @@ def _against(reference: str) -> str:
     """What a hypervolume figure is relative to, in words (and why no fixed box is used, when the
     study's is flat)."""
     if is_own_range(reference):
-        why = reference.removeprefix(OWN_RANGE).strip(" ()")
+        why = own_range_reason(reference)
         return "in the front's own range: not a convergence figure" + (f"; {why}" if why else "")
     return f"1.0 = the front of a {reference}"
 

@@ -50,7 +50,7 @@ from dse.safe_write import write_file
 from dse.search.algorithms.analysis import hypervolume_curve, importances, importances_key
 from dse.search.algorithms.dedup import group_by_design, trial_numbers
 from dse.search.algorithms.pareto import is_feasible, pareto_trials
-from dse.search.algorithms.reference import OWN_RANGE, convergence, is_own_range
+from dse.search.algorithms.reference import convergence, is_own_range, own_range_reason
 from dse.search.results import FrozenTrial, Study, TrialState
 from dse.search.storage.recovery import BASELINE_KEY
 from dse.search.study.attribute_keys import (
@@ -62,7 +62,7 @@ from dse.search.study.attribute_keys import (
     WORKLOAD_KEY,
 )
 from dse.search.study.objective_sets import ObjectiveSet
-from dse.search.study.study_file import BATCH_PARAMS, StudySpec, batch_without_curve
+from dse.search.study.study_file import StudySpec, batch_without_curve, searched_batch
 
 FADED = "rgba(120,120,120,0.25)"
 
@@ -470,7 +470,7 @@ def parts_line(study: Study, data: ReportData) -> str:
 def convergence_line(study: Study, data: ReportData) -> str:
     """The hypervolume against the study's fixed reference and whether the front still moves."""
     conv = convergence(study, data.feasible, len(data.trials))
-    why = conv.reference.removeprefix(OWN_RANGE).strip(" ()")
+    why = own_range_reason(conv.reference)
     against = (f"in the front's own range ({why or 'no fixed reference'}: not a convergence figure)"
                if is_own_range(conv.reference) else f"1.0 = the front of a {conv.reference}")
     trend = (f"<b>still moving</b>: +{conv.gained:.3f} over the last {conv.window} trials"
@@ -496,7 +496,7 @@ def header(study: Study, data: ReportData, storage: str) -> str:
     own = spec.file and not STUDY.is_builtin(Path(spec.file))
     command = f"dse run {spec.file if own else spec.name}" + (f" --storage {storage}" if storage else "")
     # Every row is HTML: the plain ones escaped here, the others (markup of their own) where made.
-    searched = next((p for p in BATCH_PARAMS if p in data.params), "")
+    searched = searched_batch(data.params)
     batch = (f"batch searched ({searched})" if searched
              else f"batch {int(wl.get('global_batch') or 0):,}")
     plain = [

@@ -26,10 +26,7 @@ def choose_tiers(pieces: list[tuple[Candidate, int]], budget: float,
     The sort is stable: ties keep their order, so sorting each size of piece once puts its pieces
     where sorting them one by one would.
     """
-    if order == "largest":
-        density = [-c.footprint for c, _ in pieces]
-    else:
-        density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c, _ in pieces]
+    density = [-c.footprint if order == "largest" else _density(c) for c, _ in pieces]
     by_density = [pieces[i] for i in sorted(range(len(pieces)), key=density.__getitem__, reverse=True)]
     if sum([c.footprint * count for c, count in by_density]) <= budget * (1.0 - 1e-6):
         # All fit, with more room to spare than the rounding of the running budget below could eat.
@@ -57,8 +54,7 @@ def split_by_density(pieces: list[Candidate], budgets: list[float]) -> list[list
         return [pieces]
     left = list(budgets[:-1])
     out: list[list[Candidate]] = [[] for _ in budgets]
-    for c in sorted(pieces, key=lambda c: c.lookups / (c.footprint if c.footprint > 1.0 else 1.0),
-                    reverse=True):
+    for c in sorted(pieces, key=_density, reverse=True):
         i = next((i for i, room in enumerate(left) if c.footprint <= room), len(left))
         if i < len(left):
             left[i] -= c.footprint
@@ -132,6 +128,12 @@ def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier,
 
 _SERVED: dict[str, Access] = {"cache": "cached", "uvm": "direct", "cpu": "pooled"}
 """How each way of serving off-device tables (but ``auto``) serves them."""
+
+
+def _density(c: Candidate) -> float:
+    """Lookups a piece takes per byte it holds (its footprint, at least one byte): the order in
+    which pieces claim the faster tiers."""
+    return c.lookups / (c.footprint if c.footprint > 1.0 else 1.0)
 
 
 def _access(serving: HostServing, cache: float) -> Access:

@@ -171,5 +171,12 @@ def is_own_range(reference: str) -> bool:
     return reference.startswith(OWN_RANGE)
 
 
+def own_range_reason(reference: str) -> str:
+    """Why a :class:`Convergence` label in the front's own range uses no fixed box (empty when the
+    study never fixed one)."""
+    return reference.removeprefix(OWN_RANGE).strip(" ()")
+
+
 __all__ = ["OWN_RANGE", "REFERENCE_KEY", "Convergence", "Reference", "convergence", "is_own_range",
+           "own_range_reason",
            "reference_from_front", "stored_reference", "study_reference", "window"]

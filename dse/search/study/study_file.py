@@ -11,7 +11,7 @@ import dataclasses
 import json
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,9 +281,10 @@ BATCH_PARAMS = ("workload.global_batch", *(WORKLOAD_PREFIX + k for k in PER_DEVI
 """The space parameters that set the global batch."""
 
 
-def searched_batch(space: SearchSpace) -> str:
-    """The parameter of ``space`` that sets the global batch (empty when it keeps the workload's)."""
-    return next((p for p in BATCH_PARAMS if p in space.parameters), "")
+def searched_batch(parameters: Container[str]) -> str:
+    """Of a space's ``parameters`` (names), the one that sets the global batch (empty when the
+    space keeps the workload's)."""
+    return next((p for p in BATCH_PARAMS if p in parameters), "")
 
 
 def batch_without_curve(spec: StudySpec) -> str:
@@ -291,7 +292,7 @@ def batch_without_curve(spec: StudySpec) -> str:
     then time to train holds the samples fixed whatever the batch, so the largest batch always
     trains fastest; empty otherwise (no batch searched, or a curve charges a larger batch its
     extra samples)."""
-    param = searched_batch(study_space(spec))
+    param = searched_batch(study_space(spec).parameters)
     wl = study_workload(spec)
     if not param or wl.curve() is not None:
         return ""
