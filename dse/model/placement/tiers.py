@@ -26,7 +26,10 @@ def choose_tiers(pieces: list[tuple[Candidate, int]], budget: float,
     The sort is stable: ties keep their order, so sorting each size of piece once puts its pieces
     where sorting them one by one would.
     """
-    density = [-c.footprint if order == "largest" else _density(c) for c, _ in pieces]
+    if order == "largest":
+        density = [-c.footprint for c, _ in pieces]
+    else:  # _density, inlined: this runs for every piece of every placement
+        density = [c.lookups / (c.footprint if c.footprint > 1.0 else 1.0) for c, _ in pieces]
     by_density = [pieces[i] for i in sorted(range(len(pieces)), key=density.__getitem__, reverse=True)]
     if sum([c.footprint * count for c, count in by_density]) <= budget * (1.0 - 1e-6):
         # All fit, with more room to spare than the rounding of the running budget below could eat.
