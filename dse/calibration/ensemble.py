@@ -543,24 +543,18 @@ MOVED_LOG = 1e-3
 def range_ends(workload: Workload, system: System, plan: Plan, calib: Calibration,
                point: float) -> RangeEnds:
     """:class:`RangeEnds` of a design predicted at ``point`` samples/s under ``calib``: its
-    throughput retimed with each unpinned parameter (:func:`~dse.model.parameters.unpinned`) alone
-    at either end of its range, then with every one at its slower end together and at its faster
-    end together (the step is monotone in each: an efficiency speeds it, an overhead slows it, so
-    these two bound every draw)."""
+    throughput retimed at the ends of every unpinned parameter's range
+    (:func:`~dse.model.parameters.unpinned`; :func:`_ends`: the step is monotone in each, an
+    efficiency speeds it, an overhead slows it)."""
     ranges = {n: r for n, r in unpinned(calib).items() if n not in POWER_LEVELS}
     if not ranges or not (0 < point < math.inf):
         return NO_RANGE
-    names = list(ranges)
-    alone = [calib.with_values(**{n: v}) for n in names for v in ranges[n]]
-    logs = log_throughputs(workload, system, plan, alone) - math.log(point)
-    logs = np.where(np.isfinite(logs), logs, 0.0)
-    slow = {n: ranges[n][0] if logs[2 * i] <= logs[2 * i + 1] else ranges[n][1] for i, n in enumerate(names)}
-    fast = {n: ranges[n][1] if v == ranges[n][0] else ranges[n][0] for n, v in slow.items()}
-    both = log_throughputs(workload, system, plan, [calib.with_values(**slow), calib.with_values(**fast)])
-    both = np.where(np.isfinite(both), both - math.log(point), 0.0)
-    moved = tuple(f"{n} {ranges[n][0]:g}-{ranges[n][1]:g}" for i, n in enumerate(names)
-                  if max(abs(logs[2 * i]), abs(logs[2 * i + 1])) > MOVED_LOG)
-    return RangeEnds(float(min(both.min(), logs.min(), 0.0)), float(max(both.max(), logs.max(), 0.0)), moved)
+
+    def logs_at(values: list[dict[str, float]]) -> np.ndarray:
+        logs = log_throughputs(workload, system, plan, [calib.with_values(**v) for v in values])
+        return np.where(np.isfinite(logs), logs - math.log(point), 0.0)
+
+    return _ends(ranges, logs_at)
 
 
 NO_POWER = RangeEnds(1.0, 1.0, ())
@@ -568,28 +562,40 @@ NO_POWER = RangeEnds(1.0, 1.0, ())
 
 def power_ends(ev: Evaluation, calib: Calibration) -> RangeEnds:
     """What the ranges of the power levels (:data:`~dse.model.parameters.POWER_LEVELS`) do to
-    ``ev``'s wall power, as factors of its point value (not logs): its bill repriced at each level
-    alone at either end of its range, then at every level's low-power end together and at every
-    high-power end together (power is linear in each level, so these bound every draw); the
-    measured node's dense-kernel level follows each draw (:func:`dse.model.power.dense_level`), so
-    its own power moves only by its other parts'."""
+    ``ev``'s wall power, as factors of its point value (not logs): its bill repriced at the ends of
+    every level's range (:func:`_ends`: power is linear in each level); the measured node's
+    dense-kernel level follows each draw (:func:`dse.model.power.dense_level`), so its own power
+    moves only by its other parts'."""
     ranges = {n: r for n, r in unpinned(calib).items() if n in POWER_LEVELS}
     point = ev.power.power_w
     if ev.bill is None or not ranges or not 0 < point < math.inf:
         return NO_POWER
     bill = ev.bill
 
-    def at(values: dict[str, float]) -> float:
-        return priced(bill, activity(ev.timing, ev.system, calib.with_values(**values))).power.power_w / point
+    def logs_at(values: list[dict[str, float]]) -> np.ndarray:
+        return np.log([priced(bill, activity(ev.timing, ev.system, calib.with_values(**v))).power.power_w
+                       / point for v in values])
 
+    logs = _ends(ranges, logs_at)
+    return RangeEnds(math.exp(logs.low), math.exp(logs.high), logs.moved)
+
+
+def _ends(ranges: Mapping[str, tuple[float, float]],
+          logs_at: Callable[[list[dict[str, float]]], np.ndarray]) -> RangeEnds:
+    """What ``ranges`` do to one prediction, as log ratios to its point (0 included), and which
+    parameters move it by over :data:`MOVED_LOG`: each parameter alone at either end of its range,
+    then every one at its lower end together and at its higher end together (the prediction is
+    monotone in each, so these two bound every draw). ``logs_at``: the log ratio under each set of
+    parameter values."""
     names = list(ranges)
-    alone = [at({n: v}) for n in names for v in ranges[n]]
+    alone = logs_at([{n: v} for n in names for v in ranges[n]])
     low = {n: ranges[n][0] if alone[2 * i] <= alone[2 * i + 1] else ranges[n][1] for i, n in enumerate(names)}
     high = {n: ranges[n][1] if v == ranges[n][0] else ranges[n][0] for n, v in low.items()}
-    both = (at(low), at(high))
+    both = logs_at([low, high])
     moved = tuple(f"{n} {ranges[n][0]:g}-{ranges[n][1]:g}" for i, n in enumerate(names)
-                  if max(abs(math.log(alone[2 * i])), abs(math.log(alone[2 * i + 1]))) > MOVED_LOG)
-    return RangeEnds(min(*both, *alone, 1.0), max(*both, *alone, 1.0), moved)
+                  if max(abs(alone[2 * i]), abs(alone[2 * i + 1])) > MOVED_LOG)
+    lo, hi = min(both.min(), alone.min(), 0.0), max(both.max(), alone.max(), 0.0)
+    return RangeEnds(float(lo), float(hi), moved)
 
 
 def cpu_prediction_interval(ev: Evaluation, calib: Calibration,
