@@ -48,7 +48,7 @@ from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -461,7 +461,7 @@ class PredictionInterval:
                 or not math.isfinite(value):
             return None
         share = self.tco_energy_share
-        factors = [f ** (exponent or 0) * p ** (watts or 0) * (1.0 - share + share * p) ** tco
+        factors = [f ** (exponent or 0) * p ** (watts or 0) * tco_ratio(share, p) ** tco
                    for f in self.relative for p in powers]
         return (value * min(factors), value * max(factors))
 
@@ -517,10 +517,17 @@ def with_power_ends(iv: PredictionInterval | None, ev: Evaluation,
     if iv is None:
         return None
     ends = power_ends(ev, calib)
-    eco = ev.economics
-    share = eco.energy_usd_per_year / eco.tco_usd_per_year if 0 < eco.tco_usd_per_year < math.inf else 0.0
     return dataclasses.replace(iv, power_low=ends.low, power_high=ends.high, power_unpinned=ends.moved,
-                               tco_energy_share=share)
+                               tco_energy_share=ev.economics.energy_share)
+
+
+PowerRatio = TypeVar("PowerRatio", float, np.ndarray)
+
+
+def tco_ratio(energy_share: float, power_ratio: PowerRatio) -> PowerRatio:
+    """TCO's ratio when wall power moves by ``power_ratio`` (a number or an array): only its
+    energy share (:attr:`dse.model.cost.Economics.energy_share`) moves with it."""
+    return 1.0 - energy_share + energy_share * power_ratio
 
 
 @dataclass(frozen=True, slots=True)

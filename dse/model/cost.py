@@ -162,6 +162,13 @@ class Economics:
     epoch_time_s: float
     epoch_cost_usd: float
 
+    @property
+    def energy_share(self) -> float:
+        """Share of TCO that is energy (0 where TCO is not finite and positive): the part of it
+        wall power moves."""
+        tco = self.tco_usd_per_year
+        return self.energy_usd_per_year / tco if 0 < tco < math.inf else 0.0
+
 
 def economics(
     throughput: float, cost: CostBreakdown, pw: PowerBreakdown, catalog: Catalog | None = None,

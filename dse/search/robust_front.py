@@ -62,6 +62,7 @@ from dse.calibration.ensemble import (
     interval_of_spread,
     log_throughputs,
     range_ends,
+    tco_ratio,
     with_power_ends,
 )
 from dse.calibration.regime import design_class
@@ -441,11 +442,11 @@ class _Retimer:
         """Log throughput ratios by :func:`timing_key`: designs that time alike share one."""
         self.levels = tuple(calib.with_values(**{n: getattr(m, n) for n in POWER_LEVELS})
                             for m in ens.members)
+        """The calibration with each member's power levels (drawn across their ranges,
+        :func:`~dse.calibration.ensemble.with_drawn_ranges`): what moves a design's power."""
         self.evaluated: dict[str, Scored | None] = {}
         """Each design's system, trained workload and evaluation by :func:`_key` (None: it no
         longer builds), made once for its retiming, prices, power and interval."""
-        """The calibration with each member's power levels (drawn across their ranges,
-        :func:`~dse.calibration.ensemble.with_drawn_ranges`): what moves a design's power."""
 
     def context(self) -> str:
         """What every retiming depends on besides its design (:func:`_context`)."""
@@ -515,12 +516,11 @@ class _Retimer:
             return np.ones((members, 2))
         system, _, ev = scored
         point, bill, eco = ev.power.power_w, ev.bill, ev.economics
-        if bill is None or not 0 < point < math.inf or not 0 < eco.tco_usd_per_year < math.inf:
+        if bill is None or not 0 < point < math.inf:
             return np.ones((members, 2))
         watts = np.array([priced(bill, activity(ev.timing, system, c)).power.power_w / point
                           for c in self.levels])
-        share = eco.energy_usd_per_year / eco.tco_usd_per_year
-        return np.column_stack([watts, 1.0 - share + share * watts])
+        return np.column_stack([watts, tco_ratio(eco.energy_share, watts)])
 
     def interval(self, group: list[FrozenTrial], dev: np.ndarray,
                  point: float) -> PredictionInterval | None:
