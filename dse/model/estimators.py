@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 from dse.model.widths import INDEX_BYTES
 
@@ -54,12 +54,8 @@ Python function that costs as much again (placement builds one per piece)."""
 
 
 def unique_rows(lookups: float, rows: float) -> float:
-    """Expected distinct rows among ``lookups`` looked up in a shard of ``rows`` rows (``rows`` 0:
-    unknown, every lookup counted): rows x (1 - exp(-lookups / rows)), the count for uniform access,
-    which no skew exceeds (a skewed access repeats its popular rows more often). The synthetic
-    multi-hot lookups of MLPerf DLRM-DCNv2 are drawn uniformly (mlcommons/training
-    recommendation_v2/torchrec_dlrm README, ``--multi_hot_distribution_type uniform``), so for them
-    it is the count itself.
+    """Expected distinct rows among ``lookups`` drawn uniformly from a shard of ``rows`` rows
+    (``rows`` 0: unknown, every lookup counted): rows x (1 - exp(-lookups / rows)).
 
     >>> round(unique_rows(1_000_000, 10), 6)
     10.0
@@ -69,52 +65,113 @@ def unique_rows(lookups: float, rows: float) -> float:
     return rows * -math.expm1(-lookups / rows)
 
 
+MultiHotIds = Literal["drawn", "derived"]
+"""How the lookups of one multi-hot feature of a sample are chosen: ``drawn``, each an independent
+draw from the table's popularity; ``derived``, a fixed function of one drawn id, the id itself and
+pooling - 1 partners fixed once per id, uniformly at random over the table (MLPerf Training
+DLRM-DCNv2's synthetic multi-hot Criteo: ``Multihot.__make_multi_hot_indices_tables`` in
+facebookresearch/dlrm ``torchrec_dlrm/multi_hot.py``, ``--multi_hot_distribution_type uniform``)."""
+
+MULTI_HOT_IDS: tuple[MultiHotIds, ...] = get_args(MultiHotIds)
+
+_DISTINCT_NODES = 96
+"""Simpson intervals of :func:`zipf_distinct`'s integral over log rank (its integrand changes over
+a few e-folds of rank: 96 over the 17.5 of a 40M-row table keep it within 0.1%)."""
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def zipf_distinct(draws: float, rows: float, exponent: float, skip: float = 0.0) -> float:
+    """Expected distinct rows among ``draws`` independent lookups of a table of ``rows`` rows whose
+    popularity follows the Zipf law of :func:`zipf_hit_rate` (density proportional to
+    (x + 1)^-exponent over rank x in [0, rows]), counting only ranks past ``skip`` (the rows a hot
+    set serves): the integral over those ranks of 1 - exp(-draws x p(x)), by Simpson's rule in log
+    rank. Exponent 0 is uniform access, :func:`unique_rows`.
+
+    >>> round(zipf_distinct(1e6, 10, 1.05), 3)
+    10.0
+    >>> zipf_distinct(55_296, 40e6, 0.0) == unique_rows(55_296, 40e6)
+    True
+    """
+    if rows <= 0.0 or draws <= 0.0:
+        return draws
+    if exponent <= 0.0 and skip <= 0.0:
+        return unique_rows(draws, rows)
+    a = 1.0 - exponent
+    norm = math.log(rows + 1.0) if abs(a) < 1e-9 else ((rows + 1.0) ** a - 1.0) / a
+    scale = draws / norm
+    lo, hi = math.log(skip + 1.0), math.log(rows + 1.0)
+    if hi <= lo:
+        return 0.0
+    step = (hi - lo) / _DISTINCT_NODES
+    total = 0.0
+    for i in range(_DISTINCT_NODES + 1):
+        y = math.exp(lo + i * step)  # rank + 1
+        f = -math.expm1(-scale * y ** -exponent) * y  # dx = y du
+        total += f * (1 if i in (0, _DISTINCT_NODES) else 4 if i % 2 else 2)
+    return total * step / 3.0
+
+
+def distinct_rows(samples: float, rows: float, pooling: float, exponent: float,
+                  ids: MultiHotIds = "drawn", skip: float = 0.0) -> float:
+    """Expected distinct rows a step of ``samples`` samples touches in a table of ``rows`` rows with
+    ``pooling`` lookups a sample, popularity Zipf(``exponent``), ranks past ``skip`` only (see
+    :func:`zipf_distinct`). ``drawn`` ids: samples x pooling independent lookups. ``derived`` ids
+    (:data:`MultiHotIds`): the distinct ids drawn, D, each bring pooling - 1 fixed partners spread
+    uniformly, so pooling x D rows are touched, less their uniform collisions,
+    rows x (1 - exp(-pooling x D / rows)): the popularity of the drawn id carries over to its
+    partners, which uniform access (exponent 0) would miss by touching almost every lookup's row.
+    The backward reads and writes each distinct row once (:func:`local_traffic`)."""
+    if ids == "drawn" or pooling <= 1.0:
+        return zipf_distinct(samples * pooling, rows, exponent, skip)
+    return unique_rows(pooling * zipf_distinct(samples, rows, exponent, skip), rows)
+
+
 def local_traffic(
     lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, update_rows: float = 0.0,
-    rows: float = 0.0, *, unit: int,
+    touched: float | None = None, *, unit: int,
 ) -> Traffic:
     """A shard resident in the device's own memory (HBM): gathers rows (forward), then reads the
     pooled gradient and reads/writes each distinct looked-up row and its optimizer state once
     (backward + fused optimizer update), in ``unit``-byte accesses (the tier's).
 
     ``out_bytes`` = pooled output rows x dim x s_c (written forward, read back as the gradient).
-    ``rows``: the shard's rows; the backward sorts the step's indices (``INDEX_BYTES`` a lookup) and
-    sums the gradients of repeated rows before the update, so each distinct row
-    (:func:`unique_rows`) is read and written once, as FBGEMM's table-batched embedding backward
-    (sort, then segment reduction per row) and HugeCTR's embedding collection (unique compression)
-    do. ``update_rows``: rows updated densely (a replica whose gradient arrives allreduced); the
-    backward then touches at least that many rows.
+    ``touched``: the distinct rows among the lookups (:func:`distinct_rows`; None: every lookup's
+    row); the backward sorts the step's indices (``INDEX_BYTES`` a lookup) and sums the gradients of
+    repeated rows before the update, so each distinct row is read and written once, as FBGEMM's
+    table-batched embedding backward (sort, then segment reduction per row) and HugeCTR's embedding
+    collection (unique compression) do. ``update_rows``: rows updated densely (a replica whose
+    gradient arrives allreduced); the backward then touches at least that many rows.
     """
     row = granular(row_bytes, unit)
     state = granular(state_bytes, unit)
     fwd = lookups * (row + INDEX_BYTES) + out_bytes
-    touched = max(unique_rows(lookups, rows), update_rows)
-    bwd = out_bytes + touched * 2.0 * (row + state) + lookups * INDEX_BYTES
+    updated = max(lookups if touched is None else touched, update_rows)
+    bwd = out_bytes + updated * 2.0 * (row + state) + lookups * INDEX_BYTES
     return Traffic(local_fwd=fwd, local_bwd=bwd)
 
 
 def pooled_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: float,
-                   rows: float = 0.0, *, unit: int) -> Traffic:
+                   touched: float | None = None, *, unit: int) -> Traffic:
     """A shard resident in a node tier, pooled by the CPUs (Zion's large-memory design): the CPU
     gathers rows in ``unit``-byte lines (the tier's) and ships pooled vectors over the host
-    link; backward ships gradients back and the CPU updates each distinct row (:func:`unique_rows`
-    of ``rows``) and its state in place."""
+    link; backward ships gradients back and the CPU updates each distinct row (``touched``, as in
+    :func:`local_traffic`) and its state in place."""
     row = granular(row_bytes, unit)
     state = granular(state_bytes, unit)
     # (local_fwd, local_bwd, link_fwd, link_bwd, far_fwd, far_bwd): see new_traffic.
     return new_traffic((0.0, 0.0, out_bytes, out_bytes, lookups * (row + INDEX_BYTES),
-                         unique_rows(lookups, rows) * 2.0 * (row + state)))
+                         (lookups if touched is None else touched) * 2.0 * (row + state)))
 
 
 def cached_traffic(
     lookups: float, row_bytes: int, state_bytes: int, out_bytes: float, hit_rate: float,
-    rows: float = 0.0, *, local_unit: int, far_unit: int,
+    touched: float | None = None, *, local_unit: int, far_unit: int,
 ) -> Traffic:
     """A shard resident in a node tier behind a cache in the device's own memory: hits are served
     there (``local_unit`` accesses), misses are gathered by the device over its host link from the
     node tier (UVM; ``far_unit`` accesses there) and written back on update (each distinct row once,
-    :func:`unique_rows` of ``rows``, shared between hits and misses as the lookups are)."""
-    dedup = unique_rows(lookups, rows) / lookups if lookups > 0.0 else 1.0
+    ``touched`` as in :func:`local_traffic`, shared between hits and misses as the lookups are)."""
+    dedup = touched / lookups if touched is not None and lookups > 0.0 else 1.0
     hits = lookups * hit_rate
     row = granular(row_bytes, local_unit)
     state = granular(state_bytes, local_unit)

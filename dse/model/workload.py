@@ -41,6 +41,7 @@ from dse.limits import (
 )
 from dse.model.catalog import Precision
 from dse.model.convergence import ConvergenceCurve, OwnCurve, larger_batch, load_curve, own_curve
+from dse.model.estimators import MultiHotIds
 from dse.model.widths import INDEX_BYTES
 from dse.records import WORKLOAD, apply_override, convert, from_mapping, named_file, read_toml, source_name
 
@@ -169,8 +170,13 @@ class Workload:
     dcn_layers: int = 0
     dcn_rank: int = 0
     access_zipf: float = 1.05
-    """Zipf exponent of row popularity, for the HBM-cache hit rate (Criteo features are heavily
-    skewed; exponents near 1 are typical for click logs, an assumption to revisit with data)."""
+    """Zipf exponent of row popularity: the hit rate of hot rows and HBM caches, and how many
+    distinct rows a step's lookups touch, which the embedding backward reads and writes once each
+    (Criteo features are heavily skewed; exponents near 1 are typical for click logs, an
+    assumption to revisit with data)."""
+    multi_hot_ids: MultiHotIds = "drawn"
+    """How a sample's lookups into one multi-hot table are chosen (:data:`MultiHotIds`): ``drawn``
+    independently, or ``derived`` from one drawn id (MLPerf DLRM-DCNv2's synthetic multi-hot)."""
     description: str = ""
     source: str = ""
     synthetic: bool = False
@@ -347,6 +353,7 @@ class _WorkloadFile:
     dcn_layers: int = field(default=0, metadata=upto(MAX_MLP_LAYERS))
     dcn_rank: int = field(default=0, metadata=upto(MAX_MLP_WIDTH))
     access_zipf: float = field(default=1.05, metadata=upto(MAX_ZIPF, 0.0))
+    multi_hot_ids: MultiHotIds = "drawn"
     samples_per_epoch: int = field(default=0, metadata={"min": 0})
     convergence: str = ""
     convergence_curve: OwnCurve | None = None
@@ -447,6 +454,7 @@ def workload_from_mapping(data: dict[str, Any], source: str) -> Workload:
         dcn_layers=spec.dcn_layers,
         dcn_rank=spec.dcn_rank,
         access_zipf=spec.access_zipf,
+        multi_hot_ids=spec.multi_hot_ids,
         description=spec.description,
         source=spec.source,
         synthetic=spec.synthetic is not None,

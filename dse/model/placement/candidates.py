@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from dse.model.estimators import Traffic, zipf_hit_rate
+from dse.model.estimators import Traffic, distinct_rows, zipf_hit_rate
 from dse.model.placement.budgets import Budgets
 from dse.model.placement.costs import ShardCosts, alltoall_bytes
 from dse.model.placement.plan import Shard, Sharding, new_shard
@@ -53,6 +53,10 @@ class Candidate:
     traffic: Traffic | None = None
     """Traffic in the device's own memory, when known already: a whole table's, and the pieces of a
     split (they share one)."""
+    touched: float = 0.0
+    """Distinct rows its lookups touch a step (:func:`~dse.model.estimators.distinct_rows`): the
+    rows its backward reads and writes. A piece's share is its share of the table's lookups, as
+    rows spread over the pieces of a split whatever their popularity."""
     per_domain: int = 0
     """Row-wise pieces of one table spread over several scale-up domains: how many go to each
     (0: the whole group in one domain, when it has room)."""
@@ -67,12 +71,18 @@ class TableFigures(NamedTuple):
     row_bytes: int
     """Bytes per row with its optimizer state."""
     footprint: float
+    touched: float
+    """Distinct rows the global batch's lookups touch in a step (:func:`distinct_rows` at the
+    workload's skew): what the backward reads and writes."""
 
 
 def table_figures(wl: Workload) -> tuple[TableFigures, ...]:
     """What placement reads of each table, computed once per workload (see :func:`derived`)."""
+    batch = float(wl.global_batch)
     return tuple(TableFigures(t.rows, t.dim, t.pooling, wl.row_state_bytes(t.dim),
-                              float(wl.table_bytes(t))) for t in wl.tables)
+                              float(wl.table_bytes(t)),
+                              distinct_rows(batch, t.rows, t.pooling, wl.access_zipf, wl.multi_hot_ids))
+                 for t in wl.tables)
 
 
 class Candidates(NamedTuple):
@@ -179,7 +189,7 @@ def plain_figures(wl: Workload, unit: int) -> PlainFigures:
     costs = ShardCosts(wl, 1, 1.0, unit)
     batch = float(wl.global_batch)
     tables = derived(wl, "placement.tables", table_figures)
-    pieces = [costs.piece(batch * pooling, dim, batch, batch, rows) for rows, dim, pooling, _, _ in tables]
+    pieces = [costs.piece(batch * t.pooling, t.dim, batch, batch, t.touched) for t in tables]
     return PlainFigures(tables, batch, tuple([batch * t.pooling for t in tables]),
                         tuple([m for m, _, _ in pieces]), tuple([t for _, _, t in pieces]))
 
@@ -209,7 +219,7 @@ def _plain_candidates(fig: PlainFigures, per_elem: float) -> tuple[Candidate, ..
     (see :class:`Candidate`)."""
     batch = fig.batch
     return tuple([Candidate(ti, "table_wise", t.rows, t.dim, lk, batch, t.footprint, mem,
-                            alltoall_bytes(per_elem, t.dim, batch, batch), True, traffic)
+                            alltoall_bytes(per_elem, t.dim, batch, batch), True, traffic, t.touched)
                   for ti, (t, lk, mem, traffic)
                   in enumerate(zip(fig.tables, fig.lookups, fig.mem, fig.traffic, strict=True))])
 
@@ -267,7 +277,7 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
     for ti in touched:
         whole += plain[done:ti]
         done = ti + 1
-        rows, dim, pooling, row_bytes, fp = tables[ti]
+        rows, dim, pooling, row_bytes, fp, _ = tables[ti]
         if replicate and rows <= rep_rows and fp <= rep_limit:
             lk = b * pooling
             replicas.append(new_shard((ti, "replicated", rows, dim, lk, b, fp, -1, own, "local",
@@ -283,7 +293,9 @@ def enumerate_candidates(workload: Workload, system: System, budgets: Budgets,
                                    own, "local", traffic(hot_lk, dim, b, float(h_rows)), 1.0, True)))
         lk = batch * pooling * (1.0 - hit)
         out_rows = batch * (1.0 - hit ** pooling)
-        mem, comm, t = costs.piece(lk, dim, out_rows, batch, rows)
-        whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm, True, t))
+        # The cold rows' lookups fall past the hot set's ranks: fewer repeat.
+        distinct = distinct_rows(batch, rows, pooling, zipf, workload.multi_hot_ids, h_rows)
+        mem, comm, t = costs.piece(lk, dim, out_rows, batch, distinct)
+        whole.append(Candidate(ti, "table_wise", rows, dim, lk, out_rows, fp, mem, comm, True, t, distinct))
     whole += plain[done:]
     return Candidates(tuple(replicas), tuple(whole), tables)

@@ -4,7 +4,7 @@ all-to-all bytes per step) and its traffic there, from the per-lookup coefficien
 
 from __future__ import annotations
 
-from dse.model.estimators import Traffic, local_traffic, new_traffic, unique_rows
+from dse.model.estimators import Traffic, local_traffic, new_traffic
 from dse.model.widths import COMM_BYTES, INDEX_BYTES
 from dse.model.workload import Workload, derived
 
@@ -65,30 +65,24 @@ class ShardCosts:
         return got
 
     def traffic(self, lookups: float, dim: int, out_rows: float, update_rows: float = 0.0,
-                table_rows: float = 0.0) -> Traffic:
-        """Traffic of a shard of ``table_rows`` rows (0: every lookup updates a row) in the device's
-        own memory: :func:`~dse.model.estimators.local_traffic`, from its coefficients."""
+                touched: float | None = None) -> Traffic:
+        """Traffic in the device's own memory of a shard whose backward updates its ``touched``
+        distinct rows (None: a row a lookup), or ``update_rows`` rows when more (a replica, updated
+        densely): :func:`~dse.model.estimators.local_traffic`, from its coefficients."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
         out = out_rows * per_out
-        touched = unique_rows(lookups, table_rows)
-        rows = update_rows if update_rows > touched else touched  # max(), without its call
+        rows = lookups if touched is None else touched
+        if update_rows > rows:  # max(), without its call
+            rows = update_rows
         return new_traffic((lookups * per_lookup + out,  # local forward, backward; no host traffic
                             out + rows * per_update + lookups * INDEX_BYTES, 0.0, 0.0, 0.0, 0.0))
 
-    def loads(self, lookups: float, dim: int, out_rows: float, batch: float,
-              table_rows: float = 0.0) -> tuple[float, float]:
-        """(Bytes in the device's own memory, all-to-all bytes) per step of a shard of ``table_rows``
-        rows (see :meth:`traffic`)."""
-        per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
-        mem = (lookups * (per_lookup + INDEX_BYTES) + unique_rows(lookups, table_rows) * per_update
-               + 2.0 * out_rows * per_out)
-        return mem, alltoall_bytes(self.comm_per_elem, dim, out_rows, batch)
-
     def piece(self, lookups: float, dim: int, out_rows: float, batch: float,
-              table_rows: float) -> tuple[float, float, Traffic]:
-        """:meth:`loads` and :meth:`traffic` of one piece together (its distinct rows counted once)."""
+              touched: float) -> tuple[float, float, Traffic]:
+        """(Bytes in the device's own memory, all-to-all bytes) per step of one piece and its
+        :func:`~dse.model.estimators.local_traffic`, its ``touched`` distinct rows (see
+        :func:`~dse.model.estimators.distinct_rows`) read and written once."""
         per_lookup, per_update, per_out = self._coef.get(dim) or self._coefficients(dim)
-        touched = unique_rows(lookups, table_rows)
         out = out_rows * per_out
         mem = lookups * (per_lookup + INDEX_BYTES) + touched * per_update + 2.0 * out
         traffic = new_traffic((lookups * per_lookup + out,

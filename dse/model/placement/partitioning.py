@@ -563,7 +563,7 @@ def assign_host(host_set: list[Candidate], load: list[float], capacity: float, n
     host_costs: list[float] = []
     for c in host_set:
         rb = wl.row_bytes(c.dim)
-        t = pooled_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c, c.rows,
+        t = pooled_traffic(c.lookups, rb, wl.row_state_bytes(c.dim) - rb, c.out_rows * c.dim * s_c, c.touched,
                            unit=unit)
         traffic.append(t)
         host_costs.append(t.far_fwd + t.far_bwd + t.link_fwd + t.link_bwd)
@@ -634,7 +634,7 @@ def place_hbm(runs: Sequence[tuple[Candidate, int]], budgets: Budgets, device_ca
                 hbm_used[d] += footprint
         # (Built from the tuple of its fields, see new_shard: one a run, in the planner's hot loop.)
         shard = new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint, on[0],
-                           own, "local", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.rows),
+                           own, "local", c.traffic or traffic(c.lookups, c.dim, c.out_rows, 0.0, c.touched),
                            1.0, c.partial))
         shards.append(shard)
         placed.append(on)

@@ -29,9 +29,9 @@ def split(cand: Candidate, k: int, sharding: Sharding, one_hot: bool, costs: Sha
         rows, lk, o = cand.rows, cand.lookups, cand.out_rows
         for d, n in ((base + 1, extra), (base, k - extra)):
             if n:
-                mem, comm, traffic = costs.piece(lk, d, o, batch, rows)
+                mem, comm, traffic = costs.piece(lk, d, o, batch, cand.touched)
                 out.append((Candidate(table, sharding, rows, d, lk, o, rows * sum(costs.row(d)), mem, comm,
-                                      True, traffic), n))
+                                      True, traffic, cand.touched), n))
     else:
         base, extra = divmod(cand.rows, k)
         dim, row_bytes = cand.dim, sum(costs.row(cand.dim))
@@ -43,9 +43,10 @@ def split(cand: Candidate, k: int, sharding: Sharding, one_hot: bool, costs: Sha
                 # lookup lands on one shard, which sends that row only (HugeCTR's distributed one-hot
                 # embedding), so the shard's output is its share of the table's.
                 o = cand.out_rows * r / cand.rows if one_hot else cand.out_rows
-                mem, comm, traffic = costs.piece(lk, dim, o, batch, r)
+                touched = cand.touched * r / cand.rows
+                mem, comm, traffic = costs.piece(lk, dim, o, batch, touched)
                 out.append((Candidate(table, sharding, r, dim, lk, o, r * row_bytes, mem, comm, not one_hot,
-                                      traffic), n))
+                                      traffic, touched), n))
     return out
 
 
@@ -63,7 +64,8 @@ def slice_columns(cand: Candidate, slices: int, columns: int, costs: ShardCosts,
     for r, n in ((base + 1, extra), (base, slices - extra)):
         if n:
             lk = cand.lookups * r / cand.rows
-            piece = Candidate(cand.table, "row_wise", r, cand.dim, lk, cand.out_rows, r * row_bytes, 0.0, 0.0)
+            piece = Candidate(cand.table, "row_wise", r, cand.dim, lk, cand.out_rows, r * row_bytes, 0.0, 0.0,
+                              True, None, cand.touched * r / cand.rows)
             for c, count in split(piece, columns, "column_wise", False, costs, batch):
                 c.sharding = "grid"
                 out.append((c, count * n))

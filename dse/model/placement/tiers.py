@@ -121,8 +121,8 @@ def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier,
                     rb, state = wl.row_bytes(c.dim), wl.row_state_bytes(c.dim)
                     if cache > 0:
                         hit = zipf_hit_rate(cache * (c.footprint / total) / state, c.rows, wl.access_zipf)
-                    traffic = cached_traffic(c.lookups, rb, state - rb, c.out_rows * c.dim * s_c, hit, c.rows,
-                                             local_unit=local_unit, far_unit=far_unit)
+                    traffic = cached_traffic(c.lookups, rb, state - rb, c.out_rows * c.dim * s_c, hit,
+                                             c.touched, local_unit=local_unit, far_unit=far_unit)
                 # (From the tuple of its fields, see new_shard: one a piece, hot for host-bound designs.)
                 out.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
                                       dev, name, access, traffic, hit, c.partial)))
