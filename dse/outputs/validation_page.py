@@ -313,8 +313,8 @@ What calibration 2026.12-2 adds (issue 13, scale-out placement):
   reads no bandwidth.
 - **Distinct rows updated once.** The embedding backward sorts its indices and sums the gradients
   of repeated rows before the optimizer touches each distinct row once (FBGEMM's and HugeCTR's
-  embedding backward); the count is R (1 - exp(-L/R)) for L lookups into R rows, exact for the
-  uniform multi-hot lookups of DCNv2 and an upper bound for skewed ones.
+  embedding backward); the count was R (1 - exp(-L/R)) for L lookups into R rows, the uniform
+  count; calibration 2026.12-10 counts them under the workload's skew (below).
 - **All-to-all latency per level.** The fabric pays one message per peer in its domain; across
   domains the all-to-all is hierarchical (HugeCTR v3.1 release notes: "Hierarchical multi-node
   all-to-all for NVLINK aggregation"), one message per other domain.

@@ -1,0 +1,87 @@
+"""How many distinct rows a step's lookups touch (dse.model.estimators.distinct_rows): the rows the
+embedding backward reads and writes once each. Checked against an exact sum over ranks, by hand for
+MLPerf DLRM-DCNv2's derived multi-hot ids, and by the properties any count of distinct draws has."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dse import evaluate, load_system, load_workload
+from dse.model.estimators import distinct_rows, unique_rows, zipf_distinct, zipf_hit_rate
+from dse.model.placement import plan_placement
+
+
+def exact_distinct(draws: float, rows: int, exponent: float, skip: int = 0) -> float:
+    """The expectation summed rank by rank: rank i holds the Zipf mass between i and i + 1 of the
+    model's law (zipf_hit_rate's cumulative share), and is touched unless every draw misses it."""
+    edges = np.array([zipf_hit_rate(float(i), rows, exponent) for i in range(rows + 1)])
+    p = np.diff(edges)[skip:]
+    return float(np.sum(1.0 - (1.0 - p) ** draws))
+
+
+@pytest.mark.parametrize(("draws", "rows", "exponent", "skip"),
+                         [(5_000, 20_000, 1.05, 0), (50_000, 20_000, 1.05, 0), (5_000, 20_000, 0.8, 0),
+                          (5_000, 20_000, 1.2, 0), (5_000, 20_000, 1.05, 300), (2_000, 20_000, 1.0, 0)])
+def test_quadrature_matches_the_exact_sum(draws: int, rows: int, exponent: float, skip: int) -> None:
+    # Simpson's rule in log rank against the sum over every rank: within 1.5% (the continuous law
+    # differs from the discrete masses most on the first few ranks, which every such batch touches).
+    assert zipf_distinct(draws, rows, exponent, skip) == pytest.approx(
+        exact_distinct(draws, rows, exponent, skip), rel=0.015)
+
+
+def test_uniform_access_is_the_uniform_count() -> None:
+    # Exponent 0 (dlrm-benchmark's random data) is exactly the count of uniform draws.
+    for draws, rows in [(55_296, 40e6), (1e6, 10.0), (3.0, 7.0)]:
+        assert zipf_distinct(draws, rows, 0.0) == unique_rows(draws, rows)
+        assert distinct_rows(draws, rows, 1.0, 0.0) == unique_rows(draws, rows)
+
+
+def test_distinct_rows_properties() -> None:
+    rows = 40e6
+    one = zipf_distinct(55_296, rows, 1.05)
+    # Never more than the draws or the rows; skew repeats the popular rows.
+    assert 0.0 < one < 55_296 and zipf_distinct(1e9, 1_000.0, 1.05) == pytest.approx(1_000.0)
+    assert zipf_distinct(55_296, rows, 1.2) < one < zipf_distinct(55_296, rows, 0.8)
+    # More draws touch more rows, each fewer new ones (concave).
+    two, four = zipf_distinct(110_592, rows, 1.05), zipf_distinct(221_184, rows, 1.05)
+    assert one < two < four and (two - one) / 55_296 > (four - two) / 110_592
+    # Skipping the hot set's ranks leaves the rarer rows, which repeat less.
+    cold = zipf_distinct(55_296, rows, 1.05, skip=4_096)
+    assert cold < one and cold / (55_296 * (1 - zipf_hit_rate(4_096, 40_000_000, 1.05))) > one / 55_296
+
+
+def test_derived_multi_hot_by_hand() -> None:
+    # DCNv2's 100-hot table of 40M rows at the one-node batch of 55,296: D distinct ids drawn, each
+    # with 99 fixed uniform partners: 40e6 x (1 - exp(-100 D / 40e6)) rows, against 55,296 x 100
+    # independent draws, which repeat popular rows more.
+    d = zipf_distinct(55_296, 40e6, 1.05)
+    derived = distinct_rows(55_296, 40e6, 100, 1.05, "derived")
+    assert derived == pytest.approx(40e6 * -math.expm1(-100 * d / 40e6))
+    assert 0.40 < d / 55_296 < 0.48  # Zipf 1.05 over 40M ranks: under half the ids are distinct
+    drawn = distinct_rows(55_296, 40e6, 100, 1.05, "drawn")
+    assert drawn == zipf_distinct(55_296 * 100, 40e6, 1.05)
+    assert drawn < derived < 55_296 * 100
+
+
+def test_the_dcnv2_preset_touches_fewer_rows_than_its_lookups() -> None:
+    wl = load_workload("mlperf-dlrm-dcnv2")
+    assert wl.multi_hot_ids == "derived"
+    plan = plan_placement(wl, load_system("dgx-h100"))
+    shards = [s for s in plan.shards if s.tier == "hbm"]
+    lookups = sum(s.lookups for s in shards)
+    bwd = sum(s.traffic.local_bwd for s in shards)
+    uniform = plan_placement(load_workload("mlperf-dlrm-dcnv2", (("access_zipf", 0.0),)),
+                             load_system("dgx-h100"))
+    bwd_uniform = sum(s.traffic.local_bwd for s in uniform.shards if s.tier == "hbm")
+    assert lookups > 0 and bwd < 0.8 * bwd_uniform
+
+
+def test_more_skew_never_slows_a_step() -> None:
+    # Fewer distinct rows to update is less backward traffic: the step can only shorten.
+    system = load_system("dgx-h100")
+    rates = [evaluate(load_workload("mlperf-dlrm-dcnv2", (("access_zipf", z),)), system)
+             .throughput_samples_per_s for z in (0.0, 0.8, 1.05, 1.3)]
+    assert all(a <= b for a, b in zip(rates, rates[1:], strict=False)) and rates[0] < rates[-1]
