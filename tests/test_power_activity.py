@@ -52,7 +52,7 @@ def test_the_measured_node_draws_its_fitted_average_whatever_the_other_levels() 
     assert ref.dense == pytest.approx(dense) and ref.step == ev.step_time_s
     assert ref.embedding == pytest.approx(min(t.emb_fwd + t.emb_bwd, ev.step_time_s - dense))
     level = (U * ref.step - 0.2 * ref.embedding - 0.1 * ref.waiting) / ref.dense
-    assert dense_level(CALIB) == pytest.approx(level) and 0.8 < level < 0.9  # GEMMs near TDP
+    assert dense_level(CALIB) == pytest.approx(level) and 0.75 < level < 0.9  # GEMMs near TDP
     assert ev.power.accelerator_utilisation == pytest.approx(U, rel=1e-12)
     # 8 x (105 + 595 x U) W: what the flat model drew, at any draw of the other levels.
     assert ev.power.parts_w[Part.accelerators] == pytest.approx(8 * (105 + 595 * U))

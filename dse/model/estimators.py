@@ -169,16 +169,18 @@ def cached_traffic(
 ) -> Traffic:
     """A shard resident in a node tier behind a cache in the device's own memory: hits are served
     there (``local_unit`` accesses), misses are gathered by the device over its host link from the
-    node tier (UVM; ``far_unit`` accesses there) and written back on update (each distinct row once,
-    ``touched`` as in :func:`local_traffic`, shared between hits and misses as the lookups are)."""
-    dedup = touched / lookups if touched is not None and lookups > 0.0 else 1.0
+    node tier (UVM; ``far_unit`` accesses there) and written back on update, each distinct row once
+    (``touched``, as in :func:`local_traffic`). The cache holds the popular rows, so the misses fall
+    on the tail, whose rows rarely repeat within a step: each miss counts as a distinct row (at most
+    ``touched`` of them), and the hits update the distinct rows left."""
     hits = lookups * hit_rate
+    miss = lookups - hits
+    distinct = lookups if touched is None else touched
+    update_miss = miss if miss < distinct else distinct  # min(), without its call
     row = granular(row_bytes, local_unit)
     state = granular(state_bytes, local_unit)
     hit_fwd = hits * (row + INDEX_BYTES) + out_bytes  # the hits' local traffic
-    hit_bwd = out_bytes + hits * dedup * 2.0 * (row + state) + hits * INDEX_BYTES
-    miss = lookups * (1.0 - hit_rate)
-    update_miss = miss * dedup
+    hit_bwd = out_bytes + (distinct - update_miss) * 2.0 * (row + state) + hits * INDEX_BYTES
     p_row = granular(row_bytes, PCIE_READ_BYTES)
     p_state = granular(state_bytes, PCIE_READ_BYTES)
     d_row = granular(row_bytes, far_unit)
