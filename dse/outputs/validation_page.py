@@ -666,10 +666,10 @@ v3.1 Supermicro 4x H100 SXM board (5.84 M samples/s measured, 18% under the same
 submission with older software, which no model of the hardware reproduces; +35% forward) and
 v3.0's 16-node DGX H100 (no faster than its 8-node run; +31%); the DeepLearningExamples TF2 DCNv2
 points on one and eight A100s stay about 22% off, one under and one over, as before. The worst
-ratio is the one-GPU A100-80/V100 mixed-precision pair (V100's matmul ceiling, above). At the reference software one
-DGX H100 node runs DCNv2 at 14.06 M samples/s (12.88 under 2026.12-9; 14.50 and 15.24 measured in
-v3.0 and v3.1), an HGX H200 at 17.18 and a DGX B200 at 31.41: B200/H100 stays 2.23, as both are
-bound by dense compute, which this change does not touch.
+ratio is the one-GPU A100-80/V100 mixed-precision pair (V100's matmul ceiling, above). At the
+reference software one DGX H100 node runs DCNv2 at 14.06 M samples/s (12.88 under 2026.12-9; 14.50
+and 15.24 measured in v3.0 and v3.1), an HGX H200 at 17.18 and a DGX B200 at 31.41: B200/H100 stays
+2.23, as both are bound by dense compute, which this change does not touch.
 """
 
 UNDER_RATING = """\
