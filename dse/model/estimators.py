@@ -194,17 +194,35 @@ def cached_traffic(
 @functools.lru_cache(maxsize=1 << 16)
 def zipf_hit_rate(cached_rows: float, rows: int, exponent: float) -> float:
     """Share of lookups that fall on the ``cached_rows`` most popular of ``rows`` rows when
-    popularity follows a Zipf law with ``exponent`` (continuous approximation of the harmonic sums).
+    popularity follows a Zipf law with ``exponent`` (continuous approximation of the harmonic sums;
+    :func:`zipf_share`).
 
     >>> round(zipf_hit_rate(1_000, 1_000_000, 1.0), 3)
     0.5
     """
-    if rows <= 0 or cached_rows <= 0:
+    if rows <= 0:
         return 0.0
-    k = min(float(rows), max(1.0, cached_rows))
-    n = float(rows)
-    if abs(exponent - 1.0) < 1e-9:
-        return math.log(k + 1.0) / math.log(n + 1.0)
+    return zipf_share(cached_rows, float(rows), *zipf_norm(float(rows), exponent))
+
+
+def zipf_norm(rows: float, exponent: float) -> tuple[float, float]:
+    """(1 - s, the denominator of :func:`zipf_share`) for a table of ``rows`` rows: computed once
+    for many shares of one table."""
     a = 1.0 - exponent
-    hit: float = ((k + 1.0) ** a - 1.0) / ((n + 1.0) ** a - 1.0)
-    return hit
+    if abs(a) < 1e-9:
+        return 0.0, math.log(rows + 1.0)
+    return a, (rows + 1.0) ** a - 1.0
+
+
+def zipf_share(cached_rows: float, rows: float, a: float, den: float) -> float:
+    """The share of lookups on the k = ``cached_rows`` most popular of n = ``rows`` rows under a
+    Zipf law of exponent s, ((k + 1)^(1 - s) - 1) / ((n + 1)^(1 - s) - 1), or
+    ln(k + 1) / ln(n + 1) at s = 1, with k at least one row and at most n (0 for none cached);
+    ``a`` and ``den`` from :func:`zipf_norm`."""
+    if cached_rows <= 0.0:
+        return 0.0
+    k = rows if cached_rows > rows else 1.0 if cached_rows < 1.0 else cached_rows
+    if a == 0.0:
+        return math.log(k + 1.0) / den
+    share: float = ((k + 1.0) ** a - 1.0) / den
+    return share

@@ -54,7 +54,7 @@ from dse.model.placement.plan import (
     with_device,
 )
 from dse.model.placement.sharding import shard_tables
-from dse.model.placement.tiers import choose_tiers, host_shards, place_node_tiers
+from dse.model.placement.tiers import cache_room, choose_tiers, host_shards, place_node_tiers
 from dse.model.system import System
 from dse.model.widths import COMM_BYTES
 from dse.model.workload import Workload
@@ -106,10 +106,13 @@ def plan_placement(workload: Workload, system: System) -> Plan:
 
     s_c = COMM_BYTES[workload.precision]
     local = place_hbm(local_set, budgets, device_cap, replica_bytes, costs)
-    off_device_pieces, node_used, unplaced = place_node_tiers(
-        off_device + local.unplaced, budgets.tiers[1:], budgets.node_capacity_bytes, list(local.loads),
-        system.nodes, system.accelerators_per_node, workload, s_c)
     own_used = local.hbm_used_bytes
+    off_device = off_device + local.unplaced
+    room = cache_room(own_used, budgets.device_capacity_bytes, system.spec.node.hbm_cache_gb,
+                      system.spec.software.host_tables) if off_device else None
+    off_device_pieces, node_used, unplaced = place_node_tiers(
+        off_device, budgets.tiers[1:], budgets.node_capacity_bytes, list(local.loads),
+        system.nodes, system.accelerators_per_node, workload, s_c, room)
     off_shards, caches = host_shards(off_device_pieces, own_used, own, budgets.device_capacity_bytes,
                                      system.spec.node.hbm_cache_gb, system.spec.software.host_tables,
                                      workload, s_c)

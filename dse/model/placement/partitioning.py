@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dse.model.estimators import Traffic, pooled_traffic
+from dse.model.estimators import Traffic, pooled_traffic, zipf_norm, zipf_share
 from dse.model.placement.budgets import Budgets
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.costs import ShardCosts
@@ -551,11 +551,13 @@ class HostAssignment(NamedTuple):
 
 
 def assign_host(host_set: list[Candidate], load: list[float], capacity: float, nodes: int,
-                per_node: int, wl: Workload, s_c: int, unit: int) -> HostAssignment:
+                per_node: int, wl: Workload, s_c: int, unit: int,
+                spare: list[float] | None = None) -> HostAssignment:
     """A node tier is per node: place each piece on a node (LPT on its host traffic, within
-    ``capacity`` bytes a node), then on the node's device with the least ``load`` (HBM bytes of its
-    own pieces, plus the host traffic of the pieces placed before, this tier's included: ``load`` is
-    updated). ``unit``: the tier's access unit (bytes)."""
+    ``capacity`` bytes a node), then on one of the node's devices (:func:`_serving_device`), whose
+    ``load`` (HBM bytes of its own pieces, plus the host traffic of the pieces placed before, this
+    tier's included) is updated. ``unit``: the tier's access unit (bytes). ``spare``: each device's
+    own memory left for a cache of its host pieces (None: they are not served from one)."""
     used = [0.0] * nodes
     if not host_set:
         return HostAssignment({}, used, [])
@@ -570,16 +572,50 @@ def assign_host(host_set: list[Candidate], load: list[float], capacity: float, n
     node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [capacity] * nodes)
     by_device: dict[int, list[tuple[Candidate, Traffic]]] = {}
     unplaced: list[Candidate] = []
+    cached = _CacheShares(spare, [0.0] * len(load), [0.0] * len(load)) if spare else None
     ranked = sorted(zip(host_set, traffic, host_costs, node_of, strict=True), key=lambda x: -x[2])
     for c, t, cost, node in ranked:
         if node is None:
             unplaced.append(c)
             continue
-        dev = min(range(node * per_node, node * per_node + per_node), key=load.__getitem__)
+        devs = range(node * per_node, node * per_node + per_node)
+        dev = _serving_device(devs, c, cost, load, cached, wl.access_zipf)
         load[dev] += cost
         used[node] += c.footprint
         by_device.setdefault(dev, []).append((c, t))
     return HostAssignment(by_device, used, unplaced)
+
+
+class _CacheShares(NamedTuple):
+    """For :func:`assign_host` when host pieces are served from a cache in their device's own
+    memory: per device, the memory left for it and the host pieces' bytes and host traffic so far."""
+
+    spare: list[float]
+    footprint: list[float]
+    traffic: list[float]
+
+
+def _serving_device(devs: range, c: Candidate, cost: float, load: list[float],
+                    cached: _CacheShares | None, zipf: float) -> int:
+    """The device of ``devs`` that serves host piece ``c`` (host traffic ``cost``). Without a cache,
+    the one with the least ``load``. Behind a cache, which the pieces of a device share in
+    proportion to their bytes (so each holds the same fraction of its rows, spare over the pieces'
+    bytes), the one whose misses after taking it are fewest: its host traffic times the Zipf miss
+    share at that fraction, taken at ``c``'s rows for all its pieces. Least load alone put
+    lookup-heavy tables on devices whose own memory was full, whose every lookup then missed."""
+    if cached is None:
+        return min(devs, key=load.__getitem__)
+    spare, fp, traffic = cached
+    size, rows = c.footprint, float(c.rows)
+    a, den = zipf_norm(rows, zipf)
+    dev, fewest = devs.start, math.inf
+    for d in devs:  # a loop, not comprehensions: this runs for every host piece of a design
+        misses = (traffic[d] + cost) * (1.0 - zipf_share(spare[d] / (fp[d] + size) * rows, rows, a, den))
+        if misses < fewest:
+            dev, fewest = d, misses
+    fp[dev] += size
+    traffic[dev] += cost
+    return dev
 
 
 class HbmAssignment(NamedTuple):

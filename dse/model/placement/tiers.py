@@ -5,6 +5,8 @@ as a cache with a Zipf hit rate in front of that device's off-device pieces."""
 
 from __future__ import annotations
 
+import math
+
 from dse.model.estimators import Traffic, cached_traffic, zipf_hit_rate
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.partitioning import assign_host
@@ -70,13 +72,15 @@ NodePieces = list[tuple[MemoryTier, dict[int, list[tuple[Candidate, Traffic]]]]]
 
 
 def place_node_tiers(pieces: list[Candidate], tiers: tuple[MemoryTier, ...], capacities: tuple[float, ...],
-                     load: list[float], nodes: int, per_node: int, wl: Workload,
-                     s_c: int) -> tuple[NodePieces, list[tuple[float, ...]], list[Candidate]]:
+                     load: list[float], nodes: int, per_node: int, wl: Workload, s_c: int,
+                     spare: list[float] | None = None
+                     ) -> tuple[NodePieces, list[tuple[float, ...]], list[Candidate]]:
     """The pieces that live off the devices, tier after tier (``tiers``: the node tiers, each with
     ``capacities`` bytes a node): each tier takes its densest share (:func:`split_by_density`) and
     what the tier before had no node for. Returns the pieces of each tier by serving device, each
     tier's bytes per node, and the pieces no tier had room for. ``load``: each device's load,
-    updated."""
+    updated; ``spare``: each device's own memory left for a cache of its host pieces (None: not
+    served from one; :func:`~dse.model.placement.partitioning.assign_host`)."""
     if not pieces:  # everything fits the devices (as a rule)
         return [], [(0.0,) * nodes for _ in tiers], []
     shares = split_by_density(pieces, [cap * nodes for cap in capacities]) if tiers else []
@@ -84,11 +88,23 @@ def place_node_tiers(pieces: list[Candidate], tiers: tuple[MemoryTier, ...], cap
     used: list[tuple[float, ...]] = []
     carried: list[Candidate] = [] if tiers else pieces
     for tier, capacity, share in zip(tiers, capacities, shares, strict=True):
-        got = assign_host(share + carried, load, capacity, nodes, per_node, wl, s_c, tier.access_bytes)
+        got = assign_host(share + carried, load, capacity, nodes, per_node, wl, s_c, tier.access_bytes,
+                          spare)
         placed.append((tier, got.by_device))
         used.append(tuple(got.used_bytes))
         carried = got.unplaced
     return placed, used, carried
+
+
+def cache_room(own_used: list[float], own_cap: float, cache_gb: float | None,
+               serving: HostServing) -> list[float] | None:
+    """Each device's own memory a cache of its host pieces may take: what its own pieces leave of
+    ``own_cap`` (at most ``cache_gb`` when set), or None when ``serving`` uses no cache."""
+    if serving not in ("auto", "cache"):
+        return None
+    cap = math.inf if cache_gb is None else cache_gb * GB
+    left = [own_cap - used for used in own_used]
+    return [0.0 if x < 0.0 else cap if x > cap else x for x in left]
 
 
 def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier, own_cap: float,
@@ -102,11 +118,10 @@ def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier,
     spare and pools elsewhere. Returns the shards and the cache bytes taken on each device."""
     caches: dict[int, float] = {}
     totals: dict[int, float] = {}
-    cached_ok = serving in ("auto", "cache")
+    room = cache_room(own_used, own_cap, cache_gb, serving) if placed else None
     for _, by_device in placed:
         for dev, group in by_device.items():
-            spare = max(own_cap - own_used[dev], 0.0) if cached_ok else 0.0
-            caches[dev] = spare if cache_gb is None else min(spare, cache_gb * GB)
+            caches[dev] = room[dev] if room else 0.0
             totals[dev] = totals.get(dev, 0.0) + sum(c.footprint for c, _ in group)
     out: list[Shard] = []
     local_unit = own_tier.access_bytes
