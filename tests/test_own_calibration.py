@@ -49,7 +49,8 @@ runner = CliRunner()
 WIDE = {"COLUMNS": "250"}
 TRUTH = 0.7
 """The host efficiency the noise-free rows of these tests are made with (the doc's rows use 0.65)."""
-SETTINGS = ("", "nodes=2", "workload.global_batch=32768")
+SETTINGS = ("", "node.accelerators=4", "workload.global_batch=32768")
+"""Three designs of the node that keep tables in host DDR, whose step the host efficiency sets."""
 
 
 def run(*args: str) -> Result:
@@ -307,11 +308,11 @@ def test_compare_scores_both_systems_with_the_calibration(fitted: Path) -> None:
 SPACE = """name = "zion-few"
 base_system = "zion"
 
-[parameters.nodes]
-type = "int"
-low = 1
-high = 2
+[parameters."node.hbm_gb"]
+type = "ordinal"
+choices = [16.0, 32.0]
 """
+"""Two designs of the node, both keeping tables in host DDR (their step rests on the fit)."""
 
 
 def write_study(folder: Path, extra: str = "", name: str = "s") -> Path:
@@ -331,11 +332,11 @@ def stored_attrs(folder: Path, name: str = "s") -> dict[str, object]:
 
 
 def trial_rates(folder: Path, name: str = "s") -> dict[int, tuple[int, float]]:
-    """Trial number -> (nodes, samples/s) of every complete trial of the study."""
+    """Trial number -> (HBM GB per accelerator, samples/s) of every complete trial of the study."""
     storage = optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(folder / f"{name}.journal")))
     study = optuna.load_study(study_name=name, storage=storage)
-    return {t.number: (int(t.user_attrs["design"]["nodes"]), t.user_attrs["throughput_samples_per_s"])
+    return {t.number: (int(t.user_attrs["design"]["node.hbm_gb"]), t.user_attrs["throughput_samples_per_s"])
             for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"
             and "throughput_samples_per_s" in t.user_attrs}
 
@@ -343,9 +344,9 @@ def trial_rates(folder: Path, name: str = "s") -> dict[int, tuple[int, float]]:
 def assert_scored_at_truth(rates: dict[int, tuple[int, float]]) -> None:
     """Every trial scored with the calibration fitted at :data:`TRUTH` (not the packaged one)."""
     assert rates
-    for nodes, rate in rates.values():
-        assert rate == pytest.approx(zion("" if nodes == 1 else f"nodes={nodes}"), rel=1e-4)
-        assert rate != pytest.approx(zion("" if nodes == 1 else f"nodes={nodes}", 0.5), rel=1e-2)
+    for hbm_gb, rate in rates.values():
+        assert rate == pytest.approx(zion(f"node.hbm_gb={hbm_gb}"), rel=1e-4)
+        assert rate != pytest.approx(zion(f"node.hbm_gb={hbm_gb}", 0.5), rel=1e-2)
 
 
 def test_a_study_naming_a_calibration_scores_with_it_and_records_it(fitted: Path, tmp_path: Path) -> None:
@@ -407,10 +408,9 @@ def test_run_and_worker_take_calibration_and_a_resume_without_it_is_refused(
     assert recorded == pytest.approx([rates[first][1], rates[second][1]], rel=1e-9)
     packaged = ROOT / "dse" / "data" / "calibration.toml"
     other = json.loads(run(*args, "--calibration", str(packaged)).stdout)
-    nodes = [rates[n][0] for n in (first, second)]
+    hbm = [rates[n][0] for n in (first, second)]
     assert other["metrics"]["throughput_samples_per_s"] == pytest.approx(
-        [zion("" if n == 1 else f"nodes={n}", load_calibration().host_efficiency) for n in nodes],
-        rel=1e-4)
+        [zion(f"node.hbm_gb={h}", load_calibration().host_efficiency) for h in hbm], rel=1e-4)
 
 
 def test_a_study_scored_with_the_packaged_calibration_refuses_one_added(tmp_path: Path) -> None:
