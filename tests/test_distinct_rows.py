@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dse import evaluate, load_system, load_workload
+from dse.errors import DseInputError
 from dse.model.estimators import distinct_rows, unique_rows, zipf_distinct, zipf_hit_rate
 from dse.model.placement import plan_placement
 
@@ -86,3 +87,8 @@ def test_more_skew_never_slows_a_step() -> None:
     rates = [evaluate(load_workload("mlperf-dlrm-dcnv2", (("access_zipf", z),)), system)
              .throughput_samples_per_s for z in (0.0, 0.8, 1.05, 1.3)]
     assert all(a <= b for a, b in itertools.pairwise(rates)) and rates[0] < rates[-1]
+
+
+def test_an_unknown_way_of_choosing_multi_hot_ids_is_refused_in_one_line() -> None:
+    with pytest.raises(DseInputError, match="multi_hot_ids: expected one of 'drawn', 'derived', got 'bogus'"):
+        load_workload("mlperf-dlrm-dcnv2", (("multi_hot_ids", "bogus"),))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Literal, NamedTuple, get_args
+from typing import Literal, NamedTuple
 
 from dse.model.widths import INDEX_BYTES
 
@@ -71,8 +71,6 @@ draw from the table's popularity; ``derived``, a fixed function of one drawn id,
 pooling - 1 partners fixed once per id, uniformly at random over the table (MLPerf Training
 DLRM-DCNv2's synthetic multi-hot Criteo: ``Multihot.__make_multi_hot_indices_tables`` in
 facebookresearch/dlrm ``torchrec_dlrm/multi_hot.py``, ``--multi_hot_distribution_type uniform``)."""
-
-MULTI_HOT_IDS: tuple[MultiHotIds, ...] = get_args(MultiHotIds)
 
 _DISTINCT_NODES = 96
 """Simpson intervals of :func:`zipf_distinct`'s integral over log rank (its integrand changes over
