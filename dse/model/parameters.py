@@ -124,7 +124,7 @@ class Calibration:
     estimates; ``dse validate`` reports it (``dse.calibration.fit.power_fit``), and ``dse
     calibrate`` fits it after the throughput fit, to two decimals (``fit_power``), and records its
     error in ``[fit]``. This default, 0.61, is the prior: the fit when every part drew flat; under
-    power by activity calibration 2026.12-9 fits 0.62 (exact 0.6176).
+    power by activity calibrations 2026.12-9 and -10 fit 0.62 (exact 0.6176 and 0.6175).
     Every other design's accelerators draw by their step's activity (``dse.model.power``): the
     level of their dense kernels is the one that makes the measured node's average this value,
     with the stated levels of its embedding kernels and waits, so a design waiting on its host or
