@@ -566,3 +566,32 @@ def test_storage_proxy_listens_beyond_loopback_only_when_told() -> None:
                  "--host", "0.0.0.0")
     assert result.returncode == 2
     assert "--allow-remote" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_schema_creation_race_is_opened_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two processes creating the same new table at once: PostgreSQL tells the loser of the race
+    # by a unique violation on pg_type; opening again finds the tables. Any other error is not
+    # retried.
+    import dse.search.storage.databases as databases
+
+    calls: list[str] = []
+
+    def racing(url: str, **_: object) -> str:
+        calls.append(url)
+        if len(calls) < 3:
+            raise RuntimeError('duplicate key value violates unique constraint "pg_type_typname_nsp_index"')
+        return "storage"
+
+    monkeypatch.setattr(databases, "RDBStorage", racing)
+    monkeypatch.setattr(databases.time, "sleep", lambda _s: None)
+    assert databases._open_rdb("postgresql://x", {}, {}) == "storage" and len(calls) == 3
+
+    def broken(url: str, **_: object) -> str:
+        calls.append(url)
+        raise RuntimeError("password authentication failed")
+
+    calls.clear()
+    monkeypatch.setattr(databases, "RDBStorage", broken)
+    with pytest.raises(RuntimeError, match="password"):
+        databases._open_rdb("postgresql://x", {}, {})
+    assert len(calls) == 1

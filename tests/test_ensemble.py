@@ -32,6 +32,7 @@ from dse.calibration.ensemble import (
     coverage,
     load_ensemble,
     prediction_interval,
+    range_ends,
     read_ensemble,
     write_ensemble,
 )
@@ -181,11 +182,19 @@ def test_a_band_off_the_point_is_pulled_back_to_it() -> None:
     assert down.basis == "cpu_class" and up.basis == "ensemble"
 
 
-def test_ensemble_of_one_calibration_gives_zero_width() -> None:
+def test_ensemble_of_one_calibration_gives_only_the_width_of_its_ranges() -> None:
+    # No spread and no residual: what is left is what the unpinned inputs do (here the skew of
+    # the data's row popularity, access_zipf_spread; with it shut, nothing).
     ev = _measured()
+    point = ev.throughput_samples_per_s
     iv = prediction_interval(ev, CalibrationEnsemble.single(CALIB))
-    assert iv is not None
-    assert iv.throughput_low == iv.throughput_high == ev.throughput_samples_per_s
+    ends = range_ends(ev.workload, ev.system, ev.plan, CALIB, point)
+    assert iv is not None and ends.moved == ("access_zipf 0.8-1.3",)
+    assert iv.throughput_low == pytest.approx(point * math.exp(ends.low))
+    assert iv.throughput_high == pytest.approx(point * math.exp(ends.high))
+    shut = dataclasses.replace(CALIB, access_zipf_spread=0.0)
+    none = prediction_interval(ev, CalibrationEnsemble.single(shut), shut)
+    assert none is not None and none.throughput_low == none.throughput_high == point
 
 
 def test_recalibrated_loads_time_the_step_as_fresh_loads_do() -> None:
@@ -353,7 +362,8 @@ def test_robust_front_of_cpu_nodes_takes_the_cpu_class_intervals(tmp_path: Path)
 def test_ensemble_of_one_keeps_every_front_design(small_study: tuple[optuna.Study, StudySpec]) -> None:
     study, spec = small_study
     # One calibration and no uncertainty: the unpinned parameters' ranges shut to their values too.
-    shut = dataclasses.replace(CALIB, ranges={n: (getattr(CALIB, n),) * 2 for n in DEFAULT_RANGES})
+    shut = dataclasses.replace(CALIB, ranges={n: (getattr(CALIB, n),) * 2 for n in DEFAULT_RANGES},
+                               access_zipf_spread=0.0)
     result = robust_front(study, spec, load_objectives(spec.objectives), CalibrationEnsemble.single(shut),
                           shut)
     assert result.designs and all(d.probability == 1.0 for d in result.designs)

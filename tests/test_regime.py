@@ -104,8 +104,12 @@ def test_rule_widens_outside_the_measured_regime(workload: str, system: str,
     point = ev.throughput_samples_per_s
     # ... and never narrower than the predictions at the ends of the unpinned parameters' ranges
     # (host_efficiency, for the design with tables in host memory; no change for the others).
-    ends = range_ends(ev.workload, ev.system, ev.plan, load_calibration(), point)
-    assert (ends.low < 0.0) == (workload == "zion-2019")
+    calib = load_calibration()
+    ends = range_ends(ev.workload, ev.system, ev.plan, calib, point)
+    no_skew = dataclasses.replace(calib, access_zipf_spread=0.0)
+    host = range_ends(ev.workload, ev.system, ev.plan, no_skew, point)
+    assert (host.low < 0.0) == (workload == "zion-2019")  # host_efficiency's range
+    assert ends.low < 0.0 < ends.high  # the skew of every Criteo-like workload
     lo, hi = min(lo, ends.low), max(hi, ends.high)
     assert iv.throughput_low == pytest.approx(point * math.exp(min(lo, 0.0)))
     assert iv.throughput_high == pytest.approx(point * math.exp(max(hi, 0.0)))

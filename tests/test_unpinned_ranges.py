@@ -79,7 +79,9 @@ def test_an_hbm_resident_interval_does_not_widen(wl: str, system: str, overrides
     # The same ensemble with every range shut to its point value: what the interval was before.
     shut = dataclasses.replace(CALIB, ranges={n: (getattr(CALIB, n),) * 2 for n in DEFAULT_RANGES})
     without = prediction_interval(ev, load_ensemble(calibration=shut), shut)
-    assert with_ranges.unpinned == ()
+    # Only the skew of the data's row popularity moves it (a range of every skewed workload);
+    # none of the host or CXL ranges does.
+    assert all(name.startswith("access_zipf ") for name in with_ranges.unpinned)
     assert with_ranges.relative == pytest.approx(without.relative, abs=0.02)
 
 

@@ -552,16 +552,38 @@ def range_ends(workload: Workload, system: System, plan: Plan, calib: Calibratio
     """:class:`RangeEnds` of a design predicted at ``point`` samples/s under ``calib``: its
     throughput retimed at the ends of every unpinned parameter's range
     (:func:`~dse.model.parameters.unpinned`; :func:`_ends`: the step is monotone in each, an
-    efficiency speeds it, an overhead slows it)."""
-    ranges = {n: r for n, r in unpinned(calib).items() if n not in POWER_LEVELS}
-    if not ranges or not (0 < point < math.inf):
+    efficiency speeds it, an overhead slows it), and at the ends of its workload's skew
+    (:func:`skew_ends`)."""
+    if not (0 < point < math.inf):
         return NO_RANGE
+    ranges = {n: r for n, r in unpinned(calib).items() if n not in POWER_LEVELS}
 
     def logs_at(values: list[dict[str, float]]) -> np.ndarray:
         logs = log_throughputs(workload, system, plan, [calib.with_values(**v) for v in values])
         return np.where(np.isfinite(logs), logs - math.log(point), 0.0)
 
-    return _ends(ranges, logs_at)
+    ends = _ends(ranges, logs_at) if ranges else NO_RANGE
+    skew = skew_ends(workload, system, calib, point)
+    return RangeEnds(min(ends.low, skew.low), max(ends.high, skew.high), ends.moved + skew.moved)
+
+
+def skew_ends(workload: Workload, system: System, calib: Calibration, point: float) -> RangeEnds:
+    """What the unpinned skew of ``workload``'s row popularity does to a design predicted at
+    ``point`` samples/s: the design placed and timed again with the Zipf exponent the
+    calibration's ``access_zipf_spread`` either side of the workload's (a placement of its own at
+    each, as the distinct rows and cache hits it counts move its pieces), as log ratios to the
+    point. A workload on uniform random data (exponent 0), or a spread of 0, has no range."""
+    z, spread = workload.access_zipf, calib.access_zipf_spread
+    if z <= 0.0 or spread <= 0.0:
+        return NO_RANGE
+    ends = (max(z - spread, 0.0), z + spread)
+    logs = []
+    for value in ends:
+        wl = dataclasses.replace(workload, access_zipf=value)
+        step = step_time(wl, system, plan_placement(wl, system), calib).step_s
+        logs.append(math.log(wl.global_batch / step / point) if 0 < step < math.inf else 0.0)
+    moved = (f"access_zipf {ends[0]:g}-{ends[1]:g}",) if max(map(abs, logs)) > MOVED_LOG else ()
+    return RangeEnds(min(*logs, 0.0), max(*logs, 0.0), moved)
 
 
 NO_POWER = RangeEnds(1.0, 1.0, ())

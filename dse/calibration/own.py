@@ -457,7 +457,10 @@ def fit_own(rows: Sequence[OwnMeasurement], base: Calibration, version: str, pri
     range and software factor of it; the result is labelled ``version``, records ``base``'s
     version as ``based_on`` and the fitted parameters as ``own_fitted`` (a range they had is
     dropped), and adds the own fit's figures to ``base``'s ``[fit]`` table (``own_points``,
-    ``own_fitted_parameters``, ``own_median_abs_pct_error``, ``own_max_abs_pct_error``)."""
+    ``own_fitted_parameters``, ``own_median_abs_pct_error``, ``own_max_abs_pct_error``). Rows that
+    fit a parameter were measured on their own data, whose popularity's skew is then in what they
+    fit: the result keeps no skew range (``access_zipf_spread`` 0), which stands for the unknown
+    skew of the published measurements' Criteo data."""
     ready = tuple(prepared(rows, base))
     choices = choose(ready, base, prior)
     names = [c.name for c in choices if c.fitted]
@@ -466,6 +469,7 @@ def fit_own(rows: Sequence[OwnMeasurement], base: Calibration, version: str, pri
     errors = np.abs(np.expm1(after)) * 100  # |predicted - measured| / measured, percent
     calib = dataclasses.replace(
         fitted, version=version, based_on=base.version, own_fitted=tuple(names),
+        access_zipf_spread=0.0 if names else base.access_zipf_spread,
         ranges={k: v for k, v in base.ranges.items() if k not in names},
         fit={**base.fit, "own_points": float(len(ready)), "own_fitted_parameters": float(len(names)),
              "own_median_abs_pct_error": float(np.median(errors)),

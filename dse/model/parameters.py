@@ -170,6 +170,14 @@ class Calibration:
         "lit idle or not [A]"), "moves": "power"})
     """Share of its draw a NIC, a PCIe or scale-up switch or a scale-out switch port draws with no
     traffic; it draws all of it while it carries the step's traffic."""
+    access_zipf_spread: float = field(default=0.25, metadata=NONNEG)
+    """How far a skewed workload's Zipf exponent of row popularity (``Workload.access_zipf``) may
+    lie either side of its stated value; every interval takes in the prediction at both ends
+    (``dse.calibration.ensemble.skew_ends``). No measurement of Criteo 1TB's popularity was found,
+    and the throughput data do not pin it either: calibration 2026.12-10 refitted with every
+    measured workload's exponent at 0.8 and at 1.3 reproduces the measurements with median errors
+    of 7.0% and 4.0% (5.6% at the packaged 1.05; docs/validation.md) [A]. 0 in a calibration of
+    your own when you measured your data's popularity. Not a fitted parameter: it moves no step."""
     cpu_dense_efficiency: float = field(default=0.50, metadata=EFF)
     """Share of a CPU socket's vector peak (``Cpu.peak_tflops``: AVX-512 or AVX2 FMAs, AVX512_BF16
     dot products) that DLRM's MLPs reach on a node without accelerators. Prior: oneDNN bf16/fp32

@@ -173,7 +173,8 @@ class Workload:
     """Zipf exponent of row popularity: the hit rate of hot rows and HBM caches, and how many
     distinct rows a step's lookups touch, which the embedding backward reads and writes once each
     (Criteo features are heavily skewed; exponents near 1 are typical for click logs, an
-    assumption to revisit with data)."""
+    assumption no measurement pins: every interval takes in the calibration's
+    ``access_zipf_spread`` either side of it)."""
     multi_hot_ids: MultiHotIds = "drawn"
     """How a sample's lookups into one multi-hot table are chosen (:data:`MultiHotIds`): ``drawn``
     independently, or ``derived`` from one drawn id (MLPerf DLRM-DCNv2's synthetic multi-hot)."""

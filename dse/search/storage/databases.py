@@ -20,6 +20,7 @@ statement per table, or one COUNT.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -91,9 +92,7 @@ def rdb_storage(url: str,
             kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S,
                       "heartbeat_stale_trial_callback": stale_callback}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ExperimentalWarning)
-            return RDBStorage(url, engine_kwargs=engine, **kwargs)
+        return _open_rdb(url, engine, kwargs)
     except ModuleNotFoundError as exc:
         raise DseInputError("--storage", shown,
                             f"the database driver is not installed ({exc.name}): "
@@ -106,6 +105,32 @@ def rdb_storage(url: str,
             raise error("--storage", shown, f"PostgreSQL {said}") from None
         raise DseInputError("--storage", shown,
                             f"cannot open the database: {first_line(exc)}") from None
+
+
+SCHEMA_RACE_ATTEMPTS = 5
+"""Times a storage is opened before a schema-creation race is taken as a failure."""
+SCHEMA_RACE_MARKS = ("pg_type_typname_nsp_index", "already exists")
+"""What PostgreSQL says when two processes create the same new table at once: the loser of
+``CREATE TABLE`` meets the winner's row type (unique violation on ``pg_type``) or table."""
+
+
+def _open_rdb(url: str, engine: dict[str, Any], kwargs: dict[str, Any]) -> RDBStorage:
+    """Optuna's RDB storage, which creates its tables when the database has none. Workers started
+    together on a new database race to create them; a loser opens it again, and finds them."""
+    for attempt in range(SCHEMA_RACE_ATTEMPTS - 1):
+        try:
+            return _rdb(url, engine, kwargs)
+        except Exception as exc:  # SQLAlchemy's IntegrityError or ProgrammingError, by the driver
+            if not any(mark in str(exc) for mark in SCHEMA_RACE_MARKS):
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    return _rdb(url, engine, kwargs)
+
+
+def _rdb(url: str, engine: dict[str, Any], kwargs: dict[str, Any]) -> RDBStorage:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        return RDBStorage(url, engine_kwargs=engine, **kwargs)
 
 
 def _postgres_connector(url: str, shown: str, give_up: bool) -> tuple[str, Callable[[], Any]]:
