@@ -92,3 +92,4 @@ def test_more_skew_never_slows_a_step() -> None:
 def test_an_unknown_way_of_choosing_multi_hot_ids_is_refused_in_one_line() -> None:
     with pytest.raises(DseInputError, match="multi_hot_ids: expected one of 'drawn', 'derived', got 'bogus'"):
         load_workload("mlperf-dlrm-dcnv2", (("multi_hot_ids", "bogus"),))
+

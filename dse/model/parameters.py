@@ -240,14 +240,18 @@ ensemble takes the calibration's value, so refitting them (or adding one) keeps 
 accelerator fit valid."""
 
 
+INTERVAL_ONLY = ("access_zipf_spread",)
+"""The scalar parameters that move no step and no member, only the intervals' ends."""
+
+
 def fingerprint(calib: Calibration) -> str:
-    """A short hash of a calibration's values (every scalar parameter but :data:`FITTED_APART` and
-    the unpinned ones, :func:`unpinned`, which no refit moves either, and every software
-    factor), so a refit that kept its version label still invalidates its ensemble
-    (:mod:`dse.calibration.ensemble`) and the memos keyed by it."""
+    """A short hash of a calibration's values (every scalar parameter but :data:`FITTED_APART`,
+    :data:`INTERVAL_ONLY` and the unpinned ones, :func:`unpinned`, which no refit moves either,
+    and every software factor), so a refit that kept its version label still invalidates its
+    ensemble (:mod:`dse.calibration.ensemble`) and the memos keyed by it."""
     ranged = unpinned(calib)
     parts = [f"{name}={float(getattr(calib, name))!r}" for name in FITTED_PARAMETERS
-             if name not in FITTED_APART and name not in ranged]
+             if name not in FITTED_APART and name not in INTERVAL_ONLY and name not in ranged]
     parts += [f"software_factor.{k}={v!r}" for k, v in sorted(calib.software_factor.items())]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 

@@ -38,7 +38,7 @@ import math
 from typing import NamedTuple
 
 from dse.model.bom import CPU_TRAINING_UTILISATION
-from dse.model.parameters import FITTED_PARAMETERS, POWER_LEVELS, Calibration
+from dse.model.parameters import FITTED_PARAMETERS, INTERVAL_ONLY, POWER_LEVELS, Calibration
 from dse.model.placement import Plan, plan_placement
 from dse.model.stages import StageCosts
 from dse.model.system import System, load_system
@@ -165,7 +165,7 @@ def timing_values(calib: Calibration) -> tuple[object, ...]:
             *sorted(calib.software_factor.items()))
 
 
-NOT_TIMING = frozenset({*POWER_LEVELS, "accelerator_training_utilisation"})
+NOT_TIMING = frozenset({*POWER_LEVELS, *INTERVAL_ONLY, "accelerator_training_utilisation"})
 """The calibration's parameters no step time reads."""
 
 

@@ -572,7 +572,7 @@ def assign_host(host_set: list[Candidate], load: list[float], capacity: float, n
     node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [capacity] * nodes)
     by_device: dict[int, list[tuple[Candidate, Traffic]]] = {}
     unplaced: list[Candidate] = []
-    cached = _CacheShares(spare, [0.0] * len(load), [0.0] * len(load)) if spare else None
+    cached = _CacheShares(spare, [0.0] * len(load), [0.0] * len(load)) if spare and any(spare) else None
     ranked = sorted(zip(host_set, traffic, host_costs, node_of, strict=True), key=lambda x: -x[2])
     for c, t, cost, node in ranked:
         if node is None:
