@@ -113,8 +113,7 @@ def plan_placement(workload: Workload, system: System) -> Plan:
     off_device_pieces, node_used, unplaced = place_node_tiers(
         off_device, budgets.tiers[1:], budgets.node_capacity_bytes, list(local.loads),
         system.nodes, system.accelerators_per_node, workload, s_c, room)
-    off_shards, caches = host_shards(off_device_pieces, own_used, own, budgets.device_capacity_bytes,
-                                     system.spec.node.hbm_cache_gb, system.spec.software.host_tables,
+    off_shards, caches = host_shards(off_device_pieces, room, own, system.spec.software.host_tables,
                                      workload, s_c)
     for dev, cache in caches.items():
         own_used[dev] += cache

@@ -107,18 +107,16 @@ def cache_room(own_used: list[float], own_cap: float, cache_gb: float | None,
     return [0.0 if x < 0.0 else cap if x > cap else x for x in left]
 
 
-def host_shards(placed: NodePieces, own_used: list[float], own_tier: MemoryTier, own_cap: float,
-                cache_gb: float | None, serving: HostServing, wl: Workload,
-                s_c: int) -> tuple[list[Shard], dict[int, float]]:
+def host_shards(placed: NodePieces, room: list[float] | None, own_tier: MemoryTier,
+                serving: HostServing, wl: Workload, s_c: int) -> tuple[list[Shard], dict[int, float]]:
     """The shards of the pieces in node tiers, each with its traffic, served as ``serving`` says
     (:attr:`~dse.model.system.SoftwareSpec.host_tables`): behind a cache in the device's own
-    memory (``own_used`` per device before any cache, of ``own_cap`` usable; at most ``cache_gb``
-    when set; shared by the device's pieces of every tier in proportion to their bytes), read over
-    the host link without one, or pooled by the CPUs; ``auto`` caches where the device has room to
-    spare and pools elsewhere. Returns the shards and the cache bytes taken on each device."""
+    memory (``room`` per device, :func:`cache_room`; shared by the device's pieces of every tier in
+    proportion to their bytes), read over the host link without one, or pooled by the CPUs;
+    ``auto`` caches where the device has room to spare and pools elsewhere. Returns the shards and
+    the cache bytes taken on each device."""
     caches: dict[int, float] = {}
     totals: dict[int, float] = {}
-    room = cache_room(own_used, own_cap, cache_gb, serving) if placed else None
     for _, by_device in placed:
         for dev, group in by_device.items():
             caches[dev] = room[dev] if room else 0.0
