@@ -5,14 +5,19 @@ can cache them; without one, the least-loaded device."""
 from __future__ import annotations
 
 import itertools
+import random
+
+import pytest
 
 from dse import evaluate, load_system, load_workload
 from dse.model.estimators import zipf_hit_rate
 from dse.model.placement.candidates import Candidate
-from dse.model.placement.partitioning import assign_host
+from dse.model.placement.costs import ShardCosts
+from dse.model.placement.partitioning import _CacheShares, _serving_device, assign_host
 
 GB = 1e9
 WL = load_workload("zion-2019")
+COSTS = ShardCosts(WL, 8, 16_384.0, 32)  # the planner's row figures of WL (g, batch, unit unused)
 
 
 def piece(table: int, rows: int = 10_000_000, lookups: float = 100_000.0) -> Candidate:
@@ -32,9 +37,9 @@ def test_a_cached_table_goes_where_memory_can_cache_it() -> None:
     c = piece(0)
     hit = zipf_hit_rate(1 * GB / c.footprint * c.rows, c.rows, WL.access_zipf)
     assert 0.5 < hit < 1.0
-    cached = assign_host([c], [0.0, 1e9], 1e15, 1, 2, WL, 4, 64, spare=[0.0, 1 * GB])
+    cached = assign_host([c], [0.0, 1e9], 1e15, 1, 2, COSTS, 64, spare=[0.0, 1 * GB])
     assert devices_of(cached) == {1: [0]}
-    plain = assign_host([c], [0.0, 1e9], 1e15, 1, 2, WL, 4, 64)
+    plain = assign_host([c], [0.0, 1e9], 1e15, 1, 2, COSTS, 64)
     assert devices_of(plain) == {0: [0]}
 
 
@@ -42,7 +47,7 @@ def test_equal_tables_spread_over_equal_caches() -> None:
     # Eight equal tables (2.6 GB each), four devices with 5 GB to spare each: two each (a device's
     # cache shared by more tables holds less of each, so its misses grow with every table it takes).
     pieces = [piece(t) for t in range(8)]
-    got = assign_host(pieces, [0.0] * 4, 1e15, 1, 4, WL, 4, 64, spare=[5 * GB] * 4)
+    got = assign_host(pieces, [0.0] * 4, 1e15, 1, 4, COSTS, 64, spare=[5 * GB] * 4)
     assert sorted(len(v) for v in devices_of(got).values()) == [2, 2, 2, 2]
 
 
@@ -53,3 +58,23 @@ def test_a_zion_cluster_never_trains_slower_than_fewer_nodes() -> None:
              for n in (1, 2, 3, 4)]
     assert all(a <= b for a, b in itertools.pairwise(rates))
     assert rates[1] > 1.5 * rates[0]
+
+
+@pytest.mark.parametrize("zipf", [0.0, 0.6, 1.0, 1.05, 1.3])
+def test_the_serving_device_has_the_fewest_misses_by_the_zipf_law(zipf: float) -> None:
+    # _serving_device writes the miss share out (a call a device was 8% of a Zion evaluation); its
+    # choice must be the device whose misses, by zipf_hit_rate, are fewest.
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(1, 8)
+        spare = [rng.choice([0.0, rng.uniform(0, 8) * GB]) for _ in range(n)]
+        fp = [rng.choice([0.0, rng.uniform(0, 40) * GB]) for _ in range(n)]
+        traffic = [rng.uniform(0, 5e9) for _ in range(n)]
+        c = piece(0, rows=rng.choice([10, 10_000, 40_000_000]))
+        cost = rng.uniform(1e6, 1e9)
+        misses = [(traffic[d] + cost) * (1.0 - zipf_hit_rate(spare[d] / (fp[d] + c.footprint) * c.rows,
+                                                              c.rows, zipf)) for d in range(n)]
+        state = _CacheShares(spare, list(fp), list(traffic))
+        got = _serving_device(range(n), c, cost, [0.0] * n, state, zipf)
+        assert misses[got] == pytest.approx(min(misses), rel=1e-9)
+        assert state.footprint[got] == fp[got] + c.footprint and state.traffic[got] == traffic[got] + cost

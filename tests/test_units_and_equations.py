@@ -324,10 +324,10 @@ def test_gemm_full_waves_reach_peak() -> None:
 
 
 def test_granular() -> None:
-    assert granular(0, 32) == 0.0
-    assert granular(1, 32) == 32.0
-    assert granular(32, 32) == 32.0
-    assert granular(33, 32) == 64.0
+    # (row bytes, state bytes) each rounded up to whole accesses; none for none.
+    assert granular(0, 1, 32) == (0, 32)
+    assert granular(32, 33, 32) == (32, 64)
+    assert granular(256, 8, 64) == (256, 64)
 
 
 def test_local_traffic_by_hand() -> None:

@@ -24,11 +24,12 @@ PCIE_READ_BYTES = 64
 segment [A: matches the host cache line; PCIe TLP payloads are 64-256 B]."""
 
 
-def granular(nbytes: float, unit: int) -> float:
-    """Bytes actually moved when ``nbytes`` are read in units of ``unit`` bytes (at least one unit)."""
-    if nbytes <= 0:
-        return 0.0
-    return math.ceil(nbytes / unit) * unit
+@functools.lru_cache(maxsize=1024)
+def granular(row_bytes: int, state_bytes: int, unit: int) -> tuple[int, int]:
+    """Bytes actually moved when a row of ``row_bytes`` and its optimizer state of ``state_bytes``
+    are read in accesses of ``unit`` bytes: each rounded up to whole accesses (none for none).
+    Remembered: a design asks it for every shard, of a few row sizes."""
+    return -(-row_bytes // unit) * unit, -(-state_bytes // unit) * unit
 
 
 class Traffic(NamedTuple):
@@ -140,8 +141,7 @@ def local_traffic(
     collection (unique compression) do. ``update_rows``: rows updated densely (a replica whose
     gradient arrives allreduced); the backward then touches at least that many rows.
     """
-    row = granular(row_bytes, unit)
-    state = granular(state_bytes, unit)
+    row, state = granular(row_bytes, state_bytes, unit)
     fwd = lookups * (row + INDEX_BYTES) + out_bytes
     updated = max(lookups if touched is None else touched, update_rows)
     bwd = out_bytes + updated * 2.0 * (row + state) + lookups * INDEX_BYTES
@@ -154,8 +154,7 @@ def pooled_traffic(lookups: float, row_bytes: int, state_bytes: int, out_bytes: 
     gathers rows in ``unit``-byte lines (the tier's) and ships pooled vectors over the host
     link; backward ships gradients back and the CPU updates each distinct row (``touched``, as in
     :func:`local_traffic`) and its state in place."""
-    row = granular(row_bytes, unit)
-    state = granular(state_bytes, unit)
+    row, state = granular(row_bytes, state_bytes, unit)
     # (local_fwd, local_bwd, link_fwd, link_bwd, far_fwd, far_bwd): see new_traffic.
     return new_traffic((0.0, 0.0, out_bytes, out_bytes, lookups * (row + INDEX_BYTES),
                          (lookups if touched is None else touched) * 2.0 * (row + state)))
@@ -175,14 +174,11 @@ def cached_traffic(
     miss = lookups - hits
     distinct = lookups if touched is None else touched
     update_miss = miss if miss < distinct else distinct  # min(), without its call
-    row = granular(row_bytes, local_unit)
-    state = granular(state_bytes, local_unit)
+    row, state = granular(row_bytes, state_bytes, local_unit)
     hit_fwd = hits * (row + INDEX_BYTES) + out_bytes  # the hits' local traffic
     hit_bwd = out_bytes + (distinct - update_miss) * 2.0 * (row + state) + hits * INDEX_BYTES
-    p_row = granular(row_bytes, PCIE_READ_BYTES)
-    p_state = granular(state_bytes, PCIE_READ_BYTES)
-    d_row = granular(row_bytes, far_unit)
-    d_state = granular(state_bytes, far_unit)
+    p_row, p_state = granular(row_bytes, state_bytes, PCIE_READ_BYTES)
+    d_row, d_state = granular(row_bytes, state_bytes, far_unit)
     # (local_fwd, local_bwd, link_fwd, link_bwd, far_fwd, far_bwd): see new_traffic.
     return new_traffic((hit_fwd + miss * INDEX_BYTES, hit_bwd, miss * p_row,
                          update_miss * 2.0 * (p_row + p_state), miss * d_row,
@@ -224,3 +220,6 @@ def zipf_share(cached_rows: float, rows: float, a: float, den: float) -> float:
         return math.log(k + 1.0) / den
     share: float = ((k + 1.0) ** a - 1.0) / den
     return share
+    den = (rows + 1.0) ** a - 1.0
+    return [0.0 if k <= 0.0 else (((rows if k > rows else 1.0 if k < 1.0 else k) + 1.0) ** a - 1.0) / den
+            for k in cached_rows]

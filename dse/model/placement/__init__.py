@@ -56,7 +56,6 @@ from dse.model.placement.plan import (
 from dse.model.placement.sharding import shard_tables
 from dse.model.placement.tiers import cache_room, choose_tiers, host_shards, place_node_tiers
 from dse.model.system import System
-from dse.model.widths import COMM_BYTES
 from dse.model.workload import Workload
 
 __all__ = [
@@ -104,7 +103,6 @@ def plan_placement(workload: Workload, system: System) -> Plan:
     local_set, off_device = choose_tiers(pieces, device_cap * budgets.table_devices(),
                                          system.spec.software.host_table_order)
 
-    s_c = COMM_BYTES[workload.precision]
     local = place_hbm(local_set, budgets, device_cap, replica_bytes, costs)
     own_used = local.hbm_used_bytes
     off_device = off_device + local.unplaced
@@ -112,9 +110,8 @@ def plan_placement(workload: Workload, system: System) -> Plan:
                       system.spec.software.host_tables) if off_device else None
     off_device_pieces, node_used, unplaced = place_node_tiers(
         off_device, budgets.tiers[1:], budgets.node_capacity_bytes, list(local.loads),
-        system.nodes, system.accelerators_per_node, workload, s_c, room)
-    off_shards, caches = host_shards(off_device_pieces, room, own, system.spec.software.host_tables,
-                                     workload, s_c)
+        system.nodes, system.accelerators_per_node, costs, room)
+    off_shards, caches = host_shards(off_device_pieces, room, own, system.spec.software.host_tables, costs)
     for dev, cache in caches.items():
         own_used[dev] += cache
 

@@ -9,11 +9,11 @@ import math
 
 from dse.model.estimators import Traffic, cached_traffic, zipf_hit_rate
 from dse.model.placement.candidates import Candidate
+from dse.model.placement.costs import ShardCosts
 from dse.model.placement.partitioning import assign_host
 from dse.model.placement.plan import Access, Shard, new_shard
 from dse.model.system import GB, HostOrder, HostServing
 from dse.model.tiers import MemoryTier
-from dse.model.workload import Workload
 
 
 def choose_tiers(pieces: list[tuple[Candidate, int]], budget: float,
@@ -72,7 +72,7 @@ NodePieces = list[tuple[MemoryTier, dict[int, list[tuple[Candidate, Traffic]]]]]
 
 
 def place_node_tiers(pieces: list[Candidate], tiers: tuple[MemoryTier, ...], capacities: tuple[float, ...],
-                     load: list[float], nodes: int, per_node: int, wl: Workload, s_c: int,
+                     load: list[float], nodes: int, per_node: int, costs: ShardCosts,
                      spare: list[float] | None = None
                      ) -> tuple[NodePieces, list[tuple[float, ...]], list[Candidate]]:
     """The pieces that live off the devices, tier after tier (``tiers``: the node tiers, each with
@@ -88,8 +88,7 @@ def place_node_tiers(pieces: list[Candidate], tiers: tuple[MemoryTier, ...], cap
     used: list[tuple[float, ...]] = []
     carried: list[Candidate] = [] if tiers else pieces
     for tier, capacity, share in zip(tiers, capacities, shares, strict=True):
-        got = assign_host(share + carried, load, capacity, nodes, per_node, wl, s_c, tier.access_bytes,
-                          spare)
+        got = assign_host(share + carried, load, capacity, nodes, per_node, costs, tier.access_bytes, spare)
         placed.append((tier, got.by_device))
         used.append(tuple(got.used_bytes))
         carried = got.unplaced
@@ -108,7 +107,7 @@ def cache_room(own_used: list[float], own_cap: float, cache_gb: float | None,
 
 
 def host_shards(placed: NodePieces, room: list[float] | None, own_tier: MemoryTier,
-                serving: HostServing, wl: Workload, s_c: int) -> tuple[list[Shard], dict[int, float]]:
+                serving: HostServing, costs: ShardCosts) -> tuple[list[Shard], dict[int, float]]:
     """The shards of the pieces in node tiers, each with its traffic, served as ``serving`` says
     (:attr:`~dse.model.system.SoftwareSpec.host_tables`): behind a cache in the device's own
     memory (``room`` per device, :func:`cache_room`; shared by the device's pieces of every tier in
@@ -122,7 +121,7 @@ def host_shards(placed: NodePieces, room: list[float] | None, own_tier: MemoryTi
             caches[dev] = room[dev] if room else 0.0
             totals[dev] = totals.get(dev, 0.0) + sum(c.footprint for c, _ in group)
     out: list[Shard] = []
-    local_unit = own_tier.access_bytes
+    local_unit, row, s_c, zipf = own_tier.access_bytes, costs.row, costs.s_c, costs.wl.access_zipf
     for tier, by_device in placed:
         name, far_unit = tier.name, tier.access_bytes
         for dev, group in by_device.items():
@@ -131,10 +130,10 @@ def host_shards(placed: NodePieces, room: list[float] | None, own_tier: MemoryTi
             for c, traffic in group:
                 hit = 0.0
                 if access != "pooled":  # the device gathers: its cache's hits, or none
-                    rb, state = wl.row_bytes(c.dim), wl.row_state_bytes(c.dim)
+                    rb, state = row(c.dim)
                     if cache > 0:
-                        hit = zipf_hit_rate(cache * (c.footprint / total) / state, c.rows, wl.access_zipf)
-                    traffic = cached_traffic(c.lookups, rb, state - rb, c.out_rows * c.dim * s_c, hit,
+                        hit = zipf_hit_rate(cache * (c.footprint / total) / (rb + state), c.rows, zipf)
+                    traffic = cached_traffic(c.lookups, rb, state, c.out_rows * c.dim * s_c, hit,
                                              c.touched, local_unit=local_unit, far_unit=far_unit)
                 # (From the tuple of its fields, see new_shard: one a piece, hot for host-bound designs.)
                 out.append(new_shard((c.table, c.sharding, c.rows, c.dim, c.lookups, c.out_rows, c.footprint,
