@@ -57,15 +57,39 @@ def test_distinct_rows_properties() -> None:
 
 def test_derived_multi_hot_by_hand() -> None:
     # DCNv2's 100-hot table of 40M rows at the one-node batch of 55,296: D distinct ids drawn, each
-    # with 99 fixed uniform partners: 40e6 x (1 - exp(-100 D / 40e6)) rows, against 55,296 x 100
-    # independent draws, which repeat popular rows more.
+    # with 99 fixed uniform partners, which land on the 40e6 - D rows not drawn as
+    # (40e6 - D)(1 - exp(-99 D / 40e6)) distinct rows; against 55,296 x 100 independent draws, which
+    # repeat popular rows more.
     d = zipf_distinct(55_296, 40e6, 1.05)
     derived = distinct_rows(55_296, 40e6, 100, 1.05, "derived")
-    assert derived == pytest.approx(40e6 * -math.expm1(-100 * d / 40e6))
+    assert derived == pytest.approx(d + (40e6 - d) * -math.expm1(-99 * d / 40e6))
     assert 0.40 < d / 55_296 < 0.48  # Zipf 1.05 over 40M ranks: under half the ids are distinct
     drawn = distinct_rows(55_296, 40e6, 100, 1.05, "drawn")
     assert drawn == zipf_distinct(55_296 * 100, 40e6, 1.05)
     assert drawn < derived < 55_296 * 100
+
+
+def test_derived_partners_never_collide_with_their_drawn_ids() -> None:
+    # A table of 39,060 rows (one of DCNv2's), two-hot, at the one-node batch: nearly every row's id
+    # is drawn (D), and each drawn id's partner can only add rows not drawn. Counting the D drawn
+    # ids among the uniform throws (R (1 - exp(-2 D / R))) would lose rows a step touches.
+    rows = 39_060.0
+    d = zipf_distinct(55_296, rows, 1.05)
+    got = distinct_rows(55_296, rows, 2, 1.05, "derived")
+    assert d < got < rows
+    assert got == pytest.approx(d + (rows - d) * -math.expm1(-d / rows))
+    assert got > rows * -math.expm1(-2 * d / rows)
+    # Simulated: Zipf(1.05) draws of 55,296 ids, each with one fixed uniform partner; the rows
+    # touched against the partners' count from the simulation's own distinct ids (the old count,
+    # every id a uniform throw, is 6% under).
+    rng = np.random.default_rng(0)
+    weights = 1.0 / np.arange(1, rows + 1) ** 1.05
+    ids = np.unique(rng.choice(int(rows), size=55_296, p=weights / weights.sum()))
+    partner = rng.integers(0, int(rows), size=int(rows))
+    touched = np.union1d(ids, partner[ids]).size
+    d_sim = float(ids.size)
+    assert d_sim + (rows - d_sim) * -math.expm1(-d_sim / rows) == pytest.approx(touched, rel=0.01)
+    assert rows * -math.expm1(-2 * d_sim / rows) < 0.95 * touched
 
 
 def test_the_dcnv2_preset_touches_fewer_rows_than_its_lookups() -> None:

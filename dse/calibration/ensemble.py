@@ -75,7 +75,7 @@ from dse.model.power import activity
 from dse.model.stages import DenseTimes
 from dse.model.system import System
 from dse.model.timing import loads_key, recalibrated_loads, step_loads, step_time
-from dse.model.workload import Workload
+from dse.model.workload import Workload, derived
 from dse.reading import read_text
 from dse.records import from_mapping
 from dse.safe_write import write_file
@@ -579,11 +579,19 @@ def skew_ends(workload: Workload, system: System, calib: Calibration, point: flo
     ends = (max(z - spread, 0.0), z + spread)
     logs = []
     for value in ends:
-        wl = dataclasses.replace(workload, access_zipf=value)
+        wl = skewed(workload, value)
         step = step_time(wl, system, plan_placement(wl, system), calib).step_s
         logs.append(math.log(wl.global_batch / step / point) if 0 < step < math.inf else 0.0)
     moved = (f"access_zipf {ends[0]:g}-{ends[1]:g}",) if max(map(abs, logs)) > MOVED_LOG else ()
     return RangeEnds(min(*logs, 0.0), max(*logs, 0.0), moved)
+
+
+def skewed(workload: Workload, exponent: float) -> Workload:
+    """``workload`` with its rows' popularity at Zipf ``exponent``, one object for each exponent
+    (kept with ``workload``): the figures it derives once (its tables' distinct rows, hot sets)
+    then serve every design of a study whose interval takes the skew's ends in."""
+    return derived(workload, f"skewed:{exponent!r}",
+                   lambda w: dataclasses.replace(w, access_zipf=exponent))
 
 
 NO_POWER = RangeEnds(1.0, 1.0, ())

@@ -115,14 +115,15 @@ def distinct_rows(samples: float, rows: float, pooling: float, exponent: float,
     """Expected distinct rows a step of ``samples`` samples touches in a table of ``rows`` rows with
     ``pooling`` lookups a sample, popularity Zipf(``exponent``), ranks past ``skip`` only (see
     :func:`zipf_distinct`). ``drawn`` ids: samples x pooling independent lookups. ``derived`` ids
-    (:data:`MultiHotIds`): the distinct ids drawn, D, each bring pooling - 1 fixed partners spread
-    uniformly, so pooling x D rows are touched, less their uniform collisions,
-    rows x (1 - exp(-pooling x D / rows)): the popularity of the drawn id carries over to its
-    partners, which uniform access (exponent 0) would miss by touching almost every lookup's row.
+    (:data:`MultiHotIds`): the distinct ids drawn, D, each bring pooling - 1 fixed partners drawn
+    uniformly, which land on the R - D rows not drawn as (R - D)(1 - exp(-(pooling - 1) D / R))
+    distinct rows: D + that are touched. The popularity of the drawn id carries over to its partners,
+    which uniform access (exponent 0) would miss by touching almost every lookup's row.
     The backward reads and writes each distinct row once (:func:`local_traffic`)."""
     if ids == "drawn" or pooling <= 1.0:
         return zipf_distinct(samples * pooling, rows, exponent, skip)
-    return unique_rows(pooling * zipf_distinct(samples, rows, exponent, skip), rows)
+    d = zipf_distinct(samples, rows, exponent, skip)
+    return d + unique_rows((pooling - 1.0) * d, rows) * (rows - d) / rows
 
 
 def local_traffic(
