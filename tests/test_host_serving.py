@@ -13,7 +13,9 @@ from dse import evaluate, load_system, load_workload
 from dse.model.estimators import zipf_hit_rate
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.costs import ShardCosts
-from dse.model.placement.partitioning import _CacheShares, _serving_device, assign_host
+from dse.model.placement.partitioning import CacheShares, _serving_device, assign_host, cache_shares
+from dse.model.placement.tiers import place_node_tiers
+from dse.model.tiers import memory_tier
 
 GB = 1e9
 WL = load_workload("zion-2019")
@@ -37,7 +39,7 @@ def test_a_cached_table_goes_where_memory_can_cache_it() -> None:
     c = piece(0)
     hit = zipf_hit_rate(1 * GB / c.footprint * c.rows, c.rows, WL.access_zipf)
     assert 0.5 < hit < 1.0
-    cached = assign_host([c], [0.0, 1e9], 1e15, 1, 2, COSTS, 64, spare=[0.0, 1 * GB])
+    cached = assign_host([c], [0.0, 1e9], 1e15, 1, 2, COSTS, 64, cache_shares([0.0, 1 * GB]))
     assert devices_of(cached) == {1: [0]}
     plain = assign_host([c], [0.0, 1e9], 1e15, 1, 2, COSTS, 64)
     assert devices_of(plain) == {0: [0]}
@@ -47,7 +49,7 @@ def test_equal_tables_spread_over_equal_caches() -> None:
     # Eight equal tables (2.6 GB each), four devices with 5 GB to spare each: two each (a device's
     # cache shared by more tables holds less of each, so its misses grow with every table it takes).
     pieces = [piece(t) for t in range(8)]
-    got = assign_host(pieces, [0.0] * 4, 1e15, 1, 4, COSTS, 64, spare=[5 * GB] * 4)
+    got = assign_host(pieces, [0.0] * 4, 1e15, 1, 4, COSTS, 64, cache_shares([5 * GB] * 4))
     assert sorted(len(v) for v in devices_of(got).values()) == [2, 2, 2, 2]
 
 
@@ -74,7 +76,27 @@ def test_the_serving_device_has_the_fewest_misses_by_the_zipf_law(zipf: float) -
         cost = rng.uniform(1e6, 1e9)
         misses = [(traffic[d] + cost) * (1.0 - zipf_hit_rate(spare[d] / (fp[d] + c.footprint) * c.rows,
                                                               c.rows, zipf)) for d in range(n)]
-        state = _CacheShares(spare, list(fp), list(traffic))
+        state = CacheShares(spare, list(fp), list(traffic))
         got = _serving_device(range(n), c, cost, [0.0] * n, state, zipf)
         assert misses[got] == pytest.approx(min(misses), rel=1e-9)
         assert state.footprint[got] == fp[got] + c.footprint and state.traffic[got] == traffic[got] + cost
+
+
+def test_a_device_cache_is_shared_by_the_pieces_of_every_node_tier() -> None:
+    # Two devices with 1 GB each to spare for a cache, two equal tables: the denser in host DDR
+    # (room for one), the other in CXL memory. The DDR table takes device 0's cache; the CXL table
+    # then finds device 0's cache already shared and goes to device 1, where its hits are more.
+    # (Each tier weighing the caches afresh sent both to device 0, whose cache then held half of
+    # each.)
+    ddr = memory_tier("ddr", "node", 3 * GB / 0.9, 100 * GB)
+    cxl = memory_tier("cxl", "node", 100 * GB, 50 * GB)
+    dense, sparse = piece(0, lookups=200_000.0), piece(1)
+    placed, _, unplaced = place_node_tiers([dense, sparse], (ddr, cxl), (ddr.usable_bytes, cxl.usable_bytes),
+                                           [0.0, 0.0], 1, 2, COSTS, [1 * GB, 1 * GB])
+    assert not unplaced
+    assert [(tier.name, devices_of_pieces(by_device)) for tier, by_device in placed] == \
+        [("ddr", {0: [0]}), ("cxl", {1: [1]})]
+
+
+def devices_of_pieces(by_device) -> dict[int, list[int]]:  # type: ignore[no-untyped-def]
+    return {dev: sorted(c.table for c, _ in group) for dev, group in by_device.items()}

@@ -48,7 +48,7 @@ def test_each_system_lists_its_tiers_fastest_first() -> None:
 
 
 def _piece(lookups: float, footprint: float) -> Candidate:
-    return Candidate(0, "table_wise", 1000, 16, lookups, 1.0, footprint, 0.0, 0.0)
+    return Candidate(0, "table_wise", 1000, 16, lookups, 1.0, footprint, 0.0, 0.0, True, None, lookups)
 
 
 def test_node_tiers_fill_densest_first_by_hand() -> None:

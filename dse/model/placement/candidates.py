@@ -49,14 +49,17 @@ class Candidate:
     """Bytes per step in the owning device's own memory."""
     comm: float
     """All-to-all bytes per step the owning device sends."""
-    partial: bool = True
-    traffic: Traffic | None = None
+    partial: bool
+    """Row-wise only: it emits partial sums for every sample (a row piece of a multi-hot table), as
+    the shard's ``partial_sums`` (:class:`~dse.model.placement.plan.Shard`); true elsewhere."""
+    traffic: Traffic | None
     """Traffic in the device's own memory, when known already: a whole table's, and the pieces of a
     split (they share one)."""
-    touched: float = 0.0
+    touched: float
     """Distinct rows its lookups touch a step (:func:`~dse.model.estimators.distinct_rows`): the
     rows its backward reads and writes. A piece's share is its share of the table's lookups, as
-    rows spread over the pieces of a split whatever their popularity."""
+    rows spread over the pieces of a split whatever their popularity. (No default: a default of
+    none touched would silently drop a piece's backward.)"""
     per_domain: int = 0
     """Row-wise pieces of one table spread over several scale-up domains: how many go to each
     (0: the whole group in one domain, when it has room)."""

@@ -551,12 +551,12 @@ class HostAssignment(NamedTuple):
 
 def assign_host(host_set: list[Candidate], load: list[float], capacity: float, nodes: int,
                 per_node: int, costs: ShardCosts, unit: int,
-                spare: list[float] | None = None) -> HostAssignment:
+                cached: CacheShares | None = None) -> HostAssignment:
     """A node tier is per node: place each piece on a node (LPT on its host traffic, within
     ``capacity`` bytes a node), then on one of the node's devices (:func:`_serving_device`), whose
     ``load`` (HBM bytes of its own pieces, plus the host traffic of the pieces placed before, this
-    tier's included) is updated. ``unit``: the tier's access unit (bytes). ``spare``: each device's
-    own memory left for a cache of its host pieces (None: they are not served from one)."""
+    tier's included) is updated. ``unit``: the tier's access unit (bytes). ``cached``: the devices'
+    caches of their host pieces, updated (:func:`cache_shares`; None: not served from one)."""
     used = [0.0] * nodes
     if not host_set:
         return HostAssignment({}, used, [])
@@ -571,7 +571,6 @@ def assign_host(host_set: list[Candidate], load: list[float], capacity: float, n
     node_of = lpt_assign(host_costs, [c.footprint for c in host_set], [capacity] * nodes)
     by_device: dict[int, list[tuple[Candidate, Traffic]]] = {}
     unplaced: list[Candidate] = []
-    cached = _CacheShares(spare, [0.0] * len(load), [0.0] * len(load)) if spare and any(spare) else None
     ranked = sorted(zip(host_set, traffic, host_costs, node_of, strict=True), key=operator.itemgetter(2),
                     reverse=True)  # (stable: equal costs keep their order)
     for c, t, cost, node in ranked:
@@ -586,17 +585,26 @@ def assign_host(host_set: list[Candidate], load: list[float], capacity: float, n
     return HostAssignment(by_device, used, unplaced)
 
 
-class _CacheShares(NamedTuple):
+class CacheShares(NamedTuple):
     """For :func:`assign_host` when host pieces are served from a cache in their device's own
-    memory: per device, the memory left for it and the host pieces' bytes and host traffic so far."""
+    memory: per device, the memory left for it, and the bytes and host traffic of the host pieces it
+    serves so far, of every node tier (the tiers' pieces share one cache)."""
 
     spare: list[float]
     footprint: list[float]
     traffic: list[float]
 
 
+def cache_shares(spare: list[float] | None) -> CacheShares | None:
+    """The caches of devices with ``spare`` bytes of their own memory each for their host pieces,
+    none taken yet; None when no device has any (the least-loaded device then serves)."""
+    if not spare or not any(spare):
+        return None
+    return CacheShares(spare, [0.0] * len(spare), [0.0] * len(spare))
+
+
 def _serving_device(devs: range, c: Candidate, cost: float, load: list[float],
-                    cached: _CacheShares | None, zipf: float) -> int:
+                    cached: CacheShares | None, zipf: float) -> int:
     """The device of ``devs`` that serves host piece ``c`` (host traffic ``cost``). Without a cache,
     the one with the least ``load``. Behind a cache, which the pieces of a device share in
     proportion to their bytes (so each holds the same fraction of its rows, spare over the pieces'

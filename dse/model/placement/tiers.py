@@ -10,7 +10,7 @@ import math
 from dse.model.estimators import Traffic, cached_traffic, zipf_hit_rate
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.costs import ShardCosts
-from dse.model.placement.partitioning import assign_host
+from dse.model.placement.partitioning import assign_host, cache_shares
 from dse.model.placement.plan import Access, Shard, new_shard
 from dse.model.system import GB, HostOrder, HostServing
 from dse.model.tiers import MemoryTier
@@ -87,8 +87,9 @@ def place_node_tiers(pieces: list[Candidate], tiers: tuple[MemoryTier, ...], cap
     placed: NodePieces = []
     used: list[tuple[float, ...]] = []
     carried: list[Candidate] = [] if tiers else pieces
+    cached = cache_shares(spare)  # one cache a device, for its pieces of every tier (host_shards)
     for tier, capacity, share in zip(tiers, capacities, shares, strict=True):
-        got = assign_host(share + carried, load, capacity, nodes, per_node, costs, tier.access_bytes, spare)
+        got = assign_host(share + carried, load, capacity, nodes, per_node, costs, tier.access_bytes, cached)
         placed.append((tier, got.by_device))
         used.append(tuple(got.used_bytes))
         carried = got.unplaced
