@@ -10,7 +10,7 @@ import random
 import pytest
 
 from dse import evaluate, load_system, load_workload
-from dse.model.estimators import zipf_hit_rate
+from dse.model.estimators import Traffic, zipf_hit_rate
 from dse.model.placement.candidates import Candidate
 from dse.model.placement.costs import ShardCosts
 from dse.model.placement.partitioning import CacheShares, _serving_device, assign_host, cache_shares
@@ -65,21 +65,28 @@ def test_a_zion_cluster_never_trains_slower_than_fewer_nodes() -> None:
 @pytest.mark.parametrize("zipf", [0.0, 0.6, 1.0, 1.05, 1.3])
 def test_the_serving_device_has_the_fewest_misses_by_the_zipf_law(zipf: float) -> None:
     # _serving_device writes the miss share out (a call a device was 8% of a Zion evaluation); its
-    # choice must be the device whose misses, by zipf_hit_rate, are fewest.
+    # choice must be the device whose misses, by zipf_hit_rate, are fewest, the first of equals (as
+    # when caches hold the whole table: no miss), with caches of under one row too (k clamped to 1).
     rng = random.Random(7)
     for _ in range(300):
         n = rng.randint(1, 8)
-        spare = [rng.choice([0.0, rng.uniform(0, 8) * GB]) for _ in range(n)]
+        c = piece(0, rows=rng.choice([10, 10_000, 40_000_000]))
+        row = c.footprint / c.rows
+        sizes = (0.0, rng.uniform(0, 8) * GB, rng.uniform(0, 1) * row, 1e6 * GB)  # none, some, < 1 row, all
+        spare = [rng.choice(sizes) for _ in range(n)]
         fp = [rng.choice([0.0, rng.uniform(0, 40) * GB]) for _ in range(n)]
         traffic = [rng.uniform(0, 5e9) for _ in range(n)]
-        c = piece(0, rows=rng.choice([10, 10_000, 40_000_000]))
         cost = rng.uniform(1e6, 1e9)
         misses = [(traffic[d] + cost) * (1.0 - zipf_hit_rate(spare[d] / (fp[d] + c.footprint) * c.rows,
                                                               c.rows, zipf)) for d in range(n)]
         state = CacheShares(spare, list(fp), list(traffic))
         got = _serving_device(range(n), c, cost, [0.0] * n, state, zipf)
-        assert misses[got] == pytest.approx(min(misses), rel=1e-9)
+        assert got == misses.index(min(misses))  # the same figures to the bit, the first of equals
         assert state.footprint[got] == fp[got] + c.footprint and state.traffic[got] == traffic[got] + cost
+
+
+def devices_of_pieces(by_device: dict[int, list[tuple[Candidate, Traffic]]]) -> dict[int, list[int]]:
+    return {dev: sorted(c.table for c, _ in group) for dev, group in by_device.items()}
 
 
 def test_a_device_cache_is_shared_by_the_pieces_of_every_node_tier() -> None:
@@ -96,7 +103,3 @@ def test_a_device_cache_is_shared_by_the_pieces_of_every_node_tier() -> None:
     assert not unplaced
     assert [(tier.name, devices_of_pieces(by_device)) for tier, by_device in placed] == \
         [("ddr", {0: [0]}), ("cxl", {1: [1]})]
-
-
-def devices_of_pieces(by_device) -> dict[int, list[int]]:  # type: ignore[no-untyped-def]
-    return {dev: sorted(c.table for c, _ in group) for dev, group in by_device.items()}

@@ -112,18 +112,21 @@ def zipf_distinct(draws: float, rows: float, exponent: float, skip: float = 0.0)
 
 def distinct_rows(samples: float, rows: float, pooling: float, exponent: float,
                   ids: MultiHotIds = "drawn", skip: float = 0.0) -> float:
-    """Expected distinct rows a step of ``samples`` samples touches in a table of ``rows`` rows with
-    ``pooling`` lookups a sample, popularity Zipf(``exponent``), ranks past ``skip`` only (see
-    :func:`zipf_distinct`). ``drawn`` ids: samples x pooling independent lookups. ``derived`` ids
-    (:data:`MultiHotIds`): the distinct ids drawn, D, each bring pooling - 1 fixed partners drawn
-    uniformly, which land on the R - D rows not drawn as (R - D)(1 - exp(-(pooling - 1) D / R))
-    distinct rows: D + that are touched. The popularity of the drawn id carries over to its partners,
-    which uniform access (exponent 0) would miss by touching almost every lookup's row.
-    The backward reads and writes each distinct row once (:func:`local_traffic`)."""
+    """Expected distinct rows a step of ``samples`` samples touches in a table of R = ``rows`` rows
+    with ``pooling`` lookups a sample, popularity Zipf(``exponent``), on ranks past ``skip`` only
+    (the rows a hot set does not serve; :func:`zipf_distinct`). ``drawn`` ids: samples x pooling
+    independent lookups. ``derived`` ids (:data:`MultiHotIds`): each distinct id drawn brings
+    pooling - 1 fixed partners drawn uniformly over the table, so D, the distinct ids drawn past the
+    skipped ranks, are touched, and the partners of all D' ids drawn (a hot id's too) land on the
+    R - skip - D rows left as (R - skip - D)(1 - exp(-(pooling - 1) D' / R)) distinct rows. The
+    popularity of the drawn id carries over to its partners, which uniform access (exponent 0)
+    would miss by touching almost every lookup's row. The backward reads and writes each distinct
+    row once (:func:`local_traffic`)."""
     if ids == "drawn" or pooling <= 1.0:
         return zipf_distinct(samples * pooling, rows, exponent, skip)
-    d = zipf_distinct(samples, rows, exponent, skip)
-    return d + unique_rows((pooling - 1.0) * d, rows) * (rows - d) / rows
+    drawn = zipf_distinct(samples, rows, exponent, skip)
+    every = zipf_distinct(samples, rows, exponent) if skip > 0.0 else drawn
+    return drawn + unique_rows((pooling - 1.0) * every, rows) * (rows - skip - drawn) / rows
 
 
 def local_traffic(
@@ -200,9 +203,11 @@ def zipf_hit_rate(cached_rows: float, rows: int, exponent: float) -> float:
     return zipf_share(cached_rows, float(rows), *zipf_norm(float(rows), exponent))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def zipf_norm(rows: float, exponent: float) -> tuple[float, float]:
     """(1 - s, the denominator of :func:`zipf_share`) for a table of ``rows`` rows: computed once
-    for many shares of one table."""
+    for many shares of one table, and remembered (the host placement asks it for every host piece
+    of every design, of the same few tables)."""
     a = 1.0 - exponent
     if abs(a) < 1e-9:
         return 0.0, math.log(rows + 1.0)
@@ -221,6 +226,3 @@ def zipf_share(cached_rows: float, rows: float, a: float, den: float) -> float:
         return math.log(k + 1.0) / den
     share: float = ((k + 1.0) ** a - 1.0) / den
     return share
-    den = (rows + 1.0) ** a - 1.0
-    return [0.0 if k <= 0.0 else (((rows if k > rows else 1.0 if k < 1.0 else k) + 1.0) ** a - 1.0) / den
-            for k in cached_rows]

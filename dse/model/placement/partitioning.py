@@ -616,15 +616,16 @@ def _serving_device(devs: range, c: Candidate, cost: float, load: list[float],
     spare, fp, traffic = cached
     size, rows = c.footprint, float(c.rows)
     a, den = zipf_norm(rows, zipf)
-    top, log = (den + 1.0 if a else den), math.log  # top: (n + 1)^a, or ln(n + 1) at a = 0
+    log = math.log
     dev, fewest = devs.start, math.inf
-    # Host traffic x (1 - zipf_share(k, rows, a, den)), written out: a call for every host piece
-    # and device of a design cost 8% of a Zion evaluation (tests hold it to zipf_hit_rate's choice).
+    # Host traffic x (1 - zipf_share(k, rows, a, den)), written out in zipf_share's own operations
+    # (so the same figure to the bit): a call for every host piece and device of a design cost 8%
+    # of a Zion evaluation. Tests hold its choice to zipf_hit_rate's.
     for d in devs:
         k = spare[d] / (fp[d] + size) * rows
         if k > 0.0:
             k = rows if k > rows else 1.0 if k < 1.0 else k
-            misses = (traffic[d] + cost) * (top - ((k + 1.0) ** a if a else log(k + 1.0))) / den
+            misses = (traffic[d] + cost) * (1.0 - ((k + 1.0) ** a - 1.0 if a else log(k + 1.0)) / den)
         else:
             misses = traffic[d] + cost
         if misses < fewest:
