@@ -710,6 +710,22 @@ among ties a change in the fourth digit reorders the ranks. Hopper left out move
 11.2%: the refit without Hopper rates every H100 point about 2% faster than before, which takes
 most of them from 9-11% over to 11-12% over; its 22 points share one direction
 of error (mean log error +0.108), so its median moves with any shift of that size.
+
+**Tried on 2026.12-11 and not adopted** (the same fit on the same 57 points):
+
+- A replica's backward updates each of its rows once (its gradient arrives reduced and dense),
+  where the model charges it a row update per lookup (`max(lookups, rows)`, replicated tables and
+  hot rows alike): in sample 5.6% to 5.2%, but forward 5.0% to 8.1% (max 46%), ratio median 4.0%
+  to 6.4% and Hopper left out 11.2% to 14.2%; with a read-modify-write of a gradient row per
+  lookup on top (the dense gradient buffer's accumulation): in sample 5.4%, forward 5.5% (max
+  37%), ratios 5.5%, Hopper left out 12.1%. Both are worse out of sample than the charge kept.
+- Hot rows of derived multi-hot ids by their own statistics: the hottest H rows are the hottest
+  H / pooling ids with their partners, so they serve zipf_hit_rate(H / pooling) of the lookups and
+  of the samples, where the model takes h and h^pooling of independent draws. No measured point
+  uses hot rows on multi-hot tables (HugeCTR's hybrid embedding reads one-hot data only), so the
+  fit cannot judge it; with the replica charge kept, the hot rows it then picks on 15 of DCNv2's
+  tables slow one DGX H100 from 14.06 to 13.47 M samples/s (14.17 M with no hot rows on multi-hot
+  tables): the two belong together.
 """
 
 UNDER_RATING = """\
