@@ -95,9 +95,8 @@ def zipf_distinct(draws: float, rows: float, exponent: float, skip: float = 0.0)
         return draws
     if exponent <= 0.0 and skip <= 0.0:
         return unique_rows(draws, rows)
-    a = 1.0 - exponent
-    norm = math.log(rows + 1.0) if abs(a) < 1e-9 else ((rows + 1.0) ** a - 1.0) / a
-    scale = draws / norm
+    a, den = zipf_norm(rows, exponent)
+    scale = draws / (den / a if a else den)  # draws over the law's total mass
     lo, hi = math.log(skip + 1.0), math.log(rows + 1.0)
     if hi <= lo:
         return 0.0
